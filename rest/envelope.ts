@@ -1,0 +1,16 @@
+import type { Response } from 'express';
+import { type AppError, errorBody } from '../src/errors.ts';
+
+/** The one place the response envelope is rendered, for successes and failures alike. */
+export const unixSeconds = () => Math.floor(Date.now() / 1000);
+
+export function sendData(response: Response, status: number, data: unknown, message = 'success') {
+  response.status(status).json({ code: 0, message, data: data ?? null, timestamp: unixSeconds() });
+}
+
+export function sendError(response: Response, error: AppError) {
+  if (error.errorName === 'rate_limited' && typeof error.data?.retry_after_seconds === 'number') {
+    response.setHeader('Retry-After', String(error.data.retry_after_seconds));
+  }
+  response.status(error.httpStatus).json({ ...errorBody(error), timestamp: unixSeconds() });
+}

@@ -1,0 +1,110 @@
+import { z } from 'zod';
+import { errorTable } from '../src/errors.ts';
+import { envelope, errorEnvelope } from '../src/schemas/common.ts';
+import type { RouteSpec } from './route.ts';
+
+/**
+ * Builds the OpenAPI 3.1 document from the same route table and zod schemas that validate
+ * requests. Named schemas (`.meta({id})`) are hoisted into components.
+ */
+type JsonSchema = Record<string, unknown>;
+
+const codesByAuth: Record<RouteSpec['auth'], number[]> = {
+  none: [],
+  user: [4010, 4011],
+  agent: [4010, 4011, 4030],
+  human: [4010, 4011, 4030],
+  admin: [4010],
+};
+
+export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string) {
+  const components: Record<string, JsonSchema> = {};
+  const convert = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
+    const json = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as JsonSchema;
+    const rewritten = JSON.parse(JSON.stringify(json).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
+    const { $defs, $schema: _ignored, ...rest } = rewritten as JsonSchema & { $defs?: Record<string, JsonSchema> };
+    Object.assign(components, $defs ?? {});
+    return rest;
+  };
+  convert(errorEnvelope, 'output'); // registers ErrorEnvelope in components through its id
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const spec of routes) {
+    const openApiPath = spec.path.replace(/:([A-Za-z_]+)/g, '{$1}');
+    paths[openApiPath] ??= {};
+    paths[openApiPath][spec.method] = operation(spec, convert);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Agent Marketplace API',
+      version: '1.0.0',
+      description: 'Marketplace where AI agents and humans buy and sell work. Every JSON response is the envelope {code, message, data, timestamp}.',
+    },
+    servers: [{ url: serverUrl }],
+    components: {
+      schemas: components,
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key', description: 'Platform API key; send X-Platform-User-Id with it (caller_type agent).' },
+        platformUserId: { type: 'apiKey', in: 'header', name: 'X-Platform-User-Id', description: 'The user the API key acts for.' },
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Human access token (caller_type human).' },
+        adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Token' },
+      },
+    },
+    paths,
+  };
+}
+
+function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | 'output') => JsonSchema) {
+  const parameters = [
+    ...objectParameters(spec.params, 'path', convert),
+    ...objectParameters(spec.query, 'query', convert),
+  ];
+  const responses: Record<string, unknown> = {
+    [String(spec.successStatus ?? 200)]: {
+      description: 'success',
+      content: { 'application/json': { schema: convert(envelope(spec.response), 'output') } },
+    },
+  };
+  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), ...(spec.body ? [4001, 4130] : []), ...codesByAuth[spec.auth], ...(spec.errors ?? []), 5000]);
+  for (const code of failureCodes) {
+    const entry = Object.entries(errorTable).find(([, row]) => row.code === code);
+    if (!entry) continue;
+    const status = String(entry[1].httpStatus);
+    const existing = responses[status] as { description: string } | undefined;
+    responses[status] = {
+      description: existing ? `${existing.description}, ${code} ${entry[0]}` : `${code} ${entry[0]}`,
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+    };
+  }
+  return {
+    summary: spec.summary,
+    tags: [spec.tag],
+    operationId: `${spec.method}${spec.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, next: string | undefined) => (next ?? '').toUpperCase())}`,
+    security: securityFor(spec.auth),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: convert(spec.body, 'input') } } } } : {}),
+    responses,
+  };
+}
+
+function securityFor(auth: RouteSpec['auth']) {
+  switch (auth) {
+    case 'none': return [];
+    case 'admin': return [{ adminToken: [] }];
+    case 'agent': return [{ apiKey: [], platformUserId: [] }];
+    case 'human': return [{ bearer: [] }];
+    case 'user': return [{ apiKey: [], platformUserId: [] }, { bearer: [] }];
+  }
+}
+
+function objectParameters(schema: z.ZodType | undefined, location: 'path' | 'query', convert: (schema: z.ZodType, io: 'input') => JsonSchema) {
+  if (!schema) return [];
+  const json = convert(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+  return Object.entries(json.properties ?? {}).map(([name, property]) => ({
+    name,
+    in: location,
+    required: location === 'path' || (json.required ?? []).includes(name),
+    schema: property,
+  }));
+}

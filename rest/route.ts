@@ -1,0 +1,74 @@
+import type { NextFunction, Request, Response, Router } from 'express';
+import type { z } from 'zod';
+import type { Principal } from '../src/engine/dependencies.ts';
+import { AppError } from '../src/errors.ts';
+import { sendData } from './envelope.ts';
+import { validationError } from '../src/schemas/validation.ts';
+
+/**
+ * A route is declared once, as data: its schemas validate the request, type the handler and
+ * generate the OpenAPI document, so the published contract cannot drift from behaviour.
+ */
+export type AuthRequirement = 'none' | 'user' | 'agent' | 'human' | 'admin';
+
+export interface RouteInput<B, Q, P> {
+  body: B;
+  query: Q;
+  params: P;
+  principal: Principal | null;
+  request: Request;
+  response: Response;
+}
+
+export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, P extends z.ZodType = z.ZodType> {
+  method: 'get' | 'post' | 'put' | 'delete';
+  /** Express path syntax (`:id`); OpenAPI gets `{id}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  auth: AuthRequirement;
+  body?: B;
+  query?: Q;
+  params?: P;
+  response: z.ZodType;
+  successStatus?: 200 | 201;
+  /** Extra documented failure codes beyond the ones every route of this auth kind can give. */
+  errors?: number[];
+  /** A handler that writes the response itself (streams, redirects) returns `handled`. */
+  handler(input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>): Promise<unknown>;
+}
+
+export const handled = Symbol('handled');
+
+export const route = <B extends z.ZodType, Q extends z.ZodType, P extends z.ZodType>(spec: RouteSpec<B, Q, P>) =>
+  spec as unknown as RouteSpec;
+
+type Authenticator = (request: Request, requirement: AuthRequirement) => Promise<Principal | null>;
+
+function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'body' | 'query' | 'params') {
+  if (!schema) return value;
+  if (location === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
+    throw new AppError('invalid_json', 'request body must be a JSON object');
+  }
+  const result = schema.safeParse(value);
+  if (!result.success) throw validationError(result.error, location);
+  return result.data;
+}
+
+export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: Authenticator) {
+  for (const spec of routes) {
+    router[spec.method](spec.path, async (request: Request, response: Response, next: NextFunction) => {
+      try {
+        // Authentication comes first so an anonymous caller learns nothing from validation errors.
+        const principal = await authenticate(request, spec.auth);
+        const body = parsePart(spec.body, request.body, 'body');
+        const query = parsePart(spec.query, request.query, 'query');
+        const params = parsePart(spec.params, request.params, 'params');
+        const data = await spec.handler({ body, query, params, principal, request, response });
+        if (data !== handled) sendData(response, spec.successStatus ?? 200, data);
+      } catch (error) {
+        next(error);
+      }
+    });
+  }
+}

@@ -1,0 +1,73 @@
+import path from 'node:path';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import swaggerUi from 'swagger-ui-dist';
+import { z } from 'zod';
+import { createAuthenticator } from '../rest/authentication.ts';
+import { sendError } from '../rest/envelope.ts';
+import { buildOpenApiDocument } from '../rest/openapi.ts';
+import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
+import { categoryRoutes } from '../rest/routes/categories.ts';
+import { healthRoutes } from '../rest/routes/health.ts';
+import { identityRoutes } from '../rest/routes/identity.ts';
+import type { Engine } from './engine/index.ts';
+import { AppError, toAppError } from './errors.ts';
+import { limits } from './limits.ts';
+
+/**
+ * The composition root of the HTTP surface: mounts rest/ (and later rpc/) on one express app.
+ * It never listens; main.ts and the tests do that.
+ */
+export function allRoutes(engine: Engine): RouteSpec[] {
+  const routes = [...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine)];
+  const document = () => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl);
+  const openApiRoute = route({
+    method: 'get', path: '/api/v1/public/openapi.json', tag: 'meta', auth: 'none',
+    summary: 'This OpenAPI 3.1 document',
+    response: z.record(z.string(), z.unknown()),
+    handler: async ({ response }) => {
+      // The document itself is served bare (not enveloped) so that OpenAPI tools can read it.
+      response.json(document());
+      return handled;
+    },
+  });
+  return [...routes, openApiRoute];
+}
+
+export function createApp(engine: Engine) {
+  const { config, log } = engine.dependencies;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }));
+
+  const router = express.Router();
+  mountRoutes(router, allRoutes(engine), createAuthenticator(engine, config.ADMIN_TOKEN));
+  app.use(router);
+
+  app.get('/docs', (_request, response) => response.type('html').send(docsPage));
+  app.use('/docs/assets', express.static(path.resolve(swaggerUi.getAbsoluteFSPath()), { index: false }));
+
+  app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => {
+    sendError(response, fromHttpError(error, (message, cause) => log.error(message, { error: cause })));
+  });
+  return app;
+}
+
+/** Body-parser failures carry a `type`; they map onto the envelope's 4001 and 4130 codes. */
+function fromHttpError(error: unknown, log: (message: string, cause: unknown) => void): AppError {
+  const type = (error as { type?: string } | null)?.type;
+  if (type === 'entity.too.large') return new AppError('payload_too_large', `request body is over ${limits.requestBodyBytesMax} bytes`);
+  if (type === 'entity.parse.failed' || type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new AppError('invalid_json', 'request body is not valid JSON');
+  }
+  return toAppError(error, log);
+}
+
+const docsPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Agent Marketplace API reference</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="reference"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>window.ui = SwaggerUIBundle({ url: '/api/v1/public/openapi.json', dom_id: '#reference', deepLinking: true, tryItOutEnabled: true });</script>
+</body></html>`;

@@ -1,0 +1,46 @@
+import { createJwtService } from './auth/jwt.ts';
+import type { Config } from './config.ts';
+import { type DatabaseHandle, openPglite, openPostgres } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { type EventBus, createInProcessBus, createRedisBus } from './events/bus.ts';
+import { createEngine, type Engine } from './engine/index.ts';
+import type { Logger } from './logger.ts';
+
+/**
+ * Opens the backends the configuration names (PostgreSQL or embedded PGlite; Redis or the
+ * in-process bus), migrates, and builds the engine. Shared by the server, the CLI and tests.
+ */
+export interface Runtime {
+  engine: Engine;
+  database: DatabaseHandle;
+  bus: EventBus;
+  close(): Promise<void>;
+}
+
+export interface RuntimeOptions {
+  database?: DatabaseHandle;
+  bus?: EventBus;
+  now?: () => Date;
+  migrate?: boolean;
+}
+
+export async function openRuntime(config: Config, log: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
+  const database =
+    options.database ?? (config.DATABASE_URL ? await openPostgres(config.DATABASE_URL) : await openPglite({ directory: config.DATA_DIR }));
+  const bus = options.bus ?? (config.REDIS_URL ? createRedisBus(config.REDIS_URL) : createInProcessBus());
+  try {
+    if (options.migrate !== false) await migrateToLatest(database.db, (line) => log.info(line));
+  } catch (error) {
+    await Promise.allSettled([database.close(), bus.close()]);
+    throw error;
+  }
+  const engine = createEngine({ db: database.db, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()) });
+  return {
+    engine,
+    database,
+    bus,
+    async close() {
+      await Promise.allSettled([database.close(), bus.close()]);
+    },
+  };
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Configuration comes only from the environment (decisions section 11) and is parsed once, so a
+ * typo fails the start with a clear message instead of surfacing later as odd behaviour.
+ */
+const booleanFromString = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const environmentSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z.string().url().optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  REDIS_URL: z.string().url().optional(),
+  JWT_SECRET: z.string().min(16, 'JWT_SECRET must be at least 16 characters').optional(),
+  JWT_PUBLIC_KEY: z.string().optional(),
+  JWT_PRIVATE_KEY: z.string().optional(),
+  JWT_ALGORITHM: z.enum(['HS256', 'RS256']).default('HS256'),
+  JWT_ISSUER: z.string().optional(),
+  JWT_AUDIENCE: z.string().optional(),
+  ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  CALLBACK_ALLOW_PRIVATE: booleanFromString.default(false),
+  AUTO_CONFIRM_HOURS: z.coerce.number().positive().default(72),
+  PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
+  SWEEPER_INTERVAL_MS: z.coerce.number().int().min(10).default(30_000),
+  UT_TO_CNY_RATE: z.string().regex(/^\d+(\.\d{1,6})?$/).default('0.10'),
+  LLM_BASE_URL: z.string().url().optional(),
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODEL: z.string().optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+});
+
+export type Environment = z.infer<typeof environmentSchema>;
+
+export interface Config extends Omit<Environment, 'JWT_SECRET' | 'ADMIN_TOKEN'> {
+  JWT_SECRET: string;
+  ADMIN_TOKEN: string;
+  publicBaseUrl: string;
+  /** True when DATABASE_URL is unset and the embedded PGlite database is used. */
+  embeddedDatabase: boolean;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(environment).filter(([, value]) => value !== ''));
+  const parsed = environmentSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const values = parsed.data;
+  if (values.JWT_ALGORITHM === 'RS256' && !values.JWT_PUBLIC_KEY) {
+    throw new ConfigError('Invalid configuration:\n  JWT_PUBLIC_KEY: required when JWT_ALGORITHM is RS256');
+  }
+  const secrets = resolveSecrets(values);
+  return {
+    ...values,
+    ...secrets,
+    publicBaseUrl: values.PUBLIC_BASE_URL ?? `http://localhost:${values.PORT}`,
+    embeddedDatabase: !values.DATABASE_URL,
+  };
+}
+
+/**
+ * A fresh machine must start with no configuration, so missing secrets are generated once and
+ * kept in DATA_DIR. In production a missing secret is a configuration error instead, because a
+ * generated secret there would silently differ between instances.
+ */
+function resolveSecrets(values: Environment): { JWT_SECRET: string; ADMIN_TOKEN: string } {
+  const needsJwtSecret = values.JWT_ALGORITHM === 'HS256' && !values.JWT_SECRET;
+  if (values.NODE_ENV === 'production') {
+    const missing = [needsJwtSecret && 'JWT_SECRET', !values.ADMIN_TOKEN && 'ADMIN_TOKEN'].filter(Boolean);
+    if (missing.length > 0) {
+      throw new ConfigError(`Invalid configuration:\n  ${missing.join(', ')}: required when NODE_ENV=production`);
+    }
+  }
+  return {
+    JWT_SECRET: values.JWT_SECRET ?? (needsJwtSecret ? storedSecret(values.DATA_DIR, 'jwt-secret') : ''),
+    ADMIN_TOKEN: values.ADMIN_TOKEN ?? storedSecret(values.DATA_DIR, 'admin-token'),
+  };
+}
+
+function storedSecret(dataDirectory: string, name: string): string {
+  const file = path.join(dataDirectory, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDirectory, { recursive: true });
+  const secret = randomBytes(32).toString('hex');
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}

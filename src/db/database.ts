@@ -1,0 +1,67 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import knex, { type Knex } from 'knex';
+import pg from 'pg';
+import { limits } from '../limits.ts';
+import { acquireLockfile } from './lockfile.ts';
+import { PgliteClient } from './pglite-dialect.ts';
+
+// pg parses int8 to a string by default; numeric too. Money is carried as strings of integer
+// minor units and converted to BigInt in the domain layer, never through a float.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => value);
+
+export type Database = Knex;
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: 'postgres' | 'pglite';
+  describe: string;
+  close(): Promise<void>;
+}
+
+export async function openPostgres(connectionString: string, poolSizeMax = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
+  const db = knex({ client: 'pg', connection: connectionString, pool: { min: 0, max: poolSizeMax } });
+  const url = new URL(connectionString);
+  return {
+    db,
+    kind: 'postgres',
+    describe: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
+    close: () => db.destroy(),
+  };
+}
+
+/**
+ * Opens embedded PGlite. With a directory the data survives restarts and a lockfile guards it;
+ * with `memory` it is a throwaway instance for tests. PGlite is one connection, so the pool has
+ * exactly one: transactions serialize, which is correct if slow.
+ */
+export async function openPglite(location: { directory: string } | 'memory'): Promise<DatabaseHandle> {
+  let releaseLock = () => {};
+  let pglite: PGlite;
+  if (location === 'memory') {
+    pglite = new PGlite();
+  } else {
+    const directory = path.resolve(location.directory);
+    mkdirSync(directory, { recursive: true });
+    releaseLock = acquireLockfile(path.join(directory, 'pglite.lock'));
+    try {
+      pglite = new PGlite(path.join(directory, 'pgdata'));
+    } catch (error) {
+      releaseLock();
+      throw error;
+    }
+  }
+  await pglite.waitReady;
+  const db = knex({ client: PgliteClient as unknown as typeof knex.Client, connection: { pglite } as never, pool: { min: 1, max: 1 } });
+  return {
+    db,
+    kind: 'pglite',
+    describe: location === 'memory' ? 'embedded PGlite (in memory)' : `embedded PGlite in ${path.resolve(location.directory)}`,
+    close: async () => {
+      await db.destroy();
+      await pglite.close();
+      releaseLock();
+    },
+  };
+}

@@ -1,0 +1,23 @@
+import type { Knex } from 'knex';
+import type { Database } from './database.ts';
+import * as identity from './migrations/001_identity.ts';
+
+/**
+ * Migrations are listed here explicitly instead of being discovered on disk, so they load the
+ * same way under tsx, vitest and any bundler, on PostgreSQL and on PGlite alike.
+ */
+const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> }> = {
+  '001_identity': identity,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};
+
+export async function migrateToLatest(db: Database, log: (line: string) => void = () => {}): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
+  for (const name of applied) log(`migration applied: ${name}`);
+  return applied;
+}

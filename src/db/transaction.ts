@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+import { limits } from '../limits.ts';
+import type { Database } from './database.ts';
+
+/**
+ * A database transaction plus hooks that run only after COMMIT. Events are published from these
+ * hooks, so a change that rolls back can never be announced to subscribers.
+ */
+export interface UnitOfWork {
+  trx: Knex.Transaction;
+  afterCommit(hook: () => void | Promise<void>): void;
+}
+
+const retryableSqlStates = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
+
+export function isRetryable(error: unknown): boolean {
+  return retryableSqlStates.has((error as { code?: string } | null)?.code ?? '');
+}
+
+export interface TransactionOptions {
+  isolationLevel?: Knex.IsolationLevels;
+  onAfterCommitError?: (error: unknown) => void;
+}
+
+/**
+ * Runs `work` in one transaction, retrying serialization failures and deadlocks a bounded number
+ * of times with a small jittered backoff. `work` must therefore be safe to re-run: it may only
+ * touch the database through `unit.trx` and register side effects with `afterCommit`.
+ */
+export async function withTransaction<T>(
+  db: Database,
+  work: (unit: UnitOfWork) => Promise<T>,
+  options: TransactionOptions = {},
+): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const hooks: (() => void | Promise<void>)[] = [];
+    try {
+      const result = await db.transaction(
+        (trx) => work({ trx, afterCommit: (hook) => hooks.push(hook) }),
+        options.isolationLevel ? { isolationLevel: options.isolationLevel } : undefined,
+      );
+      for (const hook of hooks) {
+        try {
+          await hook();
+        } catch (error) {
+          // The change is committed; a failed hook (for example a publish) is recovered by the
+          // outbox relay, so it must not turn a successful request into an error.
+          options.onAfterCommitError?.(error);
+        }
+      }
+      return result;
+    } catch (error) {
+      if (!isRetryable(error) || attempt >= limits.transactionRetriesMax) throw error;
+      const backoffMs = limits.transactionRetryBackoffMs * 2 ** attempt * (0.5 + Math.random());
+      await new Promise((resolve) => setTimeout(resolve, backoffMs));
+    }
+  }
+}

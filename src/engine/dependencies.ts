@@ -1,0 +1,26 @@
+import type { JwtService } from '../auth/jwt.ts';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/database.ts';
+import type { EventBus } from '../events/bus.ts';
+import type { Logger } from '../logger.ts';
+
+/** Everything the engine needs from the outside world, passed in so tests can build their own. */
+export interface EngineDependencies {
+  db: Database;
+  bus: EventBus;
+  config: Config;
+  jwt: JwtService;
+  log: Logger;
+  /** The engine reads time only through this, so tests can move it (auto-confirm, expiry). */
+  now: () => Date;
+}
+
+export type CallerType = 'agent' | 'human';
+
+/** Who is calling: derived from credentials only, never from the request body. */
+export interface Principal {
+  user_id: string;
+  caller_type: CallerType;
+  platform: string | null;
+  api_key_id: string | null;
+}

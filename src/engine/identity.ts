@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import { apiKeyMatches, generateApiKey, parseApiKeyPrefix } from '../auth/api-keys.ts';
+import { hashPassword, verifyPassword } from '../auth/passwords.ts';
+import { AppError, notFound, unauthenticated } from '../errors.ts';
+import type { CreateApiKeyInput, LoginInput, SignupInput } from '../schemas/identity.ts';
+import * as store from '../store/identity.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+
+/** Raw credential headers, as the transport found them. */
+export interface Credentials {
+  apiKey?: string;
+  platformUserId?: string;
+  authorization?: string;
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function createIdentityEngine({ db, jwt }: EngineDependencies) {
+  /**
+   * Resolves credentials to a principal. Mixing both kinds is refused outright (4011) rather than
+   * guessing which one the caller meant, because the kind decides currency and space.
+   */
+  async function authenticate(credentials: Credentials): Promise<Principal> {
+    const hasKey = credentials.apiKey !== undefined || credentials.platformUserId !== undefined;
+    const hasBearer = credentials.authorization !== undefined;
+    if (hasKey && hasBearer) throw new AppError('mixed_credentials', 'send either API key headers or a bearer token, not both');
+    if (hasBearer) return authenticateBearer(credentials.authorization!);
+    if (hasKey) return authenticateApiKey(credentials.apiKey, credentials.platformUserId);
+    throw unauthenticated('credentials required');
+  }
+
+  async function authenticateBearer(header: string): Promise<Principal> {
+    const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/.exec(header.trim());
+    const userId = match ? jwt.verify(match[1]!) : null;
+    if (!userId || !uuidPattern.test(userId)) throw unauthenticated('invalid or expired bearer token');
+    const user = await store.findUserById(db, userId.toLowerCase());
+    if (!user) throw unauthenticated('invalid or expired bearer token');
+    return { user_id: user.id, caller_type: 'human', platform: null, api_key_id: null };
+  }
+
+  async function authenticateApiKey(apiKey: string | undefined, platformUserId: string | undefined): Promise<Principal> {
+    if (!apiKey || !platformUserId) throw unauthenticated('X-Api-Key and X-Platform-User-Id are both required');
+    const prefix = parseApiKeyPrefix(apiKey);
+    const key = prefix ? await store.findApiKeyByPrefix(db, prefix) : undefined;
+    if (!key || !apiKeyMatches(apiKey, key.key_hash)) throw unauthenticated('unknown API key');
+    if (!uuidPattern.test(platformUserId)) throw unauthenticated('X-Platform-User-Id must be a user id (UUID)');
+    const userId = platformUserId.toLowerCase();
+    if (!(await store.isLinked(db, key.id, userId))) {
+      if (!key.auto_provision) throw unauthenticated('this API key may not act for that user');
+      await provisionLinkedUser(key.id, userId);
+    }
+    return { user_id: userId, caller_type: 'agent', platform: key.agent_platform_type, api_key_id: key.id };
+  }
+
+  /** A trusted auto-provisioning platform may bring its own user ids; each is created once. */
+  async function provisionLinkedUser(apiKeyId: string, userId: string) {
+    await db.transaction(async (trx) => {
+      await trx('users').insert({ id: userId }).onConflict('id').ignore();
+      await store.insertLink(trx, apiKeyId, userId);
+    });
+  }
+
+  async function signup(input: SignupInput) {
+    const id = randomUUID();
+    const passwordHash = await hashPassword(input.password);
+    const inserted = await db('users')
+      .insert({ id, email: input.email, password_hash: passwordHash, display_name: input.display_name ?? null })
+      .onConflict('email')
+      .ignore()
+      .returning('id');
+    if (inserted.length === 0) throw new AppError('conflict', 'an account with this email already exists');
+    return issueToken(id);
+  }
+
+  async function login(input: LoginInput) {
+    const user = await store.findUserByEmail(db, input.email);
+    // verifyPassword runs even for an unknown email so both failures take the same time.
+    const valid = await verifyPassword(input.password, user?.password_hash);
+    if (!user || !valid) throw unauthenticated('wrong email or password');
+    return issueToken(user.id);
+  }
+
+  function issueToken(userId: string) {
+    const { token, expiresInSeconds } = jwt.sign(userId);
+    return { user_id: userId, access_token: token, token_type: 'Bearer' as const, expires_in: expiresInSeconds };
+  }
+
+  function me(principal: Principal) {
+    return { user_id: principal.user_id, caller_type: principal.caller_type, agent_platform_type: principal.platform };
+  }
+
+  async function createUser(input: { email?: string; password?: string; display_name?: string }) {
+    const id = randomUUID();
+    const passwordHash = input.password ? await hashPassword(input.password) : null;
+    const inserted = await db('users')
+      .insert({ id, email: input.email?.toLowerCase() ?? null, password_hash: passwordHash, display_name: input.display_name ?? null })
+      .onConflict('email')
+      .ignore()
+      .returning('id');
+    if (inserted.length === 0) throw new AppError('conflict', 'an account with this email already exists');
+    return { user_id: id, email: input.email?.toLowerCase() ?? null };
+  }
+
+  async function createApiKey(input: CreateApiKeyInput) {
+    const generated = generateApiKey();
+    const [row] = await store.insertApiKey(db, {
+      id: randomUUID(),
+      agent_platform_type: input.agent_platform_type,
+      name: input.name ?? null,
+      key_prefix: generated.prefix,
+      key_hash: generated.hash,
+      auto_provision: input.auto_provision ?? false,
+    });
+    return {
+      id: row!.id,
+      api_key: generated.key,
+      key_prefix: row!.key_prefix,
+      agent_platform_type: row!.agent_platform_type,
+      name: row!.name,
+      auto_provision: row!.auto_provision,
+      created_at: new Date(row!.created_at).toISOString(),
+    };
+  }
+
+  async function linkUser(apiKeyId: string, userId: string) {
+    if (!(await store.findApiKeyById(db, apiKeyId))) throw notFound('API key');
+    if (!(await store.findUserById(db, userId))) throw notFound('user');
+    await store.insertLink(db, apiKeyId, userId);
+    return { api_key_id: apiKeyId, user_id: userId };
+  }
+
+  async function mintToken(userId: string, lifetimeSeconds?: number) {
+    if (!(await store.findUserById(db, userId))) throw notFound('user');
+    const { token, expiresInSeconds } = jwt.sign(userId, lifetimeSeconds);
+    return { user_id: userId, access_token: token, token_type: 'Bearer' as const, expires_in: expiresInSeconds };
+  }
+
+  return { authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken };
+}
+
+export type IdentityEngine = ReturnType<typeof createIdentityEngine>;

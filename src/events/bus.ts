@@ -1,0 +1,87 @@
+import { EventEmitter } from 'node:events';
+import { Redis } from 'ioredis';
+
+/**
+ * The event bus carries committed state changes between server instances. Redis pub/sub is the
+ * production bus; the in-process bus has the same interface so a single embedded instance needs
+ * no Redis. Messages are strings: they are built once and fanned out as they are.
+ */
+export interface EventBus {
+  readonly kind: 'redis' | 'in-process';
+  readonly describe: string;
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createInProcessBus(): EventBus {
+  const emitter = new EventEmitter();
+  emitter.setMaxListeners(0);
+  return {
+    kind: 'in-process',
+    describe: 'in-process event bus',
+    async publish(channel, message) {
+      emitter.emit(channel, message);
+    },
+    async subscribe(channel, handler) {
+      emitter.on(channel, handler);
+      return async () => {
+        emitter.off(channel, handler);
+      };
+    },
+    async ping() {},
+    async close() {
+      emitter.removeAllListeners();
+    },
+  };
+}
+
+/**
+ * Redis needs one connection for publishing and commands and a second one in subscriber mode.
+ * `channelPrefix` namespaces channels so test workers sharing one Redis never see each other.
+ */
+export function createRedisBus(url: string, channelPrefix = ''): EventBus {
+  const options = { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true } as const;
+  const publisher = new Redis(url, options);
+  const subscriber = new Redis(url, options);
+  const handlers = new Map<string, Set<(message: string) => void>>();
+  subscriber.on('message', (channel: string, message: string) => {
+    for (const handler of handlers.get(channel) ?? []) handler(message);
+  });
+  // Errors surface through ping() and publish(); without a listener ioredis would print them.
+  publisher.on('error', () => {});
+  subscriber.on('error', () => {});
+  const parsed = new URL(url);
+  return {
+    kind: 'redis',
+    describe: `Redis at ${parsed.hostname}:${parsed.port || 6379}`,
+    async publish(channel, message) {
+      await publisher.publish(channelPrefix + channel, message);
+    },
+    async subscribe(channel, handler) {
+      const fullChannel = channelPrefix + channel;
+      let set = handlers.get(fullChannel);
+      if (!set) {
+        set = new Set();
+        handlers.set(fullChannel, set);
+        await subscriber.subscribe(fullChannel);
+      }
+      set.add(handler);
+      return async () => {
+        set.delete(handler);
+        if (set.size === 0 && handlers.get(fullChannel) === set) {
+          handlers.delete(fullChannel);
+          await subscriber.unsubscribe(fullChannel);
+        }
+      };
+    },
+    async ping() {
+      await publisher.ping();
+    },
+    async close() {
+      publisher.disconnect();
+      subscriber.disconnect();
+    },
+  };
+}

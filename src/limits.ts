@@ -1,0 +1,33 @@
+/**
+ * Every limit of the service lives here, with its unit in its name, so that a reader can find
+ * and reason about all bounds in one place instead of hunting for magic numbers.
+ */
+export const limits = {
+  requestBodyBytesMax: 1024 * 1024,
+  resultPayloadBytesMax: 256 * 1024,
+  pageSizeDefault: 20,
+  pageSizeMax: 100,
+  idempotencyKeyLengthMax: 64,
+  idempotencyRetentionMs: 24 * 60 * 60 * 1000,
+  passwordLengthMin: 8,
+  passwordLengthMax: 200,
+  emailLengthMax: 254,
+  displayNameLengthMax: 100,
+  apiKeyNameLengthMax: 100,
+  jwtLifetimeSeconds: 24 * 60 * 60,
+  capabilityTitleLengthMax: 200,
+  capabilityCategoryLengthMax: 50,
+  callbackTimeoutSecondsMin: 5,
+  callbackTimeoutSecondsMax: 120,
+  callbackTimeoutSecondsDefault: 30,
+  bookedHoursMin: 1,
+  bookedHoursMax: 24 * 365,
+  /** Largest amount in minor units (hundredths) accepted in a request: 10^15, far below 2^63. */
+  amountMinorUnitsMax: 1_000_000_000_000_000n,
+  /** Serialization failures and deadlocks are retried this many times before giving up. */
+  transactionRetriesMax: 5,
+  transactionRetryBackoffMs: 5,
+  shutdownGraceMs: 10_000,
+  readinessCheckTimeoutMs: 2_000,
+  databasePoolSizeMax: 10,
+} as const;

@@ -1,0 +1,48 @@
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.ts';
+import { openRuntime } from './bootstrap.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { limits } from './limits.ts';
+import { createLogger } from './logger.ts';
+
+/** Entry point: configuration, backends, listen, and a graceful shutdown on SIGTERM or SIGINT. */
+async function main() {
+  const config = loadConfig();
+  const log = createLogger(config.LOG_LEVEL);
+  const runtime = await openRuntime(config, log);
+  log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
+
+  const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port } = server.address() as AddressInfo;
+  log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`, docs: `/docs` });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    // Stop accepting, let in-flight requests finish, then close pools; force after a grace period.
+    const forced = setTimeout(() => {
+      log.warn('grace period over, closing remaining connections');
+      server.closeAllConnections();
+    }, limits.shutdownGraceMs).unref();
+    server.closeIdleConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    clearTimeout(forced);
+    await runtime.close();
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  }
+  process.exit(1);
+});
