@@ -20,7 +20,7 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-export async function openPostgres(connectionString: string, poolSizeMax = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
+export async function openPostgres(connectionString: string, poolSizeMax: number = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
   const db = knex({ client: 'pg', connection: connectionString, pool: { min: 0, max: poolSizeMax } });
   const url = new URL(connectionString);
   return {

@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import supertest from 'supertest';
+import { createApp } from '../../src/app.ts';
+import { openRuntime, type Runtime } from '../../src/bootstrap.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { type DatabaseHandle, openPglite, openPostgres } from '../../src/db/database.ts';
+import { createInProcessBus, createRedisBus } from '../../src/events/bus.ts';
+import { createLogger } from '../../src/logger.ts';
+import { cloneTemplate } from './databases.ts';
+
+export const testAdminToken = 'test-admin-token-0123456789abcdef';
+export const testJwtSecret = 'test-jwt-secret-0123456789abcdef';
+
+export interface TestApp {
+  runtime: Runtime;
+  config: Config;
+  app: ReturnType<typeof createApp>;
+  http: ReturnType<typeof supertest>;
+  /** A clock tests can move forward; the engine reads time only through it. */
+  clock: { now: Date; advanceMs(ms: number): void };
+  close(): Promise<void>;
+}
+
+export const usingRealBackends = () => Boolean(process.env.TEST_DATABASE_URL);
+
+/**
+ * Starts the whole application on a database of its own: a clone of the migrated template on
+ * PostgreSQL when TEST_DATABASE_URL is set, an in-memory PGlite otherwise; Redis when
+ * TEST_REDIS_URL is set, with a channel prefix of its own.
+ */
+export async function startTestApp(environment: Record<string, string> = {}): Promise<TestApp> {
+  const clone = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    JWT_SECRET: testJwtSecret,
+    ADMIN_TOKEN: testAdminToken,
+    LOG_LEVEL: 'silent',
+    PUBLIC_BASE_URL: 'http://127.0.0.1:3000',
+    ...(clone ? { DATABASE_URL: clone.url } : {}),
+    ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+    ...environment,
+  });
+  const database: DatabaseHandle = clone ? await openPostgres(clone.url) : await openPglite('memory');
+  const bus = config.REDIS_URL ? createRedisBus(config.REDIS_URL, `test:${randomBytes(4).toString('hex')}:`) : createInProcessBus();
+  const clock = {
+    now: new Date(),
+    advanceMs(ms: number) {
+      this.now = new Date(this.now.getTime() + ms);
+    },
+  };
+  const startedAt = Date.now();
+  const runtime = await openRuntime(config, createLogger(config.LOG_LEVEL), {
+    database,
+    bus,
+    now: () => new Date(clock.now.getTime() + (Date.now() - startedAt)),
+    migrate: !clone,
+  });
+  const app = createApp(runtime.engine);
+  return {
+    runtime,
+    config,
+    app,
+    http: supertest(app),
+    clock,
+    async close() {
+      await runtime.close();
+      await clone?.drop();
+    },
+  };
+}
