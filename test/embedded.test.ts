@@ -1,0 +1,58 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { openPglite } from '../src/db/database.ts';
+import { acquireLockfile } from '../src/db/lockfile.ts';
+
+describe('configuration', () => {
+  it('fails fast with a message naming each bad variable', () => {
+    const attempt = () => loadConfig({ PORT: 'eighty', REDIS_URL: 'not a url', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cfg-')) });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).toThrow(/PORT[\s\S]*REDIS_URL/);
+  });
+
+  it('generates the JWT secret and admin token once and keeps them in DATA_DIR', () => {
+    const directory = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const first = loadConfig({ DATA_DIR: directory });
+    const second = loadConfig({ DATA_DIR: directory });
+    expect(first.ADMIN_TOKEN).toMatch(/^[0-9a-f]{64}$/);
+    expect(second.ADMIN_TOKEN).toBe(first.ADMIN_TOKEN);
+    expect(second.JWT_SECRET).toBe(first.JWT_SECRET);
+    expect(first.embeddedDatabase).toBe(true);
+  });
+
+  it('refuses to generate secrets in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cfg-')) })).toThrow(/JWT_SECRET, ADMIN_TOKEN/);
+  });
+});
+
+describe('embedded PGlite', () => {
+  it('keeps data across a close and a reopen of the same directory', async () => {
+    const directory = mkdtempSync(path.join(tmpdir(), 'pglite-'));
+    const first = await openPglite({ directory });
+    await first.db.schema.createTable('kept', (table) => table.bigInteger('amount'));
+    await first.db('kept').insert({ amount: '9007199254740993' });
+    await first.close();
+    const second = await openPglite({ directory });
+    try {
+      // int8 comes back as an exact string, as with pg, never as a rounded number.
+      expect(await second.db('kept').first()).toEqual({ amount: '9007199254740993' });
+      expect(await second.db('kept').where({ amount: '9007199254740993' }).update({ amount: '1' })).toBe(1);
+      expect(await second.db('kept').del()).toBe(1);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses a second process on the same data directory, and takes over a stale lock', () => {
+    const directory = mkdtempSync(path.join(tmpdir(), 'lock-'));
+    const file = path.join(directory, 'pglite.lock');
+    writeFileSync(file, String(process.ppid));
+    expect(() => acquireLockfile(file)).toThrow(/in use by process/);
+    writeFileSync(file, '999999999');
+    const release = acquireLockfile(file);
+    release();
+  });
+});
