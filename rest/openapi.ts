@@ -80,12 +80,18 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
   return {
     summary: spec.summary,
     tags: [spec.tag],
-    operationId: `${spec.method}${spec.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, next: string | undefined) => (next ?? '').toUpperCase())}`,
+    operationId: operationIdOf(spec),
     security: securityFor(spec.auth),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: convert(spec.body, 'input') } } } } : {}),
     responses,
   };
+}
+
+/** `post /api/v1/auth/signup` -> `postApiV1AuthSignup`; a trailing slash stays distinguishable. */
+function operationIdOf(spec: RouteSpec): string {
+  const camel = spec.path.replace(/[^A-Za-z0-9]+(.)?/g, (_match, next: string | undefined) => (next ?? '').toUpperCase());
+  return `${spec.method}${camel}${spec.path.endsWith('/') ? 'TrailingSlash' : ''}`;
 }
 
 function securityFor(auth: RouteSpec['auth']) {

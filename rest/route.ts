@@ -47,6 +47,8 @@ type Authenticator = (request: Request, requirement: AuthRequirement) => Promise
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'body' | 'query' | 'params') {
   if (!schema) return value;
+  // An endpoint whose body is optional accepts a request with no body at all.
+  if (location === 'body' && value === undefined && schema.safeParse(undefined).success) return undefined;
   if (location === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
     throw new AppError('invalid_json', 'request body must be a JSON object');
   }

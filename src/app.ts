@@ -8,7 +8,10 @@ import { buildOpenApiDocument } from '../rest/openapi.ts';
 import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
+import { capabilityRoutes } from '../rest/routes/capabilities.ts';
 import { identityRoutes } from '../rest/routes/identity.ts';
+import { transactionRoutes } from '../rest/routes/transactions.ts';
+import { walletRoutes } from '../rest/routes/wallet.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
 import { limits } from './limits.ts';
@@ -18,7 +21,10 @@ import { limits } from './limits.ts';
  * It never listens; main.ts and the tests do that.
  */
 export function allRoutes(engine: Engine): RouteSpec[] {
-  const routes = [...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine)];
+  const routes = [
+    ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine),
+    ...capabilityRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine),
+  ];
   const document = () => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl);
   const openApiRoute = route({
     method: 'get', path: '/api/v1/public/openapi.json', tag: 'meta', auth: 'none',

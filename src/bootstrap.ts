@@ -34,12 +34,13 @@ export async function openRuntime(config: Config, log: Logger, options: RuntimeO
     await Promise.allSettled([database.close(), bus.close()]);
     throw error;
   }
-  const engine = createEngine({ db: database.db, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()) });
+  const engine = await createEngine({ db: database.db, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()) });
   return {
     engine,
     database,
     bus,
     async close() {
+      await engine.close().catch(() => {});
       await Promise.allSettled([database.close(), bus.close()]);
     },
   };

@@ -70,6 +70,13 @@ describe('GET /api/v1/auth/me', () => {
     expect((await me(headers).expect(200)).body.data.caller_type).toBe('agent');
   });
 
+  it('never lets an auto-provisioning key take over an existing user it is not linked to', async () => {
+    const key = await createApiKey(test, 'trusted_platform', { auto_provision: true });
+    const human = await signUpHuman(test);
+    const response = await me({ 'X-Api-Key': key.api_key, 'X-Platform-User-Id': human.userId }).expect(401);
+    expect(response.body.code).toBe(4010);
+  });
+
   it('refuses an expired JWT', async () => {
     const human = await signUpHuman(test);
     const expired = jwt.sign({ sub: human.userId, exp: Math.floor(Date.now() / 1000) - 10 }, testJwtSecret, { algorithm: 'HS256' });

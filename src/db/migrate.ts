@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Database } from './database.ts';
 import * as identity from './migrations/001_identity.ts';
+import * as money from './migrations/002_money.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -8,6 +9,7 @@ import * as identity from './migrations/001_identity.ts';
  */
 const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> }> = {
   '001_identity': identity,
+  '002_money': money,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

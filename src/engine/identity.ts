@@ -3,6 +3,7 @@ import { apiKeyMatches, generateApiKey, parseApiKeyPrefix } from '../auth/api-ke
 import { hashPassword, verifyPassword } from '../auth/passwords.ts';
 import { AppError, notFound, unauthenticated } from '../errors.ts';
 import type { CreateApiKeyInput, LoginInput, SignupInput } from '../schemas/identity.ts';
+import { ensureUserAccounts } from '../store/accounts.ts';
 import * as store from '../store/identity.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 
@@ -52,23 +53,33 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies) {
     return { user_id: userId, caller_type: 'agent', platform: key.agent_platform_type, api_key_id: key.id };
   }
 
-  /** A trusted auto-provisioning platform may bring its own user ids; each is created once. */
+  /**
+   * A trusted auto-provisioning platform may bring its own new user ids; each is created once and
+   * linked. It may never take over a user that already exists (a human account, or another
+   * platform's user): that still needs an explicit link.
+   */
   async function provisionLinkedUser(apiKeyId: string, userId: string) {
     await db.transaction(async (trx) => {
-      await trx('users').insert({ id: userId }).onConflict('id').ignore();
+      const created = await trx('users').insert({ id: userId }).onConflict('id').ignore().returning('id');
+      if (created.length === 0) throw unauthenticated('this API key may not act for that user');
+      await ensureUserAccounts(trx, [userId]);
       await store.insertLink(trx, apiKeyId, userId);
+    });
+  }
+
+  /** Every user gets both wallet accounts at birth, so money code never has to create them. */
+  async function insertUserWithAccounts(row: { id: string; email: string | null; password_hash: string | null; display_name: string | null }) {
+    await db.transaction(async (trx) => {
+      const inserted = await trx('users').insert(row).onConflict('email').ignore().returning('id');
+      if (inserted.length === 0) throw new AppError('conflict', 'an account with this email already exists');
+      await ensureUserAccounts(trx, [row.id]);
     });
   }
 
   async function signup(input: SignupInput) {
     const id = randomUUID();
     const passwordHash = await hashPassword(input.password);
-    const inserted = await db('users')
-      .insert({ id, email: input.email, password_hash: passwordHash, display_name: input.display_name ?? null })
-      .onConflict('email')
-      .ignore()
-      .returning('id');
-    if (inserted.length === 0) throw new AppError('conflict', 'an account with this email already exists');
+    await insertUserWithAccounts({ id, email: input.email, password_hash: passwordHash, display_name: input.display_name ?? null });
     return issueToken(id);
   }
 
@@ -92,12 +103,7 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies) {
   async function createUser(input: { email?: string; password?: string; display_name?: string }) {
     const id = randomUUID();
     const passwordHash = input.password ? await hashPassword(input.password) : null;
-    const inserted = await db('users')
-      .insert({ id, email: input.email?.toLowerCase() ?? null, password_hash: passwordHash, display_name: input.display_name ?? null })
-      .onConflict('email')
-      .ignore()
-      .returning('id');
-    if (inserted.length === 0) throw new AppError('conflict', 'an account with this email already exists');
+    await insertUserWithAccounts({ id, email: input.email?.toLowerCase() ?? null, password_hash: passwordHash, display_name: input.display_name ?? null });
     return { user_id: id, email: input.email?.toLowerCase() ?? null };
   }
 

@@ -1,10 +1,26 @@
+import { ensureSystemAccounts } from '../store/accounts.ts';
+import { createPublisher } from '../events/publisher.ts';
 import { limits } from '../limits.ts';
+import { createCapabilityEngine } from './capabilities.ts';
 import type { EngineDependencies } from './dependencies.ts';
+import { createIdempotency } from './idempotency.ts';
 import { createIdentityEngine } from './identity.ts';
+import { createSweeper } from './sweeper.ts';
+import { createTransactionEngine } from './transactions.ts';
+import { createTransitions } from './transitions.ts';
+import { createWalletEngine } from './wallet.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
-export function createEngine(dependencies: EngineDependencies) {
+export async function createEngine(dependencies: EngineDependencies) {
+  await ensureSystemAccounts(dependencies.db);
+  const publisher = createPublisher(dependencies.bus, dependencies.db, dependencies.log);
+  const idempotency = createIdempotency(dependencies);
+  const transitions = createTransitions(dependencies, publisher);
   const identity = createIdentityEngine(dependencies);
+  const capabilities = createCapabilityEngine(dependencies);
+  const transactions = createTransactionEngine(dependencies, idempotency, transitions);
+  const wallet = createWalletEngine(dependencies, idempotency);
+  const sweeper = createSweeper(transactions, idempotency, dependencies.log);
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
@@ -17,7 +33,13 @@ export function createEngine(dependencies: EngineDependencies) {
     return { database, bus };
   }
 
-  return { identity, readiness, dependencies };
+  async function close() {
+    sweeper.stop();
+    await sweeper.idle();
+    await publisher.close();
+  }
+
+  return { identity, capabilities, transactions, wallet, sweeper, readiness, close, dependencies };
 }
 
-export type Engine = ReturnType<typeof createEngine>;
+export type Engine = Awaited<ReturnType<typeof createEngine>>;

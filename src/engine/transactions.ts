@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import type { TransactionAction } from '../domain/escrow.ts';
+import { currencyOfSpace } from '../domain/money.ts';
+import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { AppError, forbidden, notFound } from '../errors.ts';
+import type { ListTransactionsInput, TransactionView } from '../schemas/transactions.ts';
+import { type TransactionRow, findTransaction, listQuery } from '../store/transactions.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
+import type { ActionExtra, Transitions } from './transitions.ts';
+import { type CapabilityRow, transactionView } from './views.ts';
+
+/** The use cases of marketplace transactions, shared by REST and every JSON-RPC generation. */
+export interface CreateTransactionCommand {
+  capability_id: string;
+  demand_id?: string;
+  context_id?: string;
+  booked_hours?: number;
+  note?: string;
+  input?: Record<string, unknown>;
+}
+
+export type PartyAction = Extract<TransactionAction, 'freeze' | 'accept' | 'reject' | 'deliver' | 'confirm' | 'cancel' | 'dispute'>;
+
+export function createTransactionEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
+  const { db, now } = dependencies;
+
+  async function create(principal: Principal, command: CreateTransactionCommand, request: IdempotencyRequest | null): Promise<Outcome<TransactionView>> {
+    if (principal.caller_type === 'agent' && !request) {
+      throw new AppError('validation_error', 'an idempotency key is required', {
+        errors: [{ path: 'header.Idempotency-Key', message: 'agent callers must send an Idempotency-Key when creating a transaction' }],
+      });
+    }
+    return idempotency.run(principal, request, 201, async (unit) => {
+      const capability = await unit.trx<CapabilityRow>('capabilities').where({ id: command.capability_id }).first();
+      // A capability of the other space, or withdrawn, is invisible to this buyer.
+      if (!capability || capability.owner_type !== principal.caller_type || !capability.available) throw notFound('capability');
+      if (capability.owner_user_id === principal.user_id) throw forbidden('you cannot buy your own capability');
+      const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
+      const at = now();
+      const [row] = (await unit.trx('transactions')
+        .insert({
+          id: randomUUID(),
+          buyer_user_id: principal.user_id,
+          seller_user_id: capability.owner_user_id,
+          capability_id: capability.id,
+          demand_id: command.demand_id ?? null,
+          context_id: command.context_id ?? randomUUID(),
+          space: principal.caller_type,
+          currency: currencyOfSpace(principal.caller_type),
+          transaction_type: capability.pricing_model,
+          price: String(price),
+          booked_hours: command.booked_hours ?? null,
+          auto_accept: capability.auto_accept_min !== null && price >= BigInt(capability.auto_accept_min),
+          status: 'pending_freeze',
+          note: command.note ?? null,
+          input: command.input ? JSON.stringify(command.input) : null,
+          event_sequence: 1,
+          created_at: at,
+          updated_at: at,
+        })
+        .returning('*')) as TransactionRow[];
+      await transitions.record(unit, row!, 'create', null, at);
+      return transactionView(row!);
+    });
+  }
+
+  /** A party's action (freeze, accept, reject, deliver, confirm, cancel, dispute). */
+  function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)));
+  }
+
+  /** An operator settles a dispute for the seller or refunds the buyer. */
+  function resolve(id: string, outcome: 'settle' | 'refund', request: IdempotencyRequest | null) {
+    const action = outcome === 'settle' ? 'resolve_settle' : 'resolve_refund';
+    return idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })));
+  }
+
+  async function get(principal: Principal, id: string): Promise<TransactionView> {
+    const row = await findTransaction(db, id);
+    const isParty = row && (row.buyer_user_id === principal.user_id || row.seller_user_id === principal.user_id);
+    if (!row || !isParty || row.space !== principal.caller_type) throw notFound('transaction');
+    return transactionView(row);
+  }
+
+  /** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
+  async function list(principal: Principal, query: ListTransactionsInput) {
+    const filter = { userId: principal.user_id, space: principal.caller_type, role: query.role, status: query.status };
+    const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
+    const page = listQuery(db, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    if (query.cursor) {
+      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
+      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
+    } else {
+      page.offset((query.page - 1) * query.page_size);
+    }
+    const rows = (await page) as TransactionRow[];
+    const items = rows.slice(0, query.page_size);
+    const last = items.at(-1);
+    const hasMore = rows.length > query.page_size;
+    return {
+      items: items.map(transactionView),
+      total: Number(countRow[0]?.count ?? 0),
+      page: query.cursor ? 0 : query.page,
+      page_size: query.page_size,
+      has_more: hasMore,
+      next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
+    };
+  }
+
+  /** Used by the sweeper: settles one due delivered transaction, skipping rows others hold. */
+  async function autoConfirmNextDue(): Promise<TransactionView | null> {
+    return withTransaction(db, async (unit) => {
+      const due = await unit.trx('transactions')
+        .where({ status: 'delivered' })
+        .where('auto_confirm_at', '<=', now())
+        .orderBy('auto_confirm_at')
+        .first('id')
+        .forUpdate()
+        .skipLocked();
+      if (!due) return null;
+      return transactionView(await transitions.move(unit, due.id, 'auto_confirm', { system: 'system' }));
+    });
+  }
+
+  return { create, act, resolve, get, list, autoConfirmNextDue };
+}
+
+export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

@@ -1,0 +1,82 @@
+import { formatAmount } from '../domain/money.ts';
+import type { CapabilityView } from '../schemas/capabilities.ts';
+import type { TransactionView } from '../schemas/transactions.ts';
+import type { TransactionRow } from '../store/transactions.ts';
+
+/** Rows to the public shapes. Amounts leave as two-decimal strings, times as ISO 8601. */
+const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
+
+export function transactionView(row: TransactionRow): TransactionView {
+  return {
+    id: row.id,
+    buyer_user_id: row.buyer_user_id,
+    seller_user_id: row.seller_user_id,
+    capability_id: row.capability_id,
+    demand_id: row.demand_id,
+    transaction_type: row.transaction_type,
+    context_id: row.context_id,
+    price_ut: formatAmount(row.price),
+    currency: row.currency,
+    booked_hours: row.booked_hours,
+    status: row.status,
+    result_payload: row.result_payload,
+    frozen_at: iso(row.frozen_at),
+    accepted_at: iso(row.accepted_at),
+    delivered_at: iso(row.delivered_at),
+    confirmed_at: iso(row.confirmed_at),
+    settled_at: iso(row.settled_at),
+    delivery_deadline: iso(row.delivery_deadline),
+    auto_confirm_at: iso(row.auto_confirm_at),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+export interface CapabilityRow {
+  id: string;
+  owner_user_id: string;
+  owner_type: 'agent' | 'human';
+  title: string;
+  description: string;
+  category: string;
+  capability_type: string;
+  pricing_model: string;
+  price: string;
+  auto_accept_min: string | null;
+  delivery_mode: string;
+  tags: string[];
+  daily_limit: number | null;
+  rate_limit_per_min: number | null;
+  callback_url: string | null;
+  callback_timeout_sec: number;
+  available: boolean;
+  quality_score: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function capabilityView(row: CapabilityRow, totalSold: number): CapabilityView {
+  return {
+    id: row.id,
+    agent_id: row.owner_user_id,
+    owner_type: row.owner_type,
+    title: row.title,
+    description: row.description,
+    category: row.category,
+    tags: row.tags,
+    capability_type: row.capability_type,
+    delivery_mode: row.delivery_mode,
+    pricing_model: row.pricing_model,
+    price_ut: formatAmount(row.price),
+    currency: row.owner_type === 'agent' ? 'UT' : 'CNY',
+    auto_accept_min_ut: row.auto_accept_min === null ? null : formatAmount(row.auto_accept_min),
+    daily_limit: row.daily_limit,
+    rate_limit_per_min: row.rate_limit_per_min,
+    callback_timeout_sec: row.callback_timeout_sec,
+    quality_score: row.quality_score,
+    total_sold: totalSold,
+    available: row.available,
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}

@@ -1,0 +1,72 @@
+import type { Database } from '../db/database.ts';
+import type { Logger } from '../logger.ts';
+import type { OutboxRow } from '../store/outbox.ts';
+import type { EventBus } from './bus.ts';
+
+/**
+ * Publishes committed outbox rows on the bus and marks them published in batches, so the relay
+ * only has to look at rows a crash left behind, and the hot path pays no extra write per event.
+ */
+export const eventsChannel = 'marketplace:events';
+
+export interface PublishedEvent {
+  id: string;
+  transaction_id: string;
+  transaction_sequence: number;
+  buyer_user_id: string;
+  buyer_sequence: string;
+  seller_user_id: string;
+  seller_sequence: string;
+  type: string;
+  data: Record<string, unknown>;
+  created_at: string;
+}
+
+export function toPublishedEvent(row: OutboxRow): PublishedEvent {
+  return {
+    id: String(row.id),
+    transaction_id: row.transaction_id,
+    transaction_sequence: row.transaction_sequence,
+    buyer_user_id: row.buyer_user_id,
+    buyer_sequence: String(row.buyer_sequence),
+    seller_user_id: row.seller_user_id,
+    seller_sequence: String(row.seller_sequence),
+    type: row.event_type,
+    data: row.payload,
+    created_at: new Date(row.created_at).toISOString(),
+  };
+}
+
+export interface Publisher {
+  publish(row: OutboxRow): Promise<void>;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createPublisher(bus: EventBus, db: Database, log: Logger, flushIntervalMs = 200): Publisher {
+  let published: string[] = [];
+  const flush = async () => {
+    if (published.length === 0) return;
+    const ids = published;
+    published = [];
+    try {
+      await db('outbox_events').whereIn('id', ids).update({ published_at: db.fn.now() });
+    } catch (error) {
+      // Unmarked rows are only republished by the relay; subscribers drop duplicates by sequence.
+      log.warn('could not mark outbox rows published', { error, count: ids.length });
+    }
+  };
+  const timer = setInterval(() => void flush(), flushIntervalMs);
+  timer.unref();
+  return {
+    async publish(row) {
+      await bus.publish(eventsChannel, JSON.stringify(toPublishedEvent(row)));
+      published.push(String(row.id));
+    },
+    flush,
+    async close() {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}

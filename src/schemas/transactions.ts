@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { transactionStatuses } from '../domain/escrow.ts';
+import { limits } from '../limits.ts';
+import { dateTime, uuid } from './common.ts';
+import { amountOutput, currency } from './money.ts';
+import { pageQuery, pagedList } from './pagination.ts';
+
+export const idempotencyKey = z.string().min(1).max(limits.idempotencyKeyLengthMax).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+
+export const createTransactionBody = z
+  .strictObject({
+    capability_id: uuid,
+    demand_id: uuid.optional(),
+    context_id: uuid.optional(),
+    booked_hours: z.number().int().min(limits.bookedHoursMin).max(limits.bookedHoursMax).optional(),
+    idempotency_key: idempotencyKey.optional(),
+  })
+  .meta({ id: 'TransactionCreate' });
+
+export const resultPayload = z
+  .record(z.string(), z.unknown())
+  .refine((value) => Buffer.byteLength(JSON.stringify(value)) <= limits.resultPayloadBytesMax, `must be at most ${limits.resultPayloadBytesMax} bytes`);
+
+export const deliverBody = z.strictObject({ result_payload: resultPayload, idempotency_key: idempotencyKey.optional() }).meta({ id: 'DeliverRequest' });
+export const actionBody = z.strictObject({ idempotency_key: idempotencyKey.optional() });
+export const disputeBody = z.strictObject({ reason: z.string().trim().min(1).max(2000).optional(), idempotency_key: idempotencyKey.optional() });
+export const resolveBody = z.strictObject({ outcome: z.enum(['settle', 'refund']), idempotency_key: idempotencyKey.optional() }).meta({ id: 'ResolveRequest' });
+
+export const transactionResponse = z
+  .object({
+    id: uuid,
+    buyer_user_id: uuid,
+    seller_user_id: uuid,
+    capability_id: uuid,
+    demand_id: uuid.nullable(),
+    transaction_type: z.string(),
+    context_id: uuid,
+    price_ut: amountOutput,
+    currency,
+    booked_hours: z.number().int().nullable(),
+    status: z.enum(transactionStatuses),
+    result_payload: z.record(z.string(), z.unknown()).nullable(),
+    frozen_at: dateTime.nullable(),
+    accepted_at: dateTime.nullable(),
+    delivered_at: dateTime.nullable(),
+    confirmed_at: dateTime.nullable(),
+    settled_at: dateTime.nullable(),
+    delivery_deadline: dateTime.nullable(),
+    auto_confirm_at: dateTime.nullable(),
+    created_at: dateTime,
+    updated_at: dateTime,
+  })
+  .meta({ id: 'Transaction' });
+
+export const transactionIdParams = z.object({ tx_id: uuid });
+
+export const listTransactionsQuery = z.object({
+  role: z.enum(['buyer', 'seller', '']).optional(),
+  status: z.enum(transactionStatuses).optional(),
+  ...pageQuery,
+});
+
+export const transactionList = pagedList(transactionResponse).meta({ id: 'TransactionList' });
+
+export type CreateTransactionInput = z.output<typeof createTransactionBody>;
+export type TransactionView = z.infer<typeof transactionResponse>;
+export type ListTransactionsInput = z.output<typeof listTransactionsQuery>;

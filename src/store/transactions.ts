@@ -1,0 +1,62 @@
+import type { Knex } from 'knex';
+import type { TransactionStatus } from '../domain/escrow.ts';
+import type { Currency } from '../domain/money.ts';
+
+export interface TransactionRow {
+  id: string;
+  buyer_user_id: string;
+  seller_user_id: string;
+  capability_id: string;
+  demand_id: string | null;
+  context_id: string;
+  space: 'agent' | 'human';
+  currency: Currency;
+  transaction_type: string;
+  price: string;
+  booked_hours: number | null;
+  auto_accept: boolean;
+  status: TransactionStatus;
+  note: string | null;
+  input: Record<string, unknown> | null;
+  result_payload: Record<string, unknown> | null;
+  event_sequence: number;
+  frozen_at: Date | null;
+  accepted_at: Date | null;
+  delivered_at: Date | null;
+  confirmed_at: Date | null;
+  settled_at: Date | null;
+  delivery_deadline: Date | null;
+  auto_confirm_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const findTransaction = (db: Knex, id: string) => db<TransactionRow>('transactions').where({ id }).first();
+
+/**
+ * The compare-and-set at the heart of every move: the row changes only if it is still in the
+ * state the decision was made from. The event sequence is bumped in the same statement.
+ */
+export async function compareAndSetStatus(trx: Knex, id: string, from: TransactionStatus, changes: Partial<TransactionRow>): Promise<TransactionRow | undefined> {
+  const rows = await trx<TransactionRow>('transactions')
+    .where({ id, status: from })
+    .update({ ...changes, event_sequence: trx.raw('event_sequence + 1') } as never)
+    .returning('*');
+  return rows[0] as TransactionRow | undefined;
+}
+
+export interface ListFilter {
+  userId: string;
+  space: 'agent' | 'human';
+  role?: 'buyer' | 'seller' | '';
+  status?: TransactionStatus;
+}
+
+export function listQuery(db: Knex, filter: ListFilter) {
+  const query = db<TransactionRow>('transactions').where({ space: filter.space });
+  if (filter.role === 'buyer') query.where({ buyer_user_id: filter.userId });
+  else if (filter.role === 'seller') query.where({ seller_user_id: filter.userId });
+  else query.where((where) => where.where({ buyer_user_id: filter.userId }).orWhere({ seller_user_id: filter.userId }));
+  if (filter.status) query.where({ status: filter.status });
+  return query;
+}
