@@ -78,6 +78,11 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     return idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })));
   }
 
+  /** The system marks a transaction failed (a capability callback failed) and releases the funds. */
+  function fail(id: string) {
+    return idempotency.run(null, null, 200, async (unit) => transactionView(await transitions.move(unit, id, 'fail', { system: 'system' })));
+  }
+
   async function get(principal: Principal, id: string): Promise<TransactionView> {
     const row = await findTransaction(db, id);
     const isParty = row && (row.buyer_user_id === principal.user_id || row.seller_user_id === principal.user_id);
@@ -125,7 +130,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     });
   }
 
-  return { create, act, resolve, get, list, autoConfirmNextDue };
+  return { create, act, resolve, fail, get, list, autoConfirmNextDue };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;
