@@ -167,6 +167,15 @@ describe('CLI against the database', () => {
     accessToken = token.access_token;
   });
 
+  it('credit puts money into the wallet as a deposit and refuses a bad amount', async () => {
+    const result = await runCli(['credit', '--user-id', userId, '--currency', 'UT', '--amount', '25.50', '--note', 'welcome bonus']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ user_id: userId, currency: 'UT', available: '25.50', frozen: '0.00', total: '25.50' });
+    const bad = await runCli(['credit', '--user-id', userId, '--currency', 'UT', '--amount', '1.005']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--amount');
+  });
+
   it('link-user with an unknown user exits 1 with the engine error and no stack trace', async () => {
     const result = await runCli(['link-user', '--api-key-id', apiKey.id, '--user-id', randomUUID()]);
     expect(result.code).toBe(1);
@@ -179,6 +188,8 @@ describe('CLI against the database', () => {
     await withApp(async (http) => {
       const asAgent = await http.get('/api/v1/auth/me').set('X-Api-Key', apiKey.api_key).set('X-Platform-User-Id', userId).expect(200);
       expect(asAgent.body.data).toEqual({ user_id: userId, caller_type: 'agent', agent_platform_type: 'custom_mcp' });
+      const wallet = await http.get('/api/v1/wallet').set('X-Api-Key', apiKey.api_key).set('X-Platform-User-Id', userId).expect(200);
+      expect(wallet.body.data.ut).toMatchObject({ available: '25.50' });
 
       const asHuman = await http.get('/api/v1/auth/me').set('Authorization', `Bearer ${accessToken}`).expect(200);
       expect(asHuman.body.data).toEqual({ user_id: userId, caller_type: 'human', agent_platform_type: null });
