@@ -20,8 +20,19 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+/**
+ * knex prints its own warnings with console.log, which would land on stdout (and corrupt the
+ * CLI's JSON output); they go to stderr instead.
+ */
+const knexLog = {
+  warn: (message: unknown) => process.stderr.write(`knex warning: ${String(message)}\n`),
+  error: (message: unknown) => process.stderr.write(`knex error: ${String(message)}\n`),
+  deprecate: (message: unknown) => process.stderr.write(`knex deprecation: ${String(message)}\n`),
+  debug: () => {},
+};
+
 export async function openPostgres(connectionString: string, poolSizeMax: number = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
-  const db = knex({ client: 'pg', connection: connectionString, pool: { min: 0, max: poolSizeMax } });
+  const db = knex({ client: 'pg', connection: connectionString, pool: { min: 0, max: poolSizeMax }, log: knexLog });
   const url = new URL(connectionString);
   return {
     db,
@@ -53,7 +64,7 @@ export async function openPglite(location: { directory: string } | 'memory'): Pr
     }
   }
   await pglite.waitReady;
-  const db = knex({ client: PgliteClient as unknown as typeof knex.Client, connection: { pglite } as never, pool: { min: 1, max: 1 } });
+  const db = knex({ client: PgliteClient as unknown as typeof knex.Client, connection: { pglite } as never, pool: { min: 1, max: 1 }, log: knexLog });
   return {
     db,
     kind: 'pglite',
