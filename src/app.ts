@@ -12,6 +12,7 @@ import { capabilityRoutes } from '../rest/routes/capabilities.ts';
 import { identityRoutes } from '../rest/routes/identity.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
+import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
 import { limits } from './limits.ts';
@@ -23,7 +24,7 @@ import { limits } from './limits.ts';
 export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
     ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine),
-    ...capabilityRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine),
+    ...capabilityRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
   ];
   const document = () => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl);
   const openApiRoute = route({
@@ -44,7 +45,9 @@ export function createApp(engine: Engine) {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
-  app.use(express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] }));
+  const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
+  // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
+  app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
 
   const router = express.Router();
   mountRoutes(router, allRoutes(engine), createAuthenticator(engine, config.ADMIN_TOKEN));

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { attachRpcWebSocket } from '../rpc/index.ts';
 import { createApp } from './app.ts';
 import { openRuntime } from './bootstrap.ts';
 import { ConfigError, loadConfig } from './config.ts';
@@ -15,6 +16,7 @@ async function main() {
 
   const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const webSockets = attachRpcWebSocket(server, runtime.engine);
   const { port } = server.address() as AddressInfo;
   log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`, docs: `/docs` });
 
@@ -28,6 +30,7 @@ async function main() {
       log.warn('grace period over, closing remaining connections');
       server.closeAllConnections();
     }, limits.shutdownGraceMs).unref();
+    await webSockets.close();
     server.closeIdleConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     clearTimeout(forced);

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Database } from './database.ts';
 import * as identity from './migrations/001_identity.ts';
 import * as money from './migrations/002_money.ts';
+import * as clientTaskIds from './migrations/003_client_task_ids.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -10,6 +11,7 @@ import * as money from './migrations/002_money.ts';
 const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> }> = {
   '001_identity': identity,
   '002_money': money,
+  '003_client_task_ids': clientTaskIds,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -20,6 +20,8 @@ export interface CreateTransactionCommand {
   booked_hours?: number;
   note?: string;
   input?: Record<string, unknown>;
+  /** A2A v0.1: the task id the client chose; it finds the transaction later, like its own id. */
+  client_task_id?: string;
 }
 
 export type PartyAction = Extract<TransactionAction, 'freeze' | 'accept' | 'reject' | 'deliver' | 'confirm' | 'cancel' | 'dispute'>;
@@ -57,6 +59,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           status: 'pending_freeze',
           note: command.note ?? null,
           input: command.input ? JSON.stringify(command.input) : null,
+          client_task_id: command.client_task_id ?? null,
           event_sequence: 1,
           created_at: at,
           updated_at: at,
@@ -76,6 +79,18 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   function resolve(id: string, outcome: 'settle' | 'refund', request: IdempotencyRequest | null) {
     const action = outcome === 'settle' ? 'resolve_settle' : 'resolve_refund';
     return idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })));
+  }
+
+  /**
+   * Finds the transaction a caller means by an id that is either the transaction's own id or a
+   * task id the caller chose as buyer (A2A v0.1). Anything the caller may not see is 4040.
+   */
+  async function resolveId(principal: Principal, idOrClientTaskId: string): Promise<string> {
+    const uuidLike = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrClientTaskId);
+    const byClientId = await db('transactions').where({ buyer_user_id: principal.user_id, client_task_id: idOrClientTaskId, space: principal.caller_type }).first('id');
+    if (byClientId) return byClientId.id;
+    if (!uuidLike) throw notFound('transaction');
+    return (await get(principal, idOrClientTaskId.toLowerCase())).id;
   }
 
   /** The system marks a transaction failed (a capability callback failed) and releases the funds. */
@@ -130,7 +145,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     });
   }
 
-  return { create, act, resolve, fail, get, list, autoConfirmNextDue };
+  return { create, act, resolve, fail, get, list, resolveId, autoConfirmNextDue };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

@@ -17,6 +17,7 @@ export interface TransactionRow {
   auto_accept: boolean;
   status: TransactionStatus;
   note: string | null;
+  client_task_id: string | null;
   input: Record<string, unknown> | null;
   result_payload: Record<string, unknown> | null;
   event_sequence: number;
