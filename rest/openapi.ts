@@ -60,12 +60,10 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
     ...objectParameters(spec.params, 'path', convert),
     ...objectParameters(spec.query, 'query', convert),
   ];
-  const responses: Record<string, unknown> = {
-    [String(spec.successStatus ?? 200)]: {
-      description: 'success',
-      content: { 'application/json': { schema: convert(envelope(spec.response), 'output') } },
-    },
-  };
+  const successContent = spec.rawResponse
+    ? { [spec.rawResponse.contentType]: { schema: convert(spec.response, 'output') } }
+    : { 'application/json': { schema: convert(envelope(spec.response), 'output') } };
+  const responses: Record<string, unknown> = { [String(spec.successStatus ?? 200)]: { description: 'success', content: successContent } };
   const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), ...(spec.body ? [4001, 4130] : []), ...codesByAuth[spec.auth], ...(spec.errors ?? []), 5000]);
   for (const code of failureCodes) {
     const entry = Object.entries(errorTable).find(([, row]) => row.code === code);

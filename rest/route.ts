@@ -34,6 +34,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
   successStatus?: 200 | 201;
   /** Extra documented failure codes beyond the ones every route of this auth kind can give. */
   errors?: number[];
+  /**
+   * Set when the success response is not the JSON envelope (an SSE stream, a bare document):
+   * OpenAPI then documents `response` under this content type as it is.
+   */
+  rawResponse?: { contentType: string };
   /** A handler that writes the response itself (streams, redirects) returns `handled`. */
   handler(input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>): Promise<unknown>;
 }

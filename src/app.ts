@@ -10,6 +10,7 @@ import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
 import { capabilityRoutes } from '../rest/routes/capabilities.ts';
 import { identityRoutes } from '../rest/routes/identity.ts';
+import { streamRoutes } from '../rest/routes/streams.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
 import { rpcRoutes } from '../rpc/index.ts';
@@ -24,11 +25,11 @@ import { limits } from './limits.ts';
 export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
     ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine),
-    ...capabilityRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
+    ...capabilityRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
   ];
   const document = () => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl);
   const openApiRoute = route({
-    method: 'get', path: '/api/v1/public/openapi.json', tag: 'meta', auth: 'none',
+    method: 'get', path: '/api/v1/public/openapi.json', tag: 'meta', auth: 'none', rawResponse: { contentType: 'application/json' },
     summary: 'This OpenAPI 3.1 document',
     response: z.record(z.string(), z.unknown()),
     handler: async ({ response }) => {

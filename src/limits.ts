@@ -30,4 +30,15 @@ export const limits = {
   shutdownGraceMs: 10_000,
   readinessCheckTimeoutMs: 2_000,
   databasePoolSizeMax: 10,
+  /** One heartbeat comment to every open stream this often keeps proxies from closing idle streams. */
+  streamHeartbeatMs: 15_000,
+  /** A subscriber whose unsent output grows past this is disconnected; it resumes with Last-Event-ID. */
+  streamBufferedBytesMax: 256 * 1024,
+  /** Out-of-order live events a subscriber may hold while its gap is filled from the database. */
+  streamPendingEventsMax: 1_000,
+  streamCatchUpBatchSize: 500,
+  /** The relay republishes outbox rows still unpublished this long after their commit. */
+  relayGraceMs: 2_000,
+  relayIntervalMs: 1_000,
+  relayBatchSize: 500,
 } as const;

@@ -13,6 +13,7 @@ async function main() {
   const runtime = await openRuntime(config, log);
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
+  runtime.engine.relay.start();
 
   const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

@@ -1,10 +1,13 @@
 import { ensureSystemAccounts } from '../store/accounts.ts';
+import { createEventHub } from '../events/hub.ts';
 import { createPublisher } from '../events/publisher.ts';
+import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
 import { createCapabilityEngine } from './capabilities.ts';
 import type { EngineDependencies } from './dependencies.ts';
 import { createIdempotency } from './idempotency.ts';
 import { createIdentityEngine } from './identity.ts';
+import { createStreams } from './streams.ts';
 import { createSweeper } from './sweeper.ts';
 import { createTransactionEngine } from './transactions.ts';
 import { createTransitions } from './transitions.ts';
@@ -21,6 +24,10 @@ export async function createEngine(dependencies: EngineDependencies) {
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const wallet = createWalletEngine(dependencies, idempotency);
   const sweeper = createSweeper(transactions, idempotency, dependencies.log);
+  const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
+  await hub.start();
+  const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
+  const streams = createStreams(hub, transactions);
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
@@ -34,12 +41,14 @@ export async function createEngine(dependencies: EngineDependencies) {
   }
 
   async function close() {
+    relay.stop();
+    await hub.stop();
     sweeper.stop();
     await sweeper.idle();
     await publisher.close();
   }
 
-  return { identity, capabilities, transactions, wallet, sweeper, readiness, close, dependencies };
+  return { identity, capabilities, transactions, wallet, sweeper, streams, hub, relay, readiness, close, dependencies };
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>;

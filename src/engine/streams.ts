@@ -1,0 +1,26 @@
+import type { EventHub } from '../events/hub.ts';
+import type { StreamListener, Subscription, SubscribeOptions } from '../events/stream-types.ts';
+import type { Principal } from './dependencies.ts';
+import type { TransactionEngine } from './transactions.ts';
+
+/**
+ * Who may watch what. A transaction stream is open only to its two parties within their space
+ * (anyone else gets the same 4040 as for a missing transaction); a user stream carries the
+ * caller's own transactions of the caller's space only.
+ */
+export function createStreams(hub: EventHub, transactions: TransactionEngine) {
+  async function subscribeTransaction(principal: Principal, idOrClientTaskId: string, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
+    const transactionId = await transactions.resolveId(principal, idOrClientTaskId);
+    return hub.subscribe({ kind: 'transaction', transactionId }, options, listener);
+  }
+
+  function subscribeUser(principal: Principal, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
+    const currency = principal.caller_type === 'agent' ? 'UT' : 'CNY';
+    const visible = (event: { data: Record<string, unknown> }) => (event.data.transaction as { currency?: string } | undefined)?.currency === currency;
+    return hub.subscribe({ kind: 'user', userId: principal.user_id }, options, listener, visible);
+  }
+
+  return { subscribeTransaction, subscribeUser };
+}
+
+export type Streams = ReturnType<typeof createStreams>;

@@ -1,0 +1,118 @@
+import type { Database } from '../db/database.ts';
+import { limits } from '../limits.ts';
+import type { Logger } from '../logger.ts';
+import type { OutboxRow } from '../store/outbox.ts';
+import type { EventBus } from './bus.ts';
+import { eventsChannel, type PublishedEvent, toPublishedEvent } from './publisher.ts';
+import type { StreamListener, StreamTarget, Subscription, SubscribeOptions } from './stream-types.ts';
+import { Subscriber, type SubscriberSource } from './subscriber.ts';
+
+/**
+ * Each server instance listens once on the bus and hands every event to its own local
+ * subscribers of that transaction and of its two parties. Subscribers fill gaps from the outbox
+ * table, so a lost message (Redis restart, crash before publish) costs latency, never an event.
+ */
+export function createEventHub(bus: EventBus, db: Database, log: Logger) {
+  const byTransaction = new Map<string, Set<Subscriber>>();
+  const byUser = new Map<string, Set<Subscriber>>();
+  let stopListening: (() => Promise<void>) | null = null;
+
+  const deliver = (index: Map<string, Set<Subscriber>>, key: string, event: PublishedEvent) => {
+    for (const subscriber of index.get(key) ?? []) subscriber.offer(event);
+  };
+
+  function onMessage(message: string) {
+    let event: PublishedEvent;
+    try {
+      event = JSON.parse(message) as PublishedEvent;
+    } catch (error) {
+      log.warn('unreadable event on the bus', { error });
+      return;
+    }
+    deliver(byTransaction, event.transaction_id, event);
+    deliver(byUser, event.buyer_user_id, event);
+    if (event.seller_user_id !== event.buyer_user_id) deliver(byUser, event.seller_user_id, event);
+  }
+
+  async function start() {
+    stopListening ??= await bus.subscribe(eventsChannel, onMessage);
+  }
+
+  function sourceFor(target: StreamTarget, visible: (event: PublishedEvent) => boolean): SubscriberSource {
+    if (target.kind === 'transaction') {
+      return {
+        sequenceOf: (event) => BigInt(event.transaction_sequence),
+        visible,
+        fetchAfter: async (after, limit) =>
+          ((await db('outbox_events').where({ transaction_id: target.transactionId }).where('transaction_sequence', '>', String(after))
+            .orderBy('transaction_sequence').limit(limit)) as OutboxRow[]).map(toPublishedEvent),
+      };
+    }
+    const { userId } = target;
+    return {
+      sequenceOf: (event) => BigInt(event.buyer_user_id === userId ? event.buyer_sequence : event.seller_sequence),
+      visible,
+      fetchAfter: async (after, limit) => {
+        const result = await db.raw(
+          `SELECT * FROM (
+             SELECT *, buyer_sequence AS owner_sequence FROM outbox_events WHERE buyer_user_id = ? AND buyer_sequence > ?
+             UNION ALL
+             SELECT *, seller_sequence AS owner_sequence FROM outbox_events WHERE seller_user_id = ? AND seller_sequence > ?
+           ) AS mine ORDER BY owner_sequence LIMIT ?`,
+          [userId, String(after), userId, String(after), limit],
+        );
+        return (result.rows as OutboxRow[]).map(toPublishedEvent);
+      },
+    };
+  }
+
+  async function startingPoint(target: StreamTarget, options: SubscribeOptions): Promise<bigint> {
+    if (options.afterSequence !== undefined) return BigInt(options.afterSequence);
+    if (target.kind === 'transaction') return 0n;
+    const row = await db('event_streams').where({ owner_user_id: target.userId }).first('last_sequence');
+    return BigInt(row?.last_sequence ?? 0);
+  }
+
+  /**
+   * Registers first and reads the starting point second, so an event committed in between is
+   * either at or before the starting point (skipped) or after it (delivered): never lost.
+   */
+  async function subscribe(target: StreamTarget, options: SubscribeOptions, listener: StreamListener, visible: (event: PublishedEvent) => boolean = () => true): Promise<Subscription> {
+    const index = target.kind === 'transaction' ? byTransaction : byUser;
+    const key = target.kind === 'transaction' ? target.transactionId : target.userId;
+    const early: PublishedEvent[] = [];
+    const placeholder = { offer: (event: PublishedEvent) => early.push(event) } as unknown as Subscriber;
+    const set = index.get(key) ?? new Set<Subscriber>();
+    index.set(key, set);
+    set.add(placeholder);
+    let subscriber: Subscriber;
+    try {
+      const start = await startingPoint(target, options);
+      subscriber = new Subscriber(start, sourceFor(target, visible), listener, { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize }, (ended) => {
+        set.delete(ended);
+        if (set.size === 0 && index.get(key) === set) index.delete(key);
+      });
+    } finally {
+      set.delete(placeholder);
+    }
+    set.add(subscriber);
+    subscriber.catchUp();
+    for (const event of early) subscriber.offer(event);
+    return { close: () => subscriber.close() };
+  }
+
+  async function stop() {
+    await stopListening?.();
+    stopListening = null;
+    for (const index of [byTransaction, byUser]) {
+      for (const set of index.values()) for (const subscriber of [...set]) subscriber.shutdown();
+      index.clear();
+    }
+  }
+
+  const subscriberCount = () => [...byTransaction.values(), ...byUser.values()].reduce((sum, set) => sum + set.size, 0);
+
+  return { start, subscribe, stop, subscriberCount };
+}
+
+export type EventHub = ReturnType<typeof createEventHub>;

@@ -1,0 +1,54 @@
+import type { Database } from '../db/database.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { limits } from '../limits.ts';
+import type { Logger } from '../logger.ts';
+import type { OutboxRow } from '../store/outbox.ts';
+import type { EventBus } from './bus.ts';
+import { eventsChannel, toPublishedEvent } from './publisher.ts';
+
+/**
+ * Republishes outbox rows that were committed but never marked published: the instance that
+ * committed them crashed, or the bus was down. SKIP LOCKED lets every instance run a relay
+ * without two of them taking the same rows; subscribers drop any duplicate by sequence.
+ */
+export function createRelay(bus: EventBus, db: Database, log: Logger, now: () => Date) {
+  let timer: NodeJS.Timeout | null = null;
+  let running = false;
+
+  async function runOnce(): Promise<number> {
+    return withTransaction(db, async ({ trx }) => {
+      const rows = (await trx('outbox_events')
+        .whereNull('published_at')
+        .where('created_at', '<', new Date(now().getTime() - limits.relayGraceMs))
+        .orderBy('id')
+        .limit(limits.relayBatchSize)
+        .forUpdate()
+        .skipLocked()) as OutboxRow[];
+      if (rows.length === 0) return 0;
+      for (const row of rows) await bus.publish(eventsChannel, JSON.stringify(toPublishedEvent(row)));
+      await trx('outbox_events').whereIn('id', rows.map((row) => row.id)).update({ published_at: now() });
+      log.info('relayed unpublished events', { count: rows.length });
+      return rows.length;
+    });
+  }
+
+  function start(intervalMs: number = limits.relayIntervalMs) {
+    timer ??= setInterval(() => {
+      if (running) return;
+      running = true;
+      runOnce()
+        .catch((error: unknown) => log.warn('relay run failed', { error }))
+        .finally(() => {
+          running = false;
+        });
+    }, intervalMs);
+    timer.unref();
+  }
+
+  function stop() {
+    if (timer) clearInterval(timer);
+    timer = null;
+  }
+
+  return { runOnce, start, stop };
+}

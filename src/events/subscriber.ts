@@ -1,0 +1,108 @@
+import type { PublishedEvent } from './publisher.ts';
+import type { StreamEvent, StreamListener } from './stream-types.ts';
+
+/**
+ * One subscription's delivery state. Whatever order events arrive in (live from the bus, or
+ * fetched from the outbox), the listener sees each sequence number exactly once and in order:
+ * older ones are dropped, early ones wait while the gap before them is fetched.
+ */
+export interface SubscriberSource {
+  sequenceOf(event: PublishedEvent): bigint;
+  /** Events strictly after `after`, in sequence order, at most `limit` of them. */
+  fetchAfter(after: bigint, limit: number): Promise<PublishedEvent[]>;
+  /** Events the listener must not see (another space) still advance the position. */
+  visible(event: PublishedEvent): boolean;
+}
+
+export interface SubscriberLimits {
+  pendingEventsMax: number;
+  catchUpBatchSize: number;
+}
+
+export class Subscriber {
+  private pending = new Map<bigint, PublishedEvent>();
+  private queue: Promise<void> = Promise.resolve();
+  ended = false;
+
+  constructor(
+    private last: bigint,
+    private readonly source: SubscriberSource,
+    private readonly listener: StreamListener,
+    private readonly limits: SubscriberLimits,
+    private readonly onEnded: (subscriber: Subscriber) => void,
+  ) {}
+
+  /** A live event from the bus. */
+  offer(event: PublishedEvent) {
+    if (this.ended) return;
+    const sequence = this.source.sequenceOf(event);
+    if (sequence <= this.last) return;
+    if (sequence === this.last + 1n && this.pending.size === 0) {
+      this.enqueue(async () => this.deliverInOrder(event));
+      return;
+    }
+    this.pending.set(sequence, event);
+    if (this.pending.size > this.limits.pendingEventsMax) {
+      this.end('slow_consumer');
+      return;
+    }
+    this.catchUp();
+  }
+
+  /** Fetches everything after the current position from the database, then drains what waited. */
+  catchUp() {
+    this.enqueue(async () => {
+      for (;;) {
+        const batch = await this.source.fetchAfter(this.last, this.limits.catchUpBatchSize);
+        for (const event of batch) if (!this.deliverInOrder(event)) return;
+        if (batch.length < this.limits.catchUpBatchSize) break;
+      }
+      // No re-fetch from here: if the gap is still open, the next live event triggers one.
+      this.drainPending(false);
+    });
+  }
+
+  close() {
+    this.ended = true;
+    this.pending.clear();
+    this.onEnded(this);
+  }
+
+  private enqueue(work: () => Promise<unknown>) {
+    this.queue = this.queue.then(async () => {
+      if (!this.ended) await work();
+    }).catch(() => this.end('error'));
+  }
+
+  private deliverInOrder(event: PublishedEvent): boolean {
+    const sequence = this.source.sequenceOf(event);
+    if (this.ended || sequence <= this.last) return !this.ended;
+    this.last = sequence;
+    this.pending.delete(sequence);
+    if (this.source.visible(event) && !this.listener.onEvent({ sequence: String(sequence), event } satisfies StreamEvent)) {
+      this.end('slow_consumer');
+      return false;
+    }
+    this.drainPending(true);
+    return !this.ended;
+  }
+
+  private drainPending(fetchIfGap: boolean) {
+    for (let next = this.pending.get(this.last + 1n); next && !this.ended; next = this.pending.get(this.last + 1n)) {
+      this.deliverInOrder(next);
+    }
+    for (const sequence of this.pending.keys()) if (sequence <= this.last) this.pending.delete(sequence);
+    // Something newer than the next expected event is still waiting: the gap must be fetched.
+    if (fetchIfGap && this.pending.size > 0 && !this.ended) this.catchUp();
+  }
+
+  private end(reason: 'slow_consumer' | 'error' | 'shutdown') {
+    if (this.ended) return;
+    this.close();
+    this.listener.onEnd?.(reason);
+  }
+
+  shutdown() {
+    this.end('shutdown');
+  }
+}
