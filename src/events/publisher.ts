@@ -38,7 +38,8 @@ export function toPublishedEvent(row: OutboxRow): PublishedEvent {
 }
 
 export interface Publisher {
-  publish(row: OutboxRow): Promise<void>;
+  /** Starts publishing and returns at once: a response never waits on the bus. */
+  publish(row: OutboxRow): void;
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -59,9 +60,13 @@ export function createPublisher(bus: EventBus, db: Database, log: Logger, flushI
   const timer = setInterval(() => void flush(), flushIntervalMs);
   timer.unref();
   return {
-    async publish(row) {
-      await bus.publish(eventsChannel, JSON.stringify(toPublishedEvent(row)));
-      published.push(String(row.id));
+    publish(row) {
+      // Commands on one connection keep their order, so not awaiting loses no ordering. A
+      // failure leaves the row unmarked, and the relay publishes it later.
+      bus.publish(eventsChannel, JSON.stringify(toPublishedEvent(row))).then(
+        () => published.push(String(row.id)),
+        (error: unknown) => log.warn('publish failed; the relay will retry', { error: error instanceof Error ? error.message : String(error), outbox_id: String(row.id) }),
+      );
     },
     flush,
     async close() {

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cloneTemplate } from './helpers/databases.ts';
+import { type RunningProcess, freePort, startRedis, startServer } from './helpers/processes.ts';
+import { openEventSource } from './helpers/server.ts';
+
+/**
+ * Two server processes on one PostgreSQL and one Redis: a subscriber on instance A must see every
+ * change made through instance B, in order and exactly once, even across a Redis restart.
+ * Needs real PostgreSQL (TEST_DATABASE_URL); vitest.config.ts includes it only then.
+ */
+const adminToken = 'multi-instance-admin-token-0123456789';
+let redisPort: number;
+let redis: RunningProcess;
+let database: Awaited<ReturnType<typeof cloneTemplate>>;
+let instanceA: Awaited<ReturnType<typeof startServer>>;
+let instanceB: Awaited<ReturnType<typeof startServer>>;
+
+beforeAll(async () => {
+  redisPort = await freePort();
+  redis = await startRedis(redisPort);
+  database = await cloneTemplate(process.env.TEST_DATABASE_URL!);
+  const environment = {
+    DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${redisPort}`, ADMIN_TOKEN: adminToken,
+    JWT_SECRET: 'multi-instance-jwt-secret-0123456789', LOG_LEVEL: 'info', NODE_ENV: 'test',
+  };
+  [instanceA, instanceB] = await Promise.all([startServer(environment), startServer(environment)]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([instanceA?.stop(), instanceB?.stop()]);
+  await redis?.stop();
+  await database?.drop();
+});
+
+async function call(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+  const response = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const json = (await response.json()) as { code: number; data: Record<string, unknown> & { id: string } };
+  if (json.code !== 0) throw new Error(`${method} ${path}: ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+async function agent(base: string) {
+  const admin = { 'X-Admin-Token': adminToken };
+  const key = await call(base, 'POST', '/api/v1/admin/api-keys', admin, { agent_platform_type: 'custom_mcp' });
+  const user = await call(base, 'POST', '/api/v1/auth/signup', {}, { email: `${randomUUID()}@example.com`, password: 'multi-instance-1' });
+  await call(base, 'POST', `/api/v1/admin/api-keys/${key.id}/links`, admin, { user_id: user.user_id });
+  return { userId: user.user_id as string, headers: { 'X-Api-Key': key.api_key as string, 'X-Platform-User-Id': user.user_id as string } };
+}
+
+async function lifecycles(base: string, count: number, buyer: { headers: Record<string, string> }, seller: { headers: Record<string, string> }, capabilityId: string) {
+  for (let index = 0; index < count; index++) {
+    const created = await call(base, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capabilityId });
+    await call(base, 'POST', `/api/v1/transactions/${created.id}/freeze`, buyer.headers);
+    await call(base, 'POST', `/api/v1/transactions/${created.id}/accept`, seller.headers);
+    await call(base, 'POST', `/api/v1/transactions/${created.id}/deliver`, seller.headers, { result_payload: { index } });
+    await call(base, 'POST', `/api/v1/transactions/${created.id}/confirm`, buyer.headers);
+  }
+}
+
+describe('two instances behind one Redis', () => {
+  it('delivers on A every change made through B, in order and exactly once, across a Redis restart', async () => {
+    const buyer = await agent(instanceB.url);
+    const seller = await agent(instanceB.url);
+    await call(instanceB.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '1000.00' });
+    const capability = await call(instanceB.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00' });
+
+    const first = openEventSource(`${instanceA.url}/api/v1/transactions/events`, buyer.headers);
+    await first.opened;
+    await lifecycles(instanceB.url, 3, buyer, seller, capability.id);
+    await expect.poll(() => first.received.length, { timeout: 10_000 }).toBe(15);
+
+    // Redis goes away mid-stream; changes keep committing through B meanwhile.
+    await redis.stop();
+    await lifecycles(instanceB.url, 2, buyer, seller, capability.id);
+    redis = await startRedis(redisPort);
+    first.close();
+    const lastSeen = first.received.at(-1)!.id;
+
+    const resumed = openEventSource(`${instanceA.url}/api/v1/transactions/events`, { ...buyer.headers, 'Last-Event-ID': lastSeen });
+    await resumed.opened;
+    await lifecycles(instanceB.url, 1, buyer, seller, capability.id);
+    await expect.poll(() => first.received.length + resumed.received.length, { timeout: 15_000 }).toBe(30);
+    resumed.close();
+
+    const all = [...first.received, ...resumed.received].map((event) => Number(event.id));
+    expect(all).toEqual(Array.from({ length: 30 }, (_, index) => index + 1));
+    // Within each transaction, the statuses arrive in lifecycle order.
+    const byTransaction = new Map<string, string[]>();
+    for (const event of [...first.received, ...resumed.received]) {
+      byTransaction.set(event.data.transaction_id, [...(byTransaction.get(event.data.transaction_id) ?? []), event.data.data.transaction.status]);
+    }
+    expect([...byTransaction.values()]).toEqual(Array.from({ length: 6 }, () => ['pending_freeze', 'frozen', 'accepted', 'delivered', 'settled']));
+  }, 120_000);
+});
