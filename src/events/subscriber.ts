@@ -22,6 +22,7 @@ export interface SubscriberLimits {
 export class Subscriber {
   private pending = new Map<bigint, PublishedEvent>();
   private queue: Promise<void> = Promise.resolve();
+  private catchUpQueued = false;
   ended = false;
 
   constructor(
@@ -51,7 +52,11 @@ export class Subscriber {
 
   /** Fetches everything after the current position from the database, then drains what waited. */
   catchUp() {
+    // One queued catch-up fetches everything up to date; a second one would find nothing new.
+    if (this.catchUpQueued) return;
+    this.catchUpQueued = true;
     this.enqueue(async () => {
+      this.catchUpQueued = false;
       for (;;) {
         const batch = await this.source.fetchAfter(this.last, this.limits.catchUpBatchSize);
         for (const event of batch) if (!this.deliverInOrder(event)) return;

@@ -34,7 +34,7 @@ export async function startTestApp(environment: Record<string, string> = {}): Pr
     NODE_ENV: 'test',
     JWT_SECRET: testJwtSecret,
     ADMIN_TOKEN: testAdminToken,
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PUBLIC_BASE_URL: 'http://127.0.0.1:3000',
     ...(clone ? { DATABASE_URL: clone.url } : {}),
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),

@@ -3,9 +3,19 @@ import knex from 'knex';
 
 /**
  * With TEST_DATABASE_URL set, tests run on real PostgreSQL: global setup migrates a template
- * database once, and every test file clones its own database from it (fast, fully isolated).
+ * database for this run, and every test file clones its own database from it (fast, isolated).
+ * Names carry their creation time, so concurrent runs never drop each other's databases and only
+ * leftovers of crashed runs are cleaned up.
  */
-export const templateDatabaseName = 'marketplace_test_template';
+const prefix = 'mkt_test_';
+const staleAfterMs = 3 * 60 * 60 * 1000;
+
+export const newDatabaseName = (kind: 'tpl' | 'db') => `${prefix}${kind}_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+
+export function isStale(name: string, now = Date.now()): boolean {
+  const match = new RegExp(`^${prefix}(?:tpl|db)_([0-9a-z]+)_[0-9a-f]{8}$`).exec(name);
+  return match !== null && now - Number.parseInt(match[1]!, 36) > staleAfterMs;
+}
 
 export function databaseUrl(base: string, name: string): string {
   const url = new URL(base);
@@ -17,13 +27,27 @@ export function adminConnection(base: string) {
   return knex({ client: 'pg', connection: databaseUrl(base, 'postgres'), pool: { min: 0, max: 1 } });
 }
 
+export async function dropStaleDatabases(base: string) {
+  const admin = adminConnection(base);
+  try {
+    const rows = await admin.raw(`SELECT datname FROM pg_database WHERE datname LIKE '${prefix}%'`);
+    for (const { datname } of rows.rows as { datname: string }[]) {
+      if (isStale(datname)) await admin.raw(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+    }
+  } finally {
+    await admin.destroy();
+  }
+}
+
 export async function cloneTemplate(base: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `marketplace_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const template = process.env.TEST_TEMPLATE_DATABASE;
+  if (!template) throw new Error('TEST_TEMPLATE_DATABASE is not set: run tests through vitest (global setup creates it)');
+  const name = newDatabaseName('db');
   const admin = adminConnection(base);
   try {
     for (let attempt = 0; ; attempt++) {
       try {
-        await admin.raw(`CREATE DATABASE "${name}" TEMPLATE "${templateDatabaseName}"`);
+        await admin.raw(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
         break;
       } catch (error) {
         // Two workers cloning at the same instant can collide on the template; try again.

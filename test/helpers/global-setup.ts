@@ -1,25 +1,35 @@
 import { openPostgres } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { adminConnection, databaseUrl, templateDatabaseName } from './databases.ts';
+import { adminConnection, databaseUrl, dropStaleDatabases, newDatabaseName } from './databases.ts';
 
-/** Builds the migrated template database once per test run (real PostgreSQL only). */
+/**
+ * Builds this run's migrated template database (real PostgreSQL only). Workers are started after
+ * global setup, so they inherit its name through the environment.
+ */
 export default async function globalSetup() {
   const base = process.env.TEST_DATABASE_URL;
   if (!base) return;
+  await dropStaleDatabases(base);
+  const template = newDatabaseName('tpl');
   const admin = adminConnection(base);
   try {
-    await admin.raw(`DROP DATABASE IF EXISTS "${templateDatabaseName}" WITH (FORCE)`);
-    await admin.raw(`CREATE DATABASE "${templateDatabaseName}"`);
-    // Databases left behind by an interrupted earlier run are dropped too.
-    const stale = await admin.raw(`SELECT datname FROM pg_database WHERE datname LIKE 'marketplace_test_%' AND datname <> ?`, [templateDatabaseName]);
-    for (const row of stale.rows as { datname: string }[]) await admin.raw(`DROP DATABASE IF EXISTS "${row.datname}" WITH (FORCE)`);
+    await admin.raw(`CREATE DATABASE "${template}"`);
   } finally {
     await admin.destroy();
   }
-  const template = await openPostgres(databaseUrl(base, templateDatabaseName), 1);
+  const database = await openPostgres(databaseUrl(base, template), 1);
   try {
-    await migrateToLatest(template.db);
+    await migrateToLatest(database.db);
   } finally {
-    await template.close();
+    await database.close();
   }
+  process.env.TEST_TEMPLATE_DATABASE = template;
+  return async () => {
+    const cleanup = adminConnection(base);
+    try {
+      await cleanup.raw(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`);
+    } finally {
+      await cleanup.destroy();
+    }
+  };
 }
