@@ -3,6 +3,7 @@ import type { Database } from './database.ts';
 import * as identity from './migrations/001_identity.ts';
 import * as money from './migrations/002_money.ts';
 import * as clientTaskIds from './migrations/003_client_task_ids.ts';
+import * as idempotencyClaims from './migrations/004_idempotency_claims.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -12,6 +13,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '001_identity': identity,
   '002_money': money,
   '003_client_task_ids': clientTaskIds,
+  '004_idempotency_claims': idempotencyClaims,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -15,5 +15,12 @@ export function transactionPrice(model: PricingModel, unitPrice: MinorUnits, boo
     const units = model === 'per_hour' ? bookedHours : Math.ceil(bookedHours / 24);
     return unitPrice * BigInt(units);
   }
+  // booked_hours also sets the delivery deadline, so on a model it does not price it would only
+  // let a buyer shorten the seller's time to deliver.
+  if (bookedHours !== undefined) {
+    throw new AppError('validation_error', 'booked_hours is only for per_hour and per_day capabilities', {
+      errors: [{ path: 'body.booked_hours', message: `not allowed for a ${model} capability` }],
+    });
+  }
   return unitPrice;
 }

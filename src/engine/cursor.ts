@@ -1,18 +1,22 @@
 import { AppError } from '../errors.ts';
 
 /** Opaque keyset cursors: base64url of the sort key parts, each checked on the way back in. */
-export const isoTimestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-export const uuidText = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-export const integerText = /^\d{1,19}$/;
+type PartCheck = (part: string) => boolean;
+
+/** A real instant, written exactly as toISOString writes it (so 2024-13-45 is refused). */
+export const isoTimestamp: PartCheck = (part) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(part) && new Date(part).toISOString() === part;
+export const uuidText: PartCheck = (part) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(part);
+/** A positive integer that fits PostgreSQL's bigint. */
+export const integerText: PartCheck = (part) => /^\d{1,19}$/.test(part) && BigInt(part) <= 9_223_372_036_854_775_807n;
 
 export function encodeCursor(parts: string[]): string {
   return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-export function decodeCursor(cursor: string, shapes: RegExp[]): string[] {
+export function decodeCursor(cursor: string, shapes: PartCheck[]): string[] {
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    const valid = Array.isArray(parts) && parts.length === shapes.length && parts.every((part, index) => typeof part === 'string' && shapes[index]!.test(part));
+    const valid = Array.isArray(parts) && parts.length === shapes.length && parts.every((part, index) => typeof part === 'string' && part.length < 100 && shapes[index]!(part));
     if (valid) return parts as string[];
   } catch {
     // Fall through to the validation error below.

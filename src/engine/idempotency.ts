@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import { withTransaction, type UnitOfWork } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
@@ -10,6 +11,11 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
  * response then commit together in one database transaction: a key can never produce two
  * effects, nor an effect without its stored response. A request that fails releases its claim,
  * so the caller may retry the same key after fixing the cause (for example topping up).
+ *
+ * The working database transaction holds an advisory lock named after the key. A retry may take
+ * over an old claim only when that lock is free, that is when the original request's database
+ * transaction is gone (its process died); a request that is merely slow keeps its claim. The
+ * claim token makes the completion fail if the claim was taken over regardless.
  */
 export interface IdempotencyRequest {
   key: string;
@@ -25,10 +31,22 @@ export interface Outcome<T> {
   replayed: boolean;
 }
 
-/** An in-flight claim older than this belongs to a crashed request whose work rolled back. */
-const staleClaimMs = 60_000;
+/** A claim younger than this is never taken over, even if its lock looks free (work not begun). */
+const claimTakeoverAfterMs = 60_000;
 
-export const fingerprintOf = (value: unknown) => createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex');
+/** Stable under member order: `{a, b}` and `{b, a}` are the same request. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical((value as Record<string, unknown>)[key])]));
+  }
+  return value;
+}
+
+export const fingerprintOf = (value: unknown) => createHash('sha256').update(JSON.stringify(canonical(value ?? null))).digest('hex');
+
+/** The advisory lock id of a key: 60 bits of its scope hash, within PostgreSQL's bigint. */
+const lockIdOf = (scopeHash: string) => BigInt(`0x${scopeHash.slice(0, 15)}`).toString();
 
 export function createIdempotency({ db, now }: EngineDependencies) {
   const scopeHash = (principal: Principal | null, request: IdempotencyRequest) => {
@@ -36,44 +54,60 @@ export function createIdempotency({ db, now }: EngineDependencies) {
     return createHash('sha256').update(`${credential}\n${request.operation}\n${request.key}`).digest('hex');
   };
 
-  async function claim(hash: string, request: IdempotencyRequest): Promise<Outcome<unknown> | null> {
+  /** Returns the claim token when the caller may run the work, or the stored outcome to replay. */
+  async function claim(hash: string, request: IdempotencyRequest): Promise<{ token: string } | { replay: Outcome<unknown> }> {
     const at = now();
+    const token = randomUUID();
     const inserted = await db('idempotency_keys')
-      .insert({ scope_hash: hash, fingerprint: request.fingerprint, state: 'in_flight', created_at: at, expires_at: new Date(at.getTime() + limits.idempotencyRetentionMs) })
+      .insert({ scope_hash: hash, fingerprint: request.fingerprint, state: 'in_flight', claim_token: token, created_at: at, expires_at: new Date(at.getTime() + limits.idempotencyRetentionMs) })
       .onConflict('scope_hash')
       .ignore()
       .returning('scope_hash');
-    if (inserted.length > 0) return null;
+    if (inserted.length > 0) return { token };
     const existing = await db('idempotency_keys').where({ scope_hash: hash }).first();
     if (!existing || new Date(existing.expires_at) <= at) {
       await db('idempotency_keys').where({ scope_hash: hash }).where('expires_at', '<=', at).del();
       return claim(hash, request);
     }
     if (existing.fingerprint !== request.fingerprint) throw new AppError('idempotency_key_reused', 'this Idempotency-Key was used with a different request');
-    if (existing.state === 'completed') return { data: existing.response_body, status: existing.response_status, replayed: true };
-    const takenOver = await db('idempotency_keys')
-      .where({ scope_hash: hash, state: 'in_flight' })
-      .where('created_at', '<', new Date(at.getTime() - staleClaimMs))
-      .update({ created_at: at });
-    if (takenOver === 1) return null;
+    if (existing.state === 'completed') return { replay: { data: existing.response_body, status: existing.response_status, replayed: true } };
+    if (new Date(existing.created_at).getTime() <= at.getTime() - claimTakeoverAfterMs && (await takeOver(hash, token, at))) return { token };
     throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+  }
+
+  async function takeOver(hash: string, token: string, at: Date): Promise<boolean> {
+    return db.transaction(async (trx) => {
+      const free = await trx.raw('SELECT pg_try_advisory_xact_lock(?::bigint) AS free', [lockIdOf(hash)]);
+      if (!free.rows[0].free) return false;
+      const updated = await trx('idempotency_keys').where({ scope_hash: hash, state: 'in_flight' }).update({ claim_token: token, created_at: at });
+      return updated === 1;
+    });
+  }
+
+  async function complete(trx: Knex.Transaction, hash: string, token: string, status: number, result: unknown) {
+    const updated = await trx('idempotency_keys')
+      .where({ scope_hash: hash, state: 'in_flight', claim_token: token })
+      .update({ state: 'completed', response_status: status, response_body: JSON.stringify(result) });
+    // Someone else owns the claim now: roll this effect back rather than produce a second one.
+    if (updated !== 1) throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
   }
 
   /** Runs `work` at most once per key; without a key it simply runs it in a database transaction. */
   async function run<T>(principal: Principal | null, request: IdempotencyRequest | null, status: number, work: (unit: UnitOfWork) => Promise<T>): Promise<Outcome<T>> {
     if (!request) return { data: await withTransaction(db, work), status, replayed: false };
     const hash = scopeHash(principal, request);
-    const replay = await claim(hash, request);
-    if (replay) return replay as Outcome<T>;
+    const claimed = await claim(hash, request);
+    if ('replay' in claimed) return claimed.replay as Outcome<T>;
     try {
       const data = await withTransaction(db, async (unit) => {
+        await unit.trx.raw('SELECT pg_advisory_xact_lock(?::bigint)', [lockIdOf(hash)]);
         const result = await work(unit);
-        await unit.trx('idempotency_keys').where({ scope_hash: hash }).update({ state: 'completed', response_status: status, response_body: JSON.stringify(result) });
+        await complete(unit.trx, hash, claimed.token, status, result);
         return result;
       });
       return { data, status, replayed: false };
     } catch (error) {
-      await db('idempotency_keys').where({ scope_hash: hash, state: 'in_flight' }).del();
+      await db('idempotency_keys').where({ scope_hash: hash, state: 'in_flight', claim_token: claimed.token }).del();
       throw error;
     }
   }

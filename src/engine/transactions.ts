@@ -123,7 +123,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     return {
       items: items.map(transactionView),
       total: Number(countRow[0]?.count ?? 0),
-      page: query.cursor ? 0 : query.page,
+      page: query.page,
       page_size: query.page_size,
       has_more: hasMore,
       next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,

@@ -48,7 +48,7 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
         created_at: new Date(row.created_at).toISOString(),
       })),
       total: Number(count?.count ?? 0),
-      page: query.cursor ? 0 : query.page,
+      page: query.page,
       page_size: query.page_size,
       has_more: hasMore,
       next_cursor: hasMore && items.length > 0 ? encodeCursor([String(items.at(-1)!.id)]) : null,
@@ -57,14 +57,15 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
 
   /** Income, expense, fees and deposits per currency, summed from the ledger itself. */
   async function stats(principal: Principal) {
-    type StatRow = { currency: Currency; type: string; bucket: string; total: string | null; entries: string };
+    type StatRow = { currency: Currency; type: string; bucket: string; total: string | null };
     const rows: StatRow[] = await db('ledger_entries')
       .whereIn('account_id', currencies.map((currency) => userAccountId(principal.user_id, currency)))
       .groupBy('currency', 'type', 'bucket')
       .select('currency', 'type', 'bucket')
-      .sum({ total: 'amount' })
-      .count({ entries: '*' }) as never;
+      .sum({ total: 'amount' }) as never;
     const balances = await overview(principal);
+    // Counted from the transactions, not from income entries: a free sale settles with none.
+    const sales = (await db('transactions').where({ seller_user_id: principal.user_id, status: 'settled' }).groupBy('currency').select('currency').count({ count: '*' })) as { currency: Currency; count: string }[];
     const sumOf = (currency: Currency, type: string, bucket: string) =>
       BigInt(rows.find((row) => row.currency === currency && row.type === type && row.bucket === bucket)?.total ?? 0);
     const of = (currency: Currency, key: 'ut' | 'cash') => ({
@@ -73,7 +74,7 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
       expense: formatAmount(-sumOf(currency, 'expense', 'frozen')),
       deposits: formatAmount(sumOf(currency, 'deposit', 'available')),
       frozen: balances[key].frozen,
-      settled_count: Number(rows.find((row) => row.currency === currency && row.type === 'income')?.entries ?? 0),
+      settled_count: Number(sales.find((row) => row.currency === currency)?.count ?? 0),
     });
     return { ut: of('UT', 'ut'), cash: of('CNY', 'cash') };
   }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 /** Building blocks shared by every resource schema. */
-export const uuid = z.uuid({ error: 'must be a UUID' });
+// Lower-cased on the way in: ids are compared and hashed as text (account ids, client task ids).
+export const uuid = z.uuid({ error: 'must be a UUID' }).toLowerCase();
 export const dateTime = z.iso.datetime({ offset: true });
 
 export const envelope = <T extends z.ZodType>(data: T) =>

@@ -21,7 +21,7 @@ export const credit = defineCommand({
   }),
   run: async (input, { engine }) => {
     const outcome = await engine.wallet.credit(
-      { user_id: input['user-id'].toLowerCase(), currency: input.currency, amount: input.amount, ...(input.note ? { note: input.note } : {}) },
+      { user_id: input['user-id'], currency: input.currency, amount: input.amount, ...(input.note ? { note: input.note } : {}) },
       null,
     );
     return outcome.data;

@@ -11,5 +11,5 @@ export const linkUser = defineCommand({
     'user-id': { type: 'string', required: true, placeholder: 'uuid', description: 'The user the key may act for.' },
   },
   input: z.object({ 'api-key-id': uuid, 'user-id': uuid }),
-  run: (input, { engine }) => engine.identity.linkUser(input['api-key-id'].toLowerCase(), input['user-id'].toLowerCase()),
+  run: (input, { engine }) => engine.identity.linkUser(input['api-key-id'], input['user-id']),
 });

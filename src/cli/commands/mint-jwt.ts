@@ -23,5 +23,5 @@ export const mintJwt = defineCommand({
     'expires-in': { type: 'string', placeholder: 'seconds', description: `Token lifetime in seconds (default ${limits.jwtLifetimeSeconds}).` },
   },
   input: z.object({ 'user-id': uuid, 'expires-in': lifetimeSeconds.optional() }),
-  run: (input, { engine }) => engine.identity.mintToken(input['user-id'].toLowerCase(), input['expires-in']),
+  run: (input, { engine }) => engine.identity.mintToken(input['user-id'], input['expires-in']),
 });
