@@ -1,0 +1,192 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import knex from 'knex';
+import { openClients, percentile, residentBytes } from './sse-clients.ts';
+
+/**
+ * bench/fanout: N SSE subscribers on one instance (PostgreSQL + Redis), state changes driven
+ * through the API, memory per subscriber and change-to-client latency, next to a bare node:http
+ * SSE server measured the same way in the same run.
+ */
+const { values } = parseArgs({
+  options: {
+    subscribers: { type: 'string', default: '1000' },
+    large: { type: 'boolean', default: false },
+    changes: { type: 'string', default: '200' },
+    'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/marketplace_bench_fanout' },
+    'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379' },
+  },
+});
+const subscriberCount = values.large ? 10_000 : Number(values.subscribers);
+const changeCount = Number(values.changes);
+const buyerCount = 10;
+const adminToken = 'bench-fanout-admin-token-0123456789';
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitUntil(check: () => boolean, what: string, timeoutMs: number, progress?: () => string) {
+  const deadline = Date.now() + timeoutMs;
+  let lastPrint = 0;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    if (progress && Date.now() - lastPrint > 1000) {
+      lastPrint = Date.now();
+      log(`  ${what}: ${progress()}`);
+    }
+    await sleep(50);
+  }
+}
+
+function startProcess(command: string[], environment: Record<string, string>, ready: RegExp) {
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--import', './bench/fanout/memory-probe.ts', ...command], { env: { ...process.env, ...environment }, stdio: 'pipe' });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  /** Live heap after a full collection, as the probe inside the process reports it. */
+  const liveHeap = async () => {
+    const seen = output.length;
+    child.kill('SIGUSR2');
+    for (let attempt = 0; attempt < 100; attempt++) {
+      await sleep(50);
+      const match = /memory-probe heap=(\d+)/.exec(output.slice(seen));
+      if (match) return Number(match[1]);
+    }
+    return Number.NaN;
+  };
+  return new Promise<{ pid: number; url: string; stop(): void; liveHeap(): Promise<number> }>((resolve, reject) => {
+    const timer = setInterval(() => {
+      const match = ready.exec(output);
+      if (match) {
+        clearInterval(timer);
+        resolve({ pid: child.pid!, url: match[1]!, stop: () => child.kill('SIGKILL'), liveHeap });
+      }
+      if (child.exitCode !== null) reject(new Error(output));
+    }, 50);
+  });
+}
+
+async function recreateDatabase(url: string) {
+  const name = new URL(url).pathname.slice(1);
+  const admin = knex({ client: 'pg', connection: url.replace(/\/[^/]+$/, '/postgres') });
+  await admin.raw(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin.raw(`CREATE DATABASE "${name}"`);
+  await admin.destroy();
+}
+
+async function api(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
+  const response = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const json = (await response.json()) as { code: number; data: Record<string, string> };
+  if (json.code !== 0) throw new Error(`${method} ${path}: ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+async function agent(base: string) {
+  const admin = { 'X-Admin-Token': adminToken };
+  const key = await api(base, 'POST', '/api/v1/admin/api-keys', admin, { agent_platform_type: 'bench' });
+  const user = await api(base, 'POST', '/api/v1/auth/signup', {}, { email: `${randomUUID()}@bench.example`, password: 'bench-password-1' });
+  await api(base, 'POST', `/api/v1/admin/api-keys/${key.id}/links`, admin, { user_id: user.user_id });
+  return { userId: user.user_id!, headers: { 'X-Api-Key': key.api_key!, 'X-Platform-User-Id': user.user_id! } };
+}
+
+interface Memory {
+  rssBytes: number;
+  heapBytes: number;
+}
+
+async function memoryOf(server: { pid: number; liveHeap(): Promise<number> }): Promise<Memory> {
+  const heapBytes = await server.liveHeap();
+  return { rssBytes: residentBytes(server.pid), heapBytes };
+}
+
+const perSubscriber = (before: Memory, after: Memory) => ({
+  rss: (after.rssBytes - before.rssBytes) / subscriberCount,
+  heap: (after.heapBytes - before.heapBytes) / subscriberCount,
+});
+
+function summarize(name: string, latencies: number[], memory: { rss: number; heap: number }, delivered: number, expected: number) {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return {
+    name,
+    subscribers: subscriberCount,
+    delivered,
+    expected,
+    rss_bytes_per_subscriber: Math.round(memory.rss),
+    heap_bytes_per_subscriber: Math.round(memory.heap),
+    p50_ms: percentile(sorted, 0.5),
+    p99_ms: percentile(sorted, 0.99),
+    p999_ms: percentile(sorted, 0.999),
+  };
+}
+
+async function measureProduct() {
+  await recreateDatabase(values['database-url']!);
+  const server = await startProcess(['src/main.ts'], {
+    DATABASE_URL: values['database-url']!, REDIS_URL: values['redis-url']!, ADMIN_TOKEN: adminToken, JWT_SECRET: 'bench-fanout-jwt-secret-0123456789',
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'production',
+  }, /"message":"listening","url":"(http:\/\/[^"]+)"/);
+  try {
+    log(`product: server pid ${server.pid} at ${server.url}; creating ${buyerCount} buyers and a seller`);
+    const seller = await agent(server.url);
+    const buyers: Awaited<ReturnType<typeof agent>>[] = [];
+    for (let index = 0; index < buyerCount; index++) buyers.push(await agent(server.url));
+    for (const buyer of buyers) await api(server.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '100000.00' });
+    const capability = await api(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Bench', description: 'Bench', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00' });
+    await sleep(500);
+    const before = await memoryOf(server);
+    const clients = openClients(subscriberCount, (index) => ({ url: `${server.url}/api/v1/transactions/events`, headers: buyers[index % buyerCount]!.headers }), (data) => Date.parse(JSON.parse(data).created_at));
+    await waitUntil(() => clients.connected() === subscriberCount, 'subscribers connected', 300_000, () => `${clients.connected()}/${subscriberCount}`);
+    await sleep(1000);
+    const memory = perSubscriber(before, await memoryOf(server));
+    log(`product: ${subscriberCount} subscribers: ${(memory.heap / 1024).toFixed(1)} KiB live heap, ${(memory.rss / 1024).toFixed(1)} KiB RSS each; driving ${changeCount} changes`);
+    for (let index = 0; index < changeCount; index++) {
+      const buyer = buyers[index % buyerCount]!;
+      await api(server.url, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id });
+      await sleep(10);
+      if (index % 50 === 49) log(`  changes: ${index + 1}/${changeCount}, events received ${clients.received()}`);
+    }
+    const expected = changeCount * (subscriberCount / buyerCount);
+    await waitUntil(() => clients.received() >= expected, 'events delivered', 120_000, () => `${clients.received()}/${expected}`);
+    clients.close();
+    return summarize('product (SSE via Redis)', clients.latenciesMs, memory, clients.received(), expected);
+  } finally {
+    server.stop();
+  }
+}
+
+async function measureBaseline() {
+  const server = await startProcess(['bench/fanout/bare-server.ts'], {}, /listening (http:\/\/\S+)/);
+  try {
+    await sleep(300);
+    const before = await memoryOf(server);
+    const clients = openClients(subscriberCount, (index) => ({ url: `${server.url}/stream?group=${index % buyerCount}`, headers: {} }), (data) => Date.parse(JSON.parse(data).created_at));
+    await waitUntil(() => clients.connected() === subscriberCount, 'baseline subscribers connected', 300_000, () => `${clients.connected()}/${subscriberCount}`);
+    await sleep(1000);
+    const memory = perSubscriber(before, await memoryOf(server));
+    // The same shape as the product: each change reaches one group (one buyer's subscribers).
+    for (let index = 0; index < changeCount; index++) {
+      await fetch(`${server.url}/emit?group=${index % buyerCount}`, { method: 'POST' });
+      await sleep(10);
+    }
+    const expected = changeCount * (subscriberCount / buyerCount);
+    await waitUntil(() => clients.received() >= expected, 'baseline events delivered', 120_000, () => `${clients.received()}/${expected}`);
+    clients.close();
+    return summarize('bare node:http SSE', clients.latenciesMs, memory, clients.received(), expected);
+  } finally {
+    server.stop();
+  }
+}
+
+const baseline = await measureBaseline();
+const product = await measureProduct();
+log('');
+log('| server | subscribers | events delivered | live heap per subscriber | RSS per subscriber | p50 | p99 | p99.9 |');
+log('|---|---|---|---|---|---|---|---|');
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+for (const row of [baseline, product]) {
+  log(`| ${row.name} | ${row.subscribers} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)} | ${kib(row.rss_bytes_per_subscriber)} | ${row.p50_ms} ms | ${row.p99_ms} ms | ${row.p999_ms} ms |`);
+}
+mkdirSync('.bench-out', { recursive: true });
+writeFileSync('.bench-out/fanout.json', JSON.stringify({ date: new Date().toISOString(), baseline, product }, null, 2));
+process.exit(0);
