@@ -31,6 +31,9 @@ async function main() {
       log.warn('grace period over, closing remaining connections');
       server.closeAllConnections();
     }, limits.shutdownGraceMs).unref();
+    // Streams never finish on their own: end them first (clients resume elsewhere with
+    // Last-Event-ID), so that closing the server waits only for ordinary requests.
+    await runtime.engine.hub.stop();
     await webSockets.close();
     server.closeIdleConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Principal } from '../../src/engine/dependencies.ts';
 import type { Engine } from '../../src/engine/index.ts';
 import { AppError } from '../../src/errors.ts';
+import { eventJson } from '../../src/events/publisher.ts';
 import { type SseStream, openSse, parseLastEventId } from '../../src/events/sse.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../../src/events/stream-types.ts';
 import { transactionIdParams } from '../../src/schemas/transactions.ts';
@@ -31,7 +32,7 @@ async function serve(input: RouteInput<unknown, { last_event_id?: string }, unkn
   // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
   let stream: SseStream | null = null;
   const early: StreamEvent[] = [];
-  const write = (item: StreamEvent) => stream!.send(JSON.stringify(item.event), item.sequence, item.event.type);
+  const write = (item: StreamEvent) => stream!.send(eventJson(item.event), item.sequence, item.event.type);
   const subscription = await open(input.principal!, afterSequence, {
     onEvent: (item) => (stream ? write(item) : (early.push(item), true)),
     onEnd: () => stream?.close(),

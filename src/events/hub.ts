@@ -3,7 +3,7 @@ import { limits } from '../limits.ts';
 import type { Logger } from '../logger.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import type { EventBus } from './bus.ts';
-import { eventsChannel, type PublishedEvent, toPublishedEvent } from './publisher.ts';
+import { eventsChannel, type PublishedEvent, rememberJson, toPublishedEvent } from './publisher.ts';
 import type { StreamListener, StreamTarget, Subscription, SubscribeOptions } from './stream-types.ts';
 import { Subscriber, type SubscriberSource } from './subscriber.ts';
 
@@ -25,6 +25,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     let event: PublishedEvent;
     try {
       event = JSON.parse(message) as PublishedEvent;
+      rememberJson(event, message);
     } catch (error) {
       log.warn('unreadable event on the bus', { error });
       return;

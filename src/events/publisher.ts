@@ -22,6 +22,26 @@ export interface PublishedEvent {
   created_at: string;
 }
 
+const serialized = new WeakMap<PublishedEvent, string>();
+
+/**
+ * The JSON of an event, computed once however many subscribers receive the same event object:
+ * fan-out to N streams costs one stringify, not N.
+ */
+export function eventJson(event: PublishedEvent): string {
+  let json = serialized.get(event);
+  if (json === undefined) {
+    json = JSON.stringify(event);
+    serialized.set(event, json);
+  }
+  return json;
+}
+
+/** The bus message is already the event's JSON: keep it instead of serializing again. */
+export function rememberJson(event: PublishedEvent, json: string) {
+  serialized.set(event, json);
+}
+
 export function toPublishedEvent(row: OutboxRow): PublishedEvent {
   return {
     id: String(row.id),
