@@ -7,25 +7,44 @@ import http from 'node:http';
  */
 export interface ClientPool {
   connected: () => number;
+  reconnects: () => number;
   latenciesMs: number[];
   received: () => number;
   close(): void;
 }
 
+const connectBatchSize = 500;
+
 export function openClients(count: number, target: (index: number) => { url: string; headers: Record<string, string> }, timestampOf: (data: string) => number): ClientPool {
   const latenciesMs: number[] = [];
-  const requests: http.ClientRequest[] = [];
+  const requests = new Set<http.ClientRequest>();
   let connected = 0;
   let received = 0;
-  for (let index = 0; index < count; index++) {
+  let reconnects = 0;
+  let closed = false;
+  // Like EventSource, a connection that fails before it is established tries again.
+  const connect = (index: number) => {
     const { url, headers } = target(index);
+    let established = false;
+    const retry = () => {
+      requests.delete(request);
+      if (closed || established) return;
+      reconnects++;
+      setTimeout(() => connect(index), 200);
+    };
     const request = http.get(url, { headers: { Accept: 'text/event-stream', ...headers }, agent: false }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        response.on('end', retry);
+        return;
+      }
       let buffer = '';
       let counted = false;
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => {
         if (!counted) {
           counted = true;
+          established = true;
           connected++;
         }
         buffer += chunk;
@@ -43,14 +62,30 @@ export function openClients(count: number, target: (index: number) => { url: str
         }
       });
     });
-    request.on('error', () => {});
-    requests.push(request);
-  }
+    request.on('error', retry);
+    requests.add(request);
+  };
+  // Open in batches: each batch waits until the previous one is established.
+  let opened = 0;
+  const openBatch = () => {
+    if (closed || opened >= count) return;
+    const until = Math.min(count, opened + connectBatchSize);
+    for (; opened < until; opened++) connect(opened);
+    const waitForBatch = setInterval(() => {
+      if (connected >= opened || closed) {
+        clearInterval(waitForBatch);
+        openBatch();
+      }
+    }, 20);
+  };
+  openBatch();
   return {
     connected: () => connected,
+    reconnects: () => reconnects,
     latenciesMs,
     received: () => received,
     close: () => {
+      closed = true;
       for (const request of requests) request.destroy();
     },
   };

@@ -3,7 +3,7 @@ import type { Principal } from '../../src/engine/dependencies.ts';
 import type { Engine } from '../../src/engine/index.ts';
 import { AppError } from '../../src/errors.ts';
 import { eventJson } from '../../src/events/publisher.ts';
-import { type SseStream, openSse, parseLastEventId } from '../../src/events/sse.ts';
+import { type SseStream, frame, openSse, parseLastEventId } from '../../src/events/sse.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../../src/events/stream-types.ts';
 import { transactionIdParams } from '../../src/schemas/transactions.ts';
 import { type RouteInput, handled, route } from '../route.ts';
@@ -22,6 +22,25 @@ const streamEvent = z
 
 const lastEventQuery = z.object({ last_event_id: z.string().optional().meta({ description: 'Alternative to the Last-Event-ID header' }) });
 
+/**
+ * Subscribers of one stream receive the same event with the same sequence: the frame is built
+ * once per (event, sequence) and shared, instead of one copy per subscriber.
+ */
+const frames = new WeakMap<object, Map<string, string>>();
+function sharedFrame(item: StreamEvent): string {
+  let bySequence = frames.get(item.event);
+  if (!bySequence) {
+    bySequence = new Map();
+    frames.set(item.event, bySequence);
+  }
+  let text = bySequence.get(item.sequence);
+  if (text === undefined) {
+    text = frame(eventJson(item.event), item.sequence, item.event.type);
+    bySequence.set(item.sequence, text);
+  }
+  return text;
+}
+
 type Opener = (principal: Principal, afterSequence: string | undefined, listener: StreamListener) => Promise<Subscription>;
 
 async function serve(input: RouteInput<unknown, { last_event_id?: string }, unknown>, open: Opener) {
@@ -32,7 +51,7 @@ async function serve(input: RouteInput<unknown, { last_event_id?: string }, unkn
   // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
   let stream: SseStream | null = null;
   const early: StreamEvent[] = [];
-  const write = (item: StreamEvent) => stream!.send(eventJson(item.event), item.sequence, item.event.type);
+  const write = (item: StreamEvent) => stream!.sendFrame(sharedFrame(item));
   const subscription = await open(input.principal!, afterSequence, {
     onEvent: (item) => (stream ? write(item) : (early.push(item), true)),
     onEnd: () => stream?.close(),

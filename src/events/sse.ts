@@ -9,6 +9,8 @@ import { limits } from '../limits.ts';
 export interface SseStream {
   /** Writes one event; false when the client is too slow and the stream has been closed. */
   send(data: string, id?: string, event?: string): boolean;
+  /** Writes a frame built by frame(); lets many streams share one frame string. */
+  sendFrame(frame: string): boolean;
   close(): void;
   readonly closed: boolean;
 }
@@ -50,6 +52,9 @@ export function openSse(response: ServerResponse, onClose: () => void): SseStrea
   response.on('close', finish);
   return {
     send(data, id, event) {
+      return this.sendFrame(frame(data, id, event));
+    },
+    sendFrame(text) {
       if (closed) return false;
       // A client that stopped reading must not hold the server's memory: drop it, and let it
       // resume from the database with Last-Event-ID.
@@ -57,7 +62,7 @@ export function openSse(response: ServerResponse, onClose: () => void): SseStrea
         this.close();
         return false;
       }
-      response.write(frame(data, id, event));
+      response.write(text);
       return true;
     },
     close() {
