@@ -1,0 +1,131 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Request, Response } from 'express';
+import type { JSONRPCID, JSONRPCResponse } from 'json-rpc-2.0';
+import type { Engine } from '../src/engine/index.ts';
+import { AppError } from '../src/errors.ts';
+import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts';
+import { limits } from '../src/limits.ts';
+import { type Dispatcher, idOf } from './dispatch.ts';
+import { errorResponse, fromAppError, parseErrorResponse, toRpcError } from './errors.ts';
+import type { RpcContext } from './methods.ts';
+import { generationOfHeader } from './shapes.ts';
+import { StreamStart, openTaskStream } from './task-stream.ts';
+
+/**
+ * POST /api/v1/rpc. The order of checks, and the HTTP status of each answer:
+ *
+ * 1. Body over 1 MiB: HTTP 413, error -32113 with data.code 4130 (the body is never parsed).
+ * 2. Credentials, exactly as REST (X-Api-Key + X-Platform-User-Id, or a bearer token). A failure
+ *    is answered with a JSON-RPC error (4010 -> -32110, 4011 -> -32111, with the envelope in
+ *    `data`) under the REST status: HTTP 401 for missing or bad credentials, 400 for mixed ones.
+ *    Auth is a property of the HTTP exchange, not of one call in a batch, and a non-2xx status is
+ *    what HTTP clients and @a2a-js/sdk recognize as an auth failure (its JSON-RPC transport still
+ *    reads the error object from the body; its auth helper retries on 401). Credentials are
+ *    checked before the body is interpreted, so an anonymous caller learns nothing from it.
+ * 3. Everything after that is HTTP 200: -32700, -32600, -32601, -32602 and marketplace errors.
+ *    A request made only of notifications gets HTTP 204 and no body.
+ * 4. A single streaming method answers as SSE; each `data:` is a JSON-RPC response with the id.
+ */
+export async function authenticateHeaders(engine: Engine, headers: IncomingHttpHeaders) {
+  const one = (name: string) => {
+    const value = headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+  return engine.identity.authenticate({ apiKey: one('x-api-key'), platformUserId: one('x-platform-user-id'), authorization: one('authorization') });
+}
+
+/** Reads the raw body up to `max` bytes; beyond that the rest is drained and dropped. */
+function readBody(request: IncomingMessage, max: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    if (Number(request.headers['content-length'] ?? 0) > max) {
+      request.resume();
+      resolve(null);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    request.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > max) {
+        over = true;
+        chunks.length = 0;
+        resolve(null);
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    request.on('end', () => over || resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
+
+function tryParse(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+const reply = (response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) => response.status(status).json(body);
+
+/** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
+export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request: Request, response: Response) {
+  const { log } = engine.dependencies;
+  const text = await readBody(request, limits.requestBodyBytesMax);
+  if (text === null) {
+    response.setHeader('Connection', 'close');
+    const error = new AppError('payload_too_large', `request body is over ${limits.requestBodyBytesMax} bytes`);
+    return reply(response, 413, errorResponse(null, fromAppError(error)));
+  }
+  const parsed = tryParse(text);
+  let context: RpcContext;
+  try {
+    context = { principal: await authenticateHeaders(engine, request.headers), headerGeneration: generationOfHeader(request.get('a2a-version')) };
+  } catch (error) {
+    const status = error instanceof AppError ? error.httpStatus : 500;
+    return reply(response, status, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
+  }
+  if (!parsed.ok) return reply(response, 200, parseErrorResponse('request body is not valid JSON'));
+  const afterSequence = parseLastEventId(request.get('last-event-id'));
+  if (afterSequence === null) {
+    const error = new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
+    return reply(response, 200, errorResponse(idOf(parsed.value), fromAppError(error)));
+  }
+  const result = await dispatcher.dispatch(parsed.value, context, { streamsInBatch: false });
+  if (result === null) return response.status(204).end();
+  if (!Array.isArray(result) && result.result instanceof StreamStart) {
+    return streamOverSse(engine, context, result.id, result.result, afterSequence, response);
+  }
+  return reply(response, 200, result);
+}
+
+/** Subscribes first, so that a failure is still a plain JSON-RPC error; then switches to SSE. */
+async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, response: Response) {
+  let sse: SseStream | null = null;
+  let ended = false;
+  const early: [string, string | undefined][] = [];
+  const write = (data: string, sequence: string | undefined) => sse!.send(data, sequence);
+  let stream: Awaited<ReturnType<typeof openTaskStream>>;
+  try {
+    stream = await openTaskStream(engine, context.principal, start, afterSequence, {
+      emit: (result, sequence) => {
+        const data = JSON.stringify({ jsonrpc: '2.0', id, result });
+        if (sse) return write(data, sequence);
+        early.push([data, sequence]);
+        return true;
+      },
+      end: () => {
+        ended = true;
+        sse?.close();
+      },
+    });
+  } catch (error) {
+    return reply(response, 200, errorResponse(id, toRpcError(error, engine.dependencies.log)));
+  }
+  sse = openSse(response, () => stream.close());
+  for (const [data, sequence] of early) if (!write(data, sequence)) return;
+  if (ended) sse.close();
+}

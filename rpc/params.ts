@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { limits } from '../src/limits.ts';
+import { uuid } from '../src/schemas/common.ts';
+import { idempotencyKey } from '../src/schemas/transactions.ts';
+import { validationError } from '../src/schemas/validation.ts';
+
+/**
+ * The params of every method, validated with zod (failures: -32602 with the 4000 details).
+ * Optional fields accept null too, because many clients serialize an absent value as null.
+ * Unknown fields are ignored so that newer clients of the same generation still work.
+ */
+export function parse<T extends z.ZodType>(schema: T, params: unknown): z.output<T> {
+  const result = schema.safeParse(params);
+  if (!result.success) throw validationError(result.error, 'params');
+  return result.data;
+}
+
+const metadata = z.record(z.string(), z.unknown()).nullish();
+const taskId = z.string().min(1).max(200);
+const historyLength = z.number().int().min(0).nullish();
+
+/** Parts are classified in purchase.ts; here only their outer shape is checked. */
+const message = z.object({
+  kind: z.literal('message').nullish(),
+  role: z.enum(['user', 'ROLE_USER'], { error: 'must be the user role ("user" or "ROLE_USER")' }),
+  parts: z.array(z.record(z.string(), z.unknown())).min(1).max(50),
+  messageId: idempotencyKey.nullish(),
+  contextId: uuid.nullish(),
+  taskId: taskId.nullish(),
+  metadata,
+});
+
+/** v0.2+ messages must carry a messageId: it is the request's idempotency key. */
+const identifiedMessage = message.extend({ messageId: idempotencyKey });
+
+export type MessageParams = z.output<typeof message>;
+
+/** A2A v0.1 tasks/send and tasks/sendSubscribe: the client chooses the task id. */
+export const sendV01 = z.object({
+  id: idempotencyKey,
+  sessionId: uuid.nullish(),
+  message,
+  acceptedOutputModes: z.array(z.string()).nullish(),
+  pushNotification: z.unknown().optional(),
+  historyLength,
+  metadata,
+});
+
+/** A2A v0.2/v0.3 message/send and message/stream. */
+export const sendV03 = z.object({
+  message: identifiedMessage,
+  configuration: z
+    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, pushNotificationConfig: z.unknown().optional(), blocking: z.boolean().nullish() })
+    .nullish(),
+  metadata,
+});
+
+/** A2A v1.0 SendMessage and SendStreamingMessage. */
+export const sendV10 = z.object({
+  tenant: z.string().nullish(),
+  message: identifiedMessage,
+  configuration: z
+    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, taskPushNotificationConfig: z.unknown().optional(), returnImmediately: z.boolean().nullish() })
+    .nullish(),
+  metadata,
+});
+
+/** tasks/get, tasks/cancel, tasks/resubscribe (all generations) and GetTask, CancelTask, SubscribeToTask. */
+export const taskQuery = z.object({ id: taskId, tenant: z.string().nullish(), historyLength, metadata });
+
+export const listTasks = z.object({
+  tenant: z.string().nullish(),
+  contextId: z.string().nullish(),
+  status: z.string().nullish(),
+  pageSize: z.number().int().min(1).max(limits.pageSizeMax).nullish(),
+  pageToken: z.string().max(200).nullish(),
+  historyLength,
+  statusTimestampAfter: z.string().nullish(),
+  includeArtifacts: z.boolean().nullish(),
+});
+
+export const unsubscribe = z.object({ subscription: z.string().min(1).max(100) });
+
+/** The data part that buys: the same fields as the REST create body. */
+export const purchasePart = z.strictObject({
+  capability_id: uuid,
+  demand_id: uuid.optional(),
+  booked_hours: z.number().int().min(limits.bookedHoursMin).max(limits.bookedHoursMax).optional(),
+  input: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** The data part of a follow-up message on a delivered task. */
+export const actionPart = z.strictObject({
+  action: z.enum(['confirm', 'dispute']),
+  reason: z.string().trim().min(1).max(2000).optional(),
+});
+
+export const noteLengthMax = 4000;

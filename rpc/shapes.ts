@@ -1,0 +1,175 @@
+import { type TransactionStatus, transitionTable } from '../src/domain/escrow.ts';
+import type { TransactionView } from '../src/schemas/transactions.ts';
+
+/**
+ * Engine views -> the Task shapes of each A2A generation. Translation only: the exact marketplace
+ * state always rides along in `metadata.marketplace`, so nothing is lost by the coarser A2A state.
+ *
+ * - v0.1: `{id, sessionId, status, artifacts, metadata}`, parts `{type: ...}`, no `rejected` state.
+ * - v0.3: `{kind: 'task', id, contextId, ...}`, parts `{kind: ...}`, events `status-update` / `artifact-update`.
+ * - v1.0: proto-JSON: states `TASK_STATE_*`, roles `ROLE_*`, parts `{text}` / `{data}`, stream
+ *   results wrapped as `{task}`, `{statusUpdate}`, `{artifactUpdate}`.
+ * - hybrid: what the shared `tasks/*` names answer without an `A2A-Version` header: the v0.3
+ *   shapes with the v0.1 `sessionId` (and `id` on events) added, so clients of either accept them.
+ */
+export type Generation = 'v0.1' | 'v0.3' | 'v1.0' | 'hybrid';
+
+type A2AState = 'submitted' | 'working' | 'input-required' | 'completed' | 'canceled' | 'rejected' | 'failed';
+
+const stateOfStatus: Record<TransactionStatus, A2AState> = {
+  pending_freeze: 'submitted',
+  frozen: 'submitted',
+  accepted: 'working',
+  disputed: 'working',
+  delivered: 'input-required',
+  settled: 'completed',
+  cancelled_by_buyer: 'canceled',
+  rejected_by_seller: 'rejected',
+  failed: 'failed',
+  refunded: 'canceled',
+};
+
+const statusText: Record<TransactionStatus, string> = {
+  pending_freeze: 'Order created, price not frozen yet: top up and send the same message again, or cancel.',
+  frozen: 'The price is held in escrow; waiting for the seller to accept.',
+  accepted: 'The seller accepted the order and is working on it.',
+  delivered: 'Delivered. Send a message with a data part {"action":"confirm"} to pay the seller, or {"action":"dispute"}.',
+  disputed: 'Disputed; an operator will settle it or refund the buyer.',
+  settled: 'Settled: the seller has been paid.',
+  cancelled_by_buyer: 'Cancelled by the buyer; the funds were released.',
+  rejected_by_seller: 'Rejected by the seller; the funds were released.',
+  failed: 'The capability failed; the funds were released.',
+  refunded: 'Refunded to the buyer after a dispute.',
+};
+
+export function a2aState(status: TransactionStatus, generation: Generation): string {
+  const state = stateOfStatus[status];
+  if (generation === 'v1.0') return `TASK_STATE_${state.toUpperCase().replace('-', '_')}`;
+  if (generation === 'v0.1' && state === 'rejected') return 'canceled';
+  return state;
+}
+
+/** A stream ends once the task waits for the buyer (input-required) or can no longer change. */
+export const closesStream = (status: TransactionStatus) => !['submitted', 'working'].includes(stateOfStatus[status]);
+
+/**
+ * How far along the escrow graph a status is (longest path from pending_freeze). Every
+ * transition strictly increases it, so an event is news to a client exactly when its rank is
+ * above the rank of the state the client last saw. Derived from the state table, never restated.
+ */
+const progressRank = (() => {
+  const rank = new Map<TransactionStatus, number>([['pending_freeze', 0]]);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const step of transitionTable) {
+      const from = rank.get(step.from);
+      if (from !== undefined && (rank.get(step.to) ?? -1) < from + 1) {
+        rank.set(step.to, from + 1);
+        changed = true;
+      }
+    }
+  }
+  return rank;
+})();
+export const rankOf = (status: TransactionStatus) => progressRank.get(status) ?? 0;
+
+/** How the caller named the task: the id shown back, and the v0.1 client id when it was one. */
+export interface TaskName {
+  taskId: string;
+  clientTaskId?: string;
+}
+
+export const nameOf = (view: TransactionView, requestedId: string): TaskName =>
+  requestedId === view.id ? { taskId: view.id } : { taskId: requestedId, clientTaskId: requestedId };
+
+function marketplaceMetadata(view: TransactionView, name: TaskName) {
+  const { id, status, price_ut, currency, result_payload: _payload, ...rest } = view;
+  return {
+    marketplace: {
+      transaction_id: id,
+      status,
+      price: price_ut,
+      currency,
+      ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}),
+      ...rest,
+    },
+  };
+}
+
+const textPart = (text: string, generation: Generation) =>
+  generation === 'v1.0' ? { text } : generation === 'v0.1' ? { type: 'text', text } : { kind: 'text', text };
+
+const dataPart = (data: Record<string, unknown>, generation: Generation) =>
+  generation === 'v1.0' ? { data, mediaType: 'application/json' } : generation === 'v0.1' ? { type: 'data', data } : { kind: 'data', data };
+
+function statusMessage(view: TransactionView, generation: Generation, name: TaskName) {
+  const parts = [textPart(statusText[view.status], generation)];
+  if (generation === 'v0.1') return { role: 'agent', parts };
+  const messageId = `${view.id}:${view.status}`;
+  if (generation === 'v1.0') return { messageId, role: 'ROLE_AGENT', parts, taskId: name.taskId, contextId: view.context_id };
+  return { kind: 'message', messageId, role: 'agent', parts, taskId: name.taskId, contextId: view.context_id };
+}
+
+function status(view: TransactionView, generation: Generation, name: TaskName) {
+  return { state: a2aState(view.status, generation), message: statusMessage(view, generation, name), timestamp: view.updated_at };
+}
+
+/** The delivered result_payload as the task's one artifact. */
+function artifact(view: TransactionView, generation: Generation) {
+  if (!view.result_payload) return null;
+  const common = { name: 'result', description: 'The result the seller delivered', parts: [dataPart(view.result_payload, generation)] };
+  return generation === 'v0.1' ? { ...common, index: 0 } : { artifactId: `${view.id}:result`, ...common };
+}
+
+export function taskOf(view: TransactionView, generation: Generation, name: TaskName, options: { artifacts?: boolean } = {}) {
+  const result = artifact(view, generation);
+  const artifacts = result && options.artifacts !== false ? [result] : [];
+  const metadata = marketplaceMetadata(view, name);
+  const base = { id: name.taskId, status: status(view, generation, name), artifacts, metadata };
+  if (generation === 'v0.1') return { ...base, sessionId: view.context_id };
+  if (generation === 'v1.0') return { ...base, contextId: view.context_id };
+  if (generation === 'hybrid') return { kind: 'task', ...base, contextId: view.context_id, sessionId: view.context_id };
+  return { kind: 'task', ...base, contextId: view.context_id };
+}
+
+/** The first event of every stream: the current task. */
+export function taskEvent(view: TransactionView, generation: Generation, name: TaskName) {
+  const task = taskOf(view, generation, name);
+  return generation === 'v1.0' ? { task } : task;
+}
+
+export function statusEvent(view: TransactionView, generation: Generation, name: TaskName) {
+  const final = closesStream(view.status);
+  const metadata = marketplaceMetadata(view, name);
+  const state = status(view, generation, name);
+  if (generation === 'v0.1') return { id: name.taskId, status: state, final, metadata };
+  const event = { taskId: name.taskId, contextId: view.context_id, status: state, metadata };
+  if (generation === 'v1.0') return { statusUpdate: event };
+  return { kind: 'status-update', ...event, final, ...(generation === 'hybrid' ? { id: name.taskId } : {}) };
+}
+
+export function artifactEvent(view: TransactionView, generation: Generation, name: TaskName) {
+  const result = artifact(view, generation);
+  if (!result) return null;
+  const metadata = marketplaceMetadata(view, name);
+  if (generation === 'v0.1') return { id: name.taskId, artifact: { ...result, lastChunk: true }, metadata };
+  const event = { taskId: name.taskId, contextId: view.context_id, artifact: result, append: false, lastChunk: true, metadata };
+  if (generation === 'v1.0') return { artifactUpdate: event };
+  return { kind: 'artifact-update', ...event, ...(generation === 'hybrid' ? { id: name.taskId } : {}) };
+}
+
+/** A2A v1.0 ListTasks status filter -> the one marketplace status it names, when it names one. */
+export function statusForState(state: string): TransactionStatus | undefined {
+  const matches = (Object.keys(stateOfStatus) as TransactionStatus[]).filter((status) => a2aState(status, 'v1.0') === state);
+  return matches.length === 1 ? matches[0] : undefined;
+}
+
+/** `A2A-Version` header -> the generation whose shapes the shared `tasks/*` names answer with. */
+export function generationOfHeader(header: string | undefined): Generation {
+  const match = /^\s*(\d+)(?:\.(\d+))?/.exec(header ?? '');
+  if (!match) return 'hybrid';
+  const [major, minor] = [Number(match[1]), Number(match[2] ?? 0)];
+  if (major >= 1) return 'v1.0';
+  if (minor <= 1) return 'v0.1';
+  return 'v0.3';
+}

@@ -1,0 +1,100 @@
+import type { Principal } from '../src/engine/dependencies.ts';
+import type { Engine } from '../src/engine/index.ts';
+import type { StreamEvent, Subscription } from '../src/events/stream-types.ts';
+import type { TransactionView } from '../src/schemas/transactions.ts';
+import { type Generation, type TaskName, artifactEvent, closesStream, rankOf, statusEvent, taskEvent } from './shapes.ts';
+
+/**
+ * A streaming method's answer, produced by the method and delivered by the transport (SSE over
+ * HTTP, notifications over WebSocket).
+ */
+export class StreamStart {
+  constructor(
+    readonly transactionId: string,
+    readonly name: TaskName,
+    readonly generation: Generation,
+    readonly view: TransactionView,
+  ) {}
+}
+
+export type StreamEndReason = 'slow_consumer' | 'shutdown' | 'error';
+
+/** Where a task stream writes: one JSON-RPC `result` per event. */
+export interface TaskStreamSink {
+  /** false when the consumer is gone or too slow: the stream then stops. */
+  emit(result: unknown, sequence: string | undefined, final: boolean): boolean;
+  /** Called once when the stream is over (after the final event, or with why it was cut short). */
+  end(reason?: StreamEndReason): void;
+}
+
+/**
+ * One task's stream, on top of the engine's transaction subscription:
+ *
+ * 1. The first event is the current task. Without `afterSequence` the subscription replays the
+ *    transaction's history from its start and the task is sent with the sequence of the event
+ *    that produced the state the method saw, so its `id:` is a valid resume point. With
+ *    `afterSequence` (Last-Event-ID) the current task is sent at once, without an id.
+ * 2. Then every later state change becomes a status-update (preceded by an artifact-update when
+ *    a result was delivered), carrying its transaction sequence. Events the current task already
+ *    reflects are skipped by progress rank, so nothing is ever shown twice or out of order.
+ * 3. The stream ends after a terminal or input-required state.
+ */
+export async function openTaskStream(engine: Engine, principal: Principal, start: StreamStart, afterSequence: string | undefined, sink: TaskStreamSink) {
+  const { generation, name } = start;
+  let current: TransactionView | null = null;
+  let subscription: Subscription | null = null;
+  let finished = false;
+
+  const finish = (reason?: StreamEndReason) => {
+    if (finished) return;
+    finished = true;
+    subscription?.close();
+    sink.end(reason);
+  };
+  const emit = (result: unknown, sequence: string | undefined, final: boolean) => {
+    if (finished) return;
+    if (!sink.emit(result, sequence, final)) finish('slow_consumer');
+    else if (final) finish();
+  };
+  const sendTask = (view: TransactionView, sequence: string | undefined) => {
+    current = view;
+    emit(taskEvent(view, generation, name), sequence, closesStream(view.status));
+  };
+  const sendUpdate = (view: TransactionView, sequence: string) => {
+    const delivered = view.result_payload && !current?.result_payload ? artifactEvent(view, generation, name) : null;
+    current = view;
+    // Only the last event of a change carries the id: resuming after it cannot skip its sibling.
+    if (delivered) emit(delivered, undefined, false);
+    emit(statusEvent(view, generation, name), sequence, closesStream(view.status));
+  };
+
+  if (afterSequence !== undefined) sendTask(start.view, undefined);
+  if (finished) return { close: () => {} };
+  const onEvent = ({ sequence, event }: StreamEvent) => {
+    const view = event.data.transaction as TransactionView | undefined;
+    if (finished || !view) return true;
+    try {
+      if (!current) {
+        // The event that produced the state the method saw (statuses never repeat in a transaction).
+        if (rankOf(view.status) >= rankOf(start.view.status)) sendTask(view, sequence);
+      } else if (rankOf(view.status) > rankOf(current.status)) {
+        sendUpdate(view, sequence);
+      }
+    } catch (error) {
+      // Delivery may run inside the fan-out loop: a failure here ends this stream only.
+      engine.dependencies.log.error('json-rpc task stream failed', { error });
+      finish('error');
+    }
+    return true;
+  };
+  subscription = await engine.streams.subscribeTransaction(principal, start.transactionId, { afterSequence }, {
+    onEvent,
+    onEnd: (reason) => {
+      // Cut short before the first event: the client still gets the task as the method saw it.
+      if (!current && !finished) sendTask(start.view, undefined);
+      finish(reason);
+    },
+  });
+  if (finished) subscription.close();
+  return { close: () => finish() };
+}

@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { JSONRPCResponse } from 'json-rpc-2.0';
+import { WebSocket, WebSocketServer } from 'ws';
+import type { Principal } from '../src/engine/dependencies.ts';
+import type { Engine } from '../src/engine/index.ts';
+import type { Logger } from '../src/logger.ts';
+import { AppError } from '../src/errors.ts';
+import { limits } from '../src/limits.ts';
+import type { Dispatcher } from './dispatch.ts';
+import { errorResponse, parseErrorResponse, toRpcError } from './errors.ts';
+import { authenticateHeaders } from './http.ts';
+import type { RpcContext } from './methods.ts';
+import { generationOfHeader } from './shapes.ts';
+import { type StreamEndReason, StreamStart, openTaskStream } from './task-stream.ts';
+
+/**
+ * JSON-RPC over WebSocket at /api/v1/rpc/ws: the same methods, batches and errors as HTTP.
+ *
+ * - Credentials are the upgrade request's headers (as REST); a failure is answered with the HTTP
+ *   status (401 / 400) and the JSON-RPC error as body, and no upgrade. The principal then holds
+ *   for the connection's life. `A2A-Version` on the upgrade request picks the shared names' shapes.
+ * - A streaming method is answered at once with `{subscription}`; the stream's events follow as
+ *   notifications `{"method": "tasks/update", "params": {subscription, sequence?, final, result}}`
+ *   where `result` is exactly what an SSE `data:` line's result would be. The last one has
+ *   `final: true`; a subscription cut short (server shutdown, slow reader) ends with
+ *   `{subscription, final: true, reason}` and no result. `tasks/unsubscribe {subscription}`
+ *   ends one early (`{unsubscribed: true | false}`). Streaming methods may be batched here.
+ * - Messages over 1 MiB close the socket (1009); a reader that falls behind by more than the
+ *   stream buffer limit is disconnected; a ping every heartbeat interval drops dead peers.
+ */
+export const wsPath = '/api/v1/rpc/ws';
+export const updateMethod = 'tasks/update';
+const subscriptionsPerSocketMax = 100;
+const closeWaitMs = 2_000;
+
+interface Connection {
+  socket: WebSocket;
+  principal: Principal;
+  /** The upgrade request's `A2A-Version` header. */
+  version: string | undefined;
+  alive: boolean;
+  subscriptions: Map<string, { close(): void }>;
+}
+
+function refuseUpgrade(socket: Duplex, status: number, body: unknown) {
+  const text = JSON.stringify(body);
+  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 400 ? 'Bad Request' : 'Error';
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+}
+
+function send(connection: Connection, message: unknown): boolean {
+  const { socket } = connection;
+  if (socket.readyState !== WebSocket.OPEN) return false;
+  // A reader that stopped reading must not hold the server's memory; it resubscribes later.
+  if (socket.bufferedAmount > limits.streamBufferedBytesMax) {
+    socket.terminate();
+    return false;
+  }
+  socket.send(JSON.stringify(message));
+  return true;
+}
+
+class RpcSockets {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: limits.requestBodyBytesMax });
+  private readonly connections = new Set<Connection>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly server: Server,
+    private readonly engine: Engine,
+    private readonly dispatcher: Dispatcher,
+  ) {
+    this.log = engine.dependencies.log;
+    server.on('upgrade', this.onUpgrade);
+    this.heartbeat = setInterval(() => this.beat(), limits.streamHeartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  private readonly onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    if (path !== wsPath) {
+      // Another upgrade handler may own that path; without one, the socket must not hang.
+      if (this.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, errorResponse(null, toRpcError(new AppError('not_found', 'no such route'), this.log)));
+      return;
+    }
+    authenticateHeaders(this.engine, request.headers).then(
+      (principal) => this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request)),
+      (error: unknown) => refuseUpgrade(socket, error instanceof AppError ? error.httpStatus : 500, errorResponse(null, toRpcError(error, this.log))),
+    );
+  };
+
+  private onConnection(socket: WebSocket, principal: Principal, request: IncomingMessage) {
+    const version = request.headers['a2a-version'];
+    const connection: Connection = { socket, principal, version: Array.isArray(version) ? version[0] : version, alive: true, subscriptions: new Map() };
+    this.connections.add(connection);
+    socket.on('pong', () => {
+      connection.alive = true;
+    });
+    socket.on('message', (data: Buffer) => {
+      this.onMessage(connection, data).catch((error: unknown) => this.log.error('json-rpc websocket message failed', { error }));
+    });
+    socket.on('close', () => {
+      this.connections.delete(connection);
+      for (const subscription of connection.subscriptions.values()) subscription.close();
+      connection.subscriptions.clear();
+    });
+    socket.on('error', () => socket.terminate());
+  }
+
+  private contextOf(connection: Connection): RpcContext {
+    return {
+      principal: connection.principal,
+      headerGeneration: generationOfHeader(connection.version),
+      unsubscribe: (id) => {
+        const subscription = connection.subscriptions.get(id);
+        if (!subscription) return false;
+        connection.subscriptions.delete(id);
+        subscription.close();
+        return true;
+      },
+    };
+  }
+
+  private async onMessage(connection: Connection, data: Buffer) {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(data.toString('utf8'));
+    } catch {
+      send(connection, parseErrorResponse('message is not valid JSON'));
+      return;
+    }
+    const context = this.contextOf(connection);
+    const result = await this.dispatcher.dispatch(payload, context, { streamsInBatch: true });
+    if (result === null) return;
+    const flushes: (() => void)[] = [];
+    const settle = async (response: JSONRPCResponse): Promise<JSONRPCResponse> => {
+      if (!(response.result instanceof StreamStart)) return response;
+      try {
+        const { subscription, flush } = await this.subscribe(connection, context, response.result);
+        flushes.push(flush);
+        return { jsonrpc: '2.0', id: response.id, result: { subscription } };
+      } catch (error) {
+        return errorResponse(response.id, toRpcError(error, this.log));
+      }
+    };
+    send(connection, Array.isArray(result) ? await Promise.all(result.map(settle)) : await settle(result));
+    // Notifications queued meanwhile go out only now, after the answer that names their subscription.
+    for (const flush of flushes) flush();
+  }
+
+  /** Turns a StreamStart answer into a subscription whose events become `tasks/update` notifications. */
+  private async subscribe(connection: Connection, context: RpcContext, start: StreamStart) {
+    if (connection.subscriptions.size >= subscriptionsPerSocketMax) {
+      throw new AppError('conflict', `at most ${subscriptionsPerSocketMax} subscriptions per connection`);
+    }
+    const subscription = randomUUID();
+    const queued: unknown[] = [];
+    let attached = false;
+    let lastWasFinal = false;
+    let ended = false;
+    const notify = (params: Record<string, unknown>) => {
+      const message = { jsonrpc: '2.0', method: updateMethod, params: { subscription, ...params } };
+      if (attached) return send(connection, message);
+      queued.push(message);
+      return true;
+    };
+    const stream = await openTaskStream(this.engine, context.principal, start, undefined, {
+      emit: (result, sequence, final) => {
+        lastWasFinal = final;
+        return notify({ ...(sequence ? { sequence } : {}), final, result });
+      },
+      end: (reason?: StreamEndReason) => {
+        ended = true;
+        connection.subscriptions.delete(subscription);
+        if (!lastWasFinal && reason && reason !== 'slow_consumer') notify({ final: true, reason });
+      },
+    });
+    if (!ended) connection.subscriptions.set(subscription, stream);
+    const flush = () => {
+      attached = true;
+      for (const message of queued.splice(0)) send(connection, message);
+    };
+    return { subscription, flush };
+  }
+
+  /** A ping per heartbeat; a peer that did not answer the previous one is gone. */
+  private beat() {
+    for (const connection of this.connections) {
+      if (!connection.alive) {
+        connection.socket.terminate();
+        continue;
+      }
+      connection.alive = false;
+      connection.socket.ping();
+    }
+  }
+
+  /** Graceful shutdown: no new upgrades, every socket closed (1001), forced after a short wait. */
+  async close() {
+    this.server.off('upgrade', this.onUpgrade);
+    clearInterval(this.heartbeat);
+    const closed = [...this.connections].map(
+      (connection) =>
+        new Promise<void>((resolve) => {
+          if (connection.socket.readyState === WebSocket.CLOSED) return resolve();
+          connection.socket.once('close', () => resolve());
+          connection.socket.close(1001, 'server shutting down');
+        }),
+    );
+    const forced = setTimeout(() => {
+      for (const connection of this.connections) connection.socket.terminate();
+    }, closeWaitMs);
+    forced.unref();
+    await Promise.all(closed);
+    clearTimeout(forced);
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+}
+
+export function attachWebSocket(server: Server, engine: Engine, dispatcher: Dispatcher): { close(): Promise<void> } {
+  const sockets = new RpcSockets(server, engine, dispatcher);
+  return { close: () => sockets.close() };
+}

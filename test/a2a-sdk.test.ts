@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Message, Role, type SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Actor } from './helpers/actors.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { act, agentMarket, balance } from './helpers/market.ts';
+
+/** The official A2A client (@a2a-js/sdk, v1.0 protocol) against a listening server. */
+let test: TestApp;
+let server: Server;
+let baseUrl: string;
+beforeAll(async () => {
+  // The card's URLs come from PUBLIC_BASE_URL, so the port is chosen before the app is built.
+  let app: TestApp['app'] | null = null;
+  server = createServer((request, response) => app!(request, response));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  test = await startTestApp({ PUBLIC_BASE_URL: baseUrl });
+  app = test.app;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await test.close();
+});
+
+/** Credentials ride on every request through the transport's fetch, as a real agent would add them. */
+const fetchAs = (actor: Actor | null): typeof fetch => (input, init) => {
+  const headers = new Headers(init?.headers);
+  for (const [name, value] of Object.entries(actor?.headers ?? {})) headers.set(name, value);
+  return fetch(input, { ...init, headers });
+};
+
+function factoryFor(actor: Actor | null, legacyCompat = false) {
+  const transport = new JsonRpcTransportFactory({ fetchImpl: fetchAs(actor), ...(legacyCompat ? { legacyCompat: { enabled: true } } : {}) });
+  return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [transport] }));
+}
+
+const clientFor = (actor: Actor | null) => factoryFor(actor).createFromUrl(baseUrl);
+
+function message(data: Record<string, unknown>, options: { text?: string; taskId?: string } = {}): SendMessageRequest {
+  const parts = [
+    ...(options.text ? [{ content: { $case: 'text' as const, value: options.text }, metadata: undefined, filename: '', mediaType: '' }] : []),
+    { content: { $case: 'data' as const, value: data }, metadata: undefined, filename: '', mediaType: '' },
+  ];
+  const body: Message = { messageId: randomUUID(), contextId: '', taskId: options.taskId ?? '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return { tenant: '', message: body, configuration: undefined, metadata: undefined };
+}
+
+function asTask(result: unknown): Task {
+  expect(result).toHaveProperty('status');
+  return result as Task;
+}
+
+const marketplace = (task: Task) => (task.metadata as { marketplace: Record<string, unknown> }).marketplace;
+
+describe('@a2a-js/sdk client', () => {
+  it('discovers the card and picks the v1.0 JSON-RPC interface', async () => {
+    const client = await clientFor(null);
+    expect(client.protocolVersion).toBe('1.0');
+    const card = await client.getAgentCard();
+    expect(card.capabilities?.streaming).toBe(true);
+    expect(card.supportedInterfaces?.[0]).toMatchObject({ url: `${baseUrl}/api/v1/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    expect(card.skills.length).toBeGreaterThan(0);
+  });
+
+  it('buys, reads, streams to delivery while the seller acts over REST, confirms, and lists', async () => {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const client = await clientFor(buyer);
+
+    const bought = asTask(await client.sendMessage(message({ capability_id: capability.id }, { text: 'one summary please' })));
+    expect(bought.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(marketplace(bought)).toMatchObject({ status: 'frozen', price: '10.00', transaction_id: bought.id });
+    const read = await client.getTask({ tenant: '', id: bought.id });
+    expect(read).toMatchObject({ id: bought.id, contextId: bought.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED } });
+
+    const events: StreamResponse[] = [];
+    const stream = client.sendMessageStream(message({ capability_id: capability.id }));
+    for await (const event of stream) {
+      events.push(event);
+      if (events.length === 1) {
+        const id = (event.payload?.value as Task).id;
+        await act(test, seller, id, 'accept').expect(200);
+        await act(test, seller, id, 'deliver', { result_payload: { summary: 'short' } }).expect(200);
+      }
+    }
+    expect(events.map((event) => event.payload?.$case)).toEqual(['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate']);
+    const streamed = events[0]!.payload!.value as Task;
+    expect(streamed.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    const states = events.slice(1).flatMap((event) => (event.payload?.$case === 'statusUpdate' ? [event.payload.value.status?.state] : []));
+    expect(states).toEqual([TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_INPUT_REQUIRED]);
+    const artifact = events[2]!.payload!.$case === 'artifactUpdate' ? events[2]!.payload!.value.artifact : undefined;
+    expect(artifact?.parts[0]?.content).toEqual({ $case: 'data', value: { summary: 'short' } });
+
+    const confirmed = asTask(await client.sendMessage(message({ action: 'confirm' }, { taskId: streamed.id })));
+    expect(confirmed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(marketplace(confirmed).status).toBe('settled');
+    expect(await balance(test, seller)).toMatchObject({ available: '10.00' });
+
+    const resubscribed: StreamResponse[] = [];
+    for await (const event of client.resubscribeTask({ tenant: '', id: streamed.id })) resubscribed.push(event);
+    expect(resubscribed).toHaveLength(1);
+    expect((resubscribed[0]!.payload!.value as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+
+    const listed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
+    expect(listed.tasks.map((task) => task.id).sort()).toEqual([bought.id, streamed.id].sort());
+    expect(listed.totalSize).toBe(2);
+  });
+
+  it('cancels another task, and surfaces the A2A errors as the SDK\'s error classes', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const client = await clientFor(buyer);
+    const bought = asTask(await client.sendMessage(message({ capability_id: capability.id })));
+    const cancelled = await client.cancelTask({ tenant: '', id: bought.id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(await balance(test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
+
+    await expect(client.cancelTask({ tenant: '', id: bought.id, metadata: undefined })).rejects.toMatchObject({ name: 'TaskNotCancelableError', data: { code: 4090 } });
+    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
+    await expect(client.sendMessage(message({ capability_id: randomUUID() }))).rejects.toMatchObject({ data: { code: 4040 } });
+  });
+
+  it('reports missing credentials as a JSON-RPC auth error', async () => {
+    const client = await clientFor(null);
+    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ envelopeCode: -32110, data: { code: 4010 } });
+  });
+
+  it('serves a v0.3 client too: the SDK\'s legacy transport parses the v0.3 shapes', async () => {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const card = await (await clientFor(null)).getAgentCard();
+    const legacyCard = { ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolVersion === '0.3') };
+    const client: Client = await factoryFor(buyer, true).createFromAgentCard(legacyCard);
+    expect(client.protocolVersion).toBe('0.3');
+
+    const bought = asTask(await client.sendMessage(message({ capability_id: capability.id })));
+    expect(bought.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    await act(test, seller, bought.id, 'accept').expect(200);
+    await act(test, seller, bought.id, 'deliver', { result_payload: { ok: true } }).expect(200);
+    const delivered = await client.getTask({ tenant: '', id: bought.id });
+    expect(delivered.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(delivered.artifacts[0]?.parts[0]?.content).toEqual({ $case: 'data', value: { ok: true } });
+    const events: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(message({ action: 'confirm' }, { taskId: bought.id }))) events.push(event);
+    expect(events).toHaveLength(1);
+    expect((events[0]!.payload!.value as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+});
