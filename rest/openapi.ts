@@ -79,7 +79,7 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
     summary: spec.summary,
     tags: [spec.tag],
     operationId: operationIdOf(spec),
-    security: securityFor(spec.auth),
+    security: securityFor(spec.documentedAuth ?? spec.auth),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: convert(spec.body, 'input') } } } } : {}),
     responses,

@@ -39,6 +39,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * OpenAPI then documents `response` under this content type as it is.
    */
   rawResponse?: { contentType: string };
+  /**
+   * For routes that authenticate by themselves (auth 'none' here, to answer failures in their own
+   * protocol): the credentials they accept, for the OpenAPI document only.
+   */
+  documentedAuth?: AuthRequirement;
   /** A handler that writes the response itself (streams, redirects) returns `handled`. */
   handler(input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>): Promise<unknown>;
 }

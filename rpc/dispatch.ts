@@ -1,3 +1,4 @@
+import { limits } from '../src/limits.ts';
 import type { JSONRPCID, JSONRPCRequest, JSONRPCResponse, JSONRPCServer } from 'json-rpc-2.0';
 import { errorResponse, invalidRequest, rpcCodes, unsupportedOperation } from './errors.ts';
 import { type RpcContext, streamingMethods } from './methods.ts';
@@ -8,7 +9,7 @@ import { type RpcContext, streamingMethods } from './methods.ts';
  * object, and throws on `[null]`), so each entry is checked here before it reaches the server,
  * and batches are run here, one entry after the other, in order.
  */
-export const batchLengthMax = 50;
+export const batchLengthMax = limits.rpcBatchLengthMax;
 
 const isId = (value: unknown): value is JSONRPCID => value === null || typeof value === 'string' || typeof value === 'number';
 

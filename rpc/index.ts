@@ -38,7 +38,7 @@ export function rpcRoutes(engine: Engine): RouteSpec[] {
   const { log } = engine.dependencies;
   return [
     route({
-      method: 'post', path: rpcPath, tag: 'a2a', auth: 'none', rawResponse: { contentType: 'application/json' },
+      method: 'post', path: rpcPath, tag: 'a2a', auth: 'none', documentedAuth: 'user', rawResponse: { contentType: 'application/json' },
       summary:
         'JSON-RPC 2.0 endpoint for A2A clients (single or batch; streaming methods answer as text/event-stream). ' +
         'Authenticates like REST: X-Api-Key + X-Platform-User-Id, or a bearer token',

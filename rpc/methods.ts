@@ -60,7 +60,10 @@ async function lookUp(engine: Engine, params: unknown, context: RpcContext) {
 /** v1.0 ListTasks over the engine's keyset list; filters the engine cannot apply are refused, not ignored. */
 async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
   const input = parse(schemas.listTasks, params);
-  if (input.contextId) throw unsupportedOperation('ListTasks cannot filter by contextId');
+  // Every contextId this server hands out is a transaction's context_id (a UUID); any other
+  // value names no task here.
+  const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  if (input.contextId && !uuidPattern.test(input.contextId)) return { tasks: [], nextPageToken: '', pageSize: input.pageSize ?? limits.pageSizeDefault, totalSize: 0 };
   if (input.statusTimestampAfter) throw unsupportedOperation('ListTasks cannot filter by statusTimestampAfter');
   let status: TransactionStatus | undefined;
   if (input.status && input.status !== 'TASK_STATE_UNSPECIFIED') {
@@ -69,6 +72,7 @@ async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
   }
   const page = await engine.transactions.list(context.principal, {
     role: '', status, page: 1, page_size: input.pageSize ?? limits.pageSizeDefault, cursor: input.pageToken || undefined,
+    ...(input.contextId ? { context_id: input.contextId.toLowerCase() } : {}),
   });
   return {
     tasks: page.items.map((view) => taskOf(view, 'v1.0', { taskId: view.id }, { artifacts: input.includeArtifacts === true })),

@@ -32,7 +32,7 @@ import { type StreamEndReason, StreamStart, openTaskStream } from './task-stream
  */
 export const wsPath = '/api/v1/rpc/ws';
 export const updateMethod = 'tasks/update';
-const subscriptionsPerSocketMax = 100;
+const subscriptionsPerSocketMax = limits.rpcSubscriptionsPerSocketMax;
 const closeWaitMs = 2_000;
 
 interface Connection {

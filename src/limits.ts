@@ -41,4 +41,6 @@ export const limits = {
   relayGraceMs: 2_000,
   relayIntervalMs: 1_000,
   relayBatchSize: 500,
+  rpcBatchLengthMax: 50,
+  rpcSubscriptionsPerSocketMax: 100,
 } as const;

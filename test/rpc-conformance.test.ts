@@ -112,9 +112,11 @@ describe('ListTasks', () => {
   it('pages with pageToken, filters by a state that names one status, and refuses filters it cannot apply', async () => {
     const { buyer, capability } = await agentMarket(test);
     const ids: string[] = [];
+    const contextIds: string[] = [];
     for (let index = 0; index < 3; index++) {
       const sent = await post({ jsonrpc: '2.0', id: index, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } } }, buyer.headers).expect(200);
       ids.push(sent.body.result.task.id);
+      contextIds.push(sent.body.result.task.contextId);
     }
     const list = (params: unknown) => post({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params }, buyer.headers).expect(200);
     const first = (await list({ pageSize: 2 })).body.result;
@@ -127,7 +129,10 @@ describe('ListTasks', () => {
 
     expect((await list({ status: 'TASK_STATE_COMPLETED' })).body.result.tasks).toEqual([]);
     expect((await list({ status: 'TASK_STATE_SUBMITTED' })).body.error).toMatchObject({ code: -32004 });
-    expect((await list({ contextId: randomUUID() })).body.error).toMatchObject({ code: -32004 });
+    expect((await list({ contextId: randomUUID() })).body.result).toMatchObject({ tasks: [], totalSize: 0 });
+    expect((await list({ contextId: 'not-one-of-ours' })).body.result).toMatchObject({ tasks: [], totalSize: 0 });
+    const inContext = (await list({ contextId: contextIds[1] })).body.result;
+    expect(inContext.tasks.map((task: { id: string }) => task.id)).toEqual([ids[1]]);
     expect((await list({ pageToken: 'garbage' })).body.error).toMatchObject({ code: -32602, data: { code: 4000 } });
   });
 });

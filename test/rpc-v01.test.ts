@@ -186,3 +186,18 @@ describe('A2A v0.1 over plain fetch', () => {
     expect(await balance(test, buyer)).toMatchObject({ available: '5.00', frozen: '10.00' });
   });
 });
+
+describe('a v0.1 task id after its idempotency key has expired', () => {
+  it('still names its task: sending a new purchase under it is 4092, not a second task', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const id = `v01-task-${randomUUID()}`;
+    const message = { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] };
+    const first = await rpc(buyer, 'tasks/send', { id, message });
+    expect(first.result.id).toBe(id);
+    test.clock.advanceMs(25 * 60 * 60 * 1000); // past the 24 h idempotency retention
+    const reused = await rpc(buyer, 'tasks/send', { id, message });
+    expect(reused.error.data).toMatchObject({ code: 4092 });
+    const read = await rpc(buyer, 'tasks/get', { id });
+    expect(read.result.metadata.marketplace.transaction_id).toBe(first.result.metadata.marketplace.transaction_id);
+  });
+});

@@ -42,6 +42,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       if (capability.owner_user_id === principal.user_id) throw forbidden('you cannot buy your own capability');
       const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
       const at = now();
+      if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
+        // The idempotency key (24 h) has expired but the task id lives on: it names that task.
+        throw new AppError('conflict', 'a task with this id already exists; choose a new id');
+      }
       const [row] = (await unit.trx('transactions')
         .insert({
           id: randomUUID(),
@@ -107,7 +111,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
 
   /** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
   async function list(principal: Principal, query: ListTransactionsInput) {
-    const filter = { userId: principal.user_id, space: principal.caller_type, role: query.role, status: query.status };
+    const filter = { userId: principal.user_id, space: principal.caller_type, role: query.role, status: query.status, contextId: query.context_id };
     const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
     const page = listQuery(db, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
     if (query.cursor) {

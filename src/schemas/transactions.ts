@@ -57,6 +57,7 @@ export const transactionIdParams = z.object({ tx_id: uuid });
 export const listTransactionsQuery = z.object({
   role: z.enum(['buyer', 'seller', '']).optional(),
   status: z.enum(transactionStatuses).optional(),
+  context_id: uuid.optional().meta({ description: 'Only transactions of this session (A2A contextId)' }),
   ...pageQuery,
 });
 

@@ -51,6 +51,7 @@ export interface ListFilter {
   space: 'agent' | 'human';
   role?: 'buyer' | 'seller' | '';
   status?: TransactionStatus;
+  contextId?: string;
 }
 
 export function listQuery(db: Knex, filter: ListFilter) {
@@ -59,5 +60,6 @@ export function listQuery(db: Knex, filter: ListFilter) {
   else if (filter.role === 'seller') query.where({ seller_user_id: filter.userId });
   else query.where((where) => where.where({ buyer_user_id: filter.userId }).orWhere({ seller_user_id: filter.userId }));
   if (filter.status) query.where({ status: filter.status });
+  if (filter.contextId) query.where({ context_id: filter.contextId });
   return query;
 }
