@@ -42,9 +42,9 @@ export async function createEngine(dependencies: EngineDependencies) {
 
   async function close() {
     relay.stop();
-    await hub.stop();
     sweeper.stop();
-    await sweeper.idle();
+    await hub.stop();
+    await Promise.all([relay.idle(), sweeper.idle()]);
     await publisher.close();
   }
 

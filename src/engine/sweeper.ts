@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.ts';
+import { periodic } from '../periodic.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { TransactionEngine } from './transactions.ts';
 
@@ -8,9 +9,6 @@ import type { TransactionEngine } from './transactions.ts';
  * without settling anything twice or waiting on each other.
  */
 export function createSweeper(transactions: TransactionEngine, idempotency: Idempotency, log: Logger, batchSizeMax = 500) {
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<number> | null = null;
-
   async function runOnce(): Promise<number> {
     let settled = 0;
     while (settled < batchSizeMax) {
@@ -23,26 +21,6 @@ export function createSweeper(transactions: TransactionEngine, idempotency: Idem
     return settled;
   }
 
-  function start(intervalMs: number) {
-    stop();
-    timer = setInterval(() => {
-      if (running) return; // never overlap two sweeps in one instance
-      running = runOnce()
-        .catch((error: unknown) => {
-          log.error('sweep failed', { error });
-          return 0;
-        })
-        .finally(() => {
-          running = null;
-        });
-    }, intervalMs);
-    timer.unref();
-  }
-
-  function stop() {
-    if (timer) clearInterval(timer);
-    timer = null;
-  }
-
-  return { runOnce, start, stop, idle: () => running ?? Promise.resolve(0) };
+  const schedule = periodic('sweep', runOnce, log);
+  return { runOnce, start: schedule.start, stop: schedule.stop, idle: schedule.idle };
 }

@@ -2,6 +2,7 @@ import type { Database } from '../db/database.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../logger.ts';
+import { periodic } from '../periodic.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import type { EventBus } from './bus.ts';
 import { eventsChannel, toPublishedEvent } from './publisher.ts';
@@ -12,9 +13,6 @@ import { eventsChannel, toPublishedEvent } from './publisher.ts';
  * without two of them taking the same rows; subscribers drop any duplicate by sequence.
  */
 export function createRelay(bus: EventBus, db: Database, log: Logger, now: () => Date) {
-  let timer: NodeJS.Timeout | null = null;
-  let running = false;
-
   async function runOnce(): Promise<number> {
     return withTransaction(db, async ({ trx }) => {
       const rows = (await trx('outbox_events')
@@ -32,23 +30,6 @@ export function createRelay(bus: EventBus, db: Database, log: Logger, now: () =>
     });
   }
 
-  function start(intervalMs: number = limits.relayIntervalMs) {
-    timer ??= setInterval(() => {
-      if (running) return;
-      running = true;
-      runOnce()
-        .catch((error: unknown) => log.warn('relay run failed', { error }))
-        .finally(() => {
-          running = false;
-        });
-    }, intervalMs);
-    timer.unref();
-  }
-
-  function stop() {
-    if (timer) clearInterval(timer);
-    timer = null;
-  }
-
-  return { runOnce, start, stop };
+  const schedule = periodic('relay', runOnce, log);
+  return { runOnce, start: (intervalMs: number = limits.relayIntervalMs) => schedule.start(intervalMs), stop: schedule.stop, idle: schedule.idle };
 }
