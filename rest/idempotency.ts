@@ -24,7 +24,19 @@ export function idempotencyRequestOf(request: Request): IdempotencyRequest | nul
     throw new AppError('validation_error', 'invalid idempotency key', { errors: [{ path: 'header.Idempotency-Key', message: parsed.error.issues[0]!.message }] });
   }
   const { idempotency_key: _key, ...rest } = body;
-  return { key, operation: `${request.method} ${request.path}`, fingerprint: fingerprintOf(rest) };
+  return { key, operation: operationOf(request), fingerprint: fingerprintOf(rest) };
+}
+
+/**
+ * The scope of a key is the route (its template, not the spelling of the URL) and the resource it
+ * acts on. Route parameters are ids, compared lower-cased, as the database compares them.
+ */
+function operationOf(request: Request): string {
+  const template = (request.route as { path?: string } | undefined)?.path ?? request.path;
+  const parameters = Object.entries(request.params as Record<string, string>)
+    .sort(([left], [right]) => left.localeCompare(right))
+    .map(([name, value]) => `${name}=${String(value).toLowerCase()}`);
+  return [request.method, template, ...parameters].join(' ');
 }
 
 /** Unwraps an engine outcome, marking a replayed response with `Idempotent-Replayed: true`. */

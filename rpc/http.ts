@@ -1,3 +1,4 @@
+import { assertSafeJson } from '../src/schemas/json-safety.ts';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { JSONRPCID, JSONRPCResponse } from 'json-rpc-2.0';
@@ -89,6 +90,11 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
     return reply(response, status, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
   }
   if (!parsed.ok) return reply(response, 200, parseErrorResponse('request body is not valid JSON'));
+  try {
+    assertSafeJson(parsed.value, 'params');
+  } catch (error) {
+    return reply(response, 200, errorResponse(idOf(parsed.value), toRpcError(error, log)));
+  }
   const afterSequence = parseLastEventId(request.get('last-event-id'));
   if (afterSequence === null) {
     const error = new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });

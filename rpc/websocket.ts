@@ -1,3 +1,4 @@
+import { assertSafeJson } from '../src/schemas/json-safety.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -130,6 +131,12 @@ class RpcSockets {
       payload = JSON.parse(data.toString('utf8'));
     } catch {
       send(connection, parseErrorResponse('message is not valid JSON'));
+      return;
+    }
+    try {
+      assertSafeJson(payload, 'params');
+    } catch (error) {
+      send(connection, errorResponse(null, toRpcError(error, this.engine.dependencies.log)));
       return;
     }
     const context = this.contextOf(connection);

@@ -17,6 +17,7 @@ import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
 import { limits } from './limits.ts';
+import { assertSafeJson } from './schemas/json-safety.ts';
 
 /**
  * The composition root of the HTTP surface: mounts rest/ (and later rpc/) on one express app.
@@ -46,11 +47,21 @@ export function createApp(engine: Engine) {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // One spelling per route: with loose matching, /transactions/ and /TRANSACTIONS would be the
+  // same route under different idempotency scopes.
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
+  app.use((request, _response, next) => {
+    if (request.body !== undefined) assertSafeJson(request.body, 'body');
+    next();
+  });
+  // There is no CORS surface: OPTIONS is answered like any unknown method, with the envelope.
+  app.use((request, _response, next) => next(request.method === 'OPTIONS' ? new AppError('not_found', 'no such route') : undefined));
 
-  const router = express.Router();
+  const router = express.Router({ caseSensitive: true, strict: true });
   mountRoutes(router, allRoutes(engine), createAuthenticator(engine, config.ADMIN_TOKEN));
   app.use(router);
 
@@ -64,13 +75,21 @@ export function createApp(engine: Engine) {
   return app;
 }
 
-/** Body-parser failures carry a `type`; they map onto the envelope's 4001 and 4130 codes. */
+/**
+ * Errors raised by express and body-parser before a route runs carry an HTTP status: a body that
+ * is too large is 4130, an unreadable body (bad JSON, bad charset, corrupt compression) is 4001,
+ * and any other client error (a malformed percent-encoding in the path) is 4000.
+ */
 function fromHttpError(error: unknown, log: (message: string, cause: unknown) => void): AppError {
-  const type = (error as { type?: string } | null)?.type;
+  if (error instanceof AppError) return error;
+  const { type, status, code } = (error ?? {}) as { type?: string; status?: number; code?: string };
   if (type === 'entity.too.large') return new AppError('payload_too_large', `request body is over ${limits.requestBodyBytesMax} bytes`);
-  if (type === 'entity.parse.failed' || type === 'encoding.unsupported' || type === 'charset.unsupported') {
-    return new AppError('invalid_json', 'request body is not valid JSON');
+  const clientError = typeof status === 'number' && status >= 400 && status < 500;
+  const unreadableBody = type?.startsWith('entity.') || type?.endsWith('.unsupported') || code?.startsWith('Z_') || status === 415;
+  if (clientError && unreadableBody) {
+    return new AppError('invalid_json', 'request body is not readable JSON');
   }
+  if (clientError) return new AppError('validation_error', 'the request is malformed', { errors: [{ path: 'request', message: 'malformed request' }] });
   return toAppError(error, log);
 }
 

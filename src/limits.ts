@@ -7,6 +7,7 @@ export const limits = {
   resultPayloadBytesMax: 256 * 1024,
   pageSizeDefault: 20,
   pageSizeMax: 100,
+  pageNumberMax: 1_000_000,
   idempotencyKeyLengthMax: 64,
   idempotencyRetentionMs: 24 * 60 * 60 * 1000,
   passwordLengthMin: 8,
@@ -42,5 +43,7 @@ export const limits = {
   relayIntervalMs: 1_000,
   relayBatchSize: 500,
   rpcBatchLengthMax: 50,
+  /** Deeper JSON than this is refused: PostgreSQL's jsonb and recursive code both have limits. */
+  jsonDepthMax: 32,
   rpcSubscriptionsPerSocketMax: 100,
 } as const;

@@ -4,7 +4,8 @@ import { AppError } from '../errors.ts';
 type PartCheck = (part: string) => boolean;
 
 /** A real instant, written exactly as toISOString writes it (so 2024-13-45 is refused). */
-export const isoTimestamp: PartCheck = (part) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(part) && new Date(part).toISOString() === part;
+export const isoTimestamp: PartCheck = (part) =>
+  /^(19[7-9]\d|[2-9]\d{3})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(part) && new Date(part).toISOString() === part;
 export const uuidText: PartCheck = (part) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(part);
 /** A positive integer that fits PostgreSQL's bigint. */
 export const integerText: PartCheck = (part) => /^\d{1,19}$/.test(part) && BigInt(part) <= 9_223_372_036_854_775_807n;
