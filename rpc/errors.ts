@@ -55,6 +55,12 @@ export class DecoratedError extends Error {
   }
 }
 
+/** A refused cancel is A2A's "task not cancelable" (-32002), still carrying the 4090 details. */
+export function asNotCancelable(error: unknown): unknown {
+  if (!(error instanceof AppError) || error.errorName !== 'invalid_state_transition') return error;
+  return new RpcError(rpcCodes.taskNotCancelable, error.detail ?? 'Task cannot be canceled', errorBody(error) as unknown as Record<string, unknown>);
+}
+
 export function fromAppError(error: AppError): RpcErrorObject {
   return { code: error.rpcCode, message: error.detail ?? error.errorName, data: errorBody(error) };
 }

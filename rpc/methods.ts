@@ -3,7 +3,7 @@ import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { TransactionStatus } from '../src/domain/escrow.ts';
 import { limits } from '../src/limits.ts';
-import { errorResponse, pushNotificationsNotSupported, toRpcError, unsupportedOperation } from './errors.ts';
+import { asNotCancelable, errorResponse, pushNotificationsNotSupported, toRpcError, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
@@ -106,7 +106,9 @@ function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel:
     },
     cancel: async (params, context) => {
       const { id, transactionId } = await lookUp(engine, params, context);
-      const { data: view } = await transactions.act(context.principal, transactionId, 'cancel', {}, null);
+      const { data: view } = await transactions.act(context.principal, transactionId, 'cancel', {}, null).catch((error: unknown) => {
+        throw asNotCancelable(error);
+      });
       return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
     },
     subscribe: async (params, context) => {

@@ -1,6 +1,6 @@
 import { assertSafeJson } from '../src/schemas/json-safety.ts';
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, Server } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { JSONRPCResponse } from 'json-rpc-2.0';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -39,11 +39,17 @@ const closeWaitMs = 2_000;
 interface Connection {
   socket: WebSocket;
   principal: Principal;
+  /** The upgrade's credential headers, checked again on every message and heartbeat. */
+  credentials: IncomingHttpHeaders;
   /** The upgrade request's `A2A-Version` header. */
   version: string | undefined;
   alive: boolean;
   subscriptions: Map<string, { close(): void }>;
 }
+
+const credentialHeaders = ['x-api-key', 'x-platform-user-id', 'authorization'] as const;
+const pickCredentials = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
+  Object.fromEntries(credentialHeaders.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));
 
 function refuseUpgrade(socket: Duplex, status: number, body: unknown) {
   const text = JSON.stringify(body);
@@ -95,7 +101,8 @@ class RpcSockets {
 
   private onConnection(socket: WebSocket, principal: Principal, request: IncomingMessage) {
     const version = request.headers['a2a-version'];
-    const connection: Connection = { socket, principal, version: Array.isArray(version) ? version[0] : version, alive: true, subscriptions: new Map() };
+    const credentials = pickCredentials(request.headers);
+    const connection: Connection = { socket, principal, credentials, version: Array.isArray(version) ? version[0] : version, alive: true, subscriptions: new Map() };
     this.connections.add(connection);
     socket.on('pong', () => {
       connection.alive = true;
@@ -139,6 +146,7 @@ class RpcSockets {
       send(connection, errorResponse(null, toRpcError(error, this.engine.dependencies.log)));
       return;
     }
+    if (!(await this.stillAuthenticated(connection, payload))) return;
     const context = this.contextOf(connection);
     const result = await this.dispatcher.dispatch(payload, context, { streamsInBatch: true });
     if (result === null) return;
@@ -194,12 +202,29 @@ class RpcSockets {
   }
 
   /** A ping per heartbeat; a peer that did not answer the previous one is gone. */
+  /**
+   * A token expires and a key or link can be revoked while a socket stays open: the credentials
+   * are checked again, and a socket whose credentials no longer hold is closed (1008).
+   */
+  private async stillAuthenticated(connection: Connection, payload?: unknown): Promise<boolean> {
+    try {
+      connection.principal = await authenticateHeaders(this.engine, connection.credentials);
+      return true;
+    } catch (error) {
+      const id = payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? ((payload as { id?: string | number }).id ?? null) : null;
+      send(connection, errorResponse(id, toRpcError(error, this.log)));
+      connection.socket.close(1008, 'credentials are no longer valid');
+      return false;
+    }
+  }
+
   private beat() {
     for (const connection of this.connections) {
       if (!connection.alive) {
         connection.socket.terminate();
         continue;
       }
+      void this.stillAuthenticated(connection);
       connection.alive = false;
       connection.socket.ping();
     }

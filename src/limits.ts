@@ -14,6 +14,8 @@ export const limits = {
   passwordLengthMax: 200,
   emailLengthMax: 254,
   displayNameLengthMax: 100,
+  /** A buyer's note or dispute reason. */
+  noteLengthMax: 2000,
   apiKeyNameLengthMax: 100,
   jwtLifetimeSeconds: 24 * 60 * 60,
   capabilityTitleLengthMax: 200,

@@ -151,3 +151,12 @@ describe('admin endpoints', () => {
     expect((await me(agent.headers).expect(200)).body.data.user_id).toBe(agent.userId);
   });
 });
+
+describe('an auto-provisioning key under concurrency', () => {
+  it('lets every one of many parallel first requests for a new user through', async () => {
+    const key = await createApiKey(test, 'trusted_platform', { auto_provision: true });
+    const headers = { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': crypto.randomUUID() };
+    const responses = await Promise.all(Array.from({ length: 10 }, () => me(headers)));
+    expect(responses.map((response) => response.status)).toEqual(Array.from({ length: 10 }, () => 200));
+  });
+});

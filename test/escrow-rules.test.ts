@@ -121,3 +121,44 @@ describe('auto-accept', () => {
     expect((await act(test, buyer, id, 'freeze').expect(200)).body.data.status).toBe('frozen');
   });
 });
+
+describe('terms fixed at purchase', () => {
+  it('takes the fee rate of the moment of purchase, whatever the configuration says at settlement', async () => {
+    const config = test.runtime.engine.dependencies.config as { PLATFORM_FEE_BPS: number };
+    const original = config.PLATFORM_FEE_BPS;
+    config.PLATFORM_FEE_BPS = 1000; // 10 % when bought
+    try {
+      const { buyer, seller, capability } = await agentMarket(test, '100.00');
+      const { id } = await buy(test, buyer, capability.id);
+      config.PLATFORM_FEE_BPS = 5000; // changed while the money is in escrow
+      await act(test, buyer, id, 'freeze').expect(200);
+      await act(test, seller, id, 'accept').expect(200);
+      await act(test, seller, id, 'deliver', { result_payload: {} }).expect(200);
+      await act(test, buyer, id, 'confirm').expect(200);
+      expect(await balance(test, seller)).toMatchObject({ available: '9.00' });
+    } finally {
+      config.PLATFORM_FEE_BPS = original;
+    }
+  });
+
+  it("keeps the buyer's dispute reason for the operator", async () => {
+    const { buyer, seller, id } = await delivered();
+    const disputed = (await act(test, buyer, id, 'dispute', { reason: 'the summary is of another PDF' }).expect(200)).body.data;
+    expect(disputed.dispute_reason).toBe('the summary is of another PDF');
+    expect((await test.http.get(`/api/v1/transactions/${id}`).set(seller.headers).expect(200)).body.data.dispute_reason).toBe('the summary is of another PDF');
+  });
+});
+
+describe('a sweep that meets a broken row', () => {
+  it('passes over it and still settles the others', async () => {
+    const broken = await delivered();
+    const healthy = await delivered();
+    // Damage the first buyer's frozen balance behind the engine's back: its settlement must fail.
+    await test.runtime.database.db('accounts').where({ owner_user_id: broken.buyer.userId, currency: 'UT' }).update({ frozen: 0, available: 100_00 });
+    test.clock.advanceMs(73 * hourMs);
+    await test.runtime.engine.sweeper.runOnce();
+    const status = async (deal: Awaited<ReturnType<typeof delivered>>) => (await test.http.get(`/api/v1/transactions/${deal.id}`).set(deal.buyer.headers).expect(200)).body.data.status;
+    expect(await status(broken)).toBe('delivered');
+    expect(await status(healthy)).toBe('settled');
+  });
+});

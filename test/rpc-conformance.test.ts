@@ -223,3 +223,13 @@ describe('limits', () => {
     }
   });
 });
+
+describe('an action refused by the state, other than cancel', () => {
+  it('keeps the marketplace code -32190 with data.code 4090; only cancel answers -32002', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const sent = await post({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { id: `early-${randomUUID()}`, message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } } }, buyer.headers).expect(200);
+    const taskId = sent.body.result.id;
+    const confirmTooEarly = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/send', params: { id: taskId, message: { role: 'user', parts: [{ type: 'data', data: { action: 'confirm' } }] } } }, buyer.headers).expect(200);
+    expect(confirmTooEarly.body.error).toMatchObject({ code: -32190, data: { code: 4090, data: { status: 'frozen', action: 'confirm' } } });
+  });
+});

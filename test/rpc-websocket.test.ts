@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { attachRpcWebSocket } from '../rpc/index.ts';
-import type { Actor } from './helpers/actors.ts';
+import { type Actor, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { act, agentMarket } from './helpers/market.ts';
 
@@ -164,5 +164,20 @@ describe('JSON-RPC over WebSocket', () => {
     await sockets.close();
     expect(await closed).toBe(1001);
     sockets = attachRpcWebSocket(server, test.runtime.engine);
+  });
+});
+
+describe('credentials on an open socket', () => {
+  it('are checked again: once the token has expired, the next call is refused and the socket closed', async () => {
+    const human = await signUpHuman(test);
+    const shortLived = await test.runtime.engine.identity.mintToken(human.userId, 1);
+    const peer = await Peer.connect(null, { Authorization: `Bearer ${shortLived.access_token}` });
+    expect((await peer.call('ListTasks', {})).result).toMatchObject({ totalSize: 0 });
+    const closed = new Promise<number>((resolve) => peer.socket.once('close', (code) => resolve(code)));
+    // JWT expiry has one-second resolution: wait until the token is certainly past its exp.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const refused = await peer.call('ListTasks', {});
+    expect(refused.error).toMatchObject({ code: -32110, data: { code: 4010 } });
+    expect(await closed).toBe(1008);
   });
 });

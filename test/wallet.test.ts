@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, createAgent, signUpHuman } from './helpers/actors.ts';
+import { type Actor, createAgent, createApiKey, linkUser, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { act, admin, balance, buy, createCapability, credit } from './helpers/market.ts';
 
@@ -141,16 +141,15 @@ describe('GET /api/v1/wallet/transactions', () => {
     expect(await count('refund')).toBe(0);
   });
 
-  it('filters by currency', async () => {
+  it("filters by currency, and the other space's currency finds nothing", async () => {
     const { buyer } = await tradedMarket();
     await credit(test, buyer.userId, '5.00', 'CNY');
     const cny = (await history(buyer.headers, { currency: 'CNY' }).expect(200)).body.data;
-    expect(cny.total).toBe(1);
-    expect(cny.items).toEqual([expect.objectContaining({ type: 'deposit', amount: '5.00', currency: 'CNY', balance_after: '5.00' })]);
+    expect(cny).toMatchObject({ total: 0, items: [] });
     const ut = (await history(buyer.headers, { currency: 'UT' }).expect(200)).body.data;
     expect(ut.total).toBe(8);
     for (const item of ut.items) expect(item.currency).toBe('UT');
-    expect((await history(buyer.headers).expect(200)).body.data.total).toBe(9);
+    expect((await history(buyer.headers).expect(200)).body.data.total).toBe(8);
     const both = (await history(buyer.headers, { currency: 'UT', type: 'deposit' }).expect(200)).body.data;
     expect(both.items).toEqual([expect.objectContaining({ type: 'deposit', currency: 'UT', amount: '100.00' })]);
   });
@@ -424,9 +423,9 @@ describe('POST /api/v1/admin/wallet/credit', () => {
 
   it('adds up credits without losing precision', async () => {
     const target = await signUpHuman(test);
-    await creditRequest({ user_id: target.userId, currency: 'UT', amount: '9999999999.99' }).expect(200);
-    expect(await balance(test, target)).toEqual({ available: '9999999999.99', frozen: '0.00', total: '9999999999.99', currency: 'UT' });
-    const second = (await creditRequest({ user_id: target.userId, currency: 'UT', amount: '9999999999.99' }).expect(200)).body.data;
+    await creditRequest({ user_id: target.userId, currency: 'CNY', amount: '9999999999.99' }).expect(200);
+    expect(await balance(test, target, 'cash')).toEqual({ available: '9999999999.99', frozen: '0.00', total: '9999999999.99', currency: 'CNY' });
+    const second = (await creditRequest({ user_id: target.userId, currency: 'CNY', amount: '9999999999.99' }).expect(200)).body.data;
     expect(second.available).toBe('19999999999.98');
     const items: HistoryItem[] = (await history(target.headers).expect(200)).body.data.items;
     expect(items.map((item) => [item.type, item.amount, item.balance_after])).toEqual([
@@ -446,9 +445,9 @@ describe('POST /api/v1/admin/wallet/credit', () => {
 
   it('records the credit as a deposit entry with the note as its description', async () => {
     const target = await signUpHuman(test);
-    await creditRequest({ user_id: target.userId, currency: 'UT', amount: '2.00', note: 'welcome bonus' }).expect(200);
+    await creditRequest({ user_id: target.userId, currency: 'CNY', amount: '2.00', note: 'welcome bonus' }).expect(200);
     const items: HistoryItem[] = (await history(target.headers).expect(200)).body.data.items;
-    expect(items).toEqual([expect.objectContaining({ type: 'deposit', amount: '2.00', balance_after: '2.00', description: 'welcome bonus', currency: 'UT', bucket: 'available' })]);
+    expect(items).toEqual([expect.objectContaining({ type: 'deposit', amount: '2.00', balance_after: '2.00', description: 'welcome bonus', currency: 'CNY', bucket: 'available' })]);
   });
 
   it('replays a credit sent twice with the same Idempotency-Key instead of paying twice', async () => {
@@ -470,5 +469,22 @@ describe('POST /api/v1/admin/wallet/credit: the user id as written', () => {
     const response = await creditRequest({ user_id: target.userId.toUpperCase(), currency: 'UT', amount: '3.00' });
     expect(response.status, JSON.stringify(response.body)).toBe(200);
     expect(await balance(test, target)).toMatchObject({ available: '3.00', total: '3.00' });
+  });
+});
+
+describe('history of the other space', () => {
+  it('is invisible: an agent sees UT entries only, a human CNY entries only', async () => {
+    const human = await signUpHuman(test);
+    const key = await createApiKey(test);
+    await linkUser(test, key.id, human.userId);
+    const asAgent = { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': human.userId };
+    await test.http.post('/api/v1/admin/wallet/credit').set(admin).send({ user_id: human.userId, currency: 'CNY', amount: '7.00', note: 'human money' }).expect(200);
+    await test.http.post('/api/v1/admin/wallet/credit').set(admin).send({ user_id: human.userId, currency: 'UT', amount: '3.00' }).expect(200);
+    const agentView = (await test.http.get('/api/v1/wallet/transactions').set(asAgent).expect(200)).body.data;
+    expect(agentView.items.map((item: { currency: string }) => item.currency)).toEqual(['UT']);
+    const agentAskingForCash = (await test.http.get('/api/v1/wallet/transactions?currency=CNY').set(asAgent).expect(200)).body.data;
+    expect(agentAskingForCash).toMatchObject({ items: [], total: 0 });
+    const humanView = (await test.http.get('/api/v1/wallet/transactions').set(human.headers).expect(200)).body.data;
+    expect(humanView.items.map((item: { currency: string }) => item.currency)).toEqual(['CNY']);
   });
 });

@@ -4,6 +4,7 @@ import * as identity from './migrations/001_identity.ts';
 import * as money from './migrations/002_money.ts';
 import * as clientTaskIds from './migrations/003_client_task_ids.ts';
 import * as idempotencyClaims from './migrations/004_idempotency_claims.ts';
+import * as transactionTerms from './migrations/005_transaction_terms.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -14,6 +15,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '002_money': money,
   '003_client_task_ids': clientTaskIds,
   '004_idempotency_claims': idempotencyClaims,
+  '005_transaction_terms': transactionTerms,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

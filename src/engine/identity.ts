@@ -61,7 +61,11 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies) {
   async function provisionLinkedUser(apiKeyId: string, userId: string) {
     await db.transaction(async (trx) => {
       const created = await trx('users').insert({ id: userId }).onConflict('id').ignore().returning('id');
-      if (created.length === 0) throw unauthenticated('this API key may not act for that user');
+      // A concurrent first request of the same platform may have just created and linked it.
+      if (created.length === 0 && !(await store.isLinked(trx, apiKeyId, userId))) {
+        throw unauthenticated('this API key may not act for that user');
+      }
+      if (created.length === 0) return;
       await ensureUserAccounts(trx, [userId]);
       await store.insertLink(trx, apiKeyId, userId);
     });

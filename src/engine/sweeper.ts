@@ -11,14 +11,26 @@ import type { TransactionEngine } from './transactions.ts';
 export function createSweeper(transactions: TransactionEngine, idempotency: Idempotency, log: Logger, batchSizeMax = 500) {
   async function runOnce(): Promise<number> {
     let settled = 0;
-    while (settled < batchSizeMax) {
-      const done = await transactions.autoConfirmNextDue();
-      if (!done) break;
-      settled++;
+    // A row that fails is logged and skipped for the rest of this run, so one bad row cannot
+    // stop every later one from settling.
+    const failedIds: string[] = [];
+    while (settled + failedIds.length < batchSizeMax) {
+      const outcome = await settleNext(failedIds);
+      if (outcome === 'none') break;
+      if (outcome === 'settled') settled++;
     }
     await idempotency.deleteExpired();
     if (settled > 0) log.info('auto-confirmed delivered transactions', { settled });
     return settled;
+  }
+
+  async function settleNext(failedIds: string[]): Promise<'settled' | 'failed' | 'none'> {
+    const outcome = await transactions.autoConfirmNextDue(failedIds);
+    if (!outcome) return 'none';
+    if (outcome.error === undefined) return 'settled';
+    log.error('auto-confirm failed; passing over this transaction in this run', { transaction_id: outcome.id, error: outcome.error });
+    failedIds.push(outcome.id);
+    return 'failed';
   }
 
   const schedule = periodic('sweep', runOnce, log);

@@ -64,6 +64,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           note: command.note ?? null,
           input: command.input ? JSON.stringify(command.input) : null,
           client_task_id: command.client_task_id ?? null,
+          fee_bps: dependencies.config.PLATFORM_FEE_BPS,
           event_sequence: 1,
           created_at: at,
           updated_at: at,
@@ -134,19 +135,32 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     };
   }
 
-  /** Used by the sweeper: settles one due delivered transaction, skipping rows others hold. */
-  async function autoConfirmNextDue(): Promise<TransactionView | null> {
-    return withTransaction(db, async (unit) => {
-      const due = await unit.trx('transactions')
-        .where({ status: 'delivered' })
-        .where('auto_confirm_at', '<=', now())
-        .orderBy('auto_confirm_at')
-        .first('id')
-        .forUpdate()
-        .skipLocked();
-      if (!due) return null;
-      return transactionView(await transitions.move(unit, due.id, 'auto_confirm', { system: 'system' }));
-    });
+  /**
+   * Used by the sweeper: claims one due delivered transaction with SKIP LOCKED (another instance
+   * takes another row) and settles it. A failure is reported with the row's id so the sweeper can
+   * pass over that row instead of retrying it forever.
+   */
+  async function autoConfirmNextDue(skipIds: string[] = []): Promise<{ id: string; error?: unknown } | null> {
+    let claimedId: string | null = null;
+    try {
+      return await withTransaction(db, async (unit) => {
+        const due = await unit.trx('transactions')
+          .where({ status: 'delivered' })
+          .where('auto_confirm_at', '<=', now())
+          .whereNotIn('id', skipIds)
+          .orderBy('auto_confirm_at')
+          .first('id')
+          .forUpdate()
+          .skipLocked();
+        if (!due) return null;
+        claimedId = due.id as string;
+        await transitions.move(unit, claimedId, 'auto_confirm', { system: 'system' });
+        return { id: claimedId };
+      });
+    } catch (error) {
+      if (claimedId === null) throw error;
+      return { id: claimedId, error };
+    }
   }
 
   return { create, act, resolve, fail, get, list, resolveId, autoConfirmNextDue };

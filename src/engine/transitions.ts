@@ -57,6 +57,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       changes.result_payload = JSON.stringify(extra.result_payload ?? {}) as never;
       changes.auto_confirm_at = new Date(at.getTime() + config.AUTO_CONFIRM_HOURS * hoursMs);
     }
+    if (step.to === 'disputed') changes.dispute_reason = extra.reason ?? null;
     if (step.to === 'settled') {
       changes.confirmed_at = at;
       changes.settled_at = at;
@@ -77,7 +78,8 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       legs.push({ ...base, accountId: buyer, bucket: 'frozen', amount: -price, type, description: `Funds released (${step.to})` });
       legs.push({ ...base, accountId: buyer, bucket: 'available', amount: price, type, description: `Funds released (${step.to})` });
     } else if (step.money === 'settle') {
-      const fee = feeOf(price, config.PLATFORM_FEE_BPS);
+      // The fee rate is the one agreed at purchase, not whatever the configuration says today.
+      const fee = feeOf(price, row.fee_bps);
       legs.push({ ...base, accountId: buyer, bucket: 'frozen', amount: -price, type: 'expense', description: 'Payment for a purchase' });
       legs.push({ ...base, accountId: userAccountId(row.seller_user_id, row.currency), bucket: 'available', amount: price - fee, type: 'income', description: 'Income from a sale' });
       legs.push({ ...base, accountId: systemAccountId('platform_fee', row.currency), bucket: 'available', amount: fee, type: 'fee', description: 'Platform fee' });

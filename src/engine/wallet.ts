@@ -1,4 +1,4 @@
-import { type Currency, formatAmount } from '../domain/money.ts';
+import { type Currency, currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { notFound } from '../errors.ts';
 import type { CreditInput, HistoryInput } from '../schemas/wallet.ts';
 import { InsufficientBalance, applyMovement, systemAccountId, userAccountId } from '../store/accounts.ts';
@@ -28,7 +28,10 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
   }
 
   async function history(principal: Principal, query: HistoryInput) {
-    const accountIds = (query.currency ? [query.currency] : currencies).map((currency) => userAccountId(principal.user_id, currency));
+    // The other space's history is invisible, like its transactions: an agent sees UT entries,
+    // a human sees CNY entries. A filter on the other currency finds nothing.
+    const ownCurrency = currencyOfSpace(principal.caller_type);
+    const accountIds = query.currency && query.currency !== ownCurrency ? [] : [userAccountId(principal.user_id, ownCurrency)];
     const base = () => {
       const builder = db('ledger_entries').whereIn('account_id', accountIds);
       if (query.type) builder.where({ type: query.type });

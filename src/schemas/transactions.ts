@@ -13,6 +13,8 @@ export const createTransactionBody = z
     demand_id: uuid.optional(),
     context_id: uuid.optional(),
     booked_hours: z.number().int().min(limits.bookedHoursMin).max(limits.bookedHoursMax).optional(),
+    input: z.record(z.string(), z.unknown()).optional().meta({ description: 'Input for the seller (what A2A clients send in a data part)' }),
+    note: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
     idempotency_key: idempotencyKey.optional(),
   })
   .meta({ id: 'TransactionCreate' });
@@ -23,7 +25,7 @@ export const resultPayload = z
 
 export const deliverBody = z.strictObject({ result_payload: resultPayload, idempotency_key: idempotencyKey.optional() }).meta({ id: 'DeliverRequest' });
 export const actionBody = z.strictObject({ idempotency_key: idempotencyKey.optional() });
-export const disputeBody = z.strictObject({ reason: z.string().trim().min(1).max(2000).optional(), idempotency_key: idempotencyKey.optional() });
+export const disputeBody = z.strictObject({ reason: z.string().trim().min(1).max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() });
 export const resolveBody = z.strictObject({ outcome: z.enum(['settle', 'refund']), idempotency_key: idempotencyKey.optional() }).meta({ id: 'ResolveRequest' });
 
 export const transactionResponse = z
@@ -40,6 +42,9 @@ export const transactionResponse = z
     booked_hours: z.number().int().nullable(),
     status: z.enum(transactionStatuses),
     result_payload: z.record(z.string(), z.unknown()).nullable(),
+    input: z.record(z.string(), z.unknown()).nullable().meta({ description: "The buyer's input for the seller" }),
+    note: z.string().nullable().meta({ description: "The buyer's note (A2A text parts)" }),
+    dispute_reason: z.string().nullable(),
     frozen_at: dateTime.nullable(),
     accepted_at: dateTime.nullable(),
     delivered_at: dateTime.nullable(),

@@ -18,6 +18,8 @@ export interface TransactionRow {
   status: TransactionStatus;
   note: string | null;
   client_task_id: string | null;
+  fee_bps: number;
+  dispute_reason: string | null;
   input: Record<string, unknown> | null;
   result_payload: Record<string, unknown> | null;
   event_sequence: number;
