@@ -99,23 +99,12 @@ export async function sendMessage(engine: Engine, principal: Principal, request:
   return buy(engine, principal, command, key, request.clientTaskId);
 }
 
+/** Translation only: the engine buys; a failed freeze is reported with the task it left behind. */
 async function buy(engine: Engine, principal: Principal, command: CreateTransactionCommand, key: string, clientTaskId: string | undefined): Promise<SendOutcome> {
-  const { transactions } = engine;
-  const created = await transactions.create(principal, command, { key, operation: 'RPC send', fingerprint: fingerprintOf(command) });
-  const id = created.data.id;
-  const name: TaskName = clientTaskId ? { taskId: clientTaskId, clientTaskId } : { taskId: id };
-  if (created.replayed) {
-    // A resent message: freeze only if the first attempt's freeze did not happen.
-    const current = await transactions.get(principal, id);
-    if (current.status !== 'pending_freeze') return { view: current, name };
-  }
-  try {
-    const frozen = await transactions.act(principal, id, 'freeze', {}, { key, operation: 'RPC freeze', fingerprint: fingerprintOf({ transaction_id: id }) });
-    return { view: frozen.replayed ? await transactions.get(principal, id) : frozen.data, name };
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    throw new DecoratedError(error, { transaction_id: id, task_id: name.taskId, status: 'pending_freeze' });
-  }
+  const { view, failure } = await engine.transactions.purchase(principal, command, key);
+  const name: TaskName = clientTaskId ? { taskId: clientTaskId, clientTaskId } : { taskId: view.id };
+  if (failure) throw new DecoratedError(failure, { transaction_id: view.id, task_id: name.taskId, status: view.status });
+  return { view, name };
 }
 
 async function followUp(engine: Engine, principal: Principal, taskId: string, action: z.output<typeof actionPart>, key: string): Promise<SendOutcome> {

@@ -231,3 +231,17 @@ describe('capabilities: who may call', () => {
     expect((await post({}, { title: 'x'.repeat(500) }).expect(401)).body.code).toBe(4010);
   });
 });
+
+describe('POST /api/v1/capabilities with an Idempotency-Key', () => {
+  it('registers once: the retry replays the first answer', async () => {
+    const owner = await createAgent(test);
+    const key = crypto.randomUUID();
+    const body = { title: 'Once', description: 'Only once', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00' };
+    const first = await test.http.post('/api/v1/capabilities').set(owner.headers).set('Idempotency-Key', key).send(body).expect(201);
+    const retry = await test.http.post('/api/v1/capabilities').set(owner.headers).set('Idempotency-Key', key).send(body).expect(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body.data.id).toBe(first.body.data.id);
+    const rows = await test.runtime.database.db('capabilities').where({ owner_user_id: owner.userId });
+    expect(rows).toHaveLength(1);
+  });
+});

@@ -1,14 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { limits } from '../limits.ts';
+import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
 import { notFound } from '../errors.ts';
 import type { CapabilityView, CreateCapabilityInput } from '../schemas/capabilities.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type CapabilityRow, capabilityView } from './views.ts';
 
 /** The minimum of capabilities a transaction needs: create and read. The full surface comes later. */
-export function createCapabilityEngine({ db, now }: EngineDependencies) {
-  async function create(principal: Principal, input: CreateCapabilityInput): Promise<CapabilityView> {
+export function createCapabilityEngine({ db, now }: EngineDependencies, idempotency: Idempotency) {
+  /** Registering is keyed like every state-changing POST: a retried request creates one capability. */
+  function create(principal: Principal, input: CreateCapabilityInput, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 201, async ({ trx }) => insert(trx, principal, input));
+  }
+
+  async function insert(trx: Knex, principal: Principal, input: CreateCapabilityInput): Promise<CapabilityView> {
     const at = now();
-    const [row] = (await db('capabilities')
+    const [row] = (await trx('capabilities')
       .insert({
         id: randomUUID(),
         owner_user_id: principal.user_id,
@@ -25,7 +33,7 @@ export function createCapabilityEngine({ db, now }: EngineDependencies) {
         daily_limit: input.daily_limit ?? null,
         rate_limit_per_min: input.rate_limit_per_min ?? null,
         callback_url: input.callback_url ?? null,
-        callback_timeout_sec: input.callback_timeout_sec ?? 30,
+        callback_timeout_sec: input.callback_timeout_sec ?? limits.callbackTimeoutSecondsDefault,
         created_at: at,
         updated_at: at,
       })

@@ -20,7 +20,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   const idempotency = createIdempotency(dependencies);
   const transitions = createTransitions(dependencies, publisher);
   const identity = createIdentityEngine(dependencies);
-  const capabilities = createCapabilityEngine(dependencies);
+  const capabilities = createCapabilityEngine(dependencies, idempotency);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const wallet = createWalletEngine(dependencies, idempotency);
   const sweeper = createSweeper(transactions, idempotency, dependencies.log);

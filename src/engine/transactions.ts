@@ -8,7 +8,7 @@ import type { ListTransactionsInput, TransactionView } from '../schemas/transact
 import { type TransactionRow, findTransaction, listQuery } from '../store/transactions.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
-import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
+import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
 import type { ActionExtra, Transitions } from './transitions.ts';
 import { type CapabilityRow, transactionView } from './views.ts';
 
@@ -73,6 +73,28 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       await transitions.record(unit, row!, 'create', null, at);
       return transactionView(row!);
     });
+  }
+
+  /**
+   * Buy in one step, as agent-to-agent clients do: create, then freeze. Both steps are keyed by
+   * `key`, so a resent message replays the create and freezes only if the first freeze did not
+   * happen. A failed freeze (4020) leaves the transaction in pending_freeze with no money moved;
+   * it is returned with the error so the caller can say where things stand.
+   */
+  async function purchase(principal: Principal, command: CreateTransactionCommand, key: string): Promise<{ view: TransactionView; failure?: AppError }> {
+    const created = await create(principal, command, { key, operation: 'purchase create', fingerprint: fingerprintOf(command) });
+    const id = created.data.id;
+    if (created.replayed) {
+      const current = await get(principal, id);
+      if (current.status !== 'pending_freeze') return { view: current };
+    }
+    try {
+      const frozen = await act(principal, id, 'freeze', {}, { key, operation: 'purchase freeze', fingerprint: fingerprintOf({ transaction_id: id }) });
+      return { view: frozen.replayed ? await get(principal, id) : frozen.data };
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return { view: await get(principal, id), failure: error };
+    }
   }
 
   /** A party's action (freeze, accept, reject, deliver, confirm, cancel, dispute). */
@@ -163,7 +185,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     }
   }
 
-  return { create, act, resolve, fail, get, list, resolveId, autoConfirmNextDue };
+  return { create, purchase, act, resolve, fail, get, list, resolveId, autoConfirmNextDue };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

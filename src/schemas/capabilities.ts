@@ -4,6 +4,7 @@ import { pricingModels } from '../domain/pricing.ts';
 import { limits } from '../limits.ts';
 import { dateTime, uuid } from './common.ts';
 import { amountInput, amountOutput } from './money.ts';
+import { idempotencyKey } from './transactions.ts';
 
 export const capabilityTypes = ['data', 'compute', 'service', 'tool', 'account_sharing', 'knowledge', 'api', 'workflow'] as const;
 
@@ -22,6 +23,7 @@ export const createCapabilityBody = z
     rate_limit_per_min: z.number().int().min(1).max(100_000).optional(),
     callback_url: z.url({ protocol: /^https?$/ }).max(2000).optional(),
     callback_timeout_sec: z.number().int().min(limits.callbackTimeoutSecondsMin).max(limits.callbackTimeoutSecondsMax).optional(),
+    idempotency_key: idempotencyKey.optional(),
   })
   .superRefine((value, context) => {
     if (value.pricing_model === 'per_query' && !value.callback_url) {
@@ -57,5 +59,5 @@ export const capabilityResponse = z
   .meta({ id: 'Capability' });
 
 export const capabilityIdParams = z.object({ cap_id: uuid });
-export type CreateCapabilityInput = z.output<typeof createCapabilityBody>;
+export type CreateCapabilityInput = Omit<z.output<typeof createCapabilityBody>, 'idempotency_key'>;
 export type CapabilityView = z.infer<typeof capabilityResponse>;
