@@ -9,6 +9,7 @@ import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
 import { type Generation, nameOf, statusForState, taskOf } from './shapes.ts';
 import { StreamStart } from './task-stream.ts';
+import { isUuid } from '../src/domain/ids.ts';
 
 /**
  * The method table of the three A2A generations (decisions section 9), all on the one engine.
@@ -62,8 +63,7 @@ async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
   const input = parse(schemas.listTasks, params);
   // Every contextId this server hands out is a transaction's context_id (a UUID); any other
   // value names no task here.
-  const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-  if (input.contextId && !uuidPattern.test(input.contextId)) return { tasks: [], nextPageToken: '', pageSize: input.pageSize ?? limits.pageSizeDefault, totalSize: 0 };
+  if (input.contextId && !isUuid(input.contextId)) return { tasks: [], nextPageToken: '', pageSize: input.pageSize ?? limits.pageSizeDefault, totalSize: 0 };
   if (input.statusTimestampAfter) throw unsupportedOperation('ListTasks cannot filter by statusTimestampAfter');
   let status: TransactionStatus | undefined;
   if (input.status && input.status !== 'TASK_STATE_UNSPECIFIED') {

@@ -16,14 +16,14 @@ export function parse<T extends z.ZodType>(schema: T, params: unknown): z.output
 }
 
 const metadata = z.record(z.string(), z.unknown()).nullish();
-const taskId = z.string().min(1).max(200);
+const taskId = z.string().min(1).max(limits.clientTaskIdLengthMax);
 const historyLength = z.number().int().min(0).nullish();
 
 /** Parts are classified in purchase.ts; here only their outer shape is checked. */
 const message = z.object({
   kind: z.literal('message').nullish(),
   role: z.enum(['user', 'ROLE_USER'], { error: 'must be the user role ("user" or "ROLE_USER")' }),
-  parts: z.array(z.record(z.string(), z.unknown())).min(1).max(50),
+  parts: z.array(z.record(z.string(), z.unknown())).min(1).max(limits.rpcMessagePartsMax),
   messageId: idempotencyKey.nullish(),
   contextId: uuid.nullish(),
   taskId: taskId.nullish(),
@@ -73,7 +73,7 @@ export const listTasks = z.object({
   contextId: z.string().nullish(),
   status: z.string().nullish(),
   pageSize: z.number().int().min(1).max(limits.pageSizeMax).nullish(),
-  pageToken: z.string().max(200).nullish(),
+  pageToken: z.string().max(limits.clientTaskIdLengthMax).nullish(),
   historyLength,
   statusTimestampAfter: z.string().nullish(),
   includeArtifacts: z.boolean().nullish(),
@@ -95,4 +95,4 @@ export const actionPart = z.strictObject({
   reason: z.string().trim().min(1).max(2000).optional(),
 });
 
-export const noteLengthMax = 4000;
+export const noteLengthMax = limits.noteLengthMax;

@@ -20,7 +20,7 @@ import { limits } from './limits.ts';
 import { assertSafeJson } from './schemas/json-safety.ts';
 
 /**
- * The composition root of the HTTP surface: mounts rest/ (and later rpc/) on one express app.
+ * The composition root of the HTTP surface: mounts rest/ and rpc/ on one express app.
  * It never listens; main.ts and the tests do that.
  */
 export function allRoutes(engine: Engine): RouteSpec[] {

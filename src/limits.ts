@@ -14,8 +14,19 @@ export const limits = {
   passwordLengthMax: 200,
   emailLengthMax: 254,
   displayNameLengthMax: 100,
-  /** A buyer's note or dispute reason. */
-  noteLengthMax: 2000,
+  /** A buyer's note (REST, or A2A text parts) or dispute reason. */
+  noteLengthMax: 4000,
+  creditNoteLengthMax: 200,
+  capabilityDescriptionLengthMax: 10_000,
+  capabilityTagsMax: 20,
+  capabilityTagLengthMax: 50,
+  capabilityDailyLimitMax: 1_000_000,
+  capabilityRatePerMinuteMax: 100_000,
+  urlLengthMax: 2000,
+  /** A2A task ids chosen by clients, and opaque tokens echoed back to us. */
+  clientTaskIdLengthMax: 200,
+  rpcMessagePartsMax: 50,
+  cursorPartLengthMax: 100,
   apiKeyNameLengthMax: 100,
   jwtLifetimeSeconds: 24 * 60 * 60,
   capabilityTitleLengthMax: 200,
@@ -27,6 +38,14 @@ export const limits = {
   bookedHoursMax: 24 * 365,
   /** Largest amount in minor units (hundredths) accepted in a request: 10^15, far below 2^63. */
   amountMinorUnitsMax: 1_000_000_000_000_000n,
+  /** A compare-and-set that lost a race is decided again at most this many times. */
+  compareAndSetAttemptsMax: 3,
+  /** An in-flight idempotency claim younger than this is never taken over. */
+  idempotencyClaimTakeoverAfterMs: 60_000,
+  idempotencyCleanupBatchSize: 1000,
+  sweepBatchSizeMax: 500,
+  /** Published outbox rows are marked in one batch this often. */
+  publishedMarkFlushMs: 200,
   /** Serialization failures and deadlocks are retried this many times before giving up. */
   transactionRetriesMax: 5,
   transactionRetryBackoffMs: 5,

@@ -31,8 +31,6 @@ export interface Outcome<T> {
   replayed: boolean;
 }
 
-/** A claim younger than this is never taken over, even if its lock looks free (work not begun). */
-const claimTakeoverAfterMs = 60_000;
 
 /** Stable under member order: `{a, b}` and `{b, a}` are the same request. */
 function canonical(value: unknown): unknown {
@@ -71,7 +69,7 @@ export function createIdempotency({ db, now }: EngineDependencies) {
     }
     if (existing.fingerprint !== request.fingerprint) throw new AppError('idempotency_key_reused', 'this Idempotency-Key was used with a different request');
     if (existing.state === 'completed') return { replay: { data: existing.response_body, status: existing.response_status, replayed: true } };
-    if (new Date(existing.created_at).getTime() <= at.getTime() - claimTakeoverAfterMs && (await takeOver(hash, token, at))) return { token };
+    if (new Date(existing.created_at).getTime() <= at.getTime() - limits.idempotencyClaimTakeoverAfterMs && (await takeOver(hash, token, at))) return { token };
     throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
   }
 
@@ -112,7 +110,7 @@ export function createIdempotency({ db, now }: EngineDependencies) {
     }
   }
 
-  async function deleteExpired(batchSize = 1000): Promise<number> {
+  async function deleteExpired(batchSize: number = limits.idempotencyCleanupBatchSize): Promise<number> {
     return db('idempotency_keys').whereIn('scope_hash', db('idempotency_keys').select('scope_hash').where('expires_at', '<=', now()).limit(batchSize)).del();
   }
 

@@ -6,6 +6,7 @@ import type { CreateApiKeyInput, LoginInput, SignupInput } from '../schemas/iden
 import { ensureUserAccounts } from '../store/accounts.ts';
 import * as store from '../store/identity.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { uuidPattern } from '../domain/ids.ts';
 
 /** Raw credential headers, as the transport found them. */
 export interface Credentials {
@@ -14,7 +15,6 @@ export interface Credentials {
   authorization?: string;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function createIdentityEngine({ db, jwt }: EngineDependencies) {
   /**

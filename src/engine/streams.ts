@@ -2,6 +2,7 @@ import type { EventHub } from '../events/hub.ts';
 import type { StreamListener, Subscription, SubscribeOptions } from '../events/stream-types.ts';
 import type { Principal } from './dependencies.ts';
 import type { TransactionEngine } from './transactions.ts';
+import { currencyOfSpace } from '../domain/money.ts';
 
 /**
  * Who may watch what. A transaction stream is open only to its two parties within their space
@@ -15,7 +16,7 @@ export function createStreams(hub: EventHub, transactions: TransactionEngine) {
   }
 
   function subscribeUser(principal: Principal, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
-    const currency = principal.caller_type === 'agent' ? 'UT' : 'CNY';
+    const currency = currencyOfSpace(principal.caller_type);
     const visible = (event: { data: Record<string, unknown> }) => (event.data.transaction as { currency?: string } | undefined)?.currency === currency;
     return hub.subscribe({ kind: 'user', userId: principal.user_id }, options, listener, visible);
   }

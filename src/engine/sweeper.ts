@@ -2,13 +2,14 @@ import type { Logger } from '../logger.ts';
 import { periodic } from '../periodic.ts';
 import type { Idempotency } from './idempotency.ts';
 import type { TransactionEngine } from './transactions.ts';
+import { limits } from '../limits.ts';
 
 /**
  * Settles delivered transactions whose auto_confirm_at has passed, and drops expired idempotency
  * keys. Each settlement claims its row with SKIP LOCKED, so several instances can sweep at once
  * without settling anything twice or waiting on each other.
  */
-export function createSweeper(transactions: TransactionEngine, idempotency: Idempotency, log: Logger, batchSizeMax = 500) {
+export function createSweeper(transactions: TransactionEngine, idempotency: Idempotency, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax) {
   async function runOnce(): Promise<number> {
     let settled = 0;
     // A row that fails is logged and skipped for the rest of this run, so one bad row cannot

@@ -11,6 +11,7 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
 import type { ActionExtra, Transitions } from './transitions.ts';
 import { type CapabilityRow, transactionView } from './views.ts';
+import { isUuid } from '../domain/ids.ts';
 
 /** The use cases of marketplace transactions, shared by REST and every JSON-RPC generation. */
 export interface CreateTransactionCommand {
@@ -113,7 +114,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
    * task id the caller chose as buyer (A2A v0.1). Anything the caller may not see is 4040.
    */
   async function resolveId(principal: Principal, idOrClientTaskId: string): Promise<string> {
-    const uuidLike = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrClientTaskId);
+    const uuidLike = isUuid(idOrClientTaskId);
     const byClientId = await db('transactions').where({ buyer_user_id: principal.user_id, client_task_id: idOrClientTaskId, space: principal.caller_type }).first('id');
     if (byClientId) return byClientId.id;
     if (!uuidLike) throw notFound('transaction');

@@ -8,6 +8,7 @@ import { appendEvent } from '../store/outbox.ts';
 import { type TransactionRow, compareAndSetStatus, findTransaction } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { transactionView } from './views.ts';
+import { limits } from '../limits.ts';
 
 /**
  * One move of the escrow state machine inside one database transaction: decide from the current
@@ -22,7 +23,6 @@ export interface ActionExtra {
 }
 
 const hoursMs = 60 * 60 * 1000;
-const casAttemptsMax = 3;
 
 export function createTransitions({ config, now }: EngineDependencies, publisher: Publisher) {
   function roleOf(row: TransactionRow | undefined, mover: Mover): Actor {
@@ -118,7 +118,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
 
   /** Applies `action` to transaction `id` for `mover`; re-decides if another request won the race. */
   async function move(unit: UnitOfWork, id: string, action: TransactionAction, mover: Mover, extra: ActionExtra = {}): Promise<TransactionRow> {
-    for (let attempt = 0; attempt < casAttemptsMax; attempt++) {
+    for (let attempt = 0; attempt < limits.compareAndSetAttemptsMax; attempt++) {
       const row = await findTransaction(unit.trx, id);
       const role = roleOf(row, mover);
       // Who may act is checked before the state, so a party learns "not yours" (4030) rather

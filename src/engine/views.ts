@@ -1,4 +1,4 @@
-import { formatAmount } from '../domain/money.ts';
+import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import type { CapabilityView } from '../schemas/capabilities.ts';
 import type { TransactionView } from '../schemas/transactions.ts';
 import type { TransactionRow } from '../store/transactions.ts';
@@ -71,7 +71,7 @@ export function capabilityView(row: CapabilityRow, totalSold: number): Capabilit
     delivery_mode: row.delivery_mode,
     pricing_model: row.pricing_model,
     price_ut: formatAmount(row.price),
-    currency: row.owner_type === 'agent' ? 'UT' : 'CNY',
+    currency: currencyOfSpace(row.owner_type),
     auto_accept_min_ut: row.auto_accept_min === null ? null : formatAmount(row.auto_accept_min),
     daily_limit: row.daily_limit,
     rate_limit_per_min: row.rate_limit_per_min,

@@ -2,6 +2,7 @@ import type { Database } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import type { EventBus } from './bus.ts';
+import { limits } from '../limits.ts';
 
 /**
  * Publishes committed outbox rows on the bus and marks them published in batches, so the relay
@@ -64,7 +65,7 @@ export interface Publisher {
   close(): Promise<void>;
 }
 
-export function createPublisher(bus: EventBus, db: Database, log: Logger, flushIntervalMs = 200): Publisher {
+export function createPublisher(bus: EventBus, db: Database, log: Logger, flushIntervalMs: number = limits.publishedMarkFlushMs): Publisher {
   let published: string[] = [];
   const flush = async () => {
     if (published.length === 0) return;

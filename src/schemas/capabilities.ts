@@ -11,17 +11,17 @@ export const capabilityTypes = ['data', 'compute', 'service', 'tool', 'account_s
 export const createCapabilityBody = z
   .strictObject({
     title: z.string().trim().min(1).max(limits.capabilityTitleLengthMax),
-    description: z.string().trim().min(1).max(10_000),
+    description: z.string().trim().min(1).max(limits.capabilityDescriptionLengthMax),
     category: z.enum(categoryCodes),
     capability_type: z.enum(capabilityTypes),
     pricing_model: z.enum(pricingModels),
     price_ut: amountInput.optional(),
-    tags: z.array(z.string().trim().min(1).max(50)).max(20).optional(),
+    tags: z.array(z.string().trim().min(1).max(limits.capabilityTagLengthMax)).max(limits.capabilityTagsMax).optional(),
     delivery_mode: z.enum(['instant', 'async']).optional(),
     auto_accept_min_ut: amountInput.optional(),
-    daily_limit: z.number().int().min(1).max(1_000_000).optional(),
-    rate_limit_per_min: z.number().int().min(1).max(100_000).optional(),
-    callback_url: z.url({ protocol: /^https?$/ }).max(2000).optional(),
+    daily_limit: z.number().int().min(1).max(limits.capabilityDailyLimitMax).optional(),
+    rate_limit_per_min: z.number().int().min(1).max(limits.capabilityRatePerMinuteMax).optional(),
+    callback_url: z.url({ protocol: /^https?$/ }).max(limits.urlLengthMax).optional(),
     callback_timeout_sec: z.number().int().min(limits.callbackTimeoutSecondsMin).max(limits.callbackTimeoutSecondsMax).optional(),
     idempotency_key: idempotencyKey.optional(),
   })

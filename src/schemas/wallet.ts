@@ -3,6 +3,7 @@ import { dateTime, uuid } from './common.ts';
 import { amountInput, amountOutput, currency } from './money.ts';
 import { pageQuery, pagedList } from './pagination.ts';
 import { idempotencyKey } from './transactions.ts';
+import { limits } from '../limits.ts';
 
 export const historyTypes = ['deposit', 'freeze', 'unfreeze', 'expense', 'income', 'fee', 'refund', 'withdrawal'] as const;
 
@@ -40,7 +41,7 @@ export const walletRates = z
   .meta({ id: 'WalletRates' });
 
 export const creditBody = z
-  .strictObject({ user_id: uuid, currency, amount: amountInput, note: z.string().trim().min(1).max(200).optional(), idempotency_key: idempotencyKey.optional() })
+  .strictObject({ user_id: uuid, currency, amount: amountInput, note: z.string().trim().min(1).max(limits.creditNoteLengthMax).optional(), idempotency_key: idempotencyKey.optional() })
   .refine((value) => value.amount > 0n, { path: ['amount'], message: 'must be greater than zero' })
   .meta({ id: 'CreditRequest' });
 
