@@ -16,6 +16,7 @@ import { walletRoutes } from '../rest/routes/wallet.ts';
 import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
+import { setHeartbeatInterval } from './events/sse.ts';
 import { limits } from './limits.ts';
 import { assertSafeJson } from './schemas/json-safety.ts';
 
@@ -44,6 +45,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
 
 export function createApp(engine: Engine) {
   const { config, log } = engine.dependencies;
+  setHeartbeatInterval(config.STREAM_HEARTBEAT_MS);
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');

@@ -17,11 +17,20 @@ export interface SseStream {
 
 const openStreams = new Set<{ response: ServerResponse }>();
 let heartbeat: NodeJS.Timeout | null = null;
+let heartbeatMs: number = limits.streamHeartbeatMs;
+
+/** Set from configuration (STREAM_HEARTBEAT_MS) when the app is built. */
+export function setHeartbeatInterval(intervalMs: number) {
+  heartbeatMs = intervalMs;
+  if (heartbeat) clearInterval(heartbeat);
+  heartbeat = null;
+  if (openStreams.size > 0) ensureHeartbeat();
+}
 
 function ensureHeartbeat() {
   heartbeat ??= setInterval(() => {
     for (const stream of openStreams) stream.response.write(': heartbeat\n\n');
-  }, limits.streamHeartbeatMs);
+  }, heartbeatMs);
   heartbeat.unref();
 }
 
