@@ -82,7 +82,7 @@ class RpcSockets {
   ) {
     this.log = engine.dependencies.log;
     server.on('upgrade', this.onUpgrade);
-    this.heartbeat = setInterval(() => this.beat(), limits.streamHeartbeatMs);
+    this.heartbeat = setInterval(() => this.beat(), engine.dependencies.config.STREAM_HEARTBEAT_MS);
     this.heartbeat.unref();
   }
 
