@@ -52,6 +52,13 @@ export const limits = {
   shutdownGraceMs: 10_000,
   readinessCheckTimeoutMs: 2_000,
   databasePoolSizeMax: 10,
+  /**
+   * Successful credential lookups (API key, key-to-user link, user of a token) are remembered
+   * this long: two database round trips fewer per request. A revoked key or removed link stops
+   * working within this time.
+   */
+  credentialCacheTtlMs: 10_000,
+  credentialCacheEntriesMax: 10_000,
   /** One heartbeat comment to every open stream this often keeps proxies from closing idle streams. */
   streamHeartbeatMs: 15_000,
   /** A subscriber whose unsent output grows past this is disconnected; it resumes with Last-Event-ID. */

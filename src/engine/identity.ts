@@ -7,6 +7,8 @@ import { ensureUserAccounts } from '../store/accounts.ts';
 import * as store from '../store/identity.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { uuidPattern } from '../domain/ids.ts';
+import { limits } from '../limits.ts';
+import { TtlCache } from './ttl-cache.ts';
 
 /** Raw credential headers, as the transport found them. */
 export interface Credentials {
@@ -17,6 +19,35 @@ export interface Credentials {
 
 
 export function createIdentityEngine({ db, jwt }: EngineDependencies) {
+  // Only positive answers are cached: a new key, link or user works at once, and a failed
+  // lookup is never remembered.
+  const keysByPrefix = new TtlCache<store.ApiKeyRow>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
+  const knownLinks = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
+  const knownUsers = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
+
+  async function findKey(prefix: string) {
+    const cached = keysByPrefix.get(prefix);
+    if (cached) return cached;
+    const key = await store.findApiKeyByPrefix(db, prefix);
+    if (key) keysByPrefix.set(prefix, key);
+    return key;
+  }
+
+  async function isLinkedCached(apiKeyId: string, userId: string) {
+    const cacheKey = `${apiKeyId}:${userId}`;
+    if (knownLinks.get(cacheKey)) return true;
+    const linked = await store.isLinked(db, apiKeyId, userId);
+    if (linked) knownLinks.set(cacheKey, true);
+    return linked;
+  }
+
+  async function userExists(userId: string) {
+    if (knownUsers.get(userId)) return true;
+    const exists = (await store.findUserById(db, userId)) !== undefined;
+    if (exists) knownUsers.set(userId, true);
+    return exists;
+  }
+
   /**
    * Resolves credentials to a principal. Mixing both kinds is refused outright (4011) rather than
    * guessing which one the caller meant, because the kind decides currency and space.
@@ -34,19 +65,19 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies) {
     const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/.exec(header.trim());
     const userId = match ? jwt.verify(match[1]!) : null;
     if (!userId || !uuidPattern.test(userId)) throw unauthenticated('invalid or expired bearer token');
-    const user = await store.findUserById(db, userId.toLowerCase());
-    if (!user) throw unauthenticated('invalid or expired bearer token');
-    return { user_id: user.id, caller_type: 'human', platform: null, api_key_id: null };
+    const id = userId.toLowerCase();
+    if (!(await userExists(id))) throw unauthenticated('invalid or expired bearer token');
+    return { user_id: id, caller_type: 'human', platform: null, api_key_id: null };
   }
 
   async function authenticateApiKey(apiKey: string | undefined, platformUserId: string | undefined): Promise<Principal> {
     if (!apiKey || !platformUserId) throw unauthenticated('X-Api-Key and X-Platform-User-Id are both required');
     const prefix = parseApiKeyPrefix(apiKey);
-    const key = prefix ? await store.findApiKeyByPrefix(db, prefix) : undefined;
+    const key = prefix ? await findKey(prefix) : undefined;
     if (!key || !apiKeyMatches(apiKey, key.key_hash)) throw unauthenticated('unknown API key');
     if (!uuidPattern.test(platformUserId)) throw unauthenticated('X-Platform-User-Id must be a user id (UUID)');
     const userId = platformUserId.toLowerCase();
-    if (!(await store.isLinked(db, key.id, userId))) {
+    if (!(await isLinkedCached(key.id, userId))) {
       if (!key.auto_provision) throw unauthenticated('this API key may not act for that user');
       await provisionLinkedUser(key.id, userId);
     }
