@@ -12,7 +12,7 @@ import { commands } from '../src/cli/commands/index.ts';
 import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { testAdminToken, testJwtSecret } from './helpers/app.ts';
-import { cloneTemplate } from './helpers/databases.ts';
+import { adminConnection, cloneTemplate, databaseUrl, newDatabaseName } from './helpers/databases.ts';
 
 /**
  * The CLI is tested as operators use it: as a child process against a real database. With
@@ -53,9 +53,9 @@ function childEnvironment(): NodeJS.ProcessEnv {
   return { ...inherited, NODE_ENV: 'test', JWT_SECRET: testJwtSecret, ADMIN_TOKEN: testAdminToken, ...backendEnvironment };
 }
 
-function runCli(args: string[]): Promise<CliResult> {
+function runCli(args: string[], environment: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: projectRoot, env: childEnvironment() });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: projectRoot, env: { ...childEnvironment(), ...environment } });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -77,6 +77,26 @@ async function withApp(check: (http: ReturnType<typeof supertest>) => Promise<vo
 }
 
 const stackFrame = /\n\s+at /;
+
+async function emptyPostgresDatabase(base: string) {
+  const name = newDatabaseName('db');
+  const admin = adminConnection(base);
+  await admin.raw(`CREATE DATABASE "${name}"`);
+  await admin.destroy();
+  return {
+    environment: { DATABASE_URL: databaseUrl(base, name) },
+    drop: async () => {
+      const cleanupConnection = adminConnection(base);
+      await cleanupConnection.raw(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await cleanupConnection.destroy();
+    },
+  };
+}
+
+async function emptyDataDirectory() {
+  const directory = await mkdtemp(path.join(tmpdir(), 'marketplace-cli-empty-'));
+  return { environment: { DATA_DIR: directory }, drop: () => rm(directory, { recursive: true, force: true }) };
+}
 
 describe('CLI help', () => {
   it('lists every command', async () => {
@@ -135,6 +155,23 @@ describe('CLI against the database', () => {
     // The PostgreSQL clone comes from an already migrated template; the PGlite directory is new.
     const expected = process.env.TEST_DATABASE_URL ? [] : expect.arrayContaining(['001_identity']);
     expect(JSON.parse(result.stdout)).toEqual({ applied: expected });
+  });
+
+  it('migrate prepares an empty database completely, before any server has run', async () => {
+    const empty = process.env.TEST_DATABASE_URL ? await emptyPostgresDatabase(process.env.TEST_DATABASE_URL) : await emptyDataDirectory();
+    try {
+      const result = await runCli(['migrate'], empty.environment);
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout).applied).toEqual(expect.arrayContaining(['001_identity', '006_system_accounts']));
+      // The fee and deposit-counterpart accounts exist without a server ever starting.
+      const credit = await runCli(['create-user', '--email', 'fresh@example.com', '--password', password], empty.environment);
+      expect(credit.code, credit.stderr).toBe(0);
+      const userId = JSON.parse(credit.stdout).user_id;
+      const credited = await runCli(['credit', '--user-id', userId, '--currency', 'UT', '--amount', '1.00'], empty.environment);
+      expect(credited.code, credited.stderr).toBe(0);
+    } finally {
+      await empty.drop();
+    }
   });
 
   it('create-user prints the new user as JSON', async () => {

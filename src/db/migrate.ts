@@ -5,6 +5,7 @@ import * as money from './migrations/002_money.ts';
 import * as clientTaskIds from './migrations/003_client_task_ids.ts';
 import * as idempotencyClaims from './migrations/004_idempotency_claims.ts';
 import * as transactionTerms from './migrations/005_transaction_terms.ts';
+import * as systemAccounts from './migrations/006_system_accounts.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -16,6 +17,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '003_client_task_ids': clientTaskIds,
   '004_idempotency_claims': idempotencyClaims,
   '005_transaction_terms': transactionTerms,
+  '006_system_accounts': systemAccounts,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

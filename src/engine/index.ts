@@ -1,4 +1,3 @@
-import { ensureSystemAccounts } from '../store/accounts.ts';
 import { createEventHub } from '../events/hub.ts';
 import { createPublisher } from '../events/publisher.ts';
 import { createRelay } from '../events/relay.ts';
@@ -15,7 +14,6 @@ import { createWalletEngine } from './wallet.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
-  await ensureSystemAccounts(dependencies.db);
   const publisher = createPublisher(dependencies.bus, dependencies.db, dependencies.log);
   const idempotency = createIdempotency(dependencies);
   const transitions = createTransitions(dependencies, publisher);

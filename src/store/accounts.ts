@@ -37,13 +37,6 @@ export async function ensureUserAccounts(trx: Knex, userIds: string[]): Promise<
   await trx('event_streams').insert(userIds.map((id) => ({ owner_user_id: id }))).onConflict('owner_user_id').ignore();
 }
 
-export async function ensureSystemAccounts(db: Knex): Promise<void> {
-  const rows = (['platform_fee', 'external'] as const).flatMap((kind) =>
-    (['UT', 'CNY'] as const).map((currency) => ({ id: systemAccountId(kind, currency), kind, owner_user_id: null, currency })),
-  );
-  await db('accounts').insert(rows).onConflict('id').ignore();
-}
-
 /** One leg of a movement: a signed change to one bucket of one account. */
 export interface Leg {
   accountId: string;

@@ -7,6 +7,15 @@ import type { Knex } from 'knex';
  * is what lets every currency sum to exactly zero.
  */
 export async function up(knex: Knex): Promise<void> {
+  await createAccounts(knex);
+  await createLedger(knex);
+  await createCapabilities(knex);
+  await createTransactions(knex);
+  await createEvents(knex);
+  await createIdempotencyKeys(knex);
+}
+
+async function createAccounts(knex: Knex) {
   await knex.schema.createTable('accounts', (table) => {
     table.uuid('id').primary();
     table.string('kind', 16).notNullable(); // user | platform_fee | external
@@ -24,7 +33,9 @@ export async function up(knex: Knex): Promise<void> {
     ADD CONSTRAINT accounts_available_not_negative CHECK (kind = 'external' OR available >= 0),
     ADD CONSTRAINT accounts_frozen_not_negative CHECK (frozen >= 0)`);
   await knex.raw(`CREATE UNIQUE INDEX accounts_system_unique ON accounts (kind, currency) WHERE kind <> 'user'`);
+}
 
+async function createLedger(knex: Knex) {
   await knex.schema.createTable('ledger_entries', (table) => {
     table.bigIncrements('id').primary();
     table.uuid('movement_id').notNullable();
@@ -48,7 +59,9 @@ export async function up(knex: Knex): Promise<void> {
     BEGIN RAISE EXCEPTION 'ledger entries are append-only'; END $$`);
   await knex.raw(`CREATE TRIGGER ledger_entries_append_only BEFORE UPDATE OR DELETE ON ledger_entries
     FOR EACH ROW EXECUTE FUNCTION ledger_entries_append_only()`);
+}
 
+async function createCapabilities(knex: Knex) {
   await knex.schema.createTable('capabilities', (table) => {
     table.uuid('id').primary();
     table.uuid('owner_user_id').notNullable().references('users.id');
@@ -73,7 +86,9 @@ export async function up(knex: Knex): Promise<void> {
     table.index(['owner_user_id']);
   });
   await knex.raw(`ALTER TABLE capabilities ADD CONSTRAINT capabilities_price_not_negative CHECK (price >= 0)`);
+}
 
+async function createTransactions(knex: Knex) {
   await knex.schema.createTable('transactions', (table) => {
     table.uuid('id').primary();
     table.uuid('buyer_user_id').notNullable().references('users.id');
@@ -113,7 +128,9 @@ export async function up(knex: Knex): Promise<void> {
     ADD CONSTRAINT transactions_parties_differ CHECK (buyer_user_id <> seller_user_id),
     ADD CONSTRAINT transactions_price_not_negative CHECK (price >= 0)`);
   await knex.raw(`CREATE INDEX transactions_due_for_auto_confirm ON transactions (auto_confirm_at) WHERE status = 'delivered'`);
+}
 
+async function createEvents(knex: Knex) {
   // Per-owner event counters give each user's stream a gap-free order that survives reconnects.
   await knex.schema.createTable('event_streams', (table) => {
     table.uuid('owner_user_id').primary().references('users.id');
@@ -136,7 +153,9 @@ export async function up(knex: Knex): Promise<void> {
     table.index(['seller_user_id', 'seller_sequence']);
   });
   await knex.raw(`CREATE INDEX outbox_events_unpublished ON outbox_events (id) WHERE published_at IS NULL`);
+}
 
+async function createIdempotencyKeys(knex: Knex) {
   await knex.schema.createTable('idempotency_keys', (table) => {
     table.string('scope_hash', 64).primary();
     table.string('fingerprint', 64).notNullable();
