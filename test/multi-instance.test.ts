@@ -68,7 +68,10 @@ describe('two instances behind one Redis', () => {
     const first = openEventSource(`${instanceA.url}/api/v1/transactions/events`, buyer.headers);
     await first.opened;
     await lifecycles(instanceB.url, 3, buyer, seller, capability.id);
-    await expect.poll(() => first.received.length, { timeout: 10_000 }).toBe(15);
+    // Generous budgets: CI machines are shared. The exact sequence is asserted afterwards, so a
+    // duplicate or a gap fails with a precise difference rather than a timeout.
+    await expect.poll(() => first.received.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(15);
+    expect(first.received.map((event) => Number(event.id))).toEqual(Array.from({ length: 15 }, (_, index) => index + 1));
 
     // Redis goes away mid-stream; changes keep committing through B meanwhile.
     await redis.stop();
@@ -80,7 +83,7 @@ describe('two instances behind one Redis', () => {
     const resumed = openEventSource(`${instanceA.url}/api/v1/transactions/events`, { ...buyer.headers, 'Last-Event-ID': lastSeen });
     await resumed.opened;
     await lifecycles(instanceB.url, 1, buyer, seller, capability.id);
-    await expect.poll(() => first.received.length + resumed.received.length, { timeout: 15_000 }).toBe(30);
+    await expect.poll(() => first.received.length + resumed.received.length, { timeout: 60_000 }).toBeGreaterThanOrEqual(30);
     resumed.close();
 
     const all = [...first.received, ...resumed.received].map((event) => Number(event.id));
@@ -91,5 +94,5 @@ describe('two instances behind one Redis', () => {
       byTransaction.set(event.data.transaction_id, [...(byTransaction.get(event.data.transaction_id) ?? []), event.data.data.transaction.status]);
     }
     expect([...byTransaction.values()]).toEqual(Array.from({ length: 6 }, () => ['pending_freeze', 'frozen', 'accepted', 'delivered', 'settled']));
-  }, 120_000);
+  }, 180_000);
 });
