@@ -70,6 +70,7 @@ export const limits = {
   relayGraceMs: 2_000,
   relayIntervalMs: 1_000,
   relayBatchSize: 500,
+  busReconnectSecondCatchUpMs: 1_000,
   rpcBatchLengthMax: 50,
   /** Deeper JSON than this is refused: PostgreSQL's jsonb and recursive code both have limits. */
   jsonDepthMax: 32,

@@ -11,6 +11,11 @@ export interface EventBus {
   readonly describe: string;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Called each time the subscription connection comes back after a loss. Pub/sub keeps nothing,
+   * so whatever was published meanwhile must be fetched from the outbox by the caller.
+   */
+  onReconnect(handler: () => void): void;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -29,6 +34,9 @@ export function createInProcessBus(): EventBus {
       return async () => {
         emitter.off(channel, handler);
       };
+    },
+    onReconnect() {
+      // An in-process bus never loses its connection.
     },
     async ping() {},
     async close() {
@@ -52,6 +60,12 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
   // Errors surface through ping() and publish(); without a listener ioredis would print them.
   publisher.on('error', () => {});
   subscriber.on('error', () => {});
+  const reconnectHandlers: (() => void)[] = [];
+  let connectedBefore = false;
+  subscriber.on('ready', () => {
+    if (connectedBefore) for (const handler of reconnectHandlers) handler();
+    connectedBefore = true;
+  });
   const parsed = new URL(url);
   return {
     kind: 'redis',
@@ -75,6 +89,9 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
           await subscriber.unsubscribe(fullChannel);
         }
       };
+    },
+    onReconnect(handler) {
+      reconnectHandlers.push(handler);
     },
     async ping() {
       await publisher.ping();

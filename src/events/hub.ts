@@ -35,8 +35,23 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     if (event.seller_user_id !== event.buyer_user_id) deliver(byUser, event.seller_user_id, event);
   }
 
+  /**
+   * After the bus connection was lost, every local subscriber fetches what it missed. Once at
+   * reconnection, and once more a moment later, because the resubscription itself completes a
+   * little after the connection is ready and a message can fall in between.
+   */
+  function catchUpEveryone() {
+    for (const index of [byTransaction, byUser]) for (const set of index.values()) for (const subscriber of set) subscriber.catchUp();
+  }
+
   async function start() {
-    stopListening ??= await bus.subscribe(eventsChannel, onMessage);
+    if (stopListening) return;
+    stopListening = await bus.subscribe(eventsChannel, onMessage);
+    bus.onReconnect(() => {
+      log.info('event bus reconnected; subscribers catch up from the outbox');
+      catchUpEveryone();
+      setTimeout(catchUpEveryone, limits.busReconnectSecondCatchUpMs).unref();
+    });
   }
 
   function sourceFor(target: StreamTarget, visible: (event: PublishedEvent) => boolean): SubscriberSource {
@@ -82,7 +97,8 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     const index = target.kind === 'transaction' ? byTransaction : byUser;
     const key = target.kind === 'transaction' ? target.transactionId : target.userId;
     const early: PublishedEvent[] = [];
-    const placeholder = { offer: (event: PublishedEvent) => early.push(event) } as unknown as Subscriber;
+    // Stands in while the starting point is read; the real subscriber catches up on its own.
+    const placeholder = { offer: (event: PublishedEvent) => early.push(event), catchUp: () => {} } as unknown as Subscriber;
     const set = index.get(key) ?? new Set<Subscriber>();
     index.set(key, set);
     set.add(placeholder);
