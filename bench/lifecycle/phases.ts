@@ -1,0 +1,145 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { BenchOptions } from './args.ts';
+import { type CpuByProcess, busyCores, measureIdleLoad, reapedChildrenCpuMs, sampleSystemCpu, trackCpu } from './cpu.ts';
+import { type CpuProfileSummary, startCpuProfile, summarizeCpuProfile, writeCpuProfile } from './cpuprofile.ts';
+import { type DatabaseCounters, countersDelta, databaseCounters, statsSettleMs } from './database.ts';
+import type { LoadDriver } from './driver.ts';
+import type { LoadResult, Progress } from './load.ts';
+import { type PgbenchResult, prepareRawTables, rawSingleStatementScript, runPgbench } from './pgbench.ts';
+import { type StepProfile, profileSteps } from './report.ts';
+import type { BenchServer } from './server.ts';
+import type { Pair } from './setup.ts';
+
+/** The phases of one benchmark run, each measuring what its own section of the report needs. */
+export interface PhaseContext {
+  options: BenchOptions;
+  server: BenchServer;
+  driver: LoadDriver;
+  pairs: Pair[];
+  databaseName: string;
+  postmasterPid: number;
+  say(line: string): void;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Measures foreign CPU load, waiting (up to --wait-quiet seconds) for it to drop below 0.25 cores. */
+export async function waitForQuiet({ options, say }: PhaseContext, phase: string): Promise<number> {
+  let busy = await measureIdleLoad(2_000);
+  for (const deadline = Date.now() + options.waitQuietSeconds * 1000; busy > 0.25 && Date.now() < deadline; ) {
+    say(`waiting for the machine to go quiet: ${busy.toFixed(2)} cores busy with other work`);
+    busy = await measureIdleLoad(5_000);
+  }
+  say(`cores busy before ${phase} (no load from us): ${busy.toFixed(2)}`);
+  return busy;
+}
+
+function progressPrinter(say: (line: string) => void, label: string) {
+  let last = { done: 0, elapsedMs: 0 };
+  return (progress: Progress) => {
+    const rate = progress.elapsedMs > 0 ? (progress.done * 1000) / progress.elapsedMs : 0;
+    const window = progress.elapsedMs - last.elapsedMs;
+    const recent = window > 0 ? ((progress.done - last.done) * 1000) / window : 0;
+    last = progress;
+    say(`${label}: ${progress.done}/${progress.total} lifecycles, ${rate.toFixed(1)} lifecycles/s (last ${(window / 1000).toFixed(1)} s: ${recent.toFixed(1)}/s)`);
+  };
+}
+
+export interface RunMeasurement {
+  load: LoadResult;
+  serverCpu: NodeJS.CpuUsage;
+  external: CpuByProcess;
+  machineCores: number;
+  foreignBefore: number;
+  counters: DatabaseCounters;
+  eventLoopDelayMs: { p50: number; p99: number; max: number };
+}
+
+/** The measured run: N lifecycles at C clients, with every CPU and database counter around it. */
+export async function measuredRun(context: PhaseContext): Promise<RunMeasurement> {
+  const { options, server, driver, pairs, say } = context;
+  await sleep(statsSettleMs);
+  const foreignBefore = await waitForQuiet(context, 'the run');
+  const countersBefore = await databaseCounters(options.databaseUrl);
+  const tracker = trackCpu(context.databaseName, context.postmasterPid);
+  const serverCpuBefore = process.cpuUsage();
+  const systemBefore = sampleSystemCpu();
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  loopDelay.enable();
+  say(`run: ${options.lifecycles} lifecycles with ${options.concurrency} concurrent clients`);
+  const load = await driver.run({ baseUrl: server.baseUrl, pairs, lifecycles: options.lifecycles, concurrency: options.concurrency }, progressPrinter(say, 'run'));
+  loopDelay.disable();
+  const serverCpu = process.cpuUsage(serverCpuBefore);
+  const external = tracker.stop();
+  const machineCores = busyCores(systemBefore, sampleSystemCpu(), load.elapsedMs);
+  await sleep(statsSettleMs);
+  const counters = countersDelta(countersBefore, await databaseCounters(options.databaseUrl));
+  if (load.failed > 0) say(`run: ${load.failed} lifecycles failed; first errors:\n  ${load.errors.join('\n  ')}`);
+  const ms = (nanoseconds: number) => Number((nanoseconds / 1e6).toFixed(2));
+  return {
+    load, serverCpu, external, machineCores, foreignBefore, counters,
+    eventLoopDelayMs: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
+  };
+}
+
+/** Instrumented pass at one client: round trips and where a request's time goes, unloaded. */
+export async function profilePass({ options, server, driver, pairs, say }: PhaseContext): Promise<{ steps: Record<string, StepProfile>; background: Record<string, number> }> {
+  say(`profile: ${options.profileLifecycles} lifecycles at 1 client, counting PostgreSQL round trips and Redis publishes per request`);
+  server.profiler.reset();
+  server.profiler.start();
+  await driver.run({ baseUrl: server.baseUrl, pairs, lifecycles: options.profileLifecycles, concurrency: 1 }, () => {});
+  await sleep(500); // let the publisher's batched outbox marking run inside the window
+  server.profiler.stop();
+  return { steps: profileSteps(server.profiler.samples), background: Object.fromEntries(server.profiler.background) };
+}
+
+/** V8 CPU profile of the server under the run's load, in its own pass (profiling slows it). */
+export async function cpuProfilePass({ options, server, driver, pairs, say }: PhaseContext): Promise<CpuProfileSummary> {
+  say(`cpu profile: ${options.cpuProfileLifecycles} lifecycles at ${options.concurrency} clients with the V8 sampling profiler on the server`);
+  const stop = await startCpuProfile();
+  await driver.run({ baseUrl: server.baseUrl, pairs, lifecycles: options.cpuProfileLifecycles, concurrency: options.concurrency }, () => {});
+  const profile = await stop();
+  const file = path.join(path.dirname(path.resolve(options.out)), 'lifecycle-server.cpuprofile');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeCpuProfile(file, profile);
+  return summarizeCpuProfile(profile);
+}
+
+export interface RawMeasurement {
+  raw: PgbenchResult;
+  prepared: PgbenchResult;
+  singleStatement: PgbenchResult;
+  postgresCpuMs: number;
+  pgbenchCpuMs: number;
+  elapsedMs: number;
+  machineCores: number;
+  foreignBefore: number;
+  walBytes: number;
+}
+
+/** The raw ceiling (pgbench on bench_* copies), then two reference variants of the same work. */
+export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement> {
+  const { options, say } = context;
+  const outDirectory = path.dirname(path.resolve(options.out));
+  say(`raw ceiling: pgbench -c ${options.concurrency} -j ${Math.min(2, options.concurrency)} -T ${options.pgbenchSeconds} on bench_* copies of the tables`);
+  await prepareRawTables(options.databaseUrl);
+  const foreignBefore = await waitForQuiet(context, 'pgbench');
+  const countersBefore = await databaseCounters(options.databaseUrl);
+  const tracker = trackCpu(context.databaseName, context.postmasterPid);
+  const pgbenchCpuBefore = reapedChildrenCpuMs();
+  const systemBefore = sampleSystemCpu();
+  const at = performance.now();
+  const raw = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory);
+  const elapsedMs = performance.now() - at;
+  const postgresCpuMs = tracker.stop().postgres;
+  const machineCores = busyCores(systemBefore, sampleSystemCpu(), elapsedMs);
+  const pgbenchCpuMs = reapedChildrenCpuMs() - pgbenchCpuBefore;
+  const walBytes = (await databaseCounters(options.databaseUrl)).walBytes - countersBefore.walBytes;
+  // For reference only: named prepared statements (parsed and planned once per connection), and
+  // the same writes sent as one autocommit statement.
+  const prepared = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory, 'prepared');
+  const singleStatement = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory, 'extended', rawSingleStatementScript(), 'raw-single-statement');
+  return { raw, prepared, singleStatement, postgresCpuMs, pgbenchCpuMs, elapsedMs, machineCores, foreignBefore, walBytes };
+}

@@ -1,0 +1,127 @@
+import os from 'node:os';
+import type { BenchOptions } from './args.ts';
+import type { CostModel } from './costmodel.ts';
+import type { CpuProfileSummary } from './cpuprofile.ts';
+import type { Activity, ServerInfo } from './database.ts';
+import type { RawMeasurement, RunMeasurement } from './phases.ts';
+import { type StepProfile, aims, stateChangesPerLifecycle, summarizeLatencies } from './report.ts';
+import { round } from './stats.ts';
+
+/** Everything one run measured, as the JSON document written to .bench-out/lifecycle.json. */
+export interface ResultInputs {
+  options: BenchOptions;
+  startedAt: Date;
+  code: { commit: string; uncommittedChanges: boolean };
+  postgres: ServerInfo;
+  loadGenerator: 'child-process' | 'in-process';
+  activity: { before: Activity; after: Activity };
+  setupMs: number;
+  run: RunMeasurement;
+  raw: RawMeasurement;
+  profile: { steps: Record<string, StepProfile>; background: Record<string, number> } | null;
+  costModel: CostModel | null;
+  cpuProfile: CpuProfileSummary | null;
+}
+
+export function assembleResult(inputs: ResultInputs) {
+  const { options, run, raw } = inputs;
+  const { load } = run;
+  const elapsedS = load.elapsedMs / 1000;
+  const lifecyclesPerS = load.lifecycles / elapsedS;
+  const stateChangesPerS = lifecyclesPerS * stateChangesPerLifecycle;
+  const ratio = stateChangesPerS / raw.raw.tps;
+  const latency = summarizeLatencies(load.latencies);
+  const perLifecycle = (value: number) => round(value / load.lifecycles, 2);
+  const cores = (ms: number) => round(ms / load.elapsedMs, 2);
+  const serverCpuMs = (run.serverCpu.user + run.serverCpu.system) / 1000;
+  // In-process, the client's CPU is the server process's CPU: count it once, under the server.
+  const clientCpuMs = inputs.loadGenerator === 'in-process' ? 0 : load.clientCpuMs;
+  const rawStateChanges = raw.raw.transactions;
+  const p99 = latency.lifecycle!.p99;
+  return {
+    meta: {
+      date: inputs.startedAt.toISOString(),
+      command: `npm run bench:lifecycle -- ${process.argv.slice(2).join(' ')}`.trim(),
+      code: inputs.code,
+      node: process.version,
+      cores: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryGb: round(os.totalmem() / 2 ** 30, 1),
+      postgres: inputs.postgres,
+      loadGenerator: inputs.loadGenerator,
+      options,
+      activityBefore: inputs.activity.before,
+      activityAfter: inputs.activity.after,
+    },
+    setup: { pairs: options.concurrency, seconds: round(inputs.setupMs / 1000, 1) },
+    run: {
+      lifecycles: load.lifecycles,
+      failed: load.failed,
+      errors: load.errors,
+      concurrency: options.concurrency,
+      elapsedS: round(elapsedS, 2),
+      lifecyclesPerS: round(lifecyclesPerS, 1),
+      stateChangesPerLifecycle,
+      stateChangesPerS: round(stateChangesPerS, 1),
+      latencyMs: latency,
+      cpu: {
+        serverMsPerLifecycle: perLifecycle(serverCpuMs),
+        // Kernel share: loopback TCP to PostgreSQL, Redis and the client is paid as system time.
+        serverSystemMsPerLifecycle: perLifecycle(run.serverCpu.system / 1000),
+        clientMsPerLifecycle: perLifecycle(clientCpuMs),
+        postgresMsPerLifecycle: perLifecycle(run.external.postgres),
+        redisMsPerLifecycle: perLifecycle(run.external.redis),
+        allProcessesMsPerStateChange: round((serverCpuMs + clientCpuMs + run.external.postgres + run.external.redis) / load.lifecycles / stateChangesPerLifecycle, 3),
+        // Cores busy on average during the run.
+        serverCores: cores(serverCpuMs),
+        clientCores: cores(clientCpuMs),
+        postgresCores: cores(run.external.postgres),
+        redisCores: cores(run.external.redis),
+        machineCores: round(run.machineCores, 2),
+        // Busy cores not explained by server, client, PostgreSQL or Redis: other jobs and the kernel.
+        otherCores: round(run.machineCores - (serverCpuMs + clientCpuMs + run.external.postgres + run.external.redis) / load.elapsedMs, 2),
+        otherCoresBeforeRun: round(run.foreignBefore, 2),
+      },
+      database: {
+        commitsPerLifecycle: perLifecycle(run.counters.xactCommit),
+        rollbacksPerLifecycle: perLifecycle(run.counters.xactRollback),
+        rowsInsertedPerLifecycle: perLifecycle(run.counters.tupInserted),
+        rowsUpdatedPerLifecycle: perLifecycle(run.counters.tupUpdated),
+        rowsDeletedPerLifecycle: perLifecycle(run.counters.tupDeleted),
+        // Cluster-wide: other databases' writes during the run count too.
+        walBytesPerLifecycle: perLifecycle(run.counters.walBytes),
+      },
+      serverEventLoopDelayMs: run.eventLoopDelayMs,
+    },
+    raw: {
+      tps: round(raw.raw.tps, 1),
+      transactions: rawStateChanges,
+      failed: raw.raw.failed,
+      latencyAverageMs: raw.raw.latencyAverageMs,
+      postgresCpuMsPerStateChange: round(raw.postgresCpuMs / rawStateChanges, 3),
+      pgbenchCpuMsPerStateChange: round(raw.pgbenchCpuMs / rawStateChanges, 3),
+      machineCores: round(raw.machineCores, 2),
+      otherCores: round(raw.machineCores - (raw.postgresCpuMs + raw.pgbenchCpuMs) / raw.elapsedMs, 2),
+      otherCoresBeforeRun: round(raw.foreignBefore, 2),
+      walBytesPerStateChange: round(raw.walBytes / rawStateChanges, 1),
+      statementLatencyMs: raw.raw.statementLatencyMs,
+      command: raw.raw.command,
+      preparedTps: round(raw.prepared.tps, 1),
+      preparedStatementLatencyMs: raw.prepared.statementLatencyMs,
+      singleStatementTps: round(raw.singleStatement.tps, 1),
+    },
+    ratio: round(ratio, 3),
+    aims: {
+      ratio: { min: aims.ratioMin, actual: round(ratio, 3), met: ratio >= aims.ratioMin },
+      lifecycleP99Ms: {
+        max: aims.lifecycleP99MsMax, atConcurrency: aims.atConcurrency, actual: p99, measuredAtConcurrency: options.concurrency,
+        met: options.concurrency === aims.atConcurrency ? p99 < aims.lifecycleP99MsMax : null,
+      },
+    },
+    profile: inputs.profile && { concurrency: 1, lifecycles: options.profileLifecycles, steps: inputs.profile.steps, backgroundRoundTrips: inputs.profile.background },
+    costModel: inputs.costModel,
+    serverCpuProfile: inputs.cpuProfile && { concurrency: options.concurrency, lifecycles: options.cpuProfileLifecycles, ...inputs.cpuProfile },
+  };
+}
+
+export type BenchResult = ReturnType<typeof assembleResult>;

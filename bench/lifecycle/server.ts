@@ -1,0 +1,71 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../src/app.ts';
+import { openRuntime, type Runtime } from '../../src/bootstrap.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createProfiler, type Profiler } from './profiler.ts';
+
+/**
+ * The real server, started in this process exactly as src/main.ts does it (openRuntime +
+ * createApp, sweeper running), on PostgreSQL and Redis, listening on a loopback port. The only
+ * addition is the request wrapper that lets the profiler attribute queries to a request.
+ */
+export const benchJwtSecret = 'bench-jwt-secret-0123456789abcdef';
+export const benchAdminToken = 'bench-admin-token-0123456789abcdef';
+
+export interface BenchServer {
+  baseUrl: string;
+  runtime: Runtime;
+  profiler: Profiler;
+  close(): Promise<void>;
+}
+
+/** The lifecycle step a request belongs to, from its method and path. */
+export function stepOf(method: string | undefined, url: string | undefined): string {
+  const path = (url ?? '').split('?')[0]!;
+  if (method !== 'POST') return 'other';
+  if (path === '/api/v1/transactions') return 'create';
+  const match = /^\/api\/v1\/transactions\/[^/]+\/([a-z_]+)$/.exec(path);
+  return match ? match[1]! : 'other';
+}
+
+export async function startServer(databaseUrl: string, redisUrl: string): Promise<BenchServer> {
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    JWT_SECRET: benchJwtSecret,
+    ADMIN_TOKEN: benchAdminToken,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    PUBLIC_BASE_URL: 'http://127.0.0.1',
+  });
+  const log = createLogger(config.LOG_LEVEL);
+  const runtime = await openRuntime(config, log);
+  runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
+  const profiler = createProfiler(runtime.bus);
+  const app = createApp(runtime.engine);
+  const server = http.createServer((request, response) => {
+    profiler.wrap(stepOf(request.method, request.url), (done) => {
+      response.once('finish', () => done(() => {}));
+      app(request, response);
+    });
+  });
+  // Phases are separated by idle gaps (pgbench, profiling); keep client sockets open across them.
+  server.keepAliveTimeout = 120_000;
+  server.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    runtime,
+    profiler,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await runtime.close();
+    },
+  };
+}
