@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { act, admin, agentMarket, balance, buy, createCapability, credit } from './helpers/market.ts';
+import { type TransactionStatus, terminalStatuses } from '../src/domain/escrow.ts';
 
 /**
  * Money invariants under concurrency, through the public REST API. A seeded random workload of
@@ -23,7 +24,6 @@ afterAll(() => test.close());
 
 const hoursMs = 60 * 60 * 1000;
 const openStatuses = ['frozen', 'accepted', 'delivered', 'disputed'];
-const terminalStatuses = new Set(['settled', 'cancelled_by_buyer', 'rejected_by_seller', 'failed', 'refunded']);
 const allowedErrorCodes = new Set([4020, 4030, 4040, 4090, 4091]);
 
 /** mulberry32: small, fast, and the same sequence for the same seed on every platform. */
@@ -209,7 +209,7 @@ describe('the books under a random concurrent workload', () => {
     function actionOperations(): Operation[] {
       if (known.length === 0) return [];
       // Mostly transactions still in play, so that many reach the later states.
-      const inPlay = known.filter((each) => !terminalStatuses.has(each.status));
+      const inPlay = known.filter((each) => !terminalStatuses.has(each.status as TransactionStatus));
       const transaction = random.pick(inPlay.length > 0 && random.chance(0.85) ? inPlay : known);
       const natural = random.chance(0.85);
       const { action } = natural ? naturalMove(transaction) : { action: random.chance(0.08) ? 'resolve' as const : random.pick(actions) };

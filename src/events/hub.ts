@@ -127,9 +127,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     }
   }
 
-  const subscriberCount = () => [...byTransaction.values(), ...byUser.values()].reduce((sum, set) => sum + set.size, 0);
-
-  return { start, subscribe, stop, subscriberCount };
+  return { start, subscribe, stop };
 }
 
 export type EventHub = ReturnType<typeof createEventHub>;

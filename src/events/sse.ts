@@ -90,4 +90,3 @@ export function parseLastEventId(value: string | undefined): string | undefined 
   return /^\d{1,18}$/.test(value) ? value : null;
 }
 
-export const openStreamCount = () => openStreams.size;

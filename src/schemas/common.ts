@@ -22,4 +22,3 @@ export const errorEnvelope = z
   })
   .meta({ id: 'ErrorEnvelope' });
 
-export const emptyBody = z.object({}).strict();

@@ -22,7 +22,6 @@ export interface ApiKeyRow {
 
 export const findUserById = (db: Knex, id: string) => db<UserRow>('users').where({ id }).first();
 export const findUserByEmail = (db: Knex, email: string) => db<UserRow>('users').where({ email }).first();
-export const insertUser = (db: Knex, row: Omit<UserRow, 'created_at'>) => db('users').insert(row);
 
 export const findApiKeyByPrefix = (db: Knex, prefix: string) =>
   db<ApiKeyRow>('api_keys').where({ key_prefix: prefix }).whereNull('revoked_at').first();
