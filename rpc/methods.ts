@@ -55,7 +55,7 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
 /** The task a caller names (its v0.1 client id or the transaction id), as the caller may see it. */
 async function lookUp(engine: Engine, params: unknown, context: RpcContext) {
   const { id } = parse(schemas.taskQuery, params);
-  return { id, transactionId: await engine.transactions.resolveId(context.principal, id) };
+  return { id, view: await engine.transactions.findForCaller(context.principal, id) };
 }
 
 /** v1.0 ListTasks over the engine's keyset list; filters the engine cannot apply are refused, not ignored. */
@@ -100,21 +100,19 @@ function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel:
   const { transactions } = engine;
   return {
     get: async (params, context) => {
-      const { id, transactionId } = await lookUp(engine, params, context);
-      const view = await transactions.get(context.principal, transactionId);
+      const { id, view } = await lookUp(engine, params, context);
       return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
     },
     cancel: async (params, context) => {
-      const { id, transactionId } = await lookUp(engine, params, context);
-      const { data: view } = await transactions.act(context.principal, transactionId, 'cancel', {}, null).catch((error: unknown) => {
+      const { id, view: current } = await lookUp(engine, params, context);
+      const { data: view } = await transactions.act(context.principal, current.id, 'cancel', {}, null).catch((error: unknown) => {
         throw asNotCancelable(error);
       });
       return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
     },
     subscribe: async (params, context) => {
-      const { id, transactionId } = await lookUp(engine, params, context);
-      const view = await transactions.get(context.principal, transactionId);
-      return new StreamStart(transactionId, nameOf(view, id), fixed ?? context.headerGeneration, view);
+      const { id, view } = await lookUp(engine, params, context);
+      return new StreamStart(view.id, nameOf(view, id), fixed ?? context.headerGeneration, view);
     },
   };
 }

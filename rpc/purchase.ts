@@ -109,7 +109,7 @@ async function buy(engine: Engine, principal: Principal, command: CreateTransact
 
 async function followUp(engine: Engine, principal: Principal, taskId: string, action: z.output<typeof actionPart>, key: string): Promise<SendOutcome> {
   const { transactions } = engine;
-  const transactionId = await transactions.resolveId(principal, taskId);
+  const { id: transactionId } = await transactions.findForCaller(principal, taskId);
   const extra = action.action === 'dispute' && action.reason ? { reason: action.reason } : {};
   const request = { key, operation: `RPC ${action.action}`, fingerprint: fingerprintOf({ transaction_id: transactionId, ...action }) };
   const outcome = await transactions.act(principal, transactionId, action.action, extra, request);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { startTestApp, type TestApp, withBrokenBus } from './helpers/app.ts';
 import { act, agentMarket, buy } from './helpers/market.ts';
 import { freePort, type RunningProcess, startRedis } from './helpers/processes.ts';
 import { listen, openEventSource } from './helpers/server.ts';
@@ -32,14 +32,8 @@ it('delivers an event lost on the bus once the bus connection is back', { timeou
     await client.opened;
     await expect.poll(() => client.received.length).toBe(2);
 
-    const bus = test.runtime.bus;
-    const publish = bus.publish;
-    bus.publish = async () => {}; // the last change is lost on the bus, as if sent while we were cut off
-    try {
-      await act(test, seller, id, 'accept').expect(200);
-    } finally {
-      bus.publish = publish;
-    }
+    // The last change is lost on the bus, as if sent while this instance was cut off.
+    await withBrokenBus(test, 'lose', () => act(test, seller, id, 'accept').expect(200));
     await redis.stop();
     redis = await startRedis(redisPort);
     await expect.poll(() => client.received.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(3);

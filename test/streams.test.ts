@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, signUpHuman } from './helpers/actors.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { startTestApp, type TestApp, withBrokenBus } from './helpers/app.ts';
 import { act, agentMarket, buy } from './helpers/market.ts';
 import { listen, openEventSource } from './helpers/server.ts';
 
@@ -61,14 +61,8 @@ describe('GET /api/v1/transactions/{id}/events', () => {
     const client = openEventSource(`${server.url}/api/v1/transactions/${deal.id}/events`, deal.buyer.headers);
     await client.opened;
     await expect.poll(() => client.received.length).toBe(1);
-    const bus = test.runtime.bus;
-    const publish = bus.publish;
-    bus.publish = async () => {}; // the bus loses the freeze event
-    try {
-      await act(test, deal.buyer, deal.id, 'freeze').expect(200);
-    } finally {
-      bus.publish = publish;
-    }
+    // The bus loses the freeze event.
+    await withBrokenBus(test, 'lose', () => act(test, deal.buyer, deal.id, 'freeze').expect(200));
     await act(test, deal.seller, deal.id, 'accept').expect(200);
     await expect.poll(() => client.received.length).toBe(3);
     client.close();
@@ -80,16 +74,8 @@ describe('GET /api/v1/transactions/{id}/events', () => {
     const client = openEventSource(`${server.url}/api/v1/transactions/${deal.id}/events`, deal.buyer.headers);
     await client.opened;
     await expect.poll(() => client.received.length).toBe(1);
-    const bus = test.runtime.bus;
-    const publish = bus.publish;
-    bus.publish = async () => {
-      throw new Error('the bus is down'); // as if the instance died between COMMIT and publish
-    };
-    try {
-      await act(test, deal.buyer, deal.id, 'freeze').expect(200);
-    } finally {
-      bus.publish = publish;
-    }
+    // As if the instance died between COMMIT and publish.
+    await withBrokenBus(test, 'fail', () => act(test, deal.buyer, deal.id, 'freeze').expect(200));
     test.clock.advanceMs(5000);
     expect(await test.runtime.engine.relay.runOnce()).toBeGreaterThanOrEqual(1);
     await expect.poll(() => client.received.length).toBe(2);

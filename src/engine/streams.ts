@@ -11,7 +11,7 @@ import { currencyOfSpace } from '../domain/money.ts';
  */
 export function createStreams(hub: EventHub, transactions: TransactionEngine) {
   async function subscribeTransaction(principal: Principal, idOrClientTaskId: string, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
-    const transactionId = await transactions.resolveId(principal, idOrClientTaskId);
+    const { id: transactionId } = await transactions.findForCaller(principal, idOrClientTaskId);
     return hub.subscribe({ kind: 'transaction', transactionId }, options, listener);
   }
 

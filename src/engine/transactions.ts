@@ -113,12 +113,13 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
    * Finds the transaction a caller means by an id that is either the transaction's own id or a
    * task id the caller chose as buyer (A2A v0.1). Anything the caller may not see is 4040.
    */
-  async function resolveId(principal: Principal, idOrClientTaskId: string): Promise<string> {
-    const uuidLike = isUuid(idOrClientTaskId);
-    const byClientId = await db('transactions').where({ buyer_user_id: principal.user_id, client_task_id: idOrClientTaskId, space: principal.caller_type }).first('id');
-    if (byClientId) return byClientId.id;
-    if (!uuidLike) throw notFound('transaction');
-    return (await get(principal, idOrClientTaskId.toLowerCase())).id;
+  async function findForCaller(principal: Principal, idOrClientTaskId: string): Promise<TransactionView> {
+    const byClientId = await db<TransactionRow>('transactions')
+      .where({ buyer_user_id: principal.user_id, client_task_id: idOrClientTaskId, space: principal.caller_type })
+      .first();
+    if (byClientId) return transactionView(byClientId);
+    if (!isUuid(idOrClientTaskId)) throw notFound('transaction');
+    return get(principal, idOrClientTaskId.toLowerCase());
   }
 
   /** The system marks a transaction failed (a capability callback failed) and releases the funds. */
@@ -186,7 +187,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     }
   }
 
-  return { create, purchase, act, resolve, fail, get, list, resolveId, autoConfirmNextDue };
+  return { create, purchase, act, resolve, fail, get, list, findForCaller, autoConfirmNextDue };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

@@ -68,3 +68,20 @@ export async function startTestApp(environment: Record<string, string> = {}): Pr
     },
   };
 }
+
+/**
+ * Runs `work` while the bus misbehaves: `lose` drops messages silently (published, never
+ * delivered), `fail` makes every publish throw (as if the instance died before publishing).
+ */
+export async function withBrokenBus<T>(test: TestApp, mode: 'lose' | 'fail', work: () => Promise<T>): Promise<T> {
+  const bus = test.runtime.bus;
+  const publish = bus.publish;
+  bus.publish = mode === 'lose' ? async () => {} : async () => {
+    throw new Error('the bus is down');
+  };
+  try {
+    return await work();
+  } finally {
+    bus.publish = publish;
+  }
+}
