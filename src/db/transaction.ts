@@ -7,7 +7,8 @@ import type { Database } from './database.ts';
  * hooks, so a change that rolls back can never be announced to subscribers.
  */
 export interface UnitOfWork {
-  trx: Knex.Transaction;
+  /** An open transaction, or the pool itself when the work writes with one statement. */
+  trx: Knex;
   afterCommit(hook: () => void | Promise<void>): void;
 }
 
@@ -27,32 +28,43 @@ export interface TransactionOptions {
  * of times with a small jittered backoff. `work` must therefore be safe to re-run: it may only
  * touch the database through `unit.trx` and register side effects with `afterCommit`.
  */
-export async function withTransaction<T>(
-  db: Database,
-  work: (unit: UnitOfWork) => Promise<T>,
-  options: TransactionOptions = {},
-): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
+export function withTransaction<T>(db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  const transactionOptions = options.isolationLevel ? { isolationLevel: options.isolationLevel } : undefined;
+  return withRetries((afterCommit) => db.transaction((trx) => work({ trx, afterCommit }), transactionOptions), options);
+}
+
+/**
+ * Runs `work` without an explicit transaction, for work that reads and then writes with ONE
+ * statement: PostgreSQL commits a single statement atomically on its own, so BEGIN and COMMIT
+ * would only add two round trips. The same retries and afterCommit hooks as withTransaction.
+ */
+export function withSingleStatement<T>(db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  return withRetries((afterCommit) => work({ trx: db, afterCommit }), options);
+}
+
+async function withRetries<T>(attempt: (afterCommit: UnitOfWork['afterCommit']) => Promise<T>, options: TransactionOptions): Promise<T> {
+  for (let attemptNumber = 0; ; attemptNumber++) {
     const hooks: (() => void | Promise<void>)[] = [];
     try {
-      const result = await db.transaction(
-        (trx) => work({ trx, afterCommit: (hook) => hooks.push(hook) }),
-        options.isolationLevel ? { isolationLevel: options.isolationLevel } : undefined,
-      );
-      for (const hook of hooks) {
-        try {
-          await hook();
-        } catch (error) {
-          // The change is committed; a failed hook (for example a publish) is recovered by the
-          // outbox relay, so it must not turn a successful request into an error.
-          options.onAfterCommitError?.(error);
-        }
-      }
+      const result = await attempt((hook) => hooks.push(hook));
+      await runHooks(hooks, options);
       return result;
     } catch (error) {
-      if (!isRetryable(error) || attempt >= limits.transactionRetriesMax) throw error;
-      const backoffMs = limits.transactionRetryBackoffMs * 2 ** attempt * (0.5 + Math.random());
+      if (!isRetryable(error) || attemptNumber >= limits.transactionRetriesMax) throw error;
+      const backoffMs = limits.transactionRetryBackoffMs * 2 ** attemptNumber * (0.5 + Math.random());
       await new Promise((resolve) => setTimeout(resolve, backoffMs));
+    }
+  }
+}
+
+async function runHooks(hooks: (() => void | Promise<void>)[], options: TransactionOptions) {
+  for (const hook of hooks) {
+    try {
+      await hook();
+    } catch (error) {
+      // The change is committed; a failed hook (for example a publish) is recovered by the
+      // outbox relay, so it must not turn a successful request into an error.
+      options.onAfterCommitError?.(error);
     }
   }
 }

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { withTransaction, type UnitOfWork } from '../db/transaction.ts';
+import { prepared } from '../db/prepared.ts';
+import { withSingleStatement, withTransaction, type UnitOfWork } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
@@ -56,11 +57,12 @@ export function createIdempotency({ db, now }: EngineDependencies) {
   async function claim(hash: string, request: IdempotencyRequest): Promise<{ token: string } | { replay: Outcome<unknown> }> {
     const at = now();
     const token = randomUUID();
-    const inserted = await db('idempotency_keys')
-      .insert({ scope_hash: hash, fingerprint: request.fingerprint, state: 'in_flight', claim_token: token, created_at: at, expires_at: new Date(at.getTime() + limits.idempotencyRetentionMs) })
-      .onConflict('scope_hash')
-      .ignore()
-      .returning('scope_hash');
+    const inserted = await prepared(
+      db,
+      `INSERT INTO idempotency_keys (scope_hash, fingerprint, state, claim_token, created_at, expires_at) VALUES (?, ?, 'in_flight', ?, ?, ?)
+       ON CONFLICT (scope_hash) DO NOTHING RETURNING scope_hash`,
+      [hash, request.fingerprint, token, at, new Date(at.getTime() + limits.idempotencyRetentionMs)],
+    );
     if (inserted.length > 0) return { token };
     const existing = await db('idempotency_keys').where({ scope_hash: hash }).first();
     if (!existing || new Date(existing.expires_at) <= at) {
@@ -82,23 +84,29 @@ export function createIdempotency({ db, now }: EngineDependencies) {
     });
   }
 
-  async function complete(trx: Knex.Transaction, hash: string, token: string, status: number, result: unknown) {
-    const updated = await trx('idempotency_keys')
-      .where({ scope_hash: hash, state: 'in_flight', claim_token: token })
-      .update({ state: 'completed', response_status: status, response_body: JSON.stringify(result) });
+  async function complete(trx: Knex, hash: string, token: string, status: number, result: unknown) {
+    const updated = await prepared(
+      trx,
+      `UPDATE idempotency_keys SET state = 'completed', response_status = ?, response_body = ?
+        WHERE scope_hash = ? AND state = 'in_flight' AND claim_token = ? RETURNING scope_hash`,
+      [status, JSON.stringify(result), hash, token],
+    );
     // Someone else owns the claim now: roll this effect back rather than produce a second one.
-    if (updated !== 1) throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+    if (updated.length !== 1) throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
   }
 
-  /** Runs `work` at most once per key; without a key it simply runs it in a database transaction. */
-  async function run<T>(principal: Principal | null, request: IdempotencyRequest | null, status: number, work: (unit: UnitOfWork) => Promise<T>): Promise<Outcome<T>> {
-    if (!request) return { data: await withTransaction(db, work), status, replayed: false };
+  /**
+   * Runs `work` at most once per key. Without a key it runs it in a database transaction, or,
+   * when `writes` says the work writes with one statement, without BEGIN and COMMIT.
+   */
+  async function run<T>(principal: Principal | null, request: IdempotencyRequest | null, status: number, work: (unit: UnitOfWork) => Promise<T>, writes: 'one statement' | 'several statements' = 'several statements'): Promise<Outcome<T>> {
+    if (!request) return { data: await (writes === 'one statement' ? withSingleStatement : withTransaction)(db, work), status, replayed: false };
     const hash = scopeHash(principal, request);
     const claimed = await claim(hash, request);
     if ('replay' in claimed) return claimed.replay as Outcome<T>;
     try {
       const data = await withTransaction(db, async (unit) => {
-        await unit.trx.raw('SELECT pg_advisory_xact_lock(?::bigint)', [lockIdOf(hash)]);
+        await prepared(unit.trx, 'SELECT pg_advisory_xact_lock(?::bigint)', [lockIdOf(hash)]);
         const result = await work(unit);
         await complete(unit.trx, hash, claimed.token, status, result);
         return result;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactionAction } from '../domain/escrow.ts';
-import { currencyOfSpace } from '../domain/money.ts';
+import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
+import { prepared } from '../db/prepared.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
 import type { ListTransactionsInput, TransactionView } from '../schemas/transactions.ts';
@@ -9,9 +10,10 @@ import { type TransactionRow, findTransaction, listQuery } from '../store/transa
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
-import type { ActionExtra, Transitions } from './transitions.ts';
+import { type ActionExtra, FundsShortfall, type Transitions } from './transitions.ts';
 import { type CapabilityRow, transactionView } from './views.ts';
 import { isUuid } from '../domain/ids.ts';
+import { limits } from '../limits.ts';
 
 /** The use cases of marketplace transactions, shared by REST and every JSON-RPC generation. */
 export interface CreateTransactionCommand {
@@ -37,7 +39,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       });
     }
     return idempotency.run(principal, request, 201, async (unit) => {
-      const capability = await unit.trx<CapabilityRow>('capabilities').where({ id: command.capability_id }).first();
+      const [capability] = await prepared<CapabilityRow>(unit.trx, 'SELECT * FROM capabilities WHERE id = ?', [command.capability_id]);
       // A capability of the other space, or withdrawn, is invisible to this buyer.
       if (!capability || capability.owner_type !== principal.caller_type || !capability.available) throw notFound('capability');
       if (capability.owner_user_id === principal.user_id) throw forbidden('you cannot buy your own capability');
@@ -47,33 +49,43 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         // The idempotency key (24 h) has expired but the task id lives on: it names that task.
         throw new AppError('conflict', 'a task with this id already exists; choose a new id');
       }
-      const [row] = (await unit.trx('transactions')
-        .insert({
-          id: randomUUID(),
-          buyer_user_id: principal.user_id,
-          seller_user_id: capability.owner_user_id,
-          capability_id: capability.id,
-          demand_id: command.demand_id ?? null,
-          context_id: command.context_id ?? randomUUID(),
-          space: principal.caller_type,
-          currency: currencyOfSpace(principal.caller_type),
-          transaction_type: capability.pricing_model,
-          price: String(price),
-          booked_hours: command.booked_hours ?? null,
-          auto_accept: capability.auto_accept_min !== null && price >= BigInt(capability.auto_accept_min),
-          status: 'pending_freeze',
-          note: command.note ?? null,
-          input: command.input ? JSON.stringify(command.input) : null,
-          client_task_id: command.client_task_id ?? null,
-          fee_bps: dependencies.config.PLATFORM_FEE_BPS,
-          event_sequence: 1,
-          created_at: at,
-          updated_at: at,
-        })
-        .returning('*')) as TransactionRow[];
-      await transitions.record(unit, row!, 'create', null, at);
-      return transactionView(row!);
-    });
+      const row = await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at));
+      return transactionView(row);
+    }, 'one statement');
+  }
+
+  function newTransactionRow(principal: Principal, command: CreateTransactionCommand, capability: CapabilityRow, price: bigint, at: Date): TransactionRow {
+    return {
+      id: randomUUID(),
+      buyer_user_id: principal.user_id,
+      seller_user_id: capability.owner_user_id,
+      capability_id: capability.id,
+      demand_id: command.demand_id ?? null,
+      context_id: command.context_id ?? randomUUID(),
+      space: principal.caller_type,
+      currency: currencyOfSpace(principal.caller_type),
+      transaction_type: capability.pricing_model,
+      price: String(price),
+      booked_hours: command.booked_hours ?? null,
+      auto_accept: capability.auto_accept_min !== null && price >= BigInt(capability.auto_accept_min),
+      status: 'pending_freeze',
+      note: command.note ?? null,
+      client_task_id: command.client_task_id ?? null,
+      fee_bps: dependencies.config.PLATFORM_FEE_BPS,
+      dispute_reason: null,
+      input: command.input ?? null,
+      result_payload: null,
+      event_sequence: 1,
+      frozen_at: null,
+      accepted_at: null,
+      delivered_at: null,
+      confirmed_at: null,
+      settled_at: null,
+      delivery_deadline: null,
+      auto_confirm_at: null,
+      created_at: at,
+      updated_at: at,
+    };
   }
 
   /**
@@ -99,14 +111,30 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   }
 
   /** A party's action (freeze, accept, reject, deliver, confirm, cancel, dispute). */
-  function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)));
+  async function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)), 'one statement');
+      } catch (error) {
+        if (!(error instanceof FundsShortfall)) throw error;
+        const [account] = await prepared<{ available: string }>(db, 'SELECT available FROM accounts WHERE id = ?', [error.accountId]);
+        const available = BigInt(account?.available ?? 0);
+        // PostgreSQL checks the CHECK constraint against the balance as the statement's snapshot
+        // saw it, before re-reading a row that another transaction changed while this statement
+        // waited for its lock. A credit that committed meanwhile can therefore fail the freeze
+        // although the money is there now: then the freeze is simply tried again.
+        if (available >= error.required && attempt < limits.transactionRetriesMax) continue;
+        throw new AppError('insufficient_balance', 'available balance is below the price', {
+          currency: error.currency, available: formatAmount(available), required: formatAmount(error.required),
+        });
+      }
+    }
   }
 
   /** An operator settles a dispute for the seller or refunds the buyer. */
   function resolve(id: string, outcome: 'settle' | 'refund', request: IdempotencyRequest | null) {
     const action = outcome === 'settle' ? 'resolve_settle' : 'resolve_refund';
-    return idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })));
+    return idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })), 'one statement');
   }
 
   /**
@@ -124,7 +152,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
 
   /** The system marks a transaction failed (a capability callback failed) and releases the funds. */
   function fail(id: string) {
-    return idempotency.run(null, null, 200, async (unit) => transactionView(await transitions.move(unit, id, 'fail', { system: 'system' })));
+    return idempotency.run(null, null, 200, async (unit) => transactionView(await transitions.move(unit, id, 'fail', { system: 'system' })), 'one statement');
   }
 
   async function get(principal: Principal, id: string): Promise<TransactionView> {

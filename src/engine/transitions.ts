@@ -1,20 +1,36 @@
-import { type Actor, type Transition, type TransactionAction, actorOfAction, invalidTransition, nextState } from '../domain/escrow.ts';
-import { feeOf, formatAmount } from '../domain/money.ts';
+import { type Actor, type Transition, type TransactionAction, type TransactionStatus, actorOfAction, invalidTransition, nextState } from '../domain/escrow.ts';
+import { type Currency, feeOf } from '../domain/money.ts';
 import type { UnitOfWork } from '../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
 import type { Publisher } from '../events/publisher.ts';
-import { InsufficientBalance, type Leg, applyMovement, systemAccountId, userAccountId } from '../store/accounts.ts';
-import { appendEvent } from '../store/outbox.ts';
-import { type TransactionRow, compareAndSetStatus, findTransaction } from '../store/transactions.ts';
+import { type Leg, systemAccountId, userAccountId } from '../store/accounts.ts';
+import { type NewEvent, type StateChange, commitChange, isAvailableBalanceShortfall } from '../store/change.ts';
+import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { transactionView } from './views.ts';
 import { limits } from '../limits.ts';
 
 /**
- * One move of the escrow state machine inside one database transaction: decide from the current
- * row, compare-and-set the status, move the money, write the outbox event, and publish it only
- * after COMMIT. Every caller (REST, JSON-RPC, sweeper, admin) goes through here.
+ * One move of the escrow state machine: read the current row, decide (party, state table,
+ * guards), then write the compare-and-set, the money and the outbox events as one statement
+ * (store/change.ts), and publish the events only after it committed. Every caller (REST,
+ * JSON-RPC, sweeper, admin) goes through here.
  */
+/**
+ * A freeze failed the accounts CHECK constraint. The statement has failed, so the database
+ * transaction it ran in is unusable: the caller reads the balance after the rollback, and either
+ * answers 4020 with it or, when the money is there after all, tries again (transactions.act).
+ */
+export class FundsShortfall extends Error {
+  constructor(
+    readonly accountId: string,
+    readonly currency: Currency,
+    readonly required: bigint,
+  ) {
+    super('available balance is below the price');
+  }
+}
+
 export type Mover = { principal: Principal } | { system: 'system' | 'admin' };
 
 export interface ActionExtra {
@@ -54,7 +70,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     }
     if (step.to === 'delivered') {
       changes.delivered_at = at;
-      changes.result_payload = JSON.stringify(extra.result_payload ?? {}) as never;
+      changes.result_payload = extra.result_payload ?? {};
       changes.auto_confirm_at = new Date(at.getTime() + config.AUTO_CONFIRM_HOURS * hoursMs);
     }
     if (step.to === 'disputed') changes.dispute_reason = extra.reason ?? null;
@@ -88,32 +104,52 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     return legs.filter((leg) => leg.amount !== 0n);
   }
 
-  async function moveMoney(unit: UnitOfWork, row: TransactionRow, step: Transition, at: Date) {
-    const legs = legsFor(row, step);
-    if (legs.length === 0) return;
-    const outcome = await applyMovement(unit.trx, legs, row.id, at);
-    if (outcome instanceof InsufficientBalance) {
-      throw new AppError('insufficient_balance', 'available balance is below the price', {
-        currency: outcome.currency,
-        available: formatAmount(outcome.available),
-        required: formatAmount(outcome.required),
-      });
+  const eventOf = (action: string, previous: TransactionStatus | null, row: TransactionRow): NewEvent => ({
+    type: `transaction.${row.status}`,
+    payload: { action, previous_status: previous, transaction: transactionView(row) },
+  });
+
+  /**
+   * Plans a move as one state change: the row after it, the money legs and the events. A freeze
+   * of a capability that auto-accepts at this price takes the accept step in the same change, so
+   * nobody ever sees a frozen transaction that should have been accepted.
+   */
+  function planMove(row: TransactionRow, step: Transition, extra: ActionExtra, at: Date) {
+    const steps = step.to === 'frozen' && row.auto_accept ? [step, nextState('frozen', 'accept')] : [step];
+    let current = row;
+    const set: Partial<TransactionRow> = {};
+    const legs: Leg[] = [];
+    const events: NewEvent[] = [];
+    for (const each of steps) {
+      const changes = changesFor(current, each, extra, at);
+      const next: TransactionRow = { ...current, ...changes, event_sequence: current.event_sequence + 1 };
+      Object.assign(set, changes);
+      legs.push(...legsFor(current, each));
+      events.push(eventOf(each.action, current.status, next));
+      current = next;
     }
+    const change: StateChange = {
+      transactionId: row.id, buyerUserId: row.buyer_user_id, sellerUserId: row.seller_user_id,
+      write: { kind: 'update', fromStatus: row.status, fromSequence: row.event_sequence, set },
+      legs, events, at,
+    };
+    return { change, after: current };
   }
 
-  /** Writes the outbox event for the row's new state and publishes it after COMMIT. */
-  async function record(unit: UnitOfWork, row: TransactionRow, action: string, previous: string | null, at: Date) {
-    const view = transactionView(row);
-    const event = await appendEvent(unit.trx, row, `transaction.${row.status}`, { action, previous_status: previous, transaction: view }, at);
-    unit.afterCommit(() => publisher.publish(event));
-  }
-
-  async function applyStep(unit: UnitOfWork, row: TransactionRow, step: Transition, extra: ActionExtra, at: Date) {
-    const updated = await compareAndSetStatus(unit.trx, row.id, row.status, changesFor(row, step, extra, at));
-    if (!updated) return undefined;
-    await moveMoney(unit, updated, step, at);
-    await record(unit, updated, step.action, row.status, at);
-    return updated;
+  /** Runs the change and schedules its events for publishing once it is committed. */
+  async function commit(unit: UnitOfWork, change: StateChange): Promise<boolean> {
+    let events;
+    try {
+      events = await commitChange(unit.trx, change);
+    } catch (error) {
+      if (!isAvailableBalanceShortfall(error)) throw error;
+      // Only a freeze takes money out of an available balance.
+      const debit = change.legs.find((leg) => leg.bucket === 'available' && leg.amount < 0n)!;
+      throw new FundsShortfall(debit.accountId, debit.currency, -debit.amount);
+    }
+    if (events === null) return false;
+    for (const event of events) unit.afterCommit(() => publisher.publish(event));
+    return true;
   }
 
   /** Applies `action` to transaction `id` for `mover`; re-decides if another request won the race. */
@@ -130,18 +166,25 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       const step = nextState(row!.status, action);
       const at = now();
       checkGuards(row!, step, at);
-      const updated = await applyStep(unit, row!, step, extra, at);
-      if (!updated) continue;
-      // A capability that auto-accepts at this price is accepted in the same database transaction.
-      if (step.to === 'frozen' && updated.auto_accept) {
-        return (await applyStep(unit, updated, nextState('frozen', 'accept'), {}, at)) ?? updated;
-      }
-      return updated;
+      const { change, after } = planMove(row!, step, extra, at);
+      if (await commit(unit, change)) return after;
+      // Another request moved the transaction first: decide again from its new state.
     }
     throw new AppError('conflict', 'the transaction changed concurrently; retry');
   }
 
-  return { move, record };
+  /** Inserts a new transaction with its creation event, in one statement. */
+  async function insert(unit: UnitOfWork, row: TransactionRow): Promise<TransactionRow> {
+    const change: StateChange = {
+      transactionId: row.id, buyerUserId: row.buyer_user_id, sellerUserId: row.seller_user_id,
+      write: { kind: 'insert', values: { ...row } },
+      legs: [], events: [eventOf('create', null, row)], at: row.created_at,
+    };
+    await commit(unit, change);
+    return row;
+  }
+
+  return { move, insert };
 }
 
 export type Transitions = ReturnType<typeof createTransitions>;

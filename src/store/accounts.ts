@@ -104,7 +104,7 @@ function entryRows(legs: Leg[], balances: Map<string, { available: bigint; froze
   return rows.reverse();
 }
 
-function assertBalanced(legs: Leg[]) {
+export function assertBalanced(legs: Leg[]) {
   const sums = new Map<Currency, bigint>();
   for (const leg of legs) {
     if (leg.amount === 0n) throw new Error('a ledger leg of zero');

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { prepared } from '../db/prepared.ts';
 import type { TransactionStatus } from '../domain/escrow.ts';
 import type { Currency } from '../domain/money.ts';
 
@@ -34,18 +35,10 @@ export interface TransactionRow {
   updated_at: Date;
 }
 
-export const findTransaction = (db: Knex, id: string) => db<TransactionRow>('transactions').where({ id }).first();
-
-/**
- * The compare-and-set at the heart of every move: the row changes only if it is still in the
- * state the decision was made from. The event sequence is bumped in the same statement.
- */
-export async function compareAndSetStatus(trx: Knex, id: string, from: TransactionStatus, changes: Partial<TransactionRow>): Promise<TransactionRow | undefined> {
-  const rows = await trx<TransactionRow>('transactions')
-    .where({ id, status: from })
-    .update({ ...changes, event_sequence: trx.raw('event_sequence + 1') } as never)
-    .returning('*');
-  return rows[0] as TransactionRow | undefined;
+/** Read before every move, so it is a prepared statement. */
+export async function findTransaction(db: Knex, id: string): Promise<TransactionRow | undefined> {
+  const rows = await prepared<TransactionRow>(db, 'SELECT * FROM transactions WHERE id = ?', [id]);
+  return rows[0];
 }
 
 export interface ListFilter {

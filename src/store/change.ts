@@ -1,0 +1,172 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { prepared } from '../db/prepared.ts';
+import { type Leg, assertBalanced } from './accounts.ts';
+import type { OutboxRow } from './outbox.ts';
+
+/**
+ * One state change of a marketplace transaction as ONE SQL statement: the write to the
+ * transaction row (an insert for create, a compare-and-set update for a move), the balance
+ * updates, the ledger entries, both parties' stream counters and the outbox events, chained as
+ * data-modifying CTEs. Every part after the first runs only if the first matched a row, so a lost
+ * compare-and-set changes nothing at all.
+ *
+ * Why one statement: a move used to be BEGIN, SELECT, UPDATE, account UPDATEs, ledger INSERT,
+ * outbox INSERT, COMMIT: up to eight round trips, each costing the server's only thread more than
+ * PostgreSQL's work did. One statement is one round trip, and outside an explicit transaction it
+ * is its own atomic commit. Row locks are taken in a fixed order: the transaction row, accounts
+ * in sorted id order, stream counters in sorted order.
+ */
+export interface NewEvent {
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+export type RowWrite =
+  | { kind: 'insert'; values: Record<string, unknown> }
+  | { kind: 'update'; fromStatus: string; fromSequence: number; set: Record<string, unknown> };
+
+export interface StateChange {
+  transactionId: string;
+  buyerUserId: string;
+  sellerUserId: string;
+  write: RowWrite;
+  legs: Leg[];
+  events: NewEvent[];
+  at: Date;
+}
+
+/** The outbox rows written, or null when the compare-and-set found the row changed. */
+export type ChangeOutcome = OutboxRow[] | null;
+
+const columnName = /^[a-z_]+$/;
+
+function assertColumns(names: string[]) {
+  for (const name of names) if (!columnName.test(name)) throw new Error(`not a column name: ${name}`);
+}
+
+/** Objects go to jsonb columns as JSON text; dates, strings, numbers and null go as they are. */
+const bindable = (value: unknown) => (value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value);
+
+function writeClause(change: StateChange, bindings: unknown[]): string {
+  const { write } = change;
+  if (write.kind === 'insert') {
+    const columns = Object.keys(write.values);
+    assertColumns(columns);
+    bindings.push(...columns.map((column) => bindable(write.values[column])));
+    return `changed AS (INSERT INTO transactions (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) RETURNING id)`;
+  }
+  const columns = Object.keys(write.set);
+  assertColumns(columns);
+  bindings.push(...columns.map((column) => bindable(write.set[column])), change.events.length, change.transactionId, write.fromStatus, write.fromSequence);
+  return `changed AS (UPDATE transactions SET ${columns.map((column) => `${column} = ?`).join(', ')}, event_sequence = event_sequence + ?
+      WHERE id = ? AND status = ? AND event_sequence = ? RETURNING id)`;
+}
+
+/**
+ * Each leg's balance_after is the account's final bucket balance less the legs after it in the
+ * same account and bucket, so it is exact even when one bucket has several legs.
+ */
+function legRecords(legs: Leg[]) {
+  return legs.map((leg, index) => {
+    const later = legs.slice(index + 1).filter((other) => other.accountId === leg.accountId && other.bucket === leg.bucket);
+    return {
+      ordinal: index + 1, account_id: leg.accountId, currency: leg.currency, bucket: leg.bucket, type: leg.type,
+      amount: String(leg.amount), later: String(later.reduce((sum, other) => sum + other.amount, 0n)), description: leg.description,
+    };
+  });
+}
+
+function moneyClauses(change: StateChange, bindings: unknown[]): string[] {
+  if (change.legs.length === 0) return [];
+  bindings.push(JSON.stringify(legRecords(change.legs)), randomUUID(), change.transactionId, change.at);
+  return [
+    `legs AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS leg(ordinal int, account_id uuid, currency text, bucket text, type text, amount bigint, later bigint, description text)
+      WHERE EXISTS (SELECT 1 FROM changed))`,
+    `locked_accounts AS (SELECT id FROM accounts WHERE id IN (SELECT account_id FROM legs) ORDER BY id FOR NO KEY UPDATE)`,
+    `balances AS (UPDATE accounts AS account
+        SET available = account.available + delta.available, frozen = account.frozen + delta.frozen
+       FROM (SELECT legs.account_id,
+                    COALESCE(sum(legs.amount) FILTER (WHERE legs.bucket = 'available'), 0) AS available,
+                    COALESCE(sum(legs.amount) FILTER (WHERE legs.bucket = 'frozen'), 0) AS frozen
+               FROM legs JOIN locked_accounts ON locked_accounts.id = legs.account_id GROUP BY legs.account_id) AS delta
+      WHERE account.id = delta.account_id
+      RETURNING account.id, account.available, account.frozen)`,
+    // A leg whose account is missing finds no balance, and the NOT NULL balance_after fails the
+    // whole statement: a movement is never written half.
+    `entries AS (INSERT INTO ledger_entries (movement_id, account_id, currency, bucket, type, amount, balance_after, description, biz_ref_id, created_at)
+      SELECT ?, legs.account_id, legs.currency, legs.bucket, legs.type, legs.amount,
+             CASE legs.bucket WHEN 'available' THEN balances.available ELSE balances.frozen END - legs.later,
+             legs.description, ?, ?
+        FROM legs LEFT JOIN balances ON balances.id = legs.account_id ORDER BY legs.ordinal)`,
+  ];
+}
+
+function eventClauses(change: StateChange, firstSequence: number, bindings: unknown[]): string[] {
+  const count = change.events.length;
+  const records = change.events.map((event, index) => ({ ordinal: index + 1, type: event.type, payload: event.payload }));
+  bindings.push(change.buyerUserId, change.sellerUserId, count);
+  bindings.push(firstSequence - 1, change.buyerUserId, count, change.sellerUserId, count, change.at, change.buyerUserId, change.sellerUserId, JSON.stringify(records));
+  return [
+    `locked_streams AS (SELECT owner_user_id FROM event_streams WHERE owner_user_id IN (?, ?) AND EXISTS (SELECT 1 FROM changed)
+      ORDER BY owner_user_id FOR NO KEY UPDATE)`,
+    `bumped AS (UPDATE event_streams AS stream SET last_sequence = stream.last_sequence + ?
+       FROM locked_streams WHERE stream.owner_user_id = locked_streams.owner_user_id
+      RETURNING stream.owner_user_id, stream.last_sequence)`,
+    `events AS (INSERT INTO outbox_events (transaction_id, transaction_sequence, buyer_user_id, buyer_sequence, seller_user_id, seller_sequence, event_type, payload, created_at)
+      SELECT changed.id, ? + event.ordinal, ?, buyer.last_sequence - ? + event.ordinal, ?, seller.last_sequence - ? + event.ordinal, event.type, event.payload, ?
+        FROM changed
+        JOIN bumped AS buyer ON buyer.owner_user_id = ?
+        JOIN bumped AS seller ON seller.owner_user_id = ?
+        CROSS JOIN jsonb_to_recordset(?::jsonb) AS event(ordinal int, type text, payload jsonb)
+       ORDER BY event.ordinal
+      RETURNING id, transaction_sequence, buyer_sequence, seller_sequence)`,
+  ];
+}
+
+interface ResultRow {
+  id: string;
+  transaction_sequence: number;
+  buyer_sequence: string;
+  seller_sequence: string;
+}
+
+/**
+ * Runs the change as one statement on `executor` (the pool, or an open transaction). A balance
+ * that would go below zero fails the statement on the accounts CHECK constraint (SQLSTATE 23514),
+ * so nothing of the change is kept; the caller turns that into 4020.
+ */
+export async function commitChange(executor: Knex, change: StateChange): Promise<ChangeOutcome> {
+  assertBalanced(change.legs);
+  if (change.events.length === 0) throw new Error('a state change without an event');
+  const firstSequence = change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1;
+  const bindings: unknown[] = [];
+  const clauses = [writeClause(change, bindings), ...moneyClauses(change, bindings), ...eventClauses(change, firstSequence, bindings)];
+  const text = `WITH ${clauses.join(',\n')}
+    SELECT id::text AS id, transaction_sequence, buyer_sequence::text AS buyer_sequence, seller_sequence::text AS seller_sequence
+      FROM events ORDER BY transaction_sequence`;
+  const rows = await prepared<ResultRow>(executor, text, bindings);
+  return rows.length === 0 ? null : rows.map((row, index) => outboxRow(change, row, index));
+}
+
+/** True for the error of a change that would take an available balance below zero. */
+export const isAvailableBalanceShortfall = (error: unknown) => {
+  const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string };
+  return code === '23514' && constraint === 'accounts_available_not_negative';
+};
+
+function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRow {
+  const event = change.events[index]!;
+  return {
+    id: row.id,
+    transaction_id: change.transactionId,
+    transaction_sequence: Number(row.transaction_sequence),
+    buyer_user_id: change.buyerUserId,
+    buyer_sequence: row.buyer_sequence,
+    seller_user_id: change.sellerUserId,
+    seller_sequence: row.seller_sequence,
+    event_type: event.type,
+    payload: event.payload,
+    created_at: change.at,
+  };
+}

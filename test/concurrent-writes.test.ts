@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyMovement, systemAccountId, userAccountId } from '../src/store/accounts.ts';
+import { startTestApp, type TestApp, usingRealBackends } from './helpers/app.ts';
+import { act, agentMarket, balance, buy } from './helpers/market.ts';
+
+/**
+ * A move is one SQL statement that reads its snapshot when it starts, then may wait for a row
+ * lock held by another transaction. These tests hold such a lock on the buyer's account with a
+ * credit in flight and check that the queued freeze is applied to the balance as it is after the
+ * credit, never to the stale one it started with: no lost update, no false 4020.
+ * Two connections are needed, so they run on PostgreSQL only (the embedded database has one).
+ */
+let test: TestApp;
+beforeAll(async () => {
+  test = await startTestApp();
+});
+afterAll(() => test.close());
+
+const db = () => test.runtime.database.db;
+
+/** Waits until some statement of this database is blocked on a lock. */
+async function someoneWaitsForALock() {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const result = await db().raw(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (result.rows[0].waiting > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('nobody waited for the lock');
+}
+
+/**
+ * Starts `request` while a credit of `amountMinor` to the user is written but not committed,
+ * waits until the request is blocked on the account's lock, then ends the credit.
+ */
+async function withCreditInFlight<T>(userId: string, amountMinor: bigint, outcome: 'commit' | 'rollback', request: () => Promise<T>): Promise<T> {
+  let pending: Promise<T> | undefined;
+  const rolledBack = new Error('rolled back on purpose');
+  await db()
+    .transaction(async (trx) => {
+      await applyMovement(trx, [
+        { accountId: systemAccountId('external', 'UT'), currency: 'UT', bucket: 'available', amount: -amountMinor, type: 'deposit', description: 'test credit' },
+        { accountId: userAccountId(userId, 'UT'), currency: 'UT', bucket: 'available', amount: amountMinor, type: 'deposit', description: 'test credit' },
+      ], null, new Date());
+      pending = request();
+      await someoneWaitsForALock();
+      if (outcome === 'rollback') throw rolledBack;
+    })
+    .catch((error: unknown) => {
+      if (error !== rolledBack) throw error;
+    });
+  return pending!;
+}
+
+async function ledgerChainHolds(userId: string) {
+  const entries = await db()('ledger_entries').where({ account_id: userAccountId(userId, 'UT') }).orderBy('id').select('bucket', 'amount', 'balance_after');
+  const running = { available: 0n, frozen: 0n };
+  for (const entry of entries) {
+    running[entry.bucket as 'available' | 'frozen'] += BigInt(entry.amount);
+    expect(BigInt(entry.balance_after)).toBe(running[entry.bucket as 'available' | 'frozen']);
+  }
+  return running;
+}
+
+describe.runIf(usingRealBackends())('a freeze queued behind a credit in flight', () => {
+  it('is applied on top of the committed credit: neither is lost', async () => {
+    const { buyer, capability } = await agentMarket(test, '0.50', { price_ut: '1.00' });
+    const { id } = await buy(test, buyer, capability.id);
+    const response = await withCreditInFlight(buyer.userId, 500n, 'commit', () => act(test, buyer, id, 'freeze').then((result) => result));
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    expect(response.body.data.status).toBe('frozen');
+    expect(await balance(test, buyer)).toMatchObject({ available: '4.50', frozen: '1.00' });
+    expect(await ledgerChainHolds(buyer.userId)).toEqual({ available: 450n, frozen: 100n });
+  });
+
+  it('gets 4020 with the balance after the rollback when the credit is rolled back, and moves nothing', async () => {
+    const { buyer, capability } = await agentMarket(test, '0.50', { price_ut: '1.00' });
+    const { id } = await buy(test, buyer, capability.id);
+    const response = await withCreditInFlight(buyer.userId, 500n, 'rollback', () => act(test, buyer, id, 'freeze').then((result) => result));
+    expect(response.status, JSON.stringify(response.body)).toBe(402);
+    expect(response.body).toMatchObject({ code: 4020, data: { currency: 'UT', available: '0.50', required: '1.00' } });
+    expect(await balance(test, buyer)).toMatchObject({ available: '0.50', frozen: '0.00' });
+    const transaction = await test.http.get(`/api/v1/transactions/${id}`).set(buyer.headers).expect(200);
+    expect(transaction.body.data.status).toBe('pending_freeze');
+    expect(await db()('outbox_events').where({ transaction_id: id }).count<{ count: string }[]>('* as count')).toEqual([{ count: '1' }]);
+    expect(await ledgerChainHolds(buyer.userId)).toEqual({ available: 50n, frozen: 0n });
+  });
+});
