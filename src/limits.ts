@@ -40,6 +40,11 @@ export const limits = {
   amountMinorUnitsMax: 1_000_000_000_000_000n,
   /** A compare-and-set that lost a race is decided again at most this many times. */
   compareAndSetAttemptsMax: 3,
+  /** Rows an instance wrote are kept this long for the next move (engine/transitions.ts). */
+  transactionRowCacheTtlMs: 10_000,
+  transactionRowCacheEntriesMax: 2_000,
+  /** A row whose input and result_payload take more JSON than this is not kept. */
+  transactionRowCachePayloadBytesMax: 16_384,
   /** An in-flight idempotency claim younger than this is never taken over. */
   idempotencyClaimTakeoverAfterMs: 60_000,
   idempotencyCleanupBatchSize: 1000,

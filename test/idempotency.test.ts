@@ -405,4 +405,43 @@ describe('a request still in flight after a minute', () => {
     else expect(retried.body.code, JSON.stringify(retried.body)).toBe(4091);
     expect(await purchasesOf(buyer)).toBe(1);
   });
+
+  it.runIf(usingRealBackends())('writes nothing once a retry has taken its claim over', { timeout: 30_000 }, async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const db = test.runtime.database.db;
+    const key = randomUUID();
+    const body = { capability_id: capability.id };
+    const lockWaiters = async () => {
+      const result = await db.raw(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      return (result.rows[0] as { waiting: number }).waiting;
+    };
+    const until = async (condition: () => Promise<boolean>) => {
+      for (let attempt = 0; attempt < 500 && !(await condition()); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
+    };
+
+    // Stall the original after its claim but before its write (it cannot read the capability),
+    // long enough for a retry to take the claim over; then let both run.
+    const blocker = await db.transaction();
+    let first: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
+    let retry: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
+    try {
+      await blocker.raw('LOCK TABLE capabilities IN ACCESS EXCLUSIVE MODE');
+      first = createTransaction(buyer, body, key).then((response) => response);
+      await until(async () => (await lockWaiters()) >= 1);
+      test.clock.advanceMs(61_000);
+      retry = createTransaction(buyer, body, key).then((response) => response);
+      await until(async () => (await lockWaiters()) >= 2);
+      expect(await lockWaiters()).toBe(2);
+    } finally {
+      await blocker.rollback();
+    }
+    const [original, retried] = await Promise.all([first!, retry!]);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
+    expect(original.status, JSON.stringify(original.body)).toBe(409);
+    expect(original.body.code).toBe(4091);
+    expect(await purchasesOf(buyer)).toBe(1);
+    const replay = await createTransaction(buyer, body, key).expect(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.data.id).toBe(retried.body.data.id);
+  });
 });

@@ -10,6 +10,20 @@ export interface UnitOfWork {
   /** An open transaction, or the pool itself when the work writes with one statement. */
   trx: Knex;
   afterCommit(hook: () => void | Promise<void>): void;
+  /**
+   * Set when single-statement work runs under an idempotency key: its one write statement must
+   * also complete this claim (store/change.ts), and says so by setting `completed`.
+   */
+  claim?: StatementClaim;
+}
+
+export interface StatementClaim {
+  scopeHash: string;
+  token: string;
+  /** The advisory lock that tells a retry the original request is still at work. */
+  lockId: string;
+  responseStatus: number;
+  completed: boolean;
 }
 
 const retryableSqlStates = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
@@ -38,8 +52,8 @@ export function withTransaction<T>(db: Database, work: (unit: UnitOfWork) => Pro
  * statement: PostgreSQL commits a single statement atomically on its own, so BEGIN and COMMIT
  * would only add two round trips. The same retries and afterCommit hooks as withTransaction.
  */
-export function withSingleStatement<T>(db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-  return withRetries((afterCommit) => work({ trx: db, afterCommit }), options);
+export function withSingleStatement<T>(db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions & { claim?: StatementClaim } = {}): Promise<T> {
+  return withRetries((afterCommit) => work({ trx: db, afterCommit, claim: options.claim }), options);
 }
 
 async function withRetries<T>(attempt: (afterCommit: UnitOfWork['afterCommit']) => Promise<T>, options: TransactionOptions): Promise<T> {

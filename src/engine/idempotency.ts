@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { prepared } from '../db/prepared.ts';
-import { withSingleStatement, withTransaction, type UnitOfWork } from '../db/transaction.ts';
+import { type StatementClaim, withSingleStatement, withTransaction, type UnitOfWork } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
@@ -105,6 +105,7 @@ export function createIdempotency({ db, now }: EngineDependencies) {
     const claimed = await claim(hash, request);
     if ('replay' in claimed) return claimed.replay as Outcome<T>;
     try {
+      if (writes === 'one statement') return { data: await runClaimedStatement(hash, claimed.token, status, work), status, replayed: false };
       const data = await withTransaction(db, async (unit) => {
         await prepared(unit.trx, 'SELECT pg_advisory_xact_lock(?::bigint)', [lockIdOf(hash)]);
         const result = await work(unit);
@@ -116,6 +117,18 @@ export function createIdempotency({ db, now }: EngineDependencies) {
       await db('idempotency_keys').where({ scope_hash: hash, state: 'in_flight', claim_token: claimed.token }).del();
       throw error;
     }
+  }
+
+  /**
+   * Single-statement work completes the claim inside its own write statement (the effect and the
+   * stored response still commit together), which saves BEGIN, the lock, the completion and
+   * COMMIT: four round trips.
+   */
+  async function runClaimedStatement<T>(hash: string, token: string, status: number, work: (unit: UnitOfWork) => Promise<T>): Promise<T> {
+    const claim: StatementClaim = { scopeHash: hash, token, lockId: lockIdOf(hash), responseStatus: status, completed: false };
+    const data = await withSingleStatement(db, work, { claim });
+    if (!claim.completed) throw new Error('single-statement work returned without completing its idempotency claim');
+    return data;
   }
 
   async function deleteExpired(batchSize: number = limits.idempotencyCleanupBatchSize): Promise<number> {

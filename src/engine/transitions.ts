@@ -7,6 +7,7 @@ import { type Leg, systemAccountId, userAccountId } from '../store/accounts.ts';
 import { type NewEvent, type StateChange, commitChange, isAvailableBalanceShortfall } from '../store/change.ts';
 import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { TtlCache } from './ttl-cache.ts';
 import { transactionView } from './views.ts';
 import { limits } from '../limits.ts';
 
@@ -136,39 +137,80 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     return { change, after: current };
   }
 
-  /** Runs the change and schedules its events for publishing once it is committed. */
-  async function commit(unit: UnitOfWork, change: StateChange): Promise<boolean> {
-    let events;
+  /**
+   * Runs the change and schedules its events for publishing once it is committed. Under an
+   * idempotency key the same statement stores the response: the view of the row after the change.
+   */
+  async function commit(unit: UnitOfWork, change: StateChange, after: TransactionRow): Promise<boolean> {
+    const { claim } = unit;
+    if (claim) change.claim = { ...claim, responseBody: transactionView(after) };
+    let outcome;
     try {
-      events = await commitChange(unit.trx, change);
+      outcome = await commitChange(unit.trx, change);
     } catch (error) {
       if (!isAvailableBalanceShortfall(error)) throw error;
       // Only a freeze takes money out of an available balance.
       const debit = change.legs.find((leg) => leg.bucket === 'available' && leg.amount < 0n)!;
       throw new FundsShortfall(debit.accountId, debit.currency, -debit.amount);
     }
-    if (events === null) return false;
-    for (const event of events) unit.afterCommit(() => publisher.publish(event));
+    if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+    if (outcome.kind === 'stale') return false;
+    if (claim) claim.completed = true;
+    for (const event of outcome.events) unit.afterCommit(() => publisher.publish(event));
     return true;
+  }
+
+  /**
+   * The rows this instance last wrote, so that the next move of a transaction (usually soon after,
+   * by the same agents) needs no read before its one statement. A cached row may be stale (another
+   * instance moved the transaction): the compare-and-set on (status, event_sequence) then matches
+   * nothing and the move reads the row again. A refusal (4030, 4090) is only ever decided on a row
+   * just read, never on a cached one. Rows with large payloads are not kept, to bound memory.
+   */
+  const recentRows = new TtlCache<TransactionRow>(limits.transactionRowCacheTtlMs, limits.transactionRowCacheEntriesMax);
+
+  function remember(unit: UnitOfWork, row: TransactionRow) {
+    const payloadBytes = (row.input ? JSON.stringify(row.input).length : 0) + (row.result_payload ? JSON.stringify(row.result_payload).length : 0);
+    // Only once committed: a row of a rolled-back transaction must never be decided on.
+    if (payloadBytes <= limits.transactionRowCachePayloadBytesMax) unit.afterCommit(() => recentRows.set(row.id, row));
+  }
+
+  /** Decides the step for `mover` from `row`: who may act first (4030 before 4090), then state and guards. */
+  function decide(row: TransactionRow | undefined, action: TransactionAction, mover: Mover, at: Date): Transition {
+    const role = roleOf(row, mover);
+    const expectedActor = actorOfAction[action];
+    if (expectedActor !== role) {
+      throw role === 'system' || role === 'admin' ? invalidTransition(row!.status, action) : forbidden(`only the ${expectedActor} may ${action}`);
+    }
+    const step = nextState(row!.status, action);
+    checkGuards(row!, step, at);
+    return step;
   }
 
   /** Applies `action` to transaction `id` for `mover`; re-decides if another request won the race. */
   async function move(unit: UnitOfWork, id: string, action: TransactionAction, mover: Mover, extra: ActionExtra = {}): Promise<TransactionRow> {
-    for (let attempt = 0; attempt < limits.compareAndSetAttemptsMax; attempt++) {
-      const row = await findTransaction(unit.trx, id);
-      const role = roleOf(row, mover);
-      // Who may act is checked before the state, so a party learns "not yours" (4030) rather
-      // than a state error for an action it could never take.
-      const expectedActor = actorOfAction[action];
-      if (expectedActor !== role) {
-        throw role === 'system' || role === 'admin' ? invalidTransition(row!.status, action) : forbidden(`only the ${expectedActor} may ${action}`);
-      }
-      const step = nextState(row!.status, action);
+    // A cached row costs no attempt: when it turns out stale, the move simply reads the row.
+    let cached = recentRows.get(id);
+    let attempts = 0;
+    while (attempts < limits.compareAndSetAttemptsMax) {
+      const fromCache = cached !== undefined;
+      const row = cached ?? (await findTransaction(unit.trx, id));
+      cached = undefined;
+      if (!fromCache) attempts++;
       const at = now();
-      checkGuards(row!, step, at);
+      let step: Transition;
+      try {
+        step = decide(row, action, mover, at);
+      } catch (error) {
+        if (fromCache) continue;
+        throw error;
+      }
       const { change, after } = planMove(row!, step, extra, at);
-      if (await commit(unit, change)) return after;
-      // Another request moved the transaction first: decide again from its new state.
+      if (await commit(unit, change, after)) {
+        remember(unit, after);
+        return after;
+      }
+      // Another request moved the transaction first, or the cached row was stale: read it again.
     }
     throw new AppError('conflict', 'the transaction changed concurrently; retry');
   }
@@ -180,7 +222,8 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       write: { kind: 'insert', values: { ...row } },
       legs: [], events: [eventOf('create', null, row)], at: row.created_at,
     };
-    await commit(unit, change);
+    await commit(unit, change, row);
+    remember(unit, row);
     return row;
   }
 

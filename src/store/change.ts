@@ -34,10 +34,15 @@ export interface StateChange {
   legs: Leg[];
   events: NewEvent[];
   at: Date;
+  /** An idempotency claim to complete in the same statement, with the response to store. */
+  claim?: { scopeHash: string; token: string; lockId: string; responseStatus: number; responseBody: unknown };
 }
 
-/** The outbox rows written, or null when the compare-and-set found the row changed. */
-export type ChangeOutcome = OutboxRow[] | null;
+/**
+ * Applied with the outbox rows written; stale when the compare-and-set found the row changed; or
+ * claim_lost when another request took over the idempotency claim, so nothing was written.
+ */
+export type ChangeOutcome = { kind: 'applied'; events: OutboxRow[] } | { kind: 'stale' } | { kind: 'claim_lost' };
 
 const columnName = /^[a-z_]+$/;
 
@@ -54,13 +59,15 @@ function writeClause(change: StateChange, bindings: unknown[]): string {
     const columns = Object.keys(write.values);
     assertColumns(columns);
     bindings.push(...columns.map((column) => bindable(write.values[column])));
-    return `changed AS (INSERT INTO transactions (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) RETURNING id)`;
+    const onlyIfClaimed = change.claim ? ' WHERE EXISTS (SELECT 1 FROM claim_held)' : '';
+    return `changed AS (INSERT INTO transactions (${columns.join(', ')}) SELECT ${columns.map(() => '?').join(', ')}${onlyIfClaimed} RETURNING id)`;
   }
   const columns = Object.keys(write.set);
   assertColumns(columns);
   bindings.push(...columns.map((column) => bindable(write.set[column])), change.events.length, change.transactionId, write.fromStatus, write.fromSequence);
+  const onlyIfClaimed = change.claim ? ' AND EXISTS (SELECT 1 FROM claim_held)' : '';
   return `changed AS (UPDATE transactions SET ${columns.map((column) => `${column} = ?`).join(', ')}, event_sequence = event_sequence + ?
-      WHERE id = ? AND status = ? AND event_sequence = ? RETURNING id)`;
+      WHERE id = ? AND status = ? AND event_sequence = ?${onlyIfClaimed} RETURNING id)`;
 }
 
 /**
@@ -124,11 +131,36 @@ function eventClauses(change: StateChange, firstSequence: number, bindings: unkn
   ];
 }
 
+/**
+ * The claim must still be this request's when the change is written, and is completed only if the
+ * change was: the claim row is locked (and re-read if a takeover changed it meanwhile) before the
+ * transaction row is touched. The advisory lock tells a retry that this request is still at work.
+ */
+function claimClauses(change: StateChange, bindings: unknown[]): string[] {
+  const { claim } = change;
+  if (!claim) return [];
+  bindings.push(claim.lockId, claim.scopeHash, claim.token);
+  return [
+    'claim_lock AS (SELECT pg_advisory_xact_lock(?::bigint))',
+    `claim_held AS (SELECT scope_hash FROM idempotency_keys
+      WHERE scope_hash = ? AND state = 'in_flight' AND claim_token = ? AND EXISTS (SELECT 1 FROM claim_lock) FOR NO KEY UPDATE)`,
+  ];
+}
+
+function completionClause(change: StateChange, bindings: unknown[]): string[] {
+  const { claim } = change;
+  if (!claim) return [];
+  bindings.push(claim.responseStatus, JSON.stringify(claim.responseBody), claim.scopeHash);
+  return [`completed AS (UPDATE idempotency_keys SET state = 'completed', response_status = ?, response_body = ?
+      WHERE scope_hash = ? AND EXISTS (SELECT 1 FROM changed))`];
+}
+
 interface ResultRow {
-  id: string;
-  transaction_sequence: number;
-  buyer_sequence: string;
-  seller_sequence: string;
+  id: string | null;
+  transaction_sequence: number | null;
+  buyer_sequence: string | null;
+  seller_sequence: string | null;
+  claim_held: number;
 }
 
 /**
@@ -141,12 +173,23 @@ export async function commitChange(executor: Knex, change: StateChange): Promise
   if (change.events.length === 0) throw new Error('a state change without an event');
   const firstSequence = change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1;
   const bindings: unknown[] = [];
-  const clauses = [writeClause(change, bindings), ...moneyClauses(change, bindings), ...eventClauses(change, firstSequence, bindings)];
+  const clauses = [
+    ...claimClauses(change, bindings),
+    writeClause(change, bindings),
+    ...moneyClauses(change, bindings),
+    ...eventClauses(change, firstSequence, bindings),
+    ...completionClause(change, bindings),
+  ];
+  // The outer join returns one row even when nothing was written, to say whether the claim held.
   const text = `WITH ${clauses.join(',\n')}
-    SELECT id::text AS id, transaction_sequence, buyer_sequence::text AS buyer_sequence, seller_sequence::text AS seller_sequence
-      FROM events ORDER BY transaction_sequence`;
+    SELECT events.id::text AS id, events.transaction_sequence, events.buyer_sequence::text AS buyer_sequence,
+           events.seller_sequence::text AS seller_sequence, ${change.claim ? '(SELECT count(*) FROM claim_held)::int' : '1'} AS claim_held
+      FROM (SELECT 1) AS one LEFT JOIN events ON true ORDER BY events.transaction_sequence`;
   const rows = await prepared<ResultRow>(executor, text, bindings);
-  return rows.length === 0 ? null : rows.map((row, index) => outboxRow(change, row, index));
+  if (rows[0]?.claim_held === 0) return { kind: 'claim_lost' };
+  const written = rows.filter((row) => row.id !== null);
+  if (written.length === 0) return { kind: 'stale' };
+  return { kind: 'applied', events: written.map((row, index) => outboxRow(change, row, index)) };
 }
 
 /** True for the error of a change that would take an available balance below zero. */
@@ -158,13 +201,13 @@ export const isAvailableBalanceShortfall = (error: unknown) => {
 function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRow {
   const event = change.events[index]!;
   return {
-    id: row.id,
+    id: row.id!,
     transaction_id: change.transactionId,
     transaction_sequence: Number(row.transaction_sequence),
     buyer_user_id: change.buyerUserId,
-    buyer_sequence: row.buyer_sequence,
+    buyer_sequence: row.buyer_sequence!,
     seller_user_id: change.sellerUserId,
-    seller_sequence: row.seller_sequence,
+    seller_sequence: row.seller_sequence!,
     event_type: event.type,
     payload: event.payload,
     created_at: change.at,
