@@ -37,6 +37,7 @@ const environmentSchema = z.object({
   LLM_API_KEY: z.string().optional(),
   LLM_MODEL: z.string().optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
+  WORKERS: z.coerce.number().int().min(1).max(64).default(1),
 });
 
 export type Environment = z.infer<typeof environmentSchema>;
@@ -61,6 +62,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   const values = parsed.data;
   if (values.JWT_ALGORITHM === 'RS256' && !values.JWT_PUBLIC_KEY) {
     throw new ConfigError('Invalid configuration:\n  JWT_PUBLIC_KEY: required when JWT_ALGORITHM is RS256');
+  }
+  // Workers are separate processes: they share one database and see each other's events only
+  // through Redis, and the embedded database admits a single process.
+  if (values.WORKERS > 1 && (!values.DATABASE_URL || !values.REDIS_URL)) {
+    throw new ConfigError('Invalid configuration:\n  WORKERS: more than 1 needs DATABASE_URL (PostgreSQL) and REDIS_URL');
   }
   const secrets = resolveSecrets(values);
   return {

@@ -40,6 +40,9 @@ export const limits = {
   amountMinorUnitsMax: 1_000_000_000_000_000n,
   /** A compare-and-set that lost a race is decided again at most this many times. */
   compareAndSetAttemptsMax: 3,
+  /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
+  workerRestartsPerWindowMax: 5,
+  workerRestartWindowMs: 60_000,
   /** Rows an instance wrote are kept this long for the next move (engine/transitions.ts). */
   transactionRowCacheTtlMs: 10_000,
   transactionRowCacheEntriesMax: 2_000,

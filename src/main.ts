@@ -1,16 +1,25 @@
+import cluster from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import { attachRpcWebSocket } from '../rpc/index.ts';
 import { createApp } from './app.ts';
 import { openRuntime } from './bootstrap.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { runPrimary } from './cluster.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { limits } from './limits.ts';
-import { createLogger } from './logger.ts';
+import { createLogger, type Logger } from './logger.ts';
 
-/** Entry point: configuration, backends, listen, and a graceful shutdown on SIGTERM or SIGINT. */
+/** Entry point: configuration, then one server, or with WORKERS > 1 a primary and its workers. */
 async function main() {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
-  const runtime = await openRuntime(config, log);
+  if (config.WORKERS > 1 && cluster.isPrimary) return runPrimary(config, log);
+  return runServer(config, log);
+}
+
+/** Backends, listen, and a graceful shutdown on SIGTERM or SIGINT. */
+async function runServer(config: Config, log: Logger) {
+  // A worker's primary has migrated already; several workers migrating at once would collide.
+  const runtime = await openRuntime(config, log, { migrate: !cluster.isWorker });
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
   runtime.engine.relay.start();
@@ -19,7 +28,7 @@ async function main() {
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const webSockets = attachRpcWebSocket(server, runtime.engine);
   const { port } = server.address() as AddressInfo;
-  log.info('listening', { url: `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`, docs: `/docs` });
+  log.info('listening', { worker: cluster.worker?.id, url: `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`, docs: `/docs` });
 
   let stopping = false;
   const stop = async (signal: string) => {

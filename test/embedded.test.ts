@@ -23,6 +23,15 @@ describe('configuration', () => {
     expect(first.embeddedDatabase).toBe(true);
   });
 
+  it('refuses more than one worker without PostgreSQL and Redis, which workers share', () => {
+    const directory = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    expect(() => loadConfig({ WORKERS: '2', DATA_DIR: directory })).toThrow(/WORKERS: more than 1 needs DATABASE_URL/);
+    expect(() => loadConfig({ WORKERS: '2', DATA_DIR: directory, DATABASE_URL: 'postgres://localhost/x' })).toThrow(ConfigError);
+    expect(() => loadConfig({ WORKERS: '0', DATA_DIR: directory })).toThrow(/WORKERS/);
+    expect(loadConfig({ WORKERS: '2', DATA_DIR: directory, DATABASE_URL: 'postgres://localhost/x', REDIS_URL: 'redis://localhost' }).WORKERS).toBe(2);
+    expect(loadConfig({ DATA_DIR: directory }).WORKERS).toBe(1);
+  });
+
   it('refuses to generate secrets in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cfg-')) })).toThrow(/JWT_SECRET, ADMIN_TOKEN/);
   });

@@ -15,12 +15,13 @@ let redis: RunningProcess;
 let database: Awaited<ReturnType<typeof cloneTemplate>>;
 let instanceA: Awaited<ReturnType<typeof startServer>>;
 let instanceB: Awaited<ReturnType<typeof startServer>>;
+let environment: Record<string, string>;
 
 beforeAll(async () => {
   redisPort = await freePort();
   redis = await startRedis(redisPort);
   database = await cloneTemplate(process.env.TEST_DATABASE_URL!);
-  const environment = {
+  environment = {
     DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${redisPort}`, ADMIN_TOKEN: adminToken,
     JWT_SECRET: 'multi-instance-jwt-secret-0123456789', LOG_LEVEL: 'info', NODE_ENV: 'test',
   };
@@ -94,5 +95,33 @@ describe('two instances behind one Redis', () => {
       byTransaction.set(event.data.transaction_id, [...(byTransaction.get(event.data.transaction_id) ?? []), event.data.data.transaction.status]);
     }
     expect([...byTransaction.values()]).toEqual(Array.from({ length: 6 }, () => ['pending_freeze', 'frozen', 'accepted', 'delivered', 'settled']));
+  }, 180_000);
+});
+
+describe('one server with two workers (WORKERS=2)', () => {
+  it('runs concurrent lifecycles on one port, delivers every event once and in order, and stops on SIGTERM', async () => {
+    const server = await startServer({ ...environment, WORKERS: '2' });
+    try {
+      await expect.poll(() => (server.output().match(/"message":"listening"/g) ?? []).length, { timeout: 60_000 }).toBe(2);
+      const buyer = await agent(server.url);
+      const seller = await agent(server.url);
+      await call(server.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '100.00' });
+      const capability = await call(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00' });
+
+      // The stream lives on one worker; parallel requests spread over both. Events made on the
+      // other worker reach the stream through Redis.
+      const stream = openEventSource(`${server.url}/api/v1/transactions/events`, buyer.headers);
+      await stream.opened;
+      await Promise.all(Array.from({ length: 4 }, () => lifecycles(server.url, 2, buyer, seller, capability.id)));
+      await expect.poll(() => stream.received.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(40);
+      stream.close();
+      expect(stream.received.map((event) => Number(event.id))).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
+      const wallet = await call(server.url, 'GET', '/api/v1/wallet/', buyer.headers);
+      expect(wallet.ut).toMatchObject({ available: '84.00', frozen: '0.00' });
+    } finally {
+      await server.stop();
+    }
+    expect(server.child.exitCode).toBe(0);
+    expect(server.output().match(/"message":"stopped"/g)).toHaveLength(3);
   }, 180_000);
 });

@@ -53,7 +53,7 @@ export async function startServer(environment: Record<string, string>): Promise<
   const server = track(spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...environment, PORT: '0', HOST: '127.0.0.1' }, stdio: 'pipe' }));
   let url = '';
   await waitFor(() => {
-    const match = /"message":"listening","url":"(http:\/\/[^"]+)"/.exec(server.output());
+    const match = /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/.exec(server.output());
     if (match) url = match[1]!;
     if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
     return url !== '';

@@ -1,0 +1,56 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from './config.ts';
+import { openPostgres } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { limits } from './limits.ts';
+import type { Logger } from './logger.ts';
+
+/**
+ * The primary process of `WORKERS` > 1: it migrates the database once, then forks the workers,
+ * which all listen on the same port (node:cluster hands connections out round-robin). One Node
+ * process runs JavaScript on one core, so on a machine with more cores more workers serve more
+ * requests; the instances cooperate exactly as instances behind a load balancer do (PostgreSQL
+ * for state, Redis for events). A worker that dies is replaced; SIGTERM stops all of them
+ * gracefully.
+ */
+export async function runPrimary(config: Config, log: Logger): Promise<void> {
+  const database = await openPostgres(config.DATABASE_URL!);
+  try {
+    await migrateToLatest(database.db, (line) => log.info(line));
+  } finally {
+    await database.close();
+  }
+  let stopping = false;
+  const recentExits: number[] = [];
+  const fork = () => cluster.fork().on('exit', (code, signal) => onExit(code, signal));
+  const onExit = (code: number | null, signal: string | null) => {
+    if (stopping) return;
+    log.error('worker exited; starting another', { code, signal });
+    const now = Date.now();
+    recentExits.push(now);
+    // A worker that cannot start (a bad database URL, say) would otherwise be restarted forever.
+    while (recentExits[0]! < now - limits.workerRestartWindowMs) recentExits.shift();
+    if (recentExits.length > limits.workerRestartsPerWindowMax) {
+      log.error('workers keep exiting; giving up');
+      process.exit(1);
+    }
+    fork();
+  };
+  for (let index = 0; index < config.WORKERS; index++) fork();
+  log.info('primary started', { workers: config.WORKERS });
+
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('stopping workers', { signal });
+    const workers = Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined);
+    await Promise.all(workers.map((worker) => new Promise<void>((resolve) => {
+      worker.once('exit', () => resolve());
+      worker.process.kill('SIGTERM');
+    })));
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
