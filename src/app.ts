@@ -48,6 +48,9 @@ export function createApp(engine: Engine) {
   setHeartbeatInterval(config.STREAM_HEARTBEAT_MS);
   const app = express();
   app.disable('x-powered-by');
+  // Every envelope carries its own timestamp, so an ETag would change each second anyway; not
+  // computing it saves hashing every response body.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   // One spelling per route: with loose matching, /transactions/ and /TRANSACTIONS would be the
   // same route under different idempotency scopes.

@@ -23,6 +23,12 @@ describe('GET /api/v1/categories', () => {
       expect(category.description.length).toBeGreaterThan(0);
     }
   });
+
+  it('sends no ETag: every envelope carries its own timestamp, so a conditional GET never matches', async () => {
+    const response = await test.http.get('/api/v1/categories').expect(200);
+    expect(response.headers.etag).toBeUndefined();
+    await test.http.get('/api/v1/categories').set('If-None-Match', 'W/"anything"').expect(200);
+  });
 });
 
 describe('health', () => {

@@ -15,6 +15,8 @@ export interface BenchOptions {
   cpuProfileLifecycles: number;
   /** Wait up to this many seconds for other processes to leave the CPUs idle before the run. */
   waitQuietSeconds: number;
+  /** Server processes: 1 runs it in this process; more run it as the product's WORKERS=N cluster. */
+  workers: number;
   /** Run the load generator in this process instead of a child (not recommended). */
   inProcessClient: boolean;
   out: string;
@@ -31,6 +33,8 @@ const usage = `usage: npm run bench:lifecycle -- [options]
   --cost-model N        requests per cost-model probe: /healthz, /auth/me, /wallet/ (default 3000, 0 = skip)
   --cpu-profile N       lifecycles of the V8-CPU-profiled pass at C clients (default 400, 0 = skip)
   --wait-quiet S        wait up to S seconds for foreign CPU load to drop below 0.25 cores (default 0)
+  --workers N           server processes, as the product's WORKERS=N (default 1: the server runs in
+                        this process; with more, the profile, cost-model and V8 profile passes are skipped)
   --in-process-client   drive the load from the server's own process
   --out FILE            JSON results (default .bench-out/lifecycle.json)`;
 
@@ -46,6 +50,7 @@ export function parseArgs(argv: string[]): BenchOptions {
     costModelRequests: 3000,
     cpuProfileLifecycles: 400,
     waitQuietSeconds: 0,
+    workers: 1,
     inProcessClient: false,
     out: '.bench-out/lifecycle.json',
   };
@@ -68,6 +73,7 @@ export function parseArgs(argv: string[]): BenchOptions {
       case '--cost-model': options.costModelRequests = integer(flag, value(), 0); break;
       case '--cpu-profile': options.cpuProfileLifecycles = integer(flag, value(), 0); break;
       case '--wait-quiet': options.waitQuietSeconds = integer(flag, value(), 0); break;
+      case '--workers': options.workers = integer(flag, value(), 1); break;
       case '--in-process-client': options.inProcessClient = true; break;
       case '--out': options.out = value() ?? options.out; break;
       case '--help': case '-h': process.stdout.write(`${usage}\n`); process.exit(0);

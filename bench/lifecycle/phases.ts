@@ -54,7 +54,7 @@ export interface RunMeasurement {
   machineCores: number;
   foreignBefore: number;
   counters: DatabaseCounters;
-  eventLoopDelayMs: { p50: number; p99: number; max: number };
+  eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
 }
 
 /** The measured run: N lifecycles at C clients, with every CPU and database counter around it. */
@@ -64,14 +64,15 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
   const foreignBefore = await waitForQuiet(context, 'the run');
   const countersBefore = await databaseCounters(options.databaseUrl);
   const tracker = trackCpu(context.databaseName, context.postmasterPid);
-  const serverCpuBefore = process.cpuUsage();
+  const serverCpuBefore = server.cpuUsage();
   const systemBefore = sampleSystemCpu();
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
   say(`run: ${options.lifecycles} lifecycles with ${options.concurrency} concurrent clients`);
   const load = await driver.run({ baseUrl: server.baseUrl, pairs, lifecycles: options.lifecycles, concurrency: options.concurrency }, progressPrinter(say, 'run'));
   loopDelay.disable();
-  const serverCpu = process.cpuUsage(serverCpuBefore);
+  const serverCpuAfter = server.cpuUsage();
+  const serverCpu = { user: serverCpuAfter.user - serverCpuBefore.user, system: serverCpuAfter.system - serverCpuBefore.system };
   const external = tracker.stop();
   const machineCores = busyCores(systemBefore, sampleSystemCpu(), load.elapsedMs);
   await sleep(statsSettleMs);
@@ -80,19 +81,21 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
   const ms = (nanoseconds: number) => Number((nanoseconds / 1e6).toFixed(2));
   return {
     load, serverCpu, external, machineCores, foreignBefore, counters,
-    eventLoopDelayMs: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
+    // With --workers this process only hands out connections: its event loop says nothing.
+    eventLoopDelayMs: server.profiler ? { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } : null,
   };
 }
 
 /** Instrumented pass at one client: round trips and where a request's time goes, unloaded. */
 export async function profilePass({ options, server, driver, pairs, say }: PhaseContext): Promise<{ steps: Record<string, StepProfile>; background: Record<string, number> }> {
   say(`profile: ${options.profileLifecycles} lifecycles at 1 client, counting PostgreSQL round trips and Redis publishes per request`);
-  server.profiler.reset();
-  server.profiler.start();
+  const profiler = server.profiler!;
+  profiler.reset();
+  profiler.start();
   await driver.run({ baseUrl: server.baseUrl, pairs, lifecycles: options.profileLifecycles, concurrency: 1 }, () => {});
   await sleep(500); // let the publisher's batched outbox marking run inside the window
-  server.profiler.stop();
-  return { steps: profileSteps(server.profiler.samples), background: Object.fromEntries(server.profiler.background) };
+  profiler.stop();
+  return { steps: profileSteps(profiler.samples), background: Object.fromEntries(profiler.background) };
 }
 
 /** V8 CPU profile of the server under the run's load, in its own pass (profiling slows it). */

@@ -74,7 +74,7 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
   const concurrency = meta.options.concurrency;
   const inProcess = meta.loadGenerator === 'in-process';
   say('');
-  say(`=== lifecycle bench: ${run.lifecycles} lifecycles, ${concurrency} clients, ${meta.cores} cores, load generator ${meta.loadGenerator} ===`);
+  say(`=== lifecycle bench: ${run.lifecycles} lifecycles, ${concurrency} clients, ${meta.cores} cores, server ${meta.options.workers > 1 ? `${meta.options.workers} worker processes` : 'one process'}, load generator ${meta.loadGenerator} ===`);
   say(latencyTable(run.latencyMs));
   say('');
   say(`lifecycles/s            ${run.lifecyclesPerS}`);
@@ -91,7 +91,7 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
   say(`cores busy (of ${meta.cores})      server ${cpu.serverCores}, client ${cpu.clientCores}, postgres ${cpu.postgresCores}, redis ${cpu.redisCores}; whole machine ${cpu.machineCores} (other work ${cpu.otherCores}, before the run ${cpu.otherCoresBeforeRun})`);
   say(`raw CPU per state change postgres ${raw.postgresCpuMsPerStateChange} ms + pgbench ${raw.pgbenchCpuMsPerStateChange} ms; machine ${raw.machineCores} cores busy, other work ${raw.otherCores} (real run per state change: postgres ${round(cpu.postgresMsPerLifecycle / stateChangesPerLifecycle, 3)} ms, all processes ${cpu.allProcessesMsPerStateChange} ms)`);
   say(`database per lifecycle  ${database.commitsPerLifecycle} commits (autocommit statements count), ${database.rowsInsertedPerLifecycle} rows inserted, ${database.rowsUpdatedPerLifecycle} updated, ${database.rowsDeletedPerLifecycle} deleted, ${database.walBytesPerLifecycle} WAL bytes (raw: ${raw.walBytesPerStateChange} per state change)`);
-  say(`server event loop delay p50 ${run.serverEventLoopDelayMs.p50} ms, p99 ${run.serverEventLoopDelayMs.p99} ms`);
+  if (run.serverEventLoopDelayMs) say(`server event loop delay p50 ${run.serverEventLoopDelayMs.p50} ms, p99 ${run.serverEventLoopDelayMs.p99} ms`);
   if (result.profile) {
     say('');
     say(`per request at 1 client (instrumented, ${result.profile.lifecycles} lifecycles):`);

@@ -12,6 +12,7 @@ import { createHttpClient } from './http.ts';
 import { type PhaseContext, cpuProfilePass, measuredRun, profilePass, rawCeiling } from './phases.ts';
 import { printResult } from './report.ts';
 import { assembleResult } from './result.ts';
+import { startClusterServer } from './cluster.ts';
 import { benchAdminToken, startServer } from './server.ts';
 import { setupMarket } from './setup.ts';
 
@@ -57,8 +58,12 @@ async function main() {
   const before = await otherActivity(options.databaseUrl);
   const postmasterPid = await postmasterPidOf(options.databaseUrl, parentPid);
   if (!Number.isFinite(postmasterPid)) say('warning: PostgreSQL is not a local process here; its CPU will read as 0');
-  const server = await startServer(options.databaseUrl, options.redisUrl);
-  say(`server listening on ${server.baseUrl} (${server.runtime.database.describe}, ${server.runtime.bus.describe})`);
+  const server = options.workers > 1 ? await startClusterServer(options.databaseUrl, options.redisUrl, options.workers) : await startServer(options.databaseUrl, options.redisUrl);
+  say(`server listening on ${server.baseUrl}: ${server.describe}`);
+  if (!server.profiler && (options.profileLifecycles > 0 || options.costModelRequests > 0 || options.cpuProfileLifecycles > 0)) {
+    say('the instrumented, cost-model and V8 profile passes need the server in this process: skipped with --workers');
+    Object.assign(options, { profileLifecycles: 0, costModelRequests: 0, cpuProfileLifecycles: 0 });
+  }
   const driver = options.inProcessClient ? inProcessDriver() : await childProcessDriver();
   say(`load generator: ${driver.kind}`);
 
@@ -82,7 +87,7 @@ async function main() {
     let costModel = null;
     if (options.costModelRequests > 0) {
       say(`cost model: ${options.costModelRequests} × GET /healthz, /api/v1/auth/me and /api/v1/wallet/ at ${options.concurrency} clients`);
-      costModel = await runCostModel(driver, server.profiler, server.baseUrl, databaseName, postmasterPid, pairs[0]!.buyer, options.concurrency, options.costModelRequests);
+      costModel = await runCostModel(driver, server.profiler!, server.baseUrl, databaseName, postmasterPid, pairs[0]!.buyer, options.concurrency, options.costModelRequests);
     }
     const cpuProfile = options.cpuProfileLifecycles > 0 ? await cpuProfilePass(context) : null;
     const raw = await rawCeiling(context);

@@ -16,8 +16,11 @@ export const benchAdminToken = 'bench-admin-token-0123456789abcdef';
 
 export interface BenchServer {
   baseUrl: string;
-  runtime: Runtime;
-  profiler: Profiler;
+  describe: string;
+  /** Null when the server runs in other processes (--workers). */
+  profiler: Profiler | null;
+  /** CPU used by the server so far (this process, or the cluster primary and its workers). */
+  cpuUsage(): NodeJS.CpuUsage;
   close(): Promise<void>;
 }
 
@@ -30,7 +33,7 @@ export function stepOf(method: string | undefined, url: string | undefined): str
   return match ? match[1]! : 'other';
 }
 
-export async function startServer(databaseUrl: string, redisUrl: string): Promise<BenchServer> {
+export async function startServer(databaseUrl: string, redisUrl: string, options: { migrate?: boolean } = {}): Promise<BenchServer & { runtime: Runtime; profiler: Profiler }> {
   const config = loadConfig({
     NODE_ENV: 'production',
     DATABASE_URL: databaseUrl,
@@ -43,7 +46,7 @@ export async function startServer(databaseUrl: string, redisUrl: string): Promis
     PUBLIC_BASE_URL: 'http://127.0.0.1',
   });
   const log = createLogger(config.LOG_LEVEL);
-  const runtime = await openRuntime(config, log);
+  const runtime = await openRuntime(config, log, { migrate: options.migrate });
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
   const profiler = createProfiler(runtime.bus);
   const app = createApp(runtime.engine);
@@ -60,8 +63,10 @@ export async function startServer(databaseUrl: string, redisUrl: string): Promis
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}`,
+    describe: `this process (${runtime.database.describe}, ${runtime.bus.describe})`,
     runtime,
     profiler,
+    cpuUsage: () => process.cpuUsage(),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -22,6 +22,8 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   };
 
   function onMessage(message: string) {
+    // An instance that holds no streams (one serving only API calls) need not read the event.
+    if (byTransaction.size === 0 && byUser.size === 0) return;
     let event: PublishedEvent;
     try {
       event = JSON.parse(message) as PublishedEvent;
