@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyMovement, systemAccountId, userAccountId } from '../src/store/accounts.ts';
+import { lockWaiters, until } from './helpers/locks.ts';
 import { startTestApp, type TestApp, usingRealBackends } from './helpers/app.ts';
 import { act, agentMarket, balance, buy } from './helpers/market.ts';
 
@@ -20,12 +21,8 @@ const db = () => test.runtime.database.db;
 
 /** Waits until some statement of this database is blocked on a lock. */
 async function someoneWaitsForALock() {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const result = await db().raw(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-    if (result.rows[0].waiting > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error('nobody waited for the lock');
+  await until(async () => (await lockWaiters(db())) > 0);
+  if ((await lockWaiters(db())) === 0) throw new Error('nobody waited for the lock');
 }
 
 /**

@@ -1,6 +1,8 @@
+import type { Knex } from 'knex';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent, createApiKey, linkUser, signUpHuman } from './helpers/actors.ts';
+import { lockWaiters, until } from './helpers/locks.ts';
 import { startTestApp, type TestApp, usingRealBackends } from './helpers/app.ts';
 import { act, admin, agentMarket, balance, buy, createCapability, credit, humanMarket } from './helpers/market.ts';
 
@@ -361,44 +363,44 @@ describe('retention', () => {
 });
 
 describe('a request still in flight after a minute', () => {
-  // Only real PostgreSQL has a second connection to hold a lock with; on embedded PGlite every
-  // request is serialized on its one connection, so no request can overlap another at all.
-  it.runIf(usingRealBackends())('is not run a second time by a retry with its key', { timeout: 30_000 }, async () => {
+  /**
+   * Starts a purchase, keeps it in flight with a lock held by `block`, retries the same request
+   * with its key a minute later (a client that timed out), then releases the lock.
+   */
+  async function retryWhileInFlight(block: (blocker: Knex.Transaction, buyerUserId: string) => Promise<unknown>) {
     const { buyer, capability } = await agentMarket(test);
     const db = test.runtime.database.db;
     const key = randomUUID();
     const body = { capability_id: capability.id };
-    const lockWaiters = async () => {
-      const result = await db.raw(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      return (result.rows[0] as { waiting: number }).waiting;
-    };
-    const until = async (condition: () => Promise<boolean>) => {
-      for (let attempt = 0; attempt < 500 && !(await condition()); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
-    };
-
-    // Hold the buyer's event stream row, so a purchase stays in flight (blocked) mid-way, as a
-    // slow request would under load.
     const blocker = await db.transaction();
     let first: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
     let retry: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
     try {
-      await blocker.raw('SELECT 1 FROM event_streams WHERE owner_user_id = ? FOR UPDATE', [buyer.userId]);
+      await block(blocker, buyer.userId);
       first = createTransaction(buyer, body, key).then((response) => response);
-      await until(async () => (await lockWaiters()) >= 1);
-      expect(await lockWaiters()).toBe(1);
-
-      // A client times out and retries the same request a minute later.
+      await until(async () => (await lockWaiters(db)) >= 1);
+      expect(await lockWaiters(db)).toBe(1);
       test.clock.advanceMs(61_000);
       let retryDone = false;
       retry = createTransaction(buyer, body, key).then((response) => {
         retryDone = true;
         return response;
       });
-      await until(async () => retryDone || (await lockWaiters()) >= 2);
+      await until(async () => retryDone || (await lockWaiters(db)) >= 2);
     } finally {
       await blocker.rollback();
     }
     const [original, retried] = await Promise.all([first!, retry!]);
+    return { buyer, body, key, original, retried };
+  }
+
+  // Only real PostgreSQL has a second connection to hold a lock with; on embedded PGlite every
+  // request is serialized on its one connection, so no request can overlap another at all.
+  it.runIf(usingRealBackends())('is not run a second time by a retry with its key', { timeout: 30_000 }, async () => {
+    // The buyer's event stream row is held, so the purchase waits inside its write, as a slow
+    // request would under load: it holds the key's advisory lock, so the retry cannot take over.
+    const { buyer, original, retried } = await retryWhileInFlight((blocker, buyerUserId) =>
+      blocker.raw('SELECT 1 FROM event_streams WHERE owner_user_id = ? FOR UPDATE', [buyerUserId]));
     expect(original.status, JSON.stringify(original.body)).toBe(201);
     // The retry must be told to wait (4091) or be given the original: never a second purchase.
     if (retried.status === 201) expect(retried.body.data.id).toBe(original.body.data.id);
@@ -407,35 +409,9 @@ describe('a request still in flight after a minute', () => {
   });
 
   it.runIf(usingRealBackends())('writes nothing once a retry has taken its claim over', { timeout: 30_000 }, async () => {
-    const { buyer, capability } = await agentMarket(test);
-    const db = test.runtime.database.db;
-    const key = randomUUID();
-    const body = { capability_id: capability.id };
-    const lockWaiters = async () => {
-      const result = await db.raw(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      return (result.rows[0] as { waiting: number }).waiting;
-    };
-    const until = async (condition: () => Promise<boolean>) => {
-      for (let attempt = 0; attempt < 500 && !(await condition()); attempt++) await new Promise((resolve) => setTimeout(resolve, 10));
-    };
-
-    // Stall the original after its claim but before its write (it cannot read the capability),
-    // long enough for a retry to take the claim over; then let both run.
-    const blocker = await db.transaction();
-    let first: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
-    let retry: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
-    try {
-      await blocker.raw('LOCK TABLE capabilities IN ACCESS EXCLUSIVE MODE');
-      first = createTransaction(buyer, body, key).then((response) => response);
-      await until(async () => (await lockWaiters()) >= 1);
-      test.clock.advanceMs(61_000);
-      retry = createTransaction(buyer, body, key).then((response) => response);
-      await until(async () => (await lockWaiters()) >= 2);
-      expect(await lockWaiters()).toBe(2);
-    } finally {
-      await blocker.rollback();
-    }
-    const [original, retried] = await Promise.all([first!, retry!]);
+    // The original is stalled after its claim but before its write (it cannot read the
+    // capability), so the retry takes the claim over; then both run.
+    const { buyer, body, key, original, retried } = await retryWhileInFlight((blocker) => blocker.raw('LOCK TABLE capabilities IN ACCESS EXCLUSIVE MODE'));
     expect(retried.status, JSON.stringify(retried.body)).toBe(201);
     expect(original.status, JSON.stringify(original.body)).toBe(409);
     expect(original.body.code).toBe(4091);

@@ -49,6 +49,15 @@ async function agent(base: string) {
   return { userId: user.user_id as string, headers: { 'X-Api-Key': key.api_key as string, 'X-Platform-User-Id': user.user_id as string } };
 }
 
+/** A buyer credited with `funds`, a seller, and the seller's capability at 2.00, all made through `base`. */
+async function market(base: string, funds: string) {
+  const buyer = await agent(base);
+  const seller = await agent(base);
+  await call(base, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: funds });
+  const capability = await call(base, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00' });
+  return { buyer, seller, capability };
+}
+
 async function lifecycles(base: string, count: number, buyer: { headers: Record<string, string> }, seller: { headers: Record<string, string> }, capabilityId: string) {
   for (let index = 0; index < count; index++) {
     const created = await call(base, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capabilityId });
@@ -61,10 +70,7 @@ async function lifecycles(base: string, count: number, buyer: { headers: Record<
 
 describe('two instances behind one Redis', () => {
   it('delivers on A every change made through B, in order and exactly once, across a Redis restart', async () => {
-    const buyer = await agent(instanceB.url);
-    const seller = await agent(instanceB.url);
-    await call(instanceB.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '1000.00' });
-    const capability = await call(instanceB.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00' });
+    const { buyer, seller, capability } = await market(instanceB.url, '1000.00');
 
     const first = openEventSource(`${instanceA.url}/api/v1/transactions/events`, buyer.headers);
     await first.opened;
@@ -103,10 +109,7 @@ describe('one server with two workers (WORKERS=2)', () => {
     const server = await startServer({ ...environment, WORKERS: '2' });
     try {
       await expect.poll(() => (server.output().match(/"message":"listening"/g) ?? []).length, { timeout: 60_000 }).toBe(2);
-      const buyer = await agent(server.url);
-      const seller = await agent(server.url);
-      await call(server.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '100.00' });
-      const capability = await call(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00' });
+      const { buyer, seller, capability } = await market(server.url, '100.00');
 
       // The stream lives on one worker; parallel requests spread over both. Events made on the
       // other worker reach the stream through Redis.

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import knex from 'knex';
@@ -17,8 +17,11 @@ const { values } = parseArgs({
     changes: { type: 'string', default: '200' },
     'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/marketplace_bench_fanout' },
     'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379' },
+    workers: { type: 'string', default: '1' },
   },
 });
+/** Server processes of the product (its WORKERS setting); subscribers spread over them. */
+const workerCount = Number(values.workers);
 const subscriberCount = values.large ? 10_000 : Number(values.subscribers);
 const changeCount = Number(values.changes);
 const buyerCount = 10;
@@ -41,28 +44,46 @@ async function waitUntil(check: () => boolean, what: string, timeoutMs: number, 
   }
 }
 
-function startProcess(command: string[], environment: Record<string, string>, ready: RegExp) {
+/**
+ * The process and, for a cluster (--workers), its workers: the processes whose memory counts.
+ * Only Node children: tsx also starts an esbuild service process, which is not the server.
+ */
+function processTree(pid: number): number[] {
+  const children = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((name) => {
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const isNode = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'node';
+      return isNode && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+    } catch {
+      return false;
+    }
+  });
+  return [pid, ...children.map(Number)];
+}
+
+function startProcess(command: string[], environment: Record<string, string>, ready: RegExp, readyCount = 1) {
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--import', './bench/fanout/memory-probe.ts', ...command], { env: { ...process.env, ...environment }, stdio: 'pipe' });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
-  /** Live heap after a full collection, as the probe inside the process reports it. */
+  /** Live heap after a full collection, summed over the process tree, as each probe reports it. */
   const liveHeap = async () => {
     const seen = output.length;
-    child.kill('SIGUSR2');
+    const pids = processTree(child.pid!);
+    for (const pid of pids) process.kill(pid, 'SIGUSR2');
     for (let attempt = 0; attempt < 100; attempt++) {
       await sleep(50);
-      const match = /memory-probe heap=(\d+)/.exec(output.slice(seen));
-      if (match) return Number(match[1]);
+      const reports = [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+)/g)];
+      if (reports.length >= pids.length) return reports.reduce((sum, report) => sum + Number(report[2]), 0);
     }
     return Number.NaN;
   };
   return new Promise<{ pid: number; url: string; stop(): void; liveHeap(): Promise<number> }>((resolve, reject) => {
     const timer = setInterval(() => {
-      const match = ready.exec(output);
-      if (match) {
+      const matches = [...output.matchAll(ready)];
+      if (matches.length >= readyCount) {
         clearInterval(timer);
-        resolve({ pid: child.pid!, url: match[1]!, stop: () => child.kill('SIGKILL'), liveHeap });
+        resolve({ pid: child.pid!, url: matches[0]![1]!, stop: () => processTree(child.pid!).forEach((pid) => process.kill(pid, 'SIGKILL')), liveHeap });
       }
       if (child.exitCode !== null) reject(new Error(output));
     }, 50);
@@ -99,7 +120,8 @@ interface Memory {
 
 async function memoryOf(server: { pid: number; liveHeap(): Promise<number> }): Promise<Memory> {
   const heapBytes = await server.liveHeap();
-  return { rssBytes: residentBytes(server.pid), heapBytes };
+  const rssBytes = processTree(server.pid).reduce((sum, pid) => sum + residentBytes(pid), 0);
+  return { rssBytes, heapBytes };
 }
 
 const perSubscriber = (before: Memory, after: Memory) => ({
@@ -126,10 +148,10 @@ async function measureProduct() {
   await recreateDatabase(values['database-url']!);
   const server = await startProcess(['src/main.ts'], {
     DATABASE_URL: values['database-url']!, REDIS_URL: values['redis-url']!, ADMIN_TOKEN: adminToken, JWT_SECRET: 'bench-fanout-jwt-secret-0123456789',
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'production',
-  }, /"message":"listening","url":"(http:\/\/[^"]+)"/);
+    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'production', WORKERS: String(workerCount),
+  }, /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/g, workerCount);
   try {
-    log(`product: server pid ${server.pid} at ${server.url}; creating ${buyerCount} buyers and a seller`);
+    log(`product: server pid ${server.pid} (${workerCount === 1 ? 'one process' : `${workerCount} workers`}) at ${server.url}; creating ${buyerCount} buyers and a seller`);
     const seller = await agent(server.url);
     const buyers: Awaited<ReturnType<typeof agent>>[] = [];
     for (let index = 0; index < buyerCount; index++) buyers.push(await agent(server.url));
@@ -159,7 +181,7 @@ async function measureProduct() {
 }
 
 async function measureBaseline() {
-  const server = await startProcess(['bench/fanout/bare-server.ts'], {}, /listening (http:\/\/\S+)/);
+  const server = await startProcess(['bench/fanout/bare-server.ts'], {}, /listening (http:\/\/\S+)/g);
   try {
     await sleep(300);
     const before = await memoryOf(server);
@@ -183,13 +205,14 @@ async function measureBaseline() {
 
 const baseline = await measureBaseline();
 const product = await measureProduct();
+const productName = workerCount === 1 ? product.name : `${product.name}, WORKERS=${workerCount}`;
 log('');
 log('| server | subscribers | events delivered | live heap per subscriber | RSS per subscriber | p50 | p99 | p99.9 |');
 log('|---|---|---|---|---|---|---|---|');
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-for (const row of [baseline, product]) {
+for (const row of [baseline, { ...product, name: productName }]) {
   log(`| ${row.name} | ${row.subscribers} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)} | ${kib(row.rss_bytes_per_subscriber)} | ${row.p50_ms} ms | ${row.p99_ms} ms | ${row.p999_ms} ms |`);
 }
 mkdirSync('.bench-out', { recursive: true });
-writeFileSync('.bench-out/fanout.json', JSON.stringify({ date: new Date().toISOString(), baseline, product }, null, 2));
+writeFileSync('.bench-out/fanout.json', JSON.stringify({ date: new Date().toISOString(), workers: workerCount, baseline, product }, null, 2));
 process.exit(0);
