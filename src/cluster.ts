@@ -21,36 +21,47 @@ export async function runPrimary(config: Config, log: Logger): Promise<void> {
     await database.close();
   }
   let stopping = false;
+  const live = () => Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined && !worker.isDead());
+
+  /** SIGTERM to every worker, each given the grace period of its own shutdown, then SIGKILL. */
+  const stop = async (reason: string, exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('stopping workers', { reason });
+    await Promise.all(live().map((worker) => new Promise<void>((resolve) => {
+      const forced = setTimeout(() => worker.process.kill('SIGKILL'), limits.shutdownGraceMs + limits.workerStopMarginMs).unref();
+      worker.once('exit', () => {
+        clearTimeout(forced);
+        resolve();
+      });
+      worker.process.kill('SIGTERM');
+    })));
+    log.info('stopped');
+    process.exit(exitCode);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM', 0));
+  process.on('SIGINT', () => void stop('SIGINT', 0));
+
   const recentExits: number[] = [];
   const fork = () => cluster.fork().on('exit', (code, signal) => onExit(code, signal));
   const onExit = (code: number | null, signal: string | null) => {
     if (stopping) return;
-    log.error('worker exited; starting another', { code, signal });
     const now = Date.now();
     recentExits.push(now);
-    // A worker that cannot start (a bad database URL, say) would otherwise be restarted forever.
     while (recentExits[0]! < now - limits.workerRestartWindowMs) recentExits.shift();
+    // A worker that cannot start (a bad database URL, say) would otherwise be restarted forever.
     if (recentExits.length > limits.workerRestartsPerWindowMax) {
-      log.error('workers keep exiting; giving up');
-      process.exit(1);
+      log.error('workers keep exiting; giving up', { code, signal });
+      void stop('workers keep exiting', 1);
+      return;
     }
-    fork();
+    // A pause before the restart, so a short outage of PostgreSQL or Redis at start does not use
+    // up the restart budget within a second.
+    log.error('worker exited; starting another', { code, signal, inMs: limits.workerRestartDelayMs });
+    setTimeout(() => {
+      if (!stopping) fork();
+    }, limits.workerRestartDelayMs);
   };
   for (let index = 0; index < config.WORKERS; index++) fork();
   log.info('primary started', { workers: config.WORKERS });
-
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info('stopping workers', { signal });
-    const workers = Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined);
-    await Promise.all(workers.map((worker) => new Promise<void>((resolve) => {
-      worker.once('exit', () => resolve());
-      worker.process.kill('SIGTERM');
-    })));
-    log.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
 }

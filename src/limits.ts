@@ -43,6 +43,9 @@ export const limits = {
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,
+  workerRestartDelayMs: 1_000,
+  /** A worker still running this long after its own shutdown grace period is killed. */
+  workerStopMarginMs: 5_000,
   /** Rows an instance wrote are kept this long for the next move (engine/transitions.ts). */
   transactionRowCacheTtlMs: 10_000,
   transactionRowCacheEntriesMax: 2_000,

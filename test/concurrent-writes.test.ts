@@ -82,3 +82,49 @@ describe.runIf(usingRealBackends())('a freeze queued behind a credit in flight',
     expect(await ledgerChainHolds(buyer.userId)).toEqual({ available: 50n, frozen: 0n });
   });
 });
+
+describe('a change statement', () => {
+  it('keeps working after a migration adds a column to a table it reads (prepared statements are renewed)', async () => {
+    const { buyer, seller, capability } = await agentMarket(test, '10.00', { price_ut: '1.00' });
+    const first = await buy(test, buyer, capability.id);
+    expect((await act(test, buyer, first.id, 'freeze')).status).toBe(200);
+    await db().raw('ALTER TABLE transactions ADD COLUMN migration_probe integer');
+    await db().raw('ALTER TABLE capabilities ADD COLUMN migration_probe integer');
+    try {
+      const second = await buy(test, buyer, capability.id);
+      for (const id of [first.id, second.id]) {
+        if (id === second.id) expect((await act(test, buyer, id, 'freeze')).status).toBe(200);
+        const accepted = await act(test, seller, id, 'accept');
+        expect(accepted.status, JSON.stringify(accepted.body)).toBe(200);
+      }
+    } finally {
+      await db().raw('ALTER TABLE transactions DROP COLUMN migration_probe');
+      await db().raw('ALTER TABLE capabilities DROP COLUMN migration_probe');
+    }
+  });
+
+  it('writes nothing at all when it cannot write its event (a party without a stream counter)', async () => {
+    const { buyer, seller, capability } = await agentMarket(test, '10.00', { price_ut: '1.00' });
+    const { id } = await buy(test, buyer, capability.id);
+    await db()('event_streams').where({ owner_user_id: seller.userId }).del();
+    const response = await act(test, buyer, id, 'freeze');
+    expect(response.status).toBe(500);
+    expect(response.body.code).toBe(5000);
+    const transaction = await test.http.get(`/api/v1/transactions/${id}`).set(buyer.headers).expect(200);
+    expect(transaction.body.data.status).toBe('pending_freeze');
+    expect(await balance(test, buyer)).toMatchObject({ available: '10.00', frozen: '0.00' });
+    expect(await db()('outbox_events').where({ transaction_id: id }).pluck('event_type')).toEqual(['transaction.pending_freeze']);
+  });
+
+  it('gives 4092 to every create but one that race for the same client task id under different keys', async () => {
+    const { buyer, capability } = await agentMarket(test, '10.00', { price_ut: '1.00' });
+    const principal = { user_id: buyer.userId, caller_type: 'agent' as const, platform: null, api_key_id: null };
+    const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, index) =>
+      test.runtime.engine.transactions.create(principal, { capability_id: capability.id, client_task_id: 'same-task' }, { key: `key-${index}`, operation: 'test create', fingerprint: 'same' })));
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    for (const outcome of outcomes.filter((each): each is PromiseRejectedResult => each.status === 'rejected')) {
+      expect(outcome.reason).toMatchObject({ code: 4092 });
+    }
+    expect(await db()('transactions').where({ buyer_user_id: buyer.userId }).count<{ count: string }[]>('* as count')).toEqual([{ count: '1' }]);
+  });
+});

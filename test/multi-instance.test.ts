@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneTemplate } from './helpers/databases.ts';
 import { type RunningProcess, freePort, startRedis, startServer } from './helpers/processes.ts';
@@ -127,4 +128,36 @@ describe('one server with two workers (WORKERS=2)', () => {
     expect(server.child.exitCode).toBe(0);
     expect(server.output().match(/"message":"stopped"/g)).toHaveLength(3);
   }, 180_000);
+});
+
+/** The worker processes of a cluster primary: its Node children (tsx also starts esbuild). */
+function workerPids(primaryPid: number): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const isNode = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'node';
+      return isNode && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === primaryPid;
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('a worker that dies', () => {
+  it('is replaced by the primary, and the server keeps answering', async () => {
+    const server = await startServer({ ...environment, WORKERS: '2' });
+    try {
+      await expect.poll(() => (server.output().match(/"message":"listening"/g) ?? []).length, { timeout: 60_000 }).toBe(2);
+      const [victim] = workerPids(server.child.pid!);
+      expect(victim).toBeDefined();
+      process.kill(victim!, 'SIGKILL');
+      await expect.poll(() => (server.output().match(/"message":"listening"/g) ?? []).length, { timeout: 60_000 }).toBe(3);
+      expect(server.output()).toContain('worker exited; starting another');
+      expect(workerPids(server.child.pid!)).toHaveLength(2);
+      for (let request = 0; request < 6; request++) expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    expect(server.child.exitCode).toBe(0);
+  }, 120_000);
 });

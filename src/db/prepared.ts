@@ -25,17 +25,18 @@ interface PgConnection {
 interface PooledClient {
   acquireConnection(): Promise<PgConnection>;
   releaseConnection(connection: PgConnection): Promise<void>;
-  config: { client?: unknown };
+  driverName: string;
 }
 
 const statements = new Map<string, Statement>();
+let generation = 0;
 
 function statementOf(text: string): Statement {
   let statement = statements.get(text);
   if (statement === undefined) {
     let position = 0;
     statement = {
-      name: `stmt_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`,
+      name: `stmt_${createHash('sha1').update(text).digest('hex').slice(0, 24)}_${generation}`,
       // The statement texts of this project use `?` only as a placeholder.
       positional: text.replace(/\?/g, () => `$${++position}`),
     };
@@ -44,9 +45,34 @@ function statementOf(text: string): Statement {
   return statement;
 }
 
-const isPostgresPool = (executor: Knex) => !(executor as { isTransaction?: boolean }).isTransaction && (executor.client as PooledClient).config.client === 'pg';
+// The embedded PGlite dialect reuses knex's postgres client (its config says 'pg' too); only
+// the driver name tells node-postgres from PGlite.
+const isPostgresPool = (executor: Knex) => !(executor as { isTransaction?: boolean }).isTransaction && (executor.client as PooledClient).driverName === 'pg';
+
+/**
+ * A table whose columns changed (a migration while the server runs) makes PostgreSQL refuse a
+ * statement prepared before (0A000, "cached plan must not change result type"). Then every
+ * statement gets a new name, so the next run prepares it afresh on each connection, and the error
+ * is retried like a serialization failure (db/transaction.ts).
+ */
+export const isStalePreparedStatement = (error: unknown) => {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  return code === '0A000' && /cached plan must not change result type/.test(message ?? '');
+};
 
 export async function prepared<Row>(executor: Knex, text: string, bindings: readonly unknown[]): Promise<Row[]> {
+  try {
+    return await run<Row>(executor, text, bindings);
+  } catch (error) {
+    if (isStalePreparedStatement(error)) {
+      generation++;
+      statements.clear();
+    }
+    throw error;
+  }
+}
+
+async function run<Row>(executor: Knex, text: string, bindings: readonly unknown[]): Promise<Row[]> {
   const statement = statementOf(text);
   if (isPostgresPool(executor)) {
     const client = executor.client as PooledClient;

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { limits } from '../limits.ts';
+import { isStalePreparedStatement } from './prepared.ts';
 import type { Database } from './database.ts';
 
 /**
@@ -28,8 +29,9 @@ export interface StatementClaim {
 
 const retryableSqlStates = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
 
+/** Also a prepared statement outdated by a schema change: db/prepared.ts renames it first. */
 export function isRetryable(error: unknown): boolean {
-  return retryableSqlStates.has((error as { code?: string } | null)?.code ?? '');
+  return retryableSqlStates.has((error as { code?: string } | null)?.code ?? '') || isStalePreparedStatement(error);
 }
 
 export interface TransactionOptions {

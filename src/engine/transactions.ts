@@ -123,7 +123,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         // saw it, before re-reading a row that another transaction changed while this statement
         // waited for its lock. A credit that committed meanwhile can therefore fail the freeze
         // although the money is there now: then the freeze is simply tried again.
-        if (available >= error.required && attempt < limits.transactionRetriesMax) continue;
+        if (available >= error.required) {
+          if (attempt < limits.transactionRetriesMax) continue;
+          throw new AppError('conflict', 'the balance kept changing concurrently; retry');
+        }
         throw new AppError('insufficient_balance', 'available balance is below the price', {
           currency: error.currency, available: formatAmount(available), required: formatAmount(error.required),
         });

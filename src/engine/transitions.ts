@@ -4,7 +4,7 @@ import type { UnitOfWork } from '../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
 import type { Publisher } from '../events/publisher.ts';
 import { type Leg, systemAccountId, userAccountId } from '../store/accounts.ts';
-import { type NewEvent, type StateChange, commitChange, isAvailableBalanceShortfall } from '../store/change.ts';
+import { type NewEvent, type StateChange, commitChange, isAvailableBalanceShortfall, isClientTaskIdTaken } from '../store/change.ts';
 import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { TtlCache } from './ttl-cache.ts';
@@ -148,6 +148,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     try {
       outcome = await commitChange(unit.trx, change);
     } catch (error) {
+      if (isClientTaskIdTaken(error)) throw new AppError('conflict', 'a task with this id already exists; choose a new id');
       if (!isAvailableBalanceShortfall(error)) throw error;
       // Only a freeze takes money out of an available balance.
       const debit = change.legs.find((leg) => leg.bucket === 'available' && leg.amount < 0n)!;

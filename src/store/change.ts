@@ -14,8 +14,10 @@ import type { OutboxRow } from './outbox.ts';
  * Why one statement: a move used to be BEGIN, SELECT, UPDATE, account UPDATEs, ledger INSERT,
  * outbox INSERT, COMMIT: up to eight round trips, each costing the server's only thread more than
  * PostgreSQL's work did. One statement is one round trip, and outside an explicit transaction it
- * is its own atomic commit. Row locks are taken in a fixed order: the transaction row, accounts
- * in sorted id order, stream counters in sorted order.
+ * is its own atomic commit. Row locks are taken in one fixed order, the same in every change
+ * statement (PostgreSQL runs the CTEs the final SELECT reads first, the others at the end): the
+ * idempotency claim row, the transaction row, both stream counters in sorted order, then the
+ * accounts in sorted id order.
  */
 export interface NewEvent {
   type: string;
@@ -114,6 +116,8 @@ function eventClauses(change: StateChange, firstSequence: number, bindings: unkn
   const records = change.events.map((event, index) => ({ ordinal: index + 1, type: event.type, payload: event.payload }));
   bindings.push(change.buyerUserId, change.sellerUserId, count);
   bindings.push(firstSequence - 1, change.buyerUserId, count, change.sellerUserId, count, change.at, change.buyerUserId, change.sellerUserId, JSON.stringify(records));
+  // Left joins: a party without a stream counter row gets a NULL sequence, which the NOT NULL
+  // column refuses, failing the whole statement rather than committing a change without its event.
   return [
     `locked_streams AS (SELECT owner_user_id FROM event_streams WHERE owner_user_id IN (?, ?) AND EXISTS (SELECT 1 FROM changed)
       ORDER BY owner_user_id FOR NO KEY UPDATE)`,
@@ -123,8 +127,8 @@ function eventClauses(change: StateChange, firstSequence: number, bindings: unkn
     `events AS (INSERT INTO outbox_events (transaction_id, transaction_sequence, buyer_user_id, buyer_sequence, seller_user_id, seller_sequence, event_type, payload, created_at)
       SELECT changed.id, ? + event.ordinal, ?, buyer.last_sequence - ? + event.ordinal, ?, seller.last_sequence - ? + event.ordinal, event.type, event.payload, ?
         FROM changed
-        JOIN bumped AS buyer ON buyer.owner_user_id = ?
-        JOIN bumped AS seller ON seller.owner_user_id = ?
+        LEFT JOIN bumped AS buyer ON buyer.owner_user_id = ?
+        LEFT JOIN bumped AS seller ON seller.owner_user_id = ?
         CROSS JOIN jsonb_to_recordset(?::jsonb) AS event(ordinal int, type text, payload jsonb)
        ORDER BY event.ordinal
       RETURNING id, transaction_sequence, buyer_sequence, seller_sequence)`,
@@ -191,6 +195,12 @@ export async function commitChange(executor: Knex, change: StateChange): Promise
   if (written.length === 0) return { kind: 'stale' };
   return { kind: 'applied', events: written.map((row, index) => outboxRow(change, row, index)) };
 }
+
+/** True when two creates raced for the same buyer's client task id (A2A v0.1) and this one lost. */
+export const isClientTaskIdTaken = (error: unknown) => {
+  const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string };
+  return code === '23505' && constraint === 'transactions_buyer_user_id_client_task_id_unique';
+};
 
 /** True for the error of a change that would take an available balance below zero. */
 export const isAvailableBalanceShortfall = (error: unknown) => {
