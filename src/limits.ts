@@ -63,6 +63,8 @@ export const limits = {
   shutdownGraceMs: 10_000,
   readinessCheckTimeoutMs: 2_000,
   databasePoolSizeMax: 10,
+  /** Connections for writes that need no durable commit (idempotency claims, published marks). */
+  asyncCommitPoolSizeMax: 4,
   /**
    * Successful credential lookups (API key, key-to-user link, user of a token) are remembered
    * this long: two database round trips fewer per request. A revoked key or removed link stops

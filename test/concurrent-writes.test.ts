@@ -128,3 +128,12 @@ describe('a change statement', () => {
     expect(await db()('transactions').where({ buyer_user_id: buyer.userId }).count<{ count: string }[]>('* as count')).toEqual([{ count: '1' }]);
   });
 });
+
+describe.runIf(usingRealBackends())('durability', () => {
+  it('commits state changes durably, and only claims and published marks without waiting for the disk', async () => {
+    const show = async (database: typeof test.runtime.database.db) => (await database.raw('SHOW synchronous_commit')).rows[0].synchronous_commit;
+    expect(await show(test.runtime.database.db)).toBe('on');
+    expect(await show(test.runtime.database.asyncCommitDb)).toBe('off');
+    expect(test.runtime.engine.dependencies.db).toBe(test.runtime.database.db);
+  });
+});

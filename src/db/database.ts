@@ -15,6 +15,12 @@ export type Database = Knex;
 
 export interface DatabaseHandle {
   db: Database;
+  /**
+   * The same database through connections whose commits do not wait for the WAL to reach disk
+   * (`synchronous_commit = off`), for writes whose loss in a crash is harmless: the idempotency
+   * claim, the published marks of outbox rows. The embedded database has only `db`.
+   */
+  asyncCommitDb: Database;
   kind: 'postgres' | 'pglite';
   describe: string;
   close(): Promise<void>;
@@ -33,12 +39,21 @@ const knexLog = {
 
 export async function openPostgres(connectionString: string, poolSizeMax: number = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
   const db = knex({ client: 'pg', connection: connectionString, pool: { min: 0, max: poolSizeMax }, log: knexLog });
+  const asyncCommitDb = knex({
+    client: 'pg',
+    connection: { connectionString, options: '-c synchronous_commit=off' },
+    pool: { min: 0, max: Math.min(poolSizeMax, limits.asyncCommitPoolSizeMax) },
+    log: knexLog,
+  });
   const url = new URL(connectionString);
   return {
     db,
+    asyncCommitDb,
     kind: 'postgres',
     describe: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
-    close: () => db.destroy(),
+    close: async () => {
+      await Promise.all([db.destroy(), asyncCommitDb.destroy()]);
+    },
   };
 }
 
@@ -67,6 +82,7 @@ export async function openPglite(location: { directory: string } | 'memory'): Pr
   const db = knex({ client: PgliteClient as unknown as typeof knex.Client, connection: { pglite } as never, pool: { min: 1, max: 1 }, log: knexLog });
   return {
     db,
+    asyncCommitDb: db,
     kind: 'pglite',
     describe: location === 'memory' ? 'embedded PGlite (in memory)' : `embedded PGlite in ${path.resolve(location.directory)}`,
     close: async () => {

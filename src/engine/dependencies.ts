@@ -7,6 +7,8 @@ import type { Logger } from '../logger.ts';
 /** Everything the engine needs from the outside world, passed in so tests can build their own. */
 export interface EngineDependencies {
   db: Database;
+  /** The same database without waiting for durable commits: only for writes a crash may lose. */
+  asyncCommitDb: Database;
   bus: EventBus;
   config: Config;
   jwt: JwtService;

@@ -47,7 +47,7 @@ export const fingerprintOf = (value: unknown) => createHash('sha256').update(JSO
 /** The advisory lock id of a key: 60 bits of its scope hash, within PostgreSQL's bigint. */
 const lockIdOf = (scopeHash: string) => BigInt(`0x${scopeHash.slice(0, 15)}`).toString();
 
-export function createIdempotency({ db, now }: EngineDependencies) {
+export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies) {
   const scopeHash = (principal: Principal | null, request: IdempotencyRequest) => {
     const credential = principal ? `${principal.caller_type}:${principal.api_key_id ?? '-'}:${principal.user_id}` : 'admin';
     return createHash('sha256').update(`${credential}\n${request.operation}\n${request.key}`).digest('hex');
@@ -57,8 +57,10 @@ export function createIdempotency({ db, now }: EngineDependencies) {
   async function claim(hash: string, request: IdempotencyRequest): Promise<{ token: string } | { replay: Outcome<unknown> }> {
     const at = now();
     const token = randomUUID();
+    // The claim need not wait for the disk: the effect's own durable commit flushes the claim's
+    // earlier WAL with it, and a claim a crash loses belongs to a request that wrote nothing.
     const inserted = await prepared(
-      db,
+      asyncCommitDb,
       `INSERT INTO idempotency_keys (scope_hash, fingerprint, state, claim_token, created_at, expires_at) VALUES (?, ?, 'in_flight', ?, ?, ?)
        ON CONFLICT (scope_hash) DO NOTHING RETURNING scope_hash`,
       [hash, request.fingerprint, token, at, new Date(at.getTime() + limits.idempotencyRetentionMs)],

@@ -14,7 +14,8 @@ import { createWalletEngine } from './wallet.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
-  const publisher = createPublisher(dependencies.bus, dependencies.db, dependencies.log);
+  // Losing a published mark in a crash only makes the relay publish that row again.
+  const publisher = createPublisher(dependencies.bus, dependencies.asyncCommitDb, dependencies.log);
   const idempotency = createIdempotency(dependencies);
   const transitions = createTransitions(dependencies, publisher);
   const identity = createIdentityEngine(dependencies);
