@@ -364,25 +364,23 @@ describe('retention', () => {
 
 describe('a request still in flight after a minute', () => {
   /**
-   * Starts a purchase, keeps it in flight with a lock held by `block`, retries the same request
-   * with its key a minute later (a client that timed out), then releases the lock.
+   * Sends a purchase, keeps it in flight with a lock held by `block`, sends it again with its key
+   * a minute later (a client that timed out and retried), then releases the lock.
    */
-  async function retryWhileInFlight(block: (blocker: Knex.Transaction, buyerUserId: string) => Promise<unknown>) {
+  async function retryWhileInFlight<R>(block: (blocker: Knex.Transaction, buyerUserId: string) => Promise<unknown>, send: (buyer: Actor, capabilityId: string) => Promise<R>) {
     const { buyer, capability } = await agentMarket(test);
     const db = test.runtime.database.db;
-    const key = randomUUID();
-    const body = { capability_id: capability.id };
     const blocker = await db.transaction();
-    let first: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
-    let retry: Promise<Awaited<ReturnType<typeof createTransaction>>> | undefined;
+    let first: Promise<R> | undefined;
+    let retry: Promise<R> | undefined;
     try {
       await block(blocker, buyer.userId);
-      first = createTransaction(buyer, body, key).then((response) => response);
+      first = send(buyer, capability.id);
       await until(async () => (await lockWaiters(db)) >= 1);
       expect(await lockWaiters(db)).toBe(1);
       test.clock.advanceMs(61_000);
       let retryDone = false;
-      retry = createTransaction(buyer, body, key).then((response) => {
+      retry = send(buyer, capability.id).then((response) => {
         retryDone = true;
         return response;
       });
@@ -391,7 +389,7 @@ describe('a request still in flight after a minute', () => {
       await blocker.rollback();
     }
     const [original, retried] = await Promise.all([first!, retry!]);
-    return { buyer, body, key, original, retried };
+    return { buyer, capability, original, retried };
   }
 
   // Only real PostgreSQL has a second connection to hold a lock with; on embedded PGlite every
@@ -399,8 +397,11 @@ describe('a request still in flight after a minute', () => {
   it.runIf(usingRealBackends())('is not run a second time by a retry with its key', { timeout: 30_000 }, async () => {
     // The buyer's event stream row is held, so the purchase waits inside its write, as a slow
     // request would under load: it holds the key's advisory lock, so the retry cannot take over.
-    const { buyer, original, retried } = await retryWhileInFlight((blocker, buyerUserId) =>
-      blocker.raw('SELECT 1 FROM event_streams WHERE owner_user_id = ? FOR UPDATE', [buyerUserId]));
+    const key = randomUUID();
+    const { buyer, original, retried } = await retryWhileInFlight(
+      (blocker, buyerUserId) => blocker.raw('SELECT 1 FROM event_streams WHERE owner_user_id = ? FOR UPDATE', [buyerUserId]),
+      (buyer, capabilityId) => createTransaction(buyer, { capability_id: capabilityId }, key).then((response) => response),
+    );
     expect(original.status, JSON.stringify(original.body)).toBe(201);
     // The retry must be told to wait (4091) or be given the original: never a second purchase.
     if (retried.status === 201) expect(retried.body.data.id).toBe(original.body.data.id);
@@ -409,15 +410,22 @@ describe('a request still in flight after a minute', () => {
   });
 
   it.runIf(usingRealBackends())('writes nothing once a retry has taken its claim over', { timeout: 30_000 }, async () => {
-    // The original is stalled after its claim but before its write (it cannot read the
-    // capability), so the retry takes the claim over; then both run.
-    const { buyer, body, key, original, retried } = await retryWhileInFlight((blocker) => blocker.raw('LOCK TABLE capabilities IN ACCESS EXCLUSIVE MODE'));
-    expect(retried.status, JSON.stringify(retried.body)).toBe(201);
-    expect(original.status, JSON.stringify(original.body)).toBe(409);
-    expect(original.body.code).toBe(4091);
+    // An A2A v0.1 purchase reads the transactions table (is its task id taken?) between its claim
+    // and its write. With that table locked, the original stalls there, the retry takes the claim
+    // over a minute later; then both run. Engine-level: REST has no client task id.
+    const taskId = `task-${randomUUID()}`;
+    const request = { key: randomUUID(), operation: 'test create', fingerprint: 'same request' };
+    const { buyer, capability, original, retried } = await retryWhileInFlight(
+      (blocker) => blocker.raw('LOCK TABLE transactions IN ACCESS EXCLUSIVE MODE'),
+      (buyer, capabilityId) => test.runtime.engine.transactions
+        .create({ user_id: buyer.userId, caller_type: 'agent', platform: null, api_key_id: null }, { capability_id: capabilityId, client_task_id: taskId }, request)
+        .then((outcome) => ({ outcome }), (error: unknown) => ({ error })),
+    );
+    expect('outcome' in retried && retried.outcome.replayed === false, JSON.stringify(retried)).toBe(true);
+    expect('error' in original && original.error).toMatchObject({ code: 4091 });
     expect(await purchasesOf(buyer)).toBe(1);
-    const replay = await createTransaction(buyer, body, key).expect(201);
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.body.data.id).toBe(retried.body.data.id);
+    const replay = await test.runtime.engine.transactions.create({ user_id: buyer.userId, caller_type: 'agent', platform: null, api_key_id: null }, { capability_id: capability.id, client_task_id: taskId }, request);
+    expect(replay.replayed).toBe(true);
+    expect(replay.data.id).toBe('outcome' in retried ? retried.outcome.data.id : null);
   });
 });

@@ -16,6 +16,12 @@ export interface UnitOfWork {
    * also complete this claim (store/change.ts), and says so by setting `completed`.
    */
   claim?: StatementClaim;
+  /** The work's first read, already made in the claim's statement (null: no row). */
+  prefetched?: Prefetched;
+}
+
+export interface Prefetched {
+  row: Record<string, unknown> | null;
 }
 
 export interface StatementClaim {
@@ -54,8 +60,10 @@ export function withTransaction<T>(db: Database, work: (unit: UnitOfWork) => Pro
  * statement: PostgreSQL commits a single statement atomically on its own, so BEGIN and COMMIT
  * would only add two round trips. The same retries and afterCommit hooks as withTransaction.
  */
-export function withSingleStatement<T>(db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions & { claim?: StatementClaim } = {}): Promise<T> {
-  return withRetries((afterCommit) => work({ trx: db, afterCommit, claim: options.claim }), options);
+export function withSingleStatement<T>(
+  db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions & { claim?: StatementClaim; prefetched?: Prefetched } = {},
+): Promise<T> {
+  return withRetries((afterCommit) => work({ trx: db, afterCommit, claim: options.claim, prefetched: options.prefetched }), options);
 }
 
 async function withRetries<T>(attempt: (afterCommit: UnitOfWork['afterCommit']) => Promise<T>, options: TransactionOptions): Promise<T> {

@@ -38,8 +38,9 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         errors: [{ path: 'header.Idempotency-Key', message: 'agent callers must send an Idempotency-Key when creating a transaction' }],
       });
     }
+    const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
     return idempotency.run(principal, request, 201, async (unit) => {
-      const [capability] = await prepared<CapabilityRow>(unit.trx, 'SELECT * FROM capabilities WHERE id = ?', [command.capability_id]);
+      const [capability] = unit.prefetched ? (unit.prefetched.row ? [unit.prefetched.row as unknown as CapabilityRow] : []) : await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings);
       // A capability of the other space, or withdrawn, is invisible to this buyer.
       if (!capability || capability.owner_type !== principal.caller_type || !capability.available) throw notFound('capability');
       if (capability.owner_user_id === principal.user_id) throw forbidden('you cannot buy your own capability');
@@ -51,7 +52,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       }
       const row = await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at));
       return transactionView(row);
-    }, 'one statement');
+    }, 'one statement', capabilityRead);
   }
 
   function newTransactionRow(principal: Principal, command: CreateTransactionCommand, capability: CapabilityRow, price: bigint, at: Date): TransactionRow {
