@@ -18,4 +18,11 @@ describe('the credential cache', () => {
     expect(cache.get('key-1')).toBeUndefined();
     expect([cache.get('key-2'), cache.get('key-3'), cache.get('key-4')]).toEqual([2, 3, 4]);
   });
+
+  it('forgets an entry it is told is no longer true', () => {
+    const cache = new TtlCache<string>(60_000, 10);
+    cache.set('key', 'value');
+    cache.delete('key');
+    expect(cache.get('key')).toBeUndefined();
+  });
 });

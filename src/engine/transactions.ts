@@ -40,7 +40,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     }
     const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
     return idempotency.run(principal, request, 201, async (unit) => {
-      const [capability] = unit.prefetched ? (unit.prefetched.row ? [unit.prefetched.row as unknown as CapabilityRow] : []) : await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings);
+      // Under a key the claim's statement has read the capability already (unit.prefetched).
+      const capability = unit.prefetched
+        ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
+        : (await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
       // A capability of the other space, or withdrawn, is invisible to this buyer.
       if (!capability || capability.owner_type !== principal.caller_type || !capability.available) throw notFound('capability');
       if (capability.owner_user_id === principal.user_id) throw forbidden('you cannot buy your own capability');

@@ -139,11 +139,12 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
 
   /**
    * Runs the change and schedules its events for publishing once it is committed. Under an
-   * idempotency key the same statement stores the response: the view of the row after the change.
+   * idempotency key the same statement stores the response.
    */
-  async function commit(unit: UnitOfWork, change: StateChange, after: TransactionRow): Promise<boolean> {
+  async function commit(unit: UnitOfWork, change: StateChange): Promise<boolean> {
     const { claim } = unit;
-    if (claim) change.claim = { ...claim, responseBody: transactionView(after) };
+    // The last event carries the view of the row after the change: the response, computed once.
+    if (claim) change.claim = { ...claim, responseBody: change.events.at(-1)!.payload.transaction };
     let outcome;
     try {
       outcome = await commitChange(unit.trx, change);
@@ -203,15 +204,18 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       try {
         step = decide(row, action, mover, at);
       } catch (error) {
-        if (fromCache) continue;
-        throw error;
+        if (!fromCache) throw error;
+        recentRows.delete(id);
+        continue;
       }
       const { change, after } = planMove(row!, step, extra, at);
-      if (await commit(unit, change, after)) {
+      if (await commit(unit, change)) {
         remember(unit, after);
         return after;
       }
-      // Another request moved the transaction first, or the cached row was stale: read it again.
+      // Another request moved the transaction first, or the cached row was stale: read it again
+      // (and stop offering the stale row to later moves).
+      if (fromCache) recentRows.delete(id);
     }
     throw new AppError('conflict', 'the transaction changed concurrently; retry');
   }
@@ -223,7 +227,8 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       write: { kind: 'insert', values: { ...row } },
       legs: [], events: [eventOf('create', null, row)], at: row.created_at,
     };
-    await commit(unit, change, row);
+    // An insert has no compare-and-set to lose: anything but applied is a failure of its own.
+    if (!(await commit(unit, change))) throw new Error('a transaction insert wrote nothing');
     remember(unit, row);
     return row;
   }

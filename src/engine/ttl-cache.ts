@@ -27,6 +27,10 @@ export class TtlCache<V> {
     this.entries.set(key, { value, expiresAt: this.clock() + this.ttlMs });
   }
 
+  delete(key: string) {
+    this.entries.delete(key);
+  }
+
   clear() {
     this.entries.clear();
   }

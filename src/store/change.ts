@@ -196,17 +196,16 @@ export async function commitChange(executor: Knex, change: StateChange): Promise
   return { kind: 'applied', events: written.map((row, index) => outboxRow(change, row, index)) };
 }
 
-/** True when two creates raced for the same buyer's client task id (A2A v0.1) and this one lost. */
-export const isClientTaskIdTaken = (error: unknown) => {
-  const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string };
-  return code === '23505' && constraint === 'transactions_buyer_user_id_client_task_id_unique';
+const violates = (error: unknown, code: string, constraint: string) => {
+  const details = (error ?? {}) as { code?: string; constraint?: string };
+  return details.code === code && details.constraint === constraint;
 };
 
+/** True when two creates raced for the same buyer's client task id (A2A v0.1) and this one lost. */
+export const isClientTaskIdTaken = (error: unknown) => violates(error, '23505', 'transactions_buyer_user_id_client_task_id_unique');
+
 /** True for the error of a change that would take an available balance below zero. */
-export const isAvailableBalanceShortfall = (error: unknown) => {
-  const { code, constraint } = (error ?? {}) as { code?: string; constraint?: string };
-  return code === '23514' && constraint === 'accounts_available_not_negative';
-};
+export const isAvailableBalanceShortfall = (error: unknown) => violates(error, '23514', 'accounts_available_not_negative');
 
 function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRow {
   const event = change.events[index]!;
