@@ -126,7 +126,11 @@ describe('admin endpoints', () => {
     const key = await createApiKey(test, 'custom_mcp', { name: 'CI key' });
     expect(key.api_key).toMatch(/^mk_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
     const stored = await test.runtime.database.db('api_keys').where({ id: key.id }).first();
-    expect(JSON.stringify(stored)).not.toContain(key.api_key.split('_')[2]);
+    // The secret is everything after `mk_<prefix>_`; it may itself contain '_', so it is not
+    // split on it (a split once left a one-letter fragment that a hash happened to contain).
+    const secret = key.api_key.slice('mk_'.length + 12 + 1);
+    expect(secret).toHaveLength(43);
+    expect(JSON.stringify(stored)).not.toContain(secret);
   });
 
   it('validate the key request and the link request', async () => {
