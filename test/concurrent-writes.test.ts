@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMovement, systemAccountId, userAccountId } from '../src/store/accounts.ts';
+import { systemAccountId, userAccountId } from '../src/store/accounts.ts';
+import { applyMovement } from '../src/store/ledger.ts';
 import { lockWaiters, until } from './helpers/locks.ts';
 import { startTestApp, type TestApp, usingRealBackends } from './helpers/app.ts';
 import { act, agentMarket, balance, buy } from './helpers/market.ts';

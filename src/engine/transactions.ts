@@ -10,7 +10,8 @@ import { type TransactionRow, findTransaction, listQuery } from '../store/transa
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
-import { type ActionExtra, FundsShortfall, type Transitions } from './transitions.ts';
+import { type ActionExtra, type Transitions } from './transitions.ts';
+import { InsufficientBalance } from '../store/ledger.ts';
 import { type CapabilityRow, transactionView } from './views.ts';
 import { isUuid } from '../domain/ids.ts';
 import { limits } from '../limits.ts';
@@ -120,7 +121,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       try {
         return await idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)), 'one statement');
       } catch (error) {
-        if (!(error instanceof FundsShortfall)) throw error;
+        if (!(error instanceof InsufficientBalance)) throw error;
         const [account] = await prepared<{ available: string }>(db, 'SELECT available FROM accounts WHERE id = ?', [error.accountId]);
         const available = BigInt(account?.available ?? 0);
         // PostgreSQL checks the CHECK constraint against the balance as the statement's snapshot

@@ -1,36 +1,16 @@
 import { type Actor, type Transition, type TransactionAction, type TransactionStatus, actorOfAction, invalidTransition, nextState } from '../domain/escrow.ts';
-import { type Currency, feeOf } from '../domain/money.ts';
+import { feeOf } from '../domain/money.ts';
 import type { UnitOfWork } from '../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
 import type { Publisher } from '../events/publisher.ts';
-import { type Leg, systemAccountId, userAccountId } from '../store/accounts.ts';
-import { type NewEvent, type StateChange, commitChange, isAvailableBalanceShortfall, isClientTaskIdTaken } from '../store/change.ts';
+import { systemAccountId, userAccountId } from '../store/accounts.ts';
+import type { Leg } from '../store/ledger.ts';
+import { type NewEvent, type StateChange, commitChange, isClientTaskIdTaken } from '../store/change.ts';
 import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { TtlCache } from './ttl-cache.ts';
 import { transactionView } from './views.ts';
 import { limits } from '../limits.ts';
-
-/**
- * One move of the escrow state machine: read the current row, decide (party, state table,
- * guards), then write the compare-and-set, the money and the outbox events as one statement
- * (store/change.ts), and publish the events only after it committed. Every caller (REST,
- * JSON-RPC, sweeper, admin) goes through here.
- */
-/**
- * A freeze failed the accounts CHECK constraint. The statement has failed, so the database
- * transaction it ran in is unusable: the caller reads the balance after the rollback, and either
- * answers 4020 with it or, when the money is there after all, tries again (transactions.act).
- */
-export class FundsShortfall extends Error {
-  constructor(
-    readonly accountId: string,
-    readonly currency: Currency,
-    readonly required: bigint,
-  ) {
-    super('available balance is below the price');
-  }
-}
 
 export type Mover = { principal: Principal } | { system: 'system' | 'admin' };
 
@@ -41,6 +21,12 @@ export interface ActionExtra {
 
 const hoursMs = 60 * 60 * 1000;
 
+/**
+ * One move of the escrow state machine: read the current row, decide (party, state table,
+ * guards), then write the compare-and-set, the money and the outbox events as one statement
+ * (store/change.ts), and publish the events only after it committed. Every caller (REST,
+ * JSON-RPC, sweeper, admin) goes through here.
+ */
 export function createTransitions({ config, now }: EngineDependencies, publisher: Publisher) {
   function roleOf(row: TransactionRow | undefined, mover: Mover): Actor {
     if ('system' in mover) {
@@ -149,11 +135,9 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     try {
       outcome = await commitChange(unit.trx, change);
     } catch (error) {
+      // Not enough money (InsufficientBalance) goes up to transactions.act, which answers it.
       if (isClientTaskIdTaken(error)) throw new AppError('conflict', 'a task with this id already exists; choose a new id');
-      if (!isAvailableBalanceShortfall(error)) throw error;
-      // Only a freeze takes money out of an available balance.
-      const debit = change.legs.find((leg) => leg.bucket === 'available' && leg.amount < 0n)!;
-      throw new FundsShortfall(debit.accountId, debit.currency, -debit.amount);
+      throw error;
     }
     if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
     if (outcome.kind === 'stale') return false;

@@ -1,7 +1,8 @@
 import { type Currency, currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { notFound } from '../errors.ts';
 import type { CreditInput, HistoryInput } from '../schemas/wallet.ts';
-import { InsufficientBalance, applyMovement, systemAccountId, userAccountId } from '../store/accounts.ts';
+import { systemAccountId, userAccountId } from '../store/accounts.ts';
+import { applyMovement } from '../store/ledger.ts';
 import { findUserById } from '../store/identity.ts';
 import { decodeCursor, encodeCursor, integerText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
@@ -96,8 +97,8 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
         { accountId: systemAccountId('external', input.currency), currency: input.currency, bucket: 'available' as const, amount: -input.amount, type: 'deposit' as const, description },
         { accountId: account, currency: input.currency, bucket: 'available' as const, amount: input.amount, type: 'deposit' as const, description },
       ];
+      // The external account may go below zero, so a deposit is never short of money.
       const outcome = await applyMovement(unit.trx, legs, null, now());
-      if (outcome instanceof InsufficientBalance) throw new Error('a deposit cannot be short of funds');
       const balance = outcome.balances.get(account)!;
       return { user_id: input.user_id, movement_id: outcome.movementId, ...balanceView(input.currency, balance.available, balance.frozen) };
     });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { prepared } from '../db/prepared.ts';
-import { type Leg, assertBalanced } from './accounts.ts';
+import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger.ts';
 import type { OutboxRow } from './outbox.ts';
 
 /**
@@ -72,45 +72,6 @@ function writeClause(change: StateChange, bindings: unknown[]): string {
       WHERE id = ? AND status = ? AND event_sequence = ?${onlyIfClaimed} RETURNING id)`;
 }
 
-/**
- * Each leg's balance_after is the account's final bucket balance less the legs after it in the
- * same account and bucket, so it is exact even when one bucket has several legs.
- */
-function legRecords(legs: Leg[]) {
-  return legs.map((leg, index) => {
-    const later = legs.slice(index + 1).filter((other) => other.accountId === leg.accountId && other.bucket === leg.bucket);
-    return {
-      ordinal: index + 1, account_id: leg.accountId, currency: leg.currency, bucket: leg.bucket, type: leg.type,
-      amount: String(leg.amount), later: String(later.reduce((sum, other) => sum + other.amount, 0n)), description: leg.description,
-    };
-  });
-}
-
-function moneyClauses(change: StateChange, bindings: unknown[]): string[] {
-  if (change.legs.length === 0) return [];
-  bindings.push(JSON.stringify(legRecords(change.legs)), randomUUID(), change.transactionId, change.at);
-  return [
-    `legs AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS leg(ordinal int, account_id uuid, currency text, bucket text, type text, amount bigint, later bigint, description text)
-      WHERE EXISTS (SELECT 1 FROM changed))`,
-    `locked_accounts AS (SELECT id FROM accounts WHERE id IN (SELECT account_id FROM legs) ORDER BY id FOR NO KEY UPDATE)`,
-    `balances AS (UPDATE accounts AS account
-        SET available = account.available + delta.available, frozen = account.frozen + delta.frozen
-       FROM (SELECT legs.account_id,
-                    COALESCE(sum(legs.amount) FILTER (WHERE legs.bucket = 'available'), 0) AS available,
-                    COALESCE(sum(legs.amount) FILTER (WHERE legs.bucket = 'frozen'), 0) AS frozen
-               FROM legs JOIN locked_accounts ON locked_accounts.id = legs.account_id GROUP BY legs.account_id) AS delta
-      WHERE account.id = delta.account_id
-      RETURNING account.id, account.available, account.frozen)`,
-    // A leg whose account is missing finds no balance, and the NOT NULL balance_after fails the
-    // whole statement: a movement is never written half.
-    `entries AS (INSERT INTO ledger_entries (movement_id, account_id, currency, bucket, type, amount, balance_after, description, biz_ref_id, created_at)
-      SELECT ?, legs.account_id, legs.currency, legs.bucket, legs.type, legs.amount,
-             CASE legs.bucket WHEN 'available' THEN balances.available ELSE balances.frozen END - legs.later,
-             legs.description, ?, ?
-        FROM legs LEFT JOIN balances ON balances.id = legs.account_id ORDER BY legs.ordinal)`,
-  ];
-}
-
 function eventClauses(change: StateChange, firstSequence: number, bindings: unknown[]): string[] {
   const count = change.events.length;
   const records = change.events.map((event, index) => ({ ordinal: index + 1, type: event.type, payload: event.payload }));
@@ -170,7 +131,7 @@ interface ResultRow {
 /**
  * Runs the change as one statement on `executor` (the pool, or an open transaction). A balance
  * that would go below zero fails the statement on the accounts CHECK constraint (SQLSTATE 23514),
- * so nothing of the change is kept; the caller turns that into 4020.
+ * so nothing of the change is kept: it throws InsufficientBalance, which the engine turns into 4020.
  */
 export async function commitChange(executor: Knex, change: StateChange): Promise<ChangeOutcome> {
   assertBalanced(change.legs);
@@ -180,7 +141,7 @@ export async function commitChange(executor: Knex, change: StateChange): Promise
   const clauses = [
     ...claimClauses(change, bindings),
     writeClause(change, bindings),
-    ...moneyClauses(change, bindings),
+    ...movementClauses({ movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at }, bindings, 'changed'),
     ...eventClauses(change, firstSequence, bindings),
     ...completionClause(change, bindings),
   ];
@@ -189,7 +150,12 @@ export async function commitChange(executor: Knex, change: StateChange): Promise
     SELECT events.id::text AS id, events.transaction_sequence, events.buyer_sequence::text AS buyer_sequence,
            events.seller_sequence::text AS seller_sequence, ${change.claim ? '(SELECT count(*) FROM claim_held)::int' : '1'} AS claim_held
       FROM (SELECT 1) AS one LEFT JOIN events ON true ORDER BY events.transaction_sequence`;
-  const rows = await prepared<ResultRow>(executor, text, bindings);
+  let rows: ResultRow[];
+  try {
+    rows = await prepared<ResultRow>(executor, text, bindings);
+  } catch (error) {
+    throw shortfallOf(error, change.legs) ?? error;
+  }
   if (rows[0]?.claim_held === 0) return { kind: 'claim_lost' };
   const written = rows.filter((row) => row.id !== null);
   if (written.length === 0) return { kind: 'stale' };
@@ -203,9 +169,6 @@ const violates = (error: unknown, code: string, constraint: string) => {
 
 /** True when two creates raced for the same buyer's client task id (A2A v0.1) and this one lost. */
 export const isClientTaskIdTaken = (error: unknown) => violates(error, '23505', 'transactions_buyer_user_id_client_task_id_unique');
-
-/** True for the error of a change that would take an available balance below zero. */
-export const isAvailableBalanceShortfall = (error: unknown) => violates(error, '23514', 'accounts_available_not_negative');
 
 function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRow {
   const event = change.events[index]!;
