@@ -4,6 +4,7 @@ import { isStalePreparedStatement, prepared } from '../db/prepared.ts';
 import { type Prefetched, type StatementClaim, withSingleStatement, withTransaction, type UnitOfWork } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
+import { completeClaim } from '../store/claims.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 
 /**
@@ -112,14 +113,9 @@ export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies
   }
 
   async function complete(trx: Knex, hash: string, token: string, status: number, result: unknown) {
-    const updated = await prepared(
-      trx,
-      `UPDATE idempotency_keys SET state = 'completed', response_status = ?, response_body = ?
-        WHERE scope_hash = ? AND state = 'in_flight' AND claim_token = ? RETURNING scope_hash`,
-      [status, JSON.stringify(result), hash, token],
-    );
+    const held = await completeClaim(trx, { scopeHash: hash, token, lockId: lockIdOf(hash), responseStatus: status, responseBody: result });
     // Someone else owns the claim now: roll this effect back rather than produce a second one.
-    if (updated.length !== 1) throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+    if (!held) throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
   }
 
   /**

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { prepared } from '../db/prepared.ts';
 import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger.ts';
 import type { OutboxRow } from './outbox.ts';
+import { type ClaimCompletion, claimClauses, completionClause } from './claims.ts';
 
 /**
  * One state change of a marketplace transaction as ONE SQL statement: the write to the
@@ -37,7 +38,7 @@ export interface StateChange {
   events: NewEvent[];
   at: Date;
   /** An idempotency claim to complete in the same statement, with the response to store. */
-  claim?: { scopeHash: string; token: string; lockId: string; responseStatus: number; responseBody: unknown };
+  claim?: ClaimCompletion;
 }
 
 /**
@@ -96,30 +97,6 @@ function eventClauses(change: StateChange, firstSequence: number, bindings: unkn
   ];
 }
 
-/**
- * The claim must still be this request's when the change is written, and is completed only if the
- * change was: the claim row is locked (and re-read if a takeover changed it meanwhile) before the
- * transaction row is touched. The advisory lock tells a retry that this request is still at work.
- */
-function claimClauses(change: StateChange, bindings: unknown[]): string[] {
-  const { claim } = change;
-  if (!claim) return [];
-  bindings.push(claim.lockId, claim.scopeHash, claim.token);
-  return [
-    'claim_lock AS (SELECT pg_advisory_xact_lock(?::bigint))',
-    `claim_held AS (SELECT scope_hash FROM idempotency_keys
-      WHERE scope_hash = ? AND state = 'in_flight' AND claim_token = ? AND EXISTS (SELECT 1 FROM claim_lock) FOR NO KEY UPDATE)`,
-  ];
-}
-
-function completionClause(change: StateChange, bindings: unknown[]): string[] {
-  const { claim } = change;
-  if (!claim) return [];
-  bindings.push(claim.responseStatus, JSON.stringify(claim.responseBody), claim.scopeHash);
-  return [`completed AS (UPDATE idempotency_keys SET state = 'completed', response_status = ?, response_body = ?
-      WHERE scope_hash = ? AND EXISTS (SELECT 1 FROM changed))`];
-}
-
 interface ResultRow {
   id: string | null;
   transaction_sequence: number | null;
@@ -139,11 +116,13 @@ export async function commitChange(executor: Knex, change: StateChange): Promise
   const firstSequence = change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1;
   const bindings: unknown[] = [];
   const clauses = [
-    ...claimClauses(change, bindings),
+    // The claim must still be this request's when the change is written, and is completed only if
+    // the change was: the claim row is locked before the transaction row is touched.
+    ...(change.claim ? claimClauses(change.claim, bindings) : []),
     writeClause(change, bindings),
     ...movementClauses({ movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at }, bindings, 'changed'),
     ...eventClauses(change, firstSequence, bindings),
-    ...completionClause(change, bindings),
+    ...(change.claim ? [completionClause(change.claim, bindings, 'changed')] : []),
   ];
   // The outer join returns one row even when nothing was written, to say whether the claim held.
   const text = `WITH ${clauses.join(',\n')}
