@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { limits } from '../limits.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
-import { notFound } from '../errors.ts';
+import { ownerTypeOf, seeCapability } from './access/capabilities.ts';
+import { authorize } from './access/rules.ts';
 import type { CapabilityView, CreateCapabilityInput } from '../schemas/capabilities.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type CapabilityRow, capabilityView } from './views.ts';
@@ -20,7 +21,7 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
       .insert({
         id: randomUUID(),
         owner_user_id: principal.user_id,
-        owner_type: principal.caller_type,
+        owner_type: ownerTypeOf(principal),
         title: input.title,
         description: input.description,
         category: input.category,
@@ -41,10 +42,9 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
     return capabilityView(row!, 0);
   }
 
-  /** Capabilities are visible only within their own space (agent or human). */
+  /** Capabilities are visible only within their own space (access/capabilities.ts). */
   async function get(principal: Principal, id: string): Promise<CapabilityView> {
-    const row = await db<CapabilityRow>('capabilities').where({ id }).first();
-    if (!row || row.owner_type !== principal.caller_type) throw notFound('capability');
+    const row = authorize(seeCapability, principal, await db<CapabilityRow>('capabilities').where({ id }).first(), 'capability');
     const [sold] = await db('transactions').where({ capability_id: id, status: 'settled' }).count<{ count: string }[]>('* as count');
     return capabilityView(row as CapabilityRow, Number(sold?.count ?? 0));
   }

@@ -4,7 +4,10 @@ import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
 import { prepared } from '../db/prepared.ts';
 import { withTransaction } from '../db/transaction.ts';
-import { AppError, forbidden, notFound } from '../errors.ts';
+import { AppError, notFound } from '../errors.ts';
+import { buyCapability } from './access/capabilities.ts';
+import { authorize } from './access/rules.ts';
+import { partyOf, visibleScope } from './access/transactions.ts';
 import type { ListTransactionsInput, TransactionView } from '../schemas/transactions.ts';
 import { type TransactionRow, findTransaction, listQuery } from '../store/transactions.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
@@ -42,12 +45,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
     return idempotency.run(principal, request, 201, async (unit) => {
       // Under a key the claim's statement has read the capability already (unit.prefetched).
-      const capability = unit.prefetched
+      const read = unit.prefetched
         ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
         : (await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
-      // A capability of the other space, or withdrawn, is invisible to this buyer.
-      if (!capability || capability.owner_type !== principal.caller_type || !capability.available) throw notFound('capability');
-      if (capability.owner_user_id === principal.user_id) throw forbidden('you cannot buy your own capability');
+      const capability = authorize(buyCapability, principal, read, 'capability');
       const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
       const at = now();
       if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
@@ -164,15 +165,12 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   }
 
   async function get(principal: Principal, id: string): Promise<TransactionView> {
-    const row = await findTransaction(db, id);
-    const isParty = row && (row.buyer_user_id === principal.user_id || row.seller_user_id === principal.user_id);
-    if (!row || !isParty || row.space !== principal.caller_type) throw notFound('transaction');
-    return transactionView(row);
+    return transactionView(partyOf(principal, await findTransaction(db, id)).row);
   }
 
   /** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
   async function list(principal: Principal, query: ListTransactionsInput) {
-    const filter = { userId: principal.user_id, space: principal.caller_type, role: query.role, status: query.status, contextId: query.context_id };
+    const filter = { ...visibleScope(principal), role: query.role, status: query.status, contextId: query.context_id };
     const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
     const page = listQuery(db, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
     if (query.cursor) {

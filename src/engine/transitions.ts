@@ -1,7 +1,7 @@
-import { type Actor, type Transition, type TransactionAction, type TransactionStatus, actorOfAction, invalidTransition, nextState } from '../domain/escrow.ts';
+import { type Actor, type Transition, type TransactionAction, type TransactionStatus, invalidTransition, nextState } from '../domain/escrow.ts';
 import { feeOf } from '../domain/money.ts';
 import type { UnitOfWork } from '../db/transaction.ts';
-import { AppError, forbidden, notFound } from '../errors.ts';
+import { AppError, notFound } from '../errors.ts';
 import type { Publisher } from '../events/publisher.ts';
 import { systemAccountId, userAccountId } from '../store/accounts.ts';
 import type { Leg } from '../store/ledger.ts';
@@ -11,6 +11,7 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
 import { TtlCache } from './ttl-cache.ts';
 import { transactionView } from './views.ts';
 import { limits } from '../limits.ts';
+import { authorizeAction, partyOf } from './access/transactions.ts';
 
 export type Mover = { principal: Principal } | { system: 'system' | 'admin' };
 
@@ -28,17 +29,10 @@ const hoursMs = 60 * 60 * 1000;
  * JSON-RPC, sweeper, admin) goes through here.
  */
 export function createTransitions({ config, now }: EngineDependencies, publisher: Publisher) {
+  /** Who the mover is in this transaction; who may see it is declared in access/transactions.ts. */
   function roleOf(row: TransactionRow | undefined, mover: Mover): Actor {
-    if ('system' in mover) {
-      if (!row) throw notFound('transaction');
-      return mover.system;
-    }
-    const { principal } = mover;
-    // A transaction of the other space, or of other users, is invisible: 4040, never 4030.
-    if (!row || row.space !== principal.caller_type) throw notFound('transaction');
-    if (row.buyer_user_id === principal.user_id) return 'buyer';
-    if (row.seller_user_id === principal.user_id) return 'seller';
-    throw notFound('transaction');
+    if (!row) throw notFound('transaction');
+    return 'system' in mover ? mover.system : partyOf(mover.principal, row).party;
   }
 
   function checkGuards(row: TransactionRow, step: Transition, at: Date) {
@@ -163,11 +157,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
 
   /** Decides the step for `mover` from `row`: who may act first (4030 before 4090), then state and guards. */
   function decide(row: TransactionRow | undefined, action: TransactionAction, mover: Mover, at: Date): Transition {
-    const role = roleOf(row, mover);
-    const expectedActor = actorOfAction[action];
-    if (expectedActor !== role) {
-      throw role === 'system' || role === 'admin' ? invalidTransition(row!.status, action) : forbidden(`only the ${expectedActor} may ${action}`);
-    }
+    authorizeAction(roleOf(row, mover), action, row!.status);
     const step = nextState(row!.status, action);
     checkGuards(row!, step, at);
     return step;

@@ -1,16 +1,15 @@
-import { type Currency, currencyOfSpace, formatAmount } from '../domain/money.ts';
+import { type Currency, formatAmount } from '../domain/money.ts';
 import { notFound } from '../errors.ts';
 import type { CreditInput, HistoryInput } from '../schemas/wallet.ts';
 import { systemAccountId, userAccountId } from '../store/accounts.ts';
 import { applyMovement } from '../store/ledger.ts';
+import { historyAccountIds, ownAccountIds } from './access/wallet.ts';
 import { findUserById } from '../store/identity.ts';
 import { decodeCursor, encodeCursor, integerText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
 
 /** Balances, history, statistics, rates, and the operator's credit (the only way money enters). */
-const currencies: Currency[] = ['UT', 'CNY'];
-
 export function createWalletEngine({ db, config, now }: EngineDependencies, idempotency: Idempotency) {
   const balanceView = (currency: Currency, available: bigint, frozen: bigint) => ({
     available: formatAmount(available),
@@ -20,7 +19,7 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
   });
 
   async function overview(principal: Principal) {
-    const rows = await db('accounts').whereIn('id', currencies.map((currency) => userAccountId(principal.user_id, currency)));
+    const rows = await db('accounts').whereIn('id', ownAccountIds(principal));
     const of = (currency: Currency) => {
       const row = rows.find((account) => account.currency === currency);
       return balanceView(currency, BigInt(row?.available ?? 0), BigInt(row?.frozen ?? 0));
@@ -29,10 +28,8 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
   }
 
   async function history(principal: Principal, query: HistoryInput) {
-    // The other space's history is invisible, like its transactions: an agent sees UT entries,
-    // a human sees CNY entries. A filter on the other currency finds nothing.
-    const ownCurrency = currencyOfSpace(principal.caller_type);
-    const accountIds = query.currency && query.currency !== ownCurrency ? [] : [userAccountId(principal.user_id, ownCurrency)];
+    // Only the caller's space's currency (access/wallet.ts).
+    const accountIds = historyAccountIds(principal, query.currency);
     const base = () => {
       const builder = db('ledger_entries').whereIn('account_id', accountIds);
       if (query.type) builder.where({ type: query.type });
@@ -63,7 +60,7 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
   async function stats(principal: Principal) {
     type StatRow = { currency: Currency; type: string; bucket: string; total: string | null };
     const rows: StatRow[] = await db('ledger_entries')
-      .whereIn('account_id', currencies.map((currency) => userAccountId(principal.user_id, currency)))
+      .whereIn('account_id', ownAccountIds(principal))
       .groupBy('currency', 'type', 'bucket')
       .select('currency', 'type', 'bucket')
       .sum({ total: 'amount' }) as never;
