@@ -114,6 +114,18 @@ describe('reads, writes and configuration', () => {
   });
 });
 
+describe('Redis outage', () => {
+  // Only with Redis (as in CI): the embedded default counts in process and has no Redis to lose.
+  it.runIf(Boolean(process.env.TEST_REDIS_URL))('keeps answering and keeps limiting, per instance, while Redis is unreachable', async () => {
+    const test = await app({ RATE_LIMIT_READS_PER_CREDENTIAL: '3/60' });
+    const agent = await createAgent(test);
+    test.runtime.bus.shared!.redis.disconnect();
+    const statuses = [];
+    for (let index = 0; index < 4; index++) statuses.push((await test.http.get('/api/v1/transactions').set(agent.headers)).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});
+
 describe('JSON-RPC over HTTP', () => {
   it('counts each call of a batch and answers HTTP 429 with the JSON-RPC error over the limit', async () => {
     const test = await app({ RATE_LIMIT_RPC_CALLS_PER_CREDENTIAL: '5/60' });
