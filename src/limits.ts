@@ -115,6 +115,9 @@ export const limits = {
   /** Open JSON-RPC WebSocket connections of one credential on one instance, and of all credentials. */
   webSocketsPerCredentialMax: 20,
   webSocketsPerInstanceMax: 20_000,
+  /** Password hashes (scrypt) running at once per process, and waiting for a turn; more are refused (4290). */
+  passwordHashesConcurrentMax: 2,
+  passwordHashesQueuedMax: 32,
   /** What a refused stream or connection is told to wait before trying again. */
   connectionCapRetryAfterSeconds: 10,
 } as const;

@@ -55,6 +55,22 @@ describe('login', () => {
     expect(fromElsewhere.body.code).toBe(0);
   });
 
+  it('refuses a flood spread over many addresses and accounts once the password-hash queue is full, then signs in again', async () => {
+    const test = await app({ TRUST_PROXY: 'true' });
+    const user = await signUpHuman(test);
+    const attempts = await Promise.all(
+      Array.from({ length: 200 }, (_, index) =>
+        test.http.post('/api/v1/auth/login').set('X-Forwarded-For', `10.0.${index >> 8}.${index & 255}`).send({ email: `nobody-${index}@example.com`, password: 'wrong-password-1' })),
+    );
+    const counts = countCodes(attempts);
+    // At most the running and queued hashes are answered 4010 while the flood lasts; the rest are refused at once.
+    expect(counts[4290]).toBeGreaterThan(0);
+    expect(counts[4010]! + counts[4290]!).toBe(200);
+    expect(attempts.find((response) => response.body.code === 4290)!.headers['retry-after']).toBe('1');
+    const real = await test.http.post('/api/v1/auth/login').set('X-Forwarded-For', '198.51.100.7').send({ email: user.email, password: user.password });
+    expect(real.body.code).toBe(0);
+  });
+
   it('ignores X-Forwarded-For unless TRUST_PROXY says a proxy sets it', async () => {
     const test = await app({ RATE_LIMIT_LOGIN_PER_ADDRESS: '3/60' });
     const statuses = [];
@@ -98,7 +114,8 @@ describe('reads, writes and configuration', () => {
   it('turns a bucket off with "off" and refuses a malformed setting at start', async () => {
     const test = await app({ RATE_LIMIT_LOGIN_PER_ACCOUNT: 'off', RATE_LIMIT_LOGIN_PER_ADDRESS: 'off' });
     const user = await signUpHuman(test);
-    const attempts = await Promise.all(Array.from({ length: 40 }, () => test.http.post('/api/v1/auth/login').send({ email: user.email, password: 'wrong-password-1' })));
+    const attempts = [];
+    for (let index = 0; index < 40; index++) attempts.push(await test.http.post('/api/v1/auth/login').send({ email: user.email, password: 'wrong-password-1' }));
     expect(countCodes(attempts)).toEqual({ 4010: 40 });
     expect(() => loadConfig({ RATE_LIMIT_WRITES_PER_CREDENTIAL: '10 per minute', DATA_DIR: '/tmp' })).toThrow(/RATE_LIMIT_WRITES_PER_CREDENTIAL/);
   });
