@@ -101,6 +101,8 @@ class RpcSockets {
       .then((principal) => {
         // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
         const release = this.engine.admission.webSockets.open(principal);
+        // A client that left during authentication has already emitted 'close'.
+        if (socket.destroyed) return release();
         socket.once('close', release);
         this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request));
       })
