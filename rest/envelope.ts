@@ -8,9 +8,14 @@ export function sendData(response: Response, status: number, data: unknown, mess
   response.status(status).json({ code: 0, message, data: data ?? null, timestamp: unixSeconds() });
 }
 
-export function sendError(response: Response, error: AppError) {
+/** A refusal for rate reasons tells how long to wait, in seconds, in the standard header too. */
+export function sendRetryAfter(response: Response, error: AppError) {
   if (error.errorName === 'rate_limited' && typeof error.data?.retry_after_seconds === 'number') {
     response.setHeader('Retry-After', String(error.data.retry_after_seconds));
   }
+}
+
+export function sendError(response: Response, error: AppError) {
+  sendRetryAfter(response, error);
   response.status(error.httpStatus).json({ ...errorBody(error), timestamp: unixSeconds() });
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { errorTable } from '../src/errors.ts';
 import { envelope, errorEnvelope } from '../src/schemas/common.ts';
-import type { RouteSpec } from './route.ts';
+import { type RouteSpec, rateLimitsOf } from './route.ts';
 
 /**
  * Builds the OpenAPI 3.1 document from the same route table and zod schemas that validate
@@ -64,7 +64,7 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
     ? { [spec.rawResponse.contentType]: { schema: convert(spec.response, 'output') } }
     : { 'application/json': { schema: convert(envelope(spec.response), 'output') } };
   const responses: Record<string, unknown> = { [String(spec.successStatus ?? 200)]: { description: 'success', content: successContent } };
-  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), ...(spec.body ? [4001, 4130] : []), ...codesByAuth[spec.auth], ...(spec.errors ?? []), 5000]);
+  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), ...(spec.body ? [4001, 4130] : []), ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000]);
   for (const code of failureCodes) {
     const entry = Object.entries(errorTable).find(([, row]) => row.code === code);
     if (!entry) continue;

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { z } from 'zod';
+import type { RateLimitName, Requester } from '../src/engine/admission.ts';
 import type { Principal } from '../src/engine/dependencies.ts';
 import { AppError } from '../src/errors.ts';
 import { sendData } from './envelope.ts';
@@ -44,6 +45,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * protocol): the credentials they accept, for the OpenAPI document only.
    */
   documentedAuth?: AuthRequirement;
+  /**
+   * The rate-limit buckets (src/limits.ts) a request takes one token from, after authentication
+   * and parsing and before the handler. Unset: see defaultRateLimits. `[]`: none (health probes,
+   * or a handler that limits in its own protocol).
+   */
+  rateLimits?: readonly RateLimitName[];
   /** A handler that writes the response itself (streams, redirects) returns `handled`. */
   handler(input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>): Promise<unknown>;
 }
@@ -54,6 +61,20 @@ export const route = <B extends z.ZodType, Q extends z.ZodType, P extends z.ZodT
   spec as unknown as RouteSpec;
 
 type Authenticator = (request: Request, requirement: AuthRequirement) => Promise<Principal | null>;
+type RateLimiter = (names: readonly RateLimitName[], requester: Requester) => Promise<void>;
+
+/** Anonymous and admin requests count by address; a credential's reads and writes by credential. */
+export function rateLimitsOf(spec: RouteSpec): readonly RateLimitName[] {
+  if (spec.rateLimits) return spec.rateLimits;
+  if (spec.auth === 'none' || spec.auth === 'admin') return ['requestsPerAddress'];
+  return spec.method === 'get' ? ['readsPerCredential'] : ['writesPerCredential'];
+}
+
+/** The client's address as express sees it under the TRUST_PROXY setting. */
+export const clientAddress = (request: Request) => request.ip ?? request.socket.remoteAddress ?? 'unknown';
+
+const emailOf = (body: unknown) =>
+  body !== null && typeof body === 'object' && typeof (body as { email?: unknown }).email === 'string' ? (body as { email: string }).email : undefined;
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'body' | 'query' | 'params') {
   if (!schema) return value;
@@ -67,8 +88,9 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'bod
   return result.data;
 }
 
-export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: Authenticator) {
+export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: Authenticator, limit: RateLimiter) {
   for (const spec of routes) {
+    const rateLimits = rateLimitsOf(spec);
     router[spec.method](spec.path, async (request: Request, response: Response, next: NextFunction) => {
       try {
         // Authentication comes first so an anonymous caller learns nothing from validation errors.
@@ -76,6 +98,9 @@ export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: A
         const body = parsePart(spec.body, request.body, 'body');
         const query = parsePart(spec.query, request.query, 'query');
         const params = parsePart(spec.params, request.params, 'params');
+        // After parsing, so a login is counted against the email it names; before the handler, so a
+        // refused attempt costs no password hash.
+        if (rateLimits.length > 0) await limit(rateLimits, { address: clientAddress(request), principal, account: emailOf(body) });
         const data = await spec.handler({ body, query, params, principal, request, response });
         if (data !== handled) sendData(response, spec.successStatus ?? 200, data);
       } catch (error) {

@@ -11,6 +11,8 @@ import { errorResponse, fromAppError, parseErrorResponse, toRpcError } from './e
 import type { RpcContext } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
+import { clientAddress } from '../rest/route.ts';
+import { sendRetryAfter } from '../rest/envelope.ts';
 
 /**
  * POST /api/v1/rpc. The order of checks, and the HTTP status of each answer:
@@ -23,9 +25,12 @@ import { StreamStart, openTaskStream } from './task-stream.ts';
  *    what HTTP clients and @a2a-js/sdk recognize as an auth failure (its JSON-RPC transport still
  *    reads the error object from the body; its auth helper retries on 401). Credentials are
  *    checked before the body is interpreted, so an anonymous caller learns nothing from it.
- * 3. Everything after that is HTTP 200: -32700, -32600, -32601, -32602 and marketplace errors.
+ * 3. Over the JSON-RPC rate limit (each call of a batch counts): HTTP 429 with Retry-After, error
+ *    -32129 with data.code 4290. A stream over the open-stream caps is refused with the same
+ *    error under HTTP 200, like any other failure of a single call.
+ * 4. Everything after that is HTTP 200: -32700, -32600, -32601, -32602 and marketplace errors.
  *    A request made only of notifications gets HTTP 204 and no body.
- * 4. A single streaming method answers as SSE; each `data:` is a JSON-RPC response with the id.
+ * 5. A single streaming method answers as SSE; each `data:` is a JSON-RPC response with the id.
  */
 export async function authenticateHeaders(engine: Engine, headers: IncomingHttpHeaders) {
   const one = (name: string) => {
@@ -89,6 +94,15 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
     const status = error instanceof AppError ? error.httpStatus : 500;
     return reply(response, status, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
   }
+  // Each call counts, so a batch of 50 costs what 50 single requests cost. Like authentication,
+  // a refusal concerns the whole exchange: HTTP 429 with Retry-After, and the JSON-RPC error.
+  try {
+    const calls = parsed.ok && Array.isArray(parsed.value) ? Math.max(1, parsed.value.length) : 1;
+    await engine.admission.consume(['rpcCallsPerCredential'], { address: clientAddress(request), principal: context.principal }, calls);
+  } catch (error) {
+    if (error instanceof AppError) sendRetryAfter(response, error);
+    return reply(response, error instanceof AppError ? error.httpStatus : 500, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
+  }
   if (!parsed.ok) return reply(response, 200, parseErrorResponse('request body is not valid JSON'));
   try {
     assertSafeJson(parsed.value, 'params');
@@ -115,7 +129,9 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
   const early: [string, string | undefined][] = [];
   const write = (data: string, sequence: string | undefined) => sse!.send(data, sequence);
   let stream: Awaited<ReturnType<typeof openTaskStream>>;
+  let release = () => {};
   try {
+    release = engine.admission.sseStreams.open(context.principal);
     stream = await openTaskStream(engine, context.principal, start, afterSequence, {
       emit: (result, sequence) => {
         const data = JSON.stringify({ jsonrpc: '2.0', id, result });
@@ -129,9 +145,13 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
       },
     });
   } catch (error) {
+    release();
     return reply(response, 200, errorResponse(id, toRpcError(error, engine.dependencies.log)));
   }
-  sse = openSse(response, () => stream.close());
+  sse = openSse(response, () => {
+    release();
+    stream.close();
+  });
   for (const [data, sequence] of early) if (!write(data, sequence)) return;
   if (ended) sse.close();
 }

@@ -39,6 +39,8 @@ export function rpcRoutes(engine: Engine): RouteSpec[] {
   return [
     route({
       method: 'post', path: rpcPath, tag: 'a2a', auth: 'none', documentedAuth: 'user', rawResponse: { contentType: 'application/json' },
+      // Limited in serveHttp, per call, and answered in JSON-RPC's own shape.
+      rateLimits: [], errors: [4290],
       summary:
         'JSON-RPC 2.0 endpoint for A2A clients (single or batch; streaming methods answer as text/event-stream). ' +
         'Authenticates like REST: X-Api-Key + X-Platform-User-Id, or a bearer token',

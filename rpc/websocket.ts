@@ -9,7 +9,7 @@ import type { Engine } from '../src/engine/index.ts';
 import type { Logger } from '../src/logger.ts';
 import { AppError } from '../src/errors.ts';
 import { limits } from '../src/limits.ts';
-import type { Dispatcher } from './dispatch.ts';
+import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, parseErrorResponse, toRpcError } from './errors.ts';
 import { authenticateHeaders } from './http.ts';
 import type { RpcContext } from './methods.ts';
@@ -44,6 +44,8 @@ interface Connection {
   /** The upgrade request's `A2A-Version` header. */
   version: string | undefined;
   alive: boolean;
+  /** The peer's address, for rate limits keyed by address. */
+  address: string;
   subscriptions: Map<string, { close(): void }>;
 }
 
@@ -51,10 +53,12 @@ const credentialHeaders = ['x-api-key', 'x-platform-user-id', 'authorization'] a
 const pickCredentials = (headers: IncomingHttpHeaders): IncomingHttpHeaders =>
   Object.fromEntries(credentialHeaders.filter((name) => headers[name] !== undefined).map((name) => [name, headers[name]]));
 
-function refuseUpgrade(socket: Duplex, status: number, body: unknown) {
+const reasons: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 429: 'Too Many Requests' };
+
+function refuseUpgrade(socket: Duplex, status: number, body: unknown, retryAfterSeconds?: unknown) {
   const text = JSON.stringify(body);
-  const reason = status === 401 ? 'Unauthorized' : status === 404 ? 'Not Found' : status === 400 ? 'Bad Request' : 'Error';
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+  const retryAfter = typeof retryAfterSeconds === 'number' ? `Retry-After: ${retryAfterSeconds}\r\n` : '';
+  socket.end(`HTTP/1.1 ${status} ${reasons[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n${retryAfter}Connection: close\r\n\r\n${text}`);
 }
 
 function send(connection: Connection, message: unknown): boolean {
@@ -93,16 +97,28 @@ class RpcSockets {
       if (this.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, errorResponse(null, toRpcError(new AppError('not_found', 'no such route'), this.log)));
       return;
     }
-    authenticateHeaders(this.engine, request.headers).then(
-      (principal) => this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request)),
-      (error: unknown) => refuseUpgrade(socket, error instanceof AppError ? error.httpStatus : 500, errorResponse(null, toRpcError(error, this.log))),
-    );
+    authenticateHeaders(this.engine, request.headers)
+      .then((principal) => {
+        // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
+        const release = this.engine.admission.webSockets.open(principal);
+        // A client that left during authentication has already emitted 'close'.
+        if (socket.destroyed) return release();
+        socket.once('close', release);
+        this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request));
+      })
+      .catch((error: unknown) => {
+        const status = error instanceof AppError ? error.httpStatus : 500;
+        refuseUpgrade(socket, status, errorResponse(null, toRpcError(error, this.log)), error instanceof AppError ? error.data?.retry_after_seconds : undefined);
+      });
   };
 
   private onConnection(socket: WebSocket, principal: Principal, request: IncomingMessage) {
     const version = request.headers['a2a-version'];
     const credentials = pickCredentials(request.headers);
-    const connection: Connection = { socket, principal, credentials, version: Array.isArray(version) ? version[0] : version, alive: true, subscriptions: new Map() };
+    const connection: Connection = {
+      socket, principal, credentials, version: Array.isArray(version) ? version[0] : version, alive: true,
+      address: request.socket.remoteAddress ?? 'unknown', subscriptions: new Map(),
+    };
     this.connections.add(connection);
     socket.on('pong', () => {
       connection.alive = true;
@@ -147,6 +163,7 @@ class RpcSockets {
       return;
     }
     if (!(await this.stillAuthenticated(connection, payload))) return;
+    if (!(await this.withinRateLimit(connection, payload))) return;
     const context = this.contextOf(connection);
     const result = await this.dispatcher.dispatch(payload, context, { streamsInBatch: true });
     if (result === null) return;
@@ -214,6 +231,18 @@ class RpcSockets {
       const id = payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? ((payload as { id?: string | number }).id ?? null) : null;
       send(connection, errorResponse(id, toRpcError(error, this.log)));
       connection.socket.close(1008, 'credentials are no longer valid');
+      return false;
+    }
+  }
+
+  /** Every call counts against the credential's JSON-RPC bucket, a batch as its length (as over HTTP). */
+  private async withinRateLimit(connection: Connection, payload: unknown): Promise<boolean> {
+    try {
+      const calls = Array.isArray(payload) ? Math.max(1, payload.length) : 1;
+      await this.engine.admission.consume(['rpcCallsPerCredential'], { address: connection.address, principal: connection.principal }, calls);
+      return true;
+    } catch (error) {
+      send(connection, errorResponse(Array.isArray(payload) ? null : idOf(payload), toRpcError(error, this.log)));
       return false;
     }
   }

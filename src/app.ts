@@ -56,6 +56,8 @@ export function createApp(engine: Engine) {
   // same route under different idempotency scopes.
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
+  // Decides request.ip, the key of the per-address rate limits (docs/decisions.md).
+  app.set('trust proxy', config.TRUST_PROXY);
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
@@ -67,7 +69,7 @@ export function createApp(engine: Engine) {
   app.use((request, _response, next) => next(request.method === 'OPTIONS' ? new AppError('not_found', 'no such route') : undefined));
 
   const router = express.Router({ caseSensitive: true, strict: true });
-  mountRoutes(router, allRoutes(engine), createAuthenticator(engine, config.ADMIN_TOKEN));
+  mountRoutes(router, allRoutes(engine), createAuthenticator(engine, config.ADMIN_TOKEN), engine.admission.consume);
   app.use(router);
 
   app.get('/docs', (_request, response) => response.type('html').send(docsPage));

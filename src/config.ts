@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { limits } from './limits.ts';
 
 /**
  * Configuration comes only from the environment (decisions section 11) and is parsed once, so a
@@ -38,7 +39,46 @@ const environmentSchema = z.object({
   LLM_MODEL: z.string().optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  /**
+   * Express's `trust proxy`: off by default, so the client address is the socket's and a client
+   * cannot choose its own rate-limit bucket with X-Forwarded-For. Behind a proxy set the number of
+   * proxies in front ("1"), or their addresses or subnets ("10.0.0.0/8,loopback").
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((value): boolean | number | string => (value === 'true' ? true : value === 'false' ? false : /^\d+$/.test(value) ? Number(value) : value)),
 });
+
+export type RateLimitName = keyof typeof limits.rateLimits;
+export const rateLimitNames = Object.keys(limits.rateLimits) as RateLimitName[];
+export interface RateLimitSetting {
+  requests: number;
+  windowSeconds: number;
+}
+
+/** `loginPerAddress` -> `RATE_LIMIT_LOGIN_PER_ADDRESS`. */
+export const rateLimitVariable = (name: RateLimitName) => `RATE_LIMIT_${name.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase()}`;
+
+/** Each bucket from limits.ts, or its RATE_LIMIT_<NAME> override; null when turned off. */
+function parseRateLimits(environment: Record<string, string | undefined>): Record<RateLimitName, RateLimitSetting | null> {
+  const problems: string[] = [];
+  const settings = Object.fromEntries(
+    rateLimitNames.map((name) => {
+      const value = environment[rateLimitVariable(name)];
+      if (value === undefined) return [name, limits.rateLimits[name]];
+      if (value === 'off') return [name, null];
+      const match = /^(\d{1,9})\/(\d{1,6})$/.exec(value);
+      if (!match || Number(match[1]) < 1 || Number(match[2]) < 1) {
+        problems.push(`  ${rateLimitVariable(name)}: must be "<requests>/<seconds>" (both at least 1) or "off"`);
+        return [name, null];
+      }
+      return [name, { requests: Number(match[1]), windowSeconds: Number(match[2]) }];
+    }),
+  ) as Record<RateLimitName, RateLimitSetting | null>;
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  return settings;
+}
 
 export type Environment = z.infer<typeof environmentSchema>;
 
@@ -48,6 +88,7 @@ export interface Config extends Omit<Environment, 'JWT_SECRET' | 'ADMIN_TOKEN'> 
   publicBaseUrl: string;
   /** True when DATABASE_URL is unset and the embedded PGlite database is used. */
   embeddedDatabase: boolean;
+  rateLimits: Record<RateLimitName, RateLimitSetting | null>;
 }
 
 export class ConfigError extends Error {}
@@ -68,12 +109,14 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   if (values.WORKERS > 1 && (!values.DATABASE_URL || !values.REDIS_URL)) {
     throw new ConfigError('Invalid configuration:\n  WORKERS: more than 1 needs DATABASE_URL (PostgreSQL) and REDIS_URL');
   }
+  const rateLimits = parseRateLimits(cleaned);
   const secrets = resolveSecrets(values);
   return {
     ...values,
     ...secrets,
     publicBaseUrl: values.PUBLIC_BASE_URL ?? `http://localhost:${values.PORT}`,
     embeddedDatabase: !values.DATABASE_URL,
+    rateLimits,
   };
 }
 

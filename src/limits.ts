@@ -88,4 +88,36 @@ export const limits = {
   /** Deeper JSON than this is refused: PostgreSQL's jsonb and recursive code both have limits. */
   jsonDepthMax: 32,
   rpcSubscriptionsPerSocketMax: 100,
+  /**
+   * Rate limits (decisions section 6, docs/decisions.md "Rate limits and stream caps"): at most
+   * `requests` per bucket in each window of `windowSeconds`, counted in Redis when there is one.
+   * RATE_LIMIT_<NAME> overrides one ("<requests>/<seconds>" or "off", e.g. RATE_LIMIT_LOGIN_PER_ADDRESS=30/300).
+   */
+  rateLimits: {
+    /** Anonymous and admin routes, by client address. */
+    requestsPerAddress: { requests: 1_200, windowSeconds: 60 },
+    /** Strict: each answer costs a scrypt hash, and a 4092 tells that an email has an account. */
+    signupPerAddress: { requests: 10, windowSeconds: 3_600 },
+    loginPerAddress: { requests: 30, windowSeconds: 300 },
+    /** By the email tried, whatever the address: slows guessing one account's password from many addresses. */
+    loginPerAccount: { requests: 10, windowSeconds: 300 },
+    /** GET routes (lists, history, single resources) by credential. */
+    readsPerCredential: { requests: 1_200, windowSeconds: 60 },
+    writesPerCredential: { requests: 600, windowSeconds: 60 },
+    /** JSON-RPC calls (HTTP and WebSocket), a batch counting as its length. */
+    rpcCallsPerCredential: { requests: 1_200, windowSeconds: 60 },
+    /** SSE stream opens (REST) by credential; the number open at once is bounded below. */
+    streamOpensPerCredential: { requests: 120, windowSeconds: 60 },
+  },
+  /** Open SSE streams (REST and JSON-RPC) of one credential on one instance, and of all credentials. */
+  sseStreamsPerCredentialMax: 20,
+  sseStreamsPerInstanceMax: 20_000,
+  /** Open JSON-RPC WebSocket connections of one credential on one instance, and of all credentials. */
+  webSocketsPerCredentialMax: 20,
+  webSocketsPerInstanceMax: 20_000,
+  /** Password hashes (scrypt) running at once per process, and waiting for a turn; more are refused (4290). */
+  passwordHashesConcurrentMax: 2,
+  passwordHashesQueuedMax: 32,
+  /** What a refused stream or connection is told to wait before trying again. */
+  connectionCapRetryAfterSeconds: 10,
 } as const;

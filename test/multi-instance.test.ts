@@ -17,6 +17,7 @@ let database: Awaited<ReturnType<typeof cloneTemplate>>;
 let instanceA: Awaited<ReturnType<typeof startServer>>;
 let instanceB: Awaited<ReturnType<typeof startServer>>;
 let environment: Record<string, string>;
+const loginsPerAccount = 6;
 
 beforeAll(async () => {
   redisPort = await freePort();
@@ -25,6 +26,7 @@ beforeAll(async () => {
   environment = {
     DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${redisPort}`, ADMIN_TOKEN: adminToken,
     JWT_SECRET: 'multi-instance-jwt-secret-0123456789', LOG_LEVEL: 'info', NODE_ENV: 'test',
+    RATE_LIMIT_SIGNUP_PER_ADDRESS: '100000/3600', RATE_LIMIT_LOGIN_PER_ACCOUNT: `${loginsPerAccount}/300`,
   };
   [instanceA, instanceB] = await Promise.all([startServer(environment), startServer(environment)]);
 }, 120_000);
@@ -103,6 +105,21 @@ describe('two instances behind one Redis', () => {
     }
     expect([...byTransaction.values()]).toEqual(Array.from({ length: 6 }, () => ['pending_freeze', 'frozen', 'accepted', 'delivered', 'settled']));
   }, 180_000);
+});
+
+describe('rate limits shared by two instances', () => {
+  it('counts wrong logins made through A and B in one bucket, and refuses the next on either', async () => {
+    const email = `${randomUUID()}@example.com`;
+    await call(instanceA.url, 'POST', '/api/v1/auth/signup', {}, { email, password: 'multi-instance-1' });
+    const login = async (base: string) => {
+      const response = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password: 'wrong-password-1' }) });
+      return ((await response.json()) as { code: number }).code;
+    };
+    const codes = [];
+    for (let index = 0; index < loginsPerAccount; index++) codes.push(await login(index % 2 === 0 ? instanceA.url : instanceB.url));
+    expect(codes).toEqual(Array.from({ length: loginsPerAccount }, () => 4010));
+    expect([await login(instanceA.url), await login(instanceB.url)]).toEqual([4290, 4290]);
+  }, 60_000);
 });
 
 describe('one server with two workers (WORKERS=2)', () => {

@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import knex from 'knex';
+import { limits } from '../../src/limits.ts';
 import { openClients, percentile, residentBytes } from './sse-clients.ts';
 
 /**
@@ -113,6 +114,22 @@ async function agent(base: string) {
   return { userId: user.user_id!, headers: { 'X-Api-Key': key.api_key!, 'X-Platform-User-Id': user.user_id! } };
 }
 
+/**
+ * One credential may hold only limits.sseStreamsPerCredentialMax streams open, so each buyer's
+ * subscribers are spread over enough API keys linked to that buyer: every one of them still sees
+ * the buyer's events, as the subscribers of one group did before the cap.
+ */
+async function subscriberCredentials(base: string, buyer: { userId: string; headers: Record<string, string> }, subscribers: number) {
+  const admin = { 'X-Admin-Token': adminToken };
+  const credentials = [buyer.headers];
+  while (credentials.length * limits.sseStreamsPerCredentialMax < subscribers) {
+    const key = await api(base, 'POST', '/api/v1/admin/api-keys', admin, { agent_platform_type: 'bench' });
+    await api(base, 'POST', `/api/v1/admin/api-keys/${key.id}/links`, admin, { user_id: buyer.userId });
+    credentials.push({ 'X-Api-Key': key.api_key!, 'X-Platform-User-Id': buyer.userId });
+  }
+  return credentials;
+}
+
 interface Memory {
   rssBytes: number;
   heapBytes: number;
@@ -149,6 +166,9 @@ async function measureProduct() {
   const server = await startProcess(['src/main.ts'], {
     DATABASE_URL: values['database-url']!, REDIS_URL: values['redis-url']!, ADMIN_TOKEN: adminToken, JWT_SECRET: 'bench-fanout-jwt-secret-0123456789',
     PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'production', WORKERS: String(workerCount),
+    // The setup (a few signups, hundreds of admin calls) all comes from 127.0.0.1 and is not what
+    // is measured; the caps on open streams per credential stay as in production.
+    RATE_LIMIT_SIGNUP_PER_ADDRESS: 'off', RATE_LIMIT_REQUESTS_PER_ADDRESS: 'off',
   }, /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/g, workerCount);
   try {
     log(`product: server pid ${server.pid} (${workerCount === 1 ? 'one process' : `${workerCount} workers`}) at ${server.url}; creating ${buyerCount} buyers and a seller`);
@@ -157,9 +177,16 @@ async function measureProduct() {
     for (let index = 0; index < buyerCount; index++) buyers.push(await agent(server.url));
     for (const buyer of buyers) await api(server.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '100000.00' });
     const capability = await api(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Bench', description: 'Bench', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00' });
+    const perBuyer = Math.ceil(subscriberCount / buyerCount);
+    const credentials: Record<string, string>[][] = [];
+    for (const buyer of buyers) credentials.push(await subscriberCredentials(server.url, buyer, perBuyer));
+    log(`product: ${credentials[0]!.length} credentials per buyer (at most ${limits.sseStreamsPerCredentialMax} streams each)`);
     await sleep(500);
     const before = await memoryOf(server);
-    const clients = openClients(subscriberCount, (index) => ({ url: `${server.url}/api/v1/transactions/events`, headers: buyers[index % buyerCount]!.headers }), timestampOfEvent);
+    // Subscriber i listens to buyer i % buyerCount, through that buyer's credential number
+    // floor(i / buyerCount / streams per credential).
+    const headersOf = (index: number) => credentials[index % buyerCount]![Math.floor(Math.floor(index / buyerCount) / limits.sseStreamsPerCredentialMax)]!;
+    const clients = openClients(subscriberCount, (index) => ({ url: `${server.url}/api/v1/transactions/events`, headers: headersOf(index) }), timestampOfEvent);
     await waitUntil(() => clients.connected() === subscriberCount, 'subscribers connected', 300_000, () => `${clients.connected()}/${subscriberCount}`);
     await sleep(1000);
     const memory = perSubscriber(before, await memoryOf(server));

@@ -4,13 +4,13 @@ import { route } from '../route.ts';
 
 export const identityRoutes = (engine: Engine) => [
   route({
-    method: 'post', path: '/api/v1/auth/signup', tag: 'auth', auth: 'none', successStatus: 201, errors: [4092],
+    method: 'post', path: '/api/v1/auth/signup', tag: 'auth', auth: 'none', successStatus: 201, errors: [4092], rateLimits: ['signupPerAddress'],
     summary: 'Create a human account and receive an access token',
     body: schemas.signupBody, response: schemas.accessTokenResponse,
     handler: ({ body }) => engine.identity.signup(body),
   }),
   route({
-    method: 'post', path: '/api/v1/auth/login', tag: 'auth', auth: 'none', errors: [4010],
+    method: 'post', path: '/api/v1/auth/login', tag: 'auth', auth: 'none', errors: [4010], rateLimits: ['loginPerAddress', 'loginPerAccount'],
     summary: 'Sign in with email and password and receive an access token',
     body: schemas.loginBody, response: schemas.accessTokenResponse,
     handler: ({ body }) => engine.identity.login(body),

@@ -43,36 +43,47 @@ function sharedFrame(item: StreamEvent): string {
 
 type Opener = (principal: Principal, afterSequence: string | undefined, listener: StreamListener) => Promise<Subscription>;
 
-async function serve(input: RouteInput<unknown, { last_event_id?: string }, unknown>, open: Opener) {
+async function serve(engine: Engine, input: RouteInput<unknown, { last_event_id?: string }, unknown>, open: Opener) {
   const afterSequence = parseLastEventId(input.request.get('last-event-id') ?? input.query.last_event_id);
   if (afterSequence === null) {
     throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
   }
+  // A stream over the caps is refused (4290) before it subscribes, so it costs nothing.
+  const release = engine.admission.sseStreams.open(input.principal!);
   // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
   let stream: SseStream | null = null;
   const early: StreamEvent[] = [];
   const write = (item: StreamEvent) => stream!.sendFrame(sharedFrame(item));
-  const subscription = await open(input.principal!, afterSequence, {
-    onEvent: (item) => (stream ? write(item) : (early.push(item), true)),
-    onEnd: () => stream?.close(),
+  let subscription: Subscription;
+  try {
+    subscription = await open(input.principal!, afterSequence, {
+      onEvent: (item) => (stream ? write(item) : (early.push(item), true)),
+      onEnd: () => stream?.close(),
+    });
+  } catch (error) {
+    release();
+    throw error;
+  }
+  stream = openSse(input.response, () => {
+    release();
+    subscription.close();
   });
-  stream = openSse(input.response, () => subscription.close());
   for (const item of early) write(item);
   return handled;
 }
 
 export const streamRoutes = (engine: Engine) => [
   route({
-    method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rawResponse: { contentType: 'text/event-stream' },
+    method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for all of the caller's transactions (resume with Last-Event-ID)",
     query: lastEventQuery, response: streamEvent,
-    handler: (input) => serve(input, (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
+    handler: (input) => serve(engine, input, (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
   }),
   route({
-    method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rawResponse: { contentType: 'text/event-stream' },
+    method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rateLimits: ['streamOpensPerCredential'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for one transaction, from its creation on (resume with Last-Event-ID)",
     params: transactionIdParams, query: lastEventQuery, response: streamEvent,
-    handler: (input) => serve(input, (principal, afterSequence, listener) =>
+    handler: (input) => serve(engine, input, (principal, afterSequence, listener) =>
       engine.streams.subscribeTransaction(principal, input.params.tx_id, { afterSequence }, listener)),
   }),
 ];

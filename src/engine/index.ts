@@ -2,6 +2,7 @@ import { createEventHub } from '../events/hub.ts';
 import { createPublisher } from '../events/publisher.ts';
 import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
+import { createAdmission } from './admission.ts';
 import { createCapabilityEngine } from './capabilities.ts';
 import type { EngineDependencies } from './dependencies.ts';
 import { createIdempotency } from './idempotency.ts';
@@ -27,6 +28,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
+  const admission = createAdmission(dependencies);
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
@@ -47,7 +49,7 @@ export async function createEngine(dependencies: EngineDependencies) {
     await publisher.close();
   }
 
-  return { identity, capabilities, transactions, wallet, sweeper, streams, hub, relay, readiness, close, dependencies };
+  return { identity, capabilities, transactions, wallet, sweeper, streams, hub, relay, admission, readiness, close, dependencies };
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>;

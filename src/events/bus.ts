@@ -9,6 +9,11 @@ import { Redis } from 'ioredis';
 export interface EventBus {
   readonly kind: 'redis' | 'in-process';
   readonly describe: string;
+  /**
+   * The Redis command connection and the prefix of this bus's names, for other state instances
+   * share (rate-limit counters); null on the in-process bus.
+   */
+  readonly shared: { redis: Redis; keyPrefix: string } | null;
   publish(channel: string, message: string): Promise<void>;
   subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
   /**
@@ -26,6 +31,7 @@ export function createInProcessBus(): EventBus {
   return {
     kind: 'in-process',
     describe: 'in-process event bus',
+    shared: null,
     async publish(channel, message) {
       emitter.emit(channel, message);
     },
@@ -70,6 +76,7 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
   return {
     kind: 'redis',
     describe: `Redis at ${parsed.hostname}:${parsed.port || 6379}`,
+    shared: { redis: publisher, keyPrefix: channelPrefix },
     async publish(channel, message) {
       await publisher.publish(channelPrefix + channel, message);
     },

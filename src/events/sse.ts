@@ -59,6 +59,8 @@ export function openSse(response: ServerResponse, onClose: () => void): SseStrea
     onClose();
   };
   response.on('close', finish);
+  // A client that left while the stream was being set up will never emit 'close' again.
+  if (response.destroyed) queueMicrotask(finish);
   return {
     send(data, id, event) {
       return this.sendFrame(frame(data, id, event));

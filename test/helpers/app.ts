@@ -36,6 +36,9 @@ export async function startTestApp(environment: Record<string, string> = {}): Pr
     ADMIN_TOKEN: testAdminToken,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PUBLIC_BASE_URL: 'http://127.0.0.1:3000',
+    // Every test signs its actors up from 127.0.0.1; the strict production default (a few an hour)
+    // is tested on its own in rate-limits.test.ts.
+    RATE_LIMIT_SIGNUP_PER_ADDRESS: '100000/3600',
     ...(clone ? { DATABASE_URL: clone.url } : {}),
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...environment,
