@@ -5,6 +5,11 @@
 export const limits = {
   requestBodyBytesMax: 1024 * 1024,
   resultPayloadBytesMax: 256 * 1024,
+  /**
+   * An `input` or `result_payload` whose JSON is larger than this is left out of events and
+   * stored idempotency responses (named in `omitted_fields`); GET returns it, replays restore it.
+   */
+  eventFieldInlineBytesMax: 16 * 1024,
   pageSizeDefault: 20,
   pageSizeMax: 100,
   pageNumberMax: 1_000_000,
