@@ -6,6 +6,7 @@ import * as clientTaskIds from './migrations/003_client_task_ids.ts';
 import * as idempotencyClaims from './migrations/004_idempotency_claims.ts';
 import * as transactionTerms from './migrations/005_transaction_terms.ts';
 import * as systemAccounts from './migrations/006_system_accounts.ts';
+import * as outboxRetention from './migrations/008_outbox_retention.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -18,6 +19,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '004_idempotency_claims': idempotencyClaims,
   '005_transaction_terms': transactionTerms,
   '006_system_accounts': systemAccounts,
+  '008_outbox_retention': outboxRetention,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
