@@ -140,6 +140,12 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
   };
   subscription = await engine.streams.subscribeTransaction(principal, start.transactionId, { afterSequence }, {
     onEvent,
+    // The history before the current state was deleted by the retention job: without it the
+    // task would never be sent, so the task as the method read it is sent instead (no id).
+    // A resumed stream (Last-Event-ID) has sent the current task first already.
+    onTooOld: () => inOrder(() => {
+      if (!current && !finished) sendTask(start.view, undefined);
+    }),
     onEnd: (reason) => inOrder(() => {
       // Cut short before the first event: the client still gets the task as the method saw it.
       if (!current && !finished) sendTask(start.view, undefined);
