@@ -70,7 +70,7 @@ describe('a transaction with a large input', () => {
     await client.opened;
     await expect.poll(() => client.received.length).toBe(1);
     client.close();
-    const view = client.received[0]!.data.data.transaction;
+    const view = client.received[0]!.data.data.transaction as unknown as Record<string, unknown>;
     expect(view.input).toBeNull();
     expect(view.omitted_fields).toEqual([{ field: 'input', bytes: JSON.stringify(input).length }]);
     expect(view.status).toBe('pending_freeze');
@@ -101,7 +101,7 @@ describe('a large delivered result', () => {
 
     const results = await streamed;
     expect(results.map((item) => item.kind)).toEqual(['task', 'artifact-update', 'status-update']);
-    expect(results[1].artifact.parts[0].data).toEqual(result);
-    expect(results[2].status.state).toBe('input-required');
+    expect(results[1]!.artifact.parts[0].data).toEqual(result);
+    expect(results[2]!.status.state).toBe('input-required');
   });
 });
