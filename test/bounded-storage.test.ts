@@ -86,7 +86,7 @@ describe('a large delivered result', () => {
     await post(buyer, `/api/v1/transactions/${id}/freeze`).expect(200);
     await post(seller, `/api/v1/transactions/${id}/accept`).expect(200);
     const streamed = rpcStreamResults(`${server.url}/api/v1/rpc`, buyer, 'tasks/resubscribe', { id }, { 'A2A-Version': '0.3' });
-    // The stream's first result (the accepted task) is sent before the delivery happens.
+    // Gives the stream time to send the accepted task before the delivery (not required to pass).
     await new Promise((resolve) => setTimeout(resolve, 300));
     const result = largeResult();
     const key = randomUUID();
@@ -99,9 +99,11 @@ describe('a large delivered result', () => {
     expect(event!.payload.transaction.result_payload).toBeNull();
     expect(event!.payload.transaction.omitted_fields).toEqual([{ field: 'result_payload', bytes: JSON.stringify(result).length }]);
 
+    // Usually the stream saw the accepted task first and the delivery as an update; if it started
+    // late, its first task is the delivered one. Either way the artifact carries the whole result.
     const results = await streamed;
-    expect(results.map((item) => item.kind)).toEqual(['task', 'artifact-update', 'status-update']);
-    expect(results[1]!.artifact.parts[0].data).toEqual(result);
-    expect(results[2]!.status.state).toBe('input-required');
+    const artifacts = results.flatMap((item) => (item.kind === 'artifact-update' ? [item.artifact] : (item.artifacts ?? [])));
+    expect(artifacts.map((artifact) => artifact.parts[0].data)).toEqual([result]);
+    expect(results.at(-1)!.status.state).toBe('input-required');
   });
 });
