@@ -67,6 +67,37 @@ describe('the retention job', () => {
     expect(Number((await db()('idempotency_keys').where('expires_at', '<=', at).count('* as count'))[0]!.count)).toBe(0);
     expect(await db()('idempotency_keys').where({ scope_hash: liveHash }).first()).toBeDefined();
   });
+
+  it('deletes each row once when several instances run it at the same time, and never an unpublished one', async () => {
+    const deals = await Promise.all([1, 2, 3, 4].map(() => acceptedDeal()));
+    const unpublished = deals[0]!;
+    await db()('outbox_events').where({ transaction_id: unpublished.id }).update({ published_at: null });
+    test.clock.advanceMs((retentionHours() + 1) * hourMs);
+    const oldRows = Number((await db()('outbox_events').whereNotNull('published_at').where('created_at', '<', new Date(test.clock.now.getTime() - retentionHours() * hourMs)).count('* as count'))[0]!.count);
+
+    const runs = await Promise.all([1, 2, 3, 4, 5, 6].map(() => test.runtime.engine.retention.runOnce()));
+
+    expect(runs.reduce((sum, run) => sum + run.outboxEvents, 0)).toBe(oldRows);
+    for (const deal of deals.slice(1)) expect(await outboxSequences(deal.id)).toEqual([]);
+    expect(await outboxSequences(unpublished.id)).toEqual([1, 2, 3]);
+  });
+});
+
+describe('a configured retention window', () => {
+  it('keeps events younger than OUTBOX_RETENTION_HOURS and deletes older ones', async () => {
+    const short = await startTestApp({ OUTBOX_RETENTION_HOURS: '2' });
+    try {
+      const market = await agentMarket(short);
+      const { id } = await buy(short, market.buyer, market.capability.id);
+      await expect.poll(async () => (await short.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id }).whereNotNull('published_at')).length).toBe(1);
+      short.clock.advanceMs(1 * hourMs);
+      expect((await short.runtime.engine.retention.runOnce()).outboxEvents).toBe(0);
+      short.clock.advanceMs(2 * hourMs);
+      expect((await short.runtime.engine.retention.runOnce()).outboxEvents).toBe(1);
+    } finally {
+      await short.close();
+    }
+  });
 });
 
 describe('a stream resumed from a pruned position', () => {
