@@ -86,19 +86,28 @@ export class Subscriber {
    * oldest event still kept (or the head).
    */
   private async skipDeleted(batch: PublishedEvent[], checkHead: boolean) {
-    const oldest = batch[0];
-    let resumeAfter: bigint | null = null;
-    if (oldest) {
-      const sequence = this.source.sequenceOf(oldest);
-      if (sequence > this.last + 1n) resumeAfter = sequence - 1n;
-    } else if (checkHead && this.source.headSequence) {
+    let resumeAfter = this.gapBefore(batch[0]);
+    if (!batch[0] && checkHead && this.source.headSequence) {
       const head = await this.source.headSequence();
-      if (head > this.last) resumeAfter = head;
+      if (head > this.last) {
+        // An event may have been committed between the fetch and the head's read: look again.
+        // What the head counts was committed before it was read, so if nothing is there now,
+        // it was deleted.
+        const [oldest] = await this.source.fetchAfter(this.last, 1);
+        resumeAfter = oldest ? this.gapBefore(oldest) : head;
+      }
     }
     if (resumeAfter === null || this.ended) return;
     const requestedAfter = this.last;
     this.last = resumeAfter;
     this.listener.onTooOld?.({ requestedAfter: String(requestedAfter), resumedAfter: String(resumeAfter) });
+  }
+
+  /** The position to go on from when `oldest`, the first event after the position, is not the next one. */
+  private gapBefore(oldest: PublishedEvent | undefined): bigint | null {
+    if (!oldest) return null;
+    const sequence = this.source.sequenceOf(oldest);
+    return sequence > this.last + 1n ? sequence - 1n : null;
   }
 
   close() {
