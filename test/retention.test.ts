@@ -149,4 +149,17 @@ describe('a stream resumed from a pruned position', () => {
     expect(results).toHaveLength(1);
     expect(results[0]).toMatchObject({ kind: 'task', status: { state: 'input-required' }, artifacts: [{ parts: [{ data: { answer: 42 } }] }] });
   });
+
+  it('never reports too_old to streams resumed at the head while events are being committed', async () => {
+    const market = await agentMarket(test, '1000.00');
+    const ids = await Promise.all([1, 2, 3, 4, 5].map(async () => (await buy(test, market.buyer, market.capability.id)).id));
+    const head = Number((await db()('event_streams').where({ owner_user_id: market.buyer.userId }).first('last_sequence')).last_sequence);
+    const clients = [1, 2, 3, 4, 5, 6, 7, 8].map(() => openEventSource(`${server.url}/api/v1/transactions/events`, { ...market.buyer.headers, 'Last-Event-ID': String(head) }));
+    await Promise.all([...clients.map((client) => client.opened), ...ids.map((id) => act(test, market.buyer, id, 'freeze').expect(200))]);
+    for (const client of clients) await expect.poll(() => client.received.length).toBe(ids.length);
+    for (const client of clients) client.close();
+    const expected = ids.map((_, index) => String(head + index + 1));
+    for (const client of clients) expect(client.received.map((event) => event.id)).toEqual(expected);
+    for (const client of clients) expect(client.received.map((event) => event.type)).not.toContain('too_old');
+  });
 });
