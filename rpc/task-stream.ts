@@ -1,7 +1,7 @@
 import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { StreamEvent, Subscription } from '../src/events/stream-types.ts';
-import type { TransactionView } from '../src/schemas/transactions.ts';
+import type { OmittedField, TransactionEventView, TransactionView } from '../src/schemas/transactions.ts';
 import { type Generation, type TaskName, artifactEvent, closesStream, rankOf, statusEvent, taskEvent } from './shapes.ts';
 
 /**
@@ -25,6 +25,51 @@ export interface TaskStreamSink {
   emit(result: unknown, sequence: string | undefined, final: boolean): boolean;
   /** Called once when the stream is over (after the final event, or with why it was cut short). */
   end(reason?: StreamEndReason): void;
+}
+
+/**
+ * An event leaves a large input or result_payload out; the stream reads it from the transaction
+ * once (neither changes once set), so the client still gets the whole task and the delivered
+ * artifact.
+ */
+function completerOf(engine: Engine, principal: Principal) {
+  const filled = new Map<OmittedField['field'], unknown>();
+  return async (view: TransactionEventView): Promise<TransactionView> => {
+    const omitted = view.omitted_fields ?? [];
+    if (omitted.some(({ field }) => !filled.has(field))) {
+      const full = await engine.transactions.completeView(principal, view);
+      for (const { field } of omitted) filled.set(field, full[field]);
+    }
+    const { omitted_fields: _omitted, ...rest } = view;
+    return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, filled.get(field)])) };
+  };
+}
+
+/**
+ * Runs work in call order: synchronously while nothing is pending (the common case costs no
+ * promise), and behind the pending work once some had to wait for a read.
+ */
+function orderedRunner(failed: (error: unknown) => void) {
+  let pending: Promise<void> | null = null;
+  return (work: () => Promise<void> | void) => {
+    let next: Promise<void>;
+    if (pending) {
+      next = pending.then(work);
+    } else {
+      try {
+        const result = work();
+        if (!result) return;
+        next = result;
+      } catch (error) {
+        failed(error);
+        return;
+      }
+    }
+    const settled: Promise<void> = next.catch(failed).finally(() => {
+      if (pending === settled) pending = null;
+    });
+    pending = settled;
+  };
 }
 
 /**
@@ -68,32 +113,44 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
     emit(statusEvent(view, generation, name), sequence, closesStream(view.status));
   };
 
+  const complete = completerOf(engine, principal);
+  const handle = (view: TransactionView, sequence: string) => {
+    if (finished) return;
+    if (!current) {
+      // The event that produced the state the method saw (statuses never repeat in a transaction).
+      if (rankOf(view.status) >= rankOf(start.view.status)) sendTask(view, sequence);
+    } else if (rankOf(view.status) > rankOf(current.status)) {
+      sendUpdate(view, sequence);
+    }
+  };
+  const failed = (error: unknown) => {
+    // Delivery may run inside the fan-out loop: a failure here ends this stream only.
+    engine.dependencies.log.error('json-rpc task stream failed', { error });
+    finish('error');
+  };
+  const inOrder = orderedRunner(failed);
+
   if (afterSequence !== undefined) sendTask(start.view, undefined);
   if (finished) return { close: () => {} };
   const onEvent = ({ sequence, event }: StreamEvent) => {
-    const view = event.data.transaction as TransactionView | undefined;
+    const view = event.data.transaction as TransactionEventView | undefined;
     if (finished || !view) return true;
-    try {
-      if (!current) {
-        // The event that produced the state the method saw (statuses never repeat in a transaction).
-        if (rankOf(view.status) >= rankOf(start.view.status)) sendTask(view, sequence);
-      } else if (rankOf(view.status) > rankOf(current.status)) {
-        sendUpdate(view, sequence);
-      }
-    } catch (error) {
-      // Delivery may run inside the fan-out loop: a failure here ends this stream only.
-      engine.dependencies.log.error('json-rpc task stream failed', { error });
-      finish('error');
-    }
+    inOrder(() => (view.omitted_fields ? complete(view).then((full) => handle(full, sequence)) : handle(view, sequence)));
     return true;
   };
   subscription = await engine.streams.subscribeTransaction(principal, start.transactionId, { afterSequence }, {
     onEvent,
-    onEnd: (reason) => {
+    // The history before the current state was deleted by the retention job: without it the
+    // task would never be sent, so the task as the method read it is sent instead (no id).
+    // A resumed stream (Last-Event-ID) has sent the current task first already.
+    onTooOld: () => inOrder(() => {
+      if (!current && !finished) sendTask(start.view, undefined);
+    }),
+    onEnd: (reason) => inOrder(() => {
       // Cut short before the first event: the client still gets the task as the method saw it.
       if (!current && !finished) sendTask(start.view, undefined);
       finish(reason);
-    },
+    }),
   });
   if (finished) subscription.close();
   return { close: () => finish() };

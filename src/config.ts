@@ -31,6 +31,7 @@ const environmentSchema = z.object({
   AUTO_CONFIRM_HOURS: z.coerce.number().positive().default(72),
   DELIVERY_DEADLINE_HOURS: z.coerce.number().positive().default(72),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
+  OUTBOX_RETENTION_HOURS: z.coerce.number().positive().default(limits.outboxRetentionHoursDefault),
   SWEEPER_INTERVAL_MS: z.coerce.number().int().min(10).default(30_000),
   STREAM_HEARTBEAT_MS: z.coerce.number().int().min(10).default(15_000),
   UT_TO_CNY_RATE: z.string().regex(/^\d+(\.\d{1,6})?$/).default('0.10'),

@@ -5,6 +5,11 @@
 export const limits = {
   requestBodyBytesMax: 1024 * 1024,
   resultPayloadBytesMax: 256 * 1024,
+  /**
+   * An `input` or `result_payload` whose JSON is larger than this is left out of events and
+   * stored idempotency responses (named in `omitted_fields`); GET returns it, replays restore it.
+   */
+  eventFieldInlineBytesMax: 16 * 1024,
   pageSizeDefault: 20,
   pageSizeMax: 100,
   pageNumberMax: 1_000_000,
@@ -53,7 +58,13 @@ export const limits = {
   transactionRowCachePayloadBytesMax: 16_384,
   /** An in-flight idempotency claim younger than this is never taken over. */
   idempotencyClaimTakeoverAfterMs: 60_000,
-  idempotencyCleanupBatchSize: 1000,
+  /** Published outbox rows are kept this long by default (OUTBOX_RETENTION_HOURS); then deleted. */
+  outboxRetentionHoursDefault: 168,
+  /** The retention job (engine/retention.ts) runs this often, deleting rows in batches of this size. */
+  retentionIntervalMs: 60_000,
+  retentionBatchSize: 1000,
+  /** A run stops after this many batches; the next run goes on where it stopped. */
+  retentionBatchesPerRunMax: 100,
   sweepBatchSizeMax: 500,
   /** Published outbox rows are marked in one batch this often. */
   publishedMarkFlushMs: 200,

@@ -23,6 +23,7 @@ async function runServer(config: Config, log: Logger) {
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
   runtime.engine.relay.start();
+  runtime.engine.retention.start();
 
   const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

@@ -8,7 +8,7 @@ import { createProfiler, type Profiler } from './profiler.ts';
 
 /**
  * The real server, started in this process exactly as src/main.ts does it (openRuntime +
- * createApp, sweeper running), on PostgreSQL and Redis, listening on a loopback port. The only
+ * createApp, sweeper and retention job running), on PostgreSQL and Redis, listening on a loopback port. The only
  * addition is the request wrapper that lets the profiler attribute queries to a request.
  */
 export const benchJwtSecret = 'bench-jwt-secret-0123456789abcdef';
@@ -51,6 +51,7 @@ export async function startServer(databaseUrl: string, redisUrl: string, options
   const log = createLogger(config.LOG_LEVEL);
   const runtime = await openRuntime(config, log, { migrate: options.migrate });
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
+  runtime.engine.retention.start();
   const profiler = createProfiler(runtime.bus);
   const app = createApp(runtime.engine);
   const server = http.createServer((request, response) => {

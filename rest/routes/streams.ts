@@ -5,7 +5,7 @@ import { AppError } from '../../src/errors.ts';
 import { eventJson } from '../../src/events/publisher.ts';
 import { type SseStream, frame, openSse, parseLastEventId } from '../../src/events/sse.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../../src/events/stream-types.ts';
-import { transactionIdParams } from '../../src/schemas/transactions.ts';
+import { transactionEventView, transactionIdParams } from '../../src/schemas/transactions.ts';
 import { type RouteInput, handled, route } from '../route.ts';
 
 /**
@@ -15,10 +15,30 @@ import { type RouteInput, handled, route } from '../route.ts';
 const streamEvent = z
   .object({
     id: z.string(), transaction_id: z.string(), transaction_sequence: z.number().int(), type: z.string(),
-    data: z.object({ action: z.string(), previous_status: z.string().nullable(), transaction: z.record(z.string(), z.unknown()) }),
+    data: z.object({ action: z.string(), previous_status: z.string().nullable(), transaction: transactionEventView }),
     created_at: z.string(),
   })
-  .meta({ id: 'TransactionEvent', description: 'One SSE event: `id` = stream sequence, `event` = type, `data` = this object' });
+  .meta({
+    id: 'TransactionEvent',
+    description: 'One SSE event: `id` = stream sequence, `event` = type, `data` = this object. A large `input` or `result_payload` is left out (see `omitted_fields`); GET the transaction for it.',
+  });
+
+/**
+ * Sent once instead of the events a resumed stream asked for when the retention job has deleted
+ * them: the client reads the current state, and the stream goes on after `resumed_after`.
+ */
+const tooOldEvent = z
+  .object({
+    code: z.literal('too_old'),
+    message: z.string(),
+    requested_after: z.string().meta({ description: 'The Last-Event-ID (or start) the stream was asked to resume after' }),
+    resumed_after: z.string().meta({ description: 'The sequence the stream goes on after; also this event\'s `id`, so a reconnect resumes there' }),
+    retention_hours: z.number().meta({ description: 'How long published events are kept (OUTBOX_RETENTION_HOURS)' }),
+    current_state: z.string().meta({ description: 'Where to read the current state: the transaction, or the list of transactions' }),
+  })
+  .meta({ id: 'StreamTooOld', description: 'SSE event `too_old`: the requested position is older than the retention window' });
+
+const streamItem = z.union([streamEvent, tooOldEvent]);
 
 const lastEventQuery = z.object({ last_event_id: z.string().optional().meta({ description: 'Alternative to the Last-Event-ID header' }) });
 
@@ -43,7 +63,19 @@ function sharedFrame(item: StreamEvent): string {
 
 type Opener = (principal: Principal, afterSequence: string | undefined, listener: StreamListener) => Promise<Subscription>;
 
-async function serve(engine: Engine, input: RouteInput<unknown, { last_event_id?: string }, unknown>, open: Opener) {
+function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, retentionHours: number, currentState: string): string {
+  const data: z.infer<typeof tooOldEvent> = {
+    code: 'too_old',
+    message: `the stream position is older than the retention window (${retentionHours} hours) and the events after it were deleted; read the current state at current_state, this stream goes on from here`,
+    requested_after: gap.requestedAfter,
+    resumed_after: gap.resumedAfter,
+    retention_hours: retentionHours,
+    current_state: currentState,
+  };
+  return frame(JSON.stringify(data), gap.resumedAfter, 'too_old');
+}
+
+async function serve(input: RouteInput<unknown, { last_event_id?: string }, unknown>, engine: Engine, currentState: string, open: Opener) {
   const afterSequence = parseLastEventId(input.request.get('last-event-id') ?? input.query.last_event_id);
   if (afterSequence === null) {
     throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
@@ -52,12 +84,13 @@ async function serve(engine: Engine, input: RouteInput<unknown, { last_event_id?
   const release = engine.admission.sseStreams.open(input.principal!);
   // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
   let stream: SseStream | null = null;
-  const early: StreamEvent[] = [];
-  const write = (item: StreamEvent) => stream!.sendFrame(sharedFrame(item));
+  const early: string[] = [];
+  const send = (text: string) => (stream ? stream.sendFrame(text) : (early.push(text), true));
   let subscription: Subscription;
   try {
     subscription = await open(input.principal!, afterSequence, {
-      onEvent: (item) => (stream ? write(item) : (early.push(item), true)),
+      onEvent: (item) => send(sharedFrame(item)),
+      onTooOld: (gap) => void send(tooOldFrame(gap, engine.dependencies.config.OUTBOX_RETENTION_HOURS, currentState)),
       onEnd: () => stream?.close(),
     });
   } catch (error) {
@@ -68,7 +101,7 @@ async function serve(engine: Engine, input: RouteInput<unknown, { last_event_id?
     release();
     subscription.close();
   });
-  for (const item of early) write(item);
+  for (const text of early) stream.sendFrame(text);
   return handled;
 }
 
@@ -76,14 +109,14 @@ export const streamRoutes = (engine: Engine) => [
   route({
     method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for all of the caller's transactions (resume with Last-Event-ID)",
-    query: lastEventQuery, response: streamEvent,
-    handler: (input) => serve(engine, input, (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
+    query: lastEventQuery, response: streamItem,
+    handler: (input) => serve(input, engine, '/api/v1/transactions', (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
   }),
   route({
     method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rateLimits: ['streamOpensPerCredential'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for one transaction, from its creation on (resume with Last-Event-ID)",
-    params: transactionIdParams, query: lastEventQuery, response: streamEvent,
-    handler: (input) => serve(engine, input, (principal, afterSequence, listener) =>
+    params: transactionIdParams, query: lastEventQuery, response: streamItem,
+    handler: (input) => serve(input, engine, `/api/v1/transactions/${input.params.tx_id}`, (principal, afterSequence, listener) =>
       engine.streams.subscribeTransaction(principal, input.params.tx_id, { afterSequence }, listener)),
   }),
 ];

@@ -7,6 +7,7 @@ import * as idempotencyClaims from './migrations/004_idempotency_claims.ts';
 import * as transactionTerms from './migrations/005_transaction_terms.ts';
 import * as systemAccounts from './migrations/006_system_accounts.ts';
 import * as ledgerIntegrity from './migrations/007_ledger_integrity.ts';
+import * as outboxRetention from './migrations/008_outbox_retention.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -20,6 +21,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '005_transaction_terms': transactionTerms,
   '006_system_accounts': systemAccounts,
   '007_ledger_integrity': ledgerIntegrity,
+  '008_outbox_retention': outboxRetention,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -157,11 +157,7 @@ export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies
     return data;
   }
 
-  async function deleteExpired(batchSize: number = limits.idempotencyCleanupBatchSize): Promise<number> {
-    return db('idempotency_keys').whereIn('scope_hash', db('idempotency_keys').select('scope_hash').where('expires_at', '<=', now()).limit(batchSize)).del();
-  }
-
-  return { run, deleteExpired };
+  return { run };
 }
 
 export type Idempotency = ReturnType<typeof createIdempotency>;

@@ -8,6 +8,7 @@ import type { EngineDependencies } from './dependencies.ts';
 import { createIdempotency } from './idempotency.ts';
 import { createIdentityEngine } from './identity.ts';
 import { createStreams } from './streams.ts';
+import { createRetention } from './retention.ts';
 import { createSweeper } from './sweeper.ts';
 import { createTransactionEngine } from './transactions.ts';
 import { createTransitions } from './transitions.ts';
@@ -23,7 +24,8 @@ export async function createEngine(dependencies: EngineDependencies) {
   const capabilities = createCapabilityEngine(dependencies, idempotency);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const wallet = createWalletEngine(dependencies, idempotency);
-  const sweeper = createSweeper(transactions, idempotency, dependencies.log);
+  const sweeper = createSweeper(transactions, dependencies.log);
+  const retention = createRetention(dependencies);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
   await hub.start();
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
@@ -44,12 +46,13 @@ export async function createEngine(dependencies: EngineDependencies) {
   async function close() {
     relay.stop();
     sweeper.stop();
+    retention.stop();
     await hub.stop();
-    await Promise.all([relay.idle(), sweeper.idle()]);
+    await Promise.all([relay.idle(), sweeper.idle(), retention.idle()]);
     await publisher.close();
   }
 
-  return { identity, capabilities, transactions, wallet, sweeper, streams, hub, relay, admission, readiness, close, dependencies };
+  return { identity, capabilities, transactions, wallet, sweeper, retention, streams, hub, relay, admission, readiness, close, dependencies };
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>;

@@ -1,15 +1,14 @@
 import type { Logger } from '../logger.ts';
 import { periodic } from '../periodic.ts';
-import type { Idempotency } from './idempotency.ts';
 import type { TransactionEngine } from './transactions.ts';
 import { limits } from '../limits.ts';
 
 /**
- * Settles delivered transactions whose auto_confirm_at has passed, and drops expired idempotency
- * keys. Each settlement claims its row with SKIP LOCKED, so several instances can sweep at once
+ * Settles delivered transactions whose auto_confirm_at has passed (expired idempotency keys are
+ * the retention job's, engine/retention.ts). Each settlement claims its row with SKIP LOCKED, so several instances can sweep at once
  * without settling anything twice or waiting on each other.
  */
-export function createSweeper(transactions: TransactionEngine, idempotency: Idempotency, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax) {
+export function createSweeper(transactions: TransactionEngine, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax) {
   async function runOnce(): Promise<number> {
     let settled = 0;
     // A row that fails is logged and skipped for the rest of this run, so one bad row cannot
@@ -20,7 +19,6 @@ export function createSweeper(transactions: TransactionEngine, idempotency: Idem
       if (outcome === 'none') break;
       if (outcome === 'settled') settled++;
     }
-    await idempotency.deleteExpired();
     if (settled > 0) log.info('auto-confirmed delivered transactions', { settled });
     return settled;
   }

@@ -8,14 +8,14 @@ import { AppError, notFound } from '../errors.ts';
 import { buyCapability } from './access/capabilities.ts';
 import { authorize } from './access/rules.ts';
 import { partyOf, visibleScope } from './access/transactions.ts';
-import type { ListTransactionsInput, TransactionView } from '../schemas/transactions.ts';
+import type { ListTransactionsInput, TransactionEventView, TransactionView } from '../schemas/transactions.ts';
 import { type TransactionRow, findTransaction, listQuery } from '../store/transactions.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
 import { type ActionExtra, type Transitions } from './transitions.ts';
 import { InsufficientBalance } from '../store/ledger.ts';
-import { type CapabilityRow, transactionView } from './views.ts';
+import { type CapabilityRow, transactionView, withOmittedFields } from './views.ts';
 import { isUuid } from '../domain/ids.ts';
 import { limits } from '../limits.ts';
 
@@ -36,6 +36,22 @@ export type PartyAction = Extract<TransactionAction, 'freeze' | 'accept' | 'reje
 export function createTransactionEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
   const { db, now } = dependencies;
 
+  /**
+   * A stored response is the change's event view, which leaves a large input or result_payload
+   * out. Neither field ever changes once set, so the replay completes it from the row and returns
+   * exactly what the first response did.
+   */
+  async function completed(outcome: Outcome<TransactionEventView>): Promise<Outcome<TransactionView>> {
+    if (!outcome.replayed || !outcome.data.omitted_fields) return outcome;
+    const row = await findTransaction(db, outcome.data.id);
+    return { ...outcome, data: withOmittedFields(outcome.data, row!) };
+  }
+
+  /** An event's view with what it left out read from the transaction, for a party of it. */
+  async function completeView(principal: Principal, view: TransactionEventView): Promise<TransactionView> {
+    return view.omitted_fields ? get(principal, view.id) : view;
+  }
+
   async function create(principal: Principal, command: CreateTransactionCommand, request: IdempotencyRequest | null): Promise<Outcome<TransactionView>> {
     if (principal.caller_type === 'agent' && !request) {
       throw new AppError('validation_error', 'an idempotency key is required', {
@@ -43,7 +59,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       });
     }
     const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
-    return idempotency.run(principal, request, 201, async (unit) => {
+    return completed(await idempotency.run<TransactionView>(principal, request, 201, async (unit) => {
       // Under a key the claim's statement has read the capability already (unit.prefetched).
       const read = unit.prefetched
         ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
@@ -57,7 +73,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       }
       const row = await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at));
       return transactionView(row);
-    }, 'one statement', capabilityRead);
+    }, 'one statement', capabilityRead));
   }
 
   function newTransactionRow(principal: Principal, command: CreateTransactionCommand, capability: CapabilityRow, price: bigint, at: Date): TransactionRow {
@@ -120,7 +136,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   async function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)), 'one statement');
+        return await completed(await idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)), 'one statement'));
       } catch (error) {
         if (!(error instanceof InsufficientBalance)) throw error;
         const [account] = await prepared<{ available: string }>(db, 'SELECT available FROM accounts WHERE id = ?', [error.accountId]);
@@ -141,9 +157,9 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   }
 
   /** An operator settles a dispute for the seller or refunds the buyer. */
-  function resolve(id: string, outcome: 'settle' | 'refund', request: IdempotencyRequest | null) {
+  async function resolve(id: string, outcome: 'settle' | 'refund', request: IdempotencyRequest | null) {
     const action = outcome === 'settle' ? 'resolve_settle' : 'resolve_refund';
-    return idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })), 'one statement');
+    return completed(await idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })), 'one statement'));
   }
 
   /**
@@ -221,7 +237,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     }
   }
 
-  return { create, purchase, act, resolve, fail, get, list, findForCaller, autoConfirmNextDue };
+  return { create, purchase, act, resolve, fail, get, list, findForCaller, completeView, autoConfirmNextDue };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

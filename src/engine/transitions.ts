@@ -9,7 +9,7 @@ import { type NewEvent, type StateChange, commitChange, isClientTaskIdTaken } fr
 import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { TtlCache } from './ttl-cache.ts';
-import { transactionView } from './views.ts';
+import { jsonBytesOf, transactionEventView } from './views.ts';
 import { limits } from '../limits.ts';
 import { authorizeAction, partyOf } from './access/transactions.ts';
 
@@ -87,7 +87,8 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
 
   const eventOf = (action: string, previous: TransactionStatus | null, row: TransactionRow): NewEvent => ({
     type: `transaction.${row.status}`,
-    payload: { action, previous_status: previous, transaction: transactionView(row) },
+    // Large input and result_payload stay in the row only: events and stored responses reference them.
+    payload: { action, previous_status: previous, transaction: transactionEventView(row) },
   });
 
   /**
@@ -124,6 +125,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
   async function commit(unit: UnitOfWork, change: StateChange): Promise<boolean> {
     const { claim } = unit;
     // The last event carries the view of the row after the change: the response, computed once.
+    // Like the event, it references a large input or result_payload; a replay fills them in.
     if (claim) change.claim = { ...claim, responseBody: change.events.at(-1)!.payload.transaction };
     let outcome;
     try {
@@ -150,7 +152,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
   const recentRows = new TtlCache<TransactionRow>(limits.transactionRowCacheTtlMs, limits.transactionRowCacheEntriesMax);
 
   function remember(unit: UnitOfWork, row: TransactionRow) {
-    const payloadBytes = (row.input ? JSON.stringify(row.input).length : 0) + (row.result_payload ? JSON.stringify(row.result_payload).length : 0);
+    const payloadBytes = jsonBytesOf(row.input) + jsonBytesOf(row.result_payload);
     // Only once committed: a row of a rolled-back transaction must never be decided on.
     if (payloadBytes <= limits.transactionRowCachePayloadBytesMax) unit.afterCommit(() => recentRows.set(row.id, row));
   }

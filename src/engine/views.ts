@@ -1,6 +1,7 @@
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import type { CapabilityView } from '../schemas/capabilities.ts';
-import type { TransactionView } from '../schemas/transactions.ts';
+import { limits } from '../limits.ts';
+import type { OmittedField, TransactionEventView, TransactionView } from '../schemas/transactions.ts';
 import type { TransactionRow } from '../store/transactions.ts';
 
 /** Rows to the public shapes. Amounts leave as two-decimal strings, times as ISO 8601. */
@@ -33,6 +34,53 @@ export function transactionView(row: TransactionRow): TransactionView {
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
   };
+}
+
+/**
+ * The size of a JSON field, remembered per object: a row copied for each step of a change keeps
+ * the same `input` object, so its size is computed once, not once per event.
+ */
+const jsonBytesOfObject = new WeakMap<object, number>();
+
+export function jsonBytesOf(value: Record<string, unknown> | null): number {
+  if (value === null) return 0;
+  let bytes = jsonBytesOfObject.get(value);
+  if (bytes === undefined) {
+    bytes = Buffer.byteLength(JSON.stringify(value));
+    jsonBytesOfObject.set(value, bytes);
+  }
+  return bytes;
+}
+
+const largeFields = ['input', 'result_payload'] as const;
+
+/**
+ * The view an event (and the stored idempotency response, which is the last event's view)
+ * carries: the transaction as GET shows it, except that an `input` or `result_payload` larger
+ * than `limits.eventFieldInlineBytesMax` is null and named in `omitted_fields`. Both fields never
+ * change once set (input at create, result_payload at deliver), so the row can always supply
+ * them later; the events and stored responses then cost a few hundred bytes each instead of a
+ * copy of the largest fields each.
+ */
+export function transactionEventView(row: TransactionRow): TransactionEventView {
+  const view: TransactionEventView = transactionView(row);
+  const omitted: OmittedField[] = [];
+  for (const field of largeFields) {
+    const bytes = jsonBytesOf(row[field]);
+    if (bytes > limits.eventFieldInlineBytesMax) {
+      view[field] = null;
+      omitted.push({ field, bytes });
+    }
+  }
+  if (omitted.length > 0) view.omitted_fields = omitted;
+  return view;
+}
+
+/** The full view again: the fields an event view left out, taken from the transaction's row. */
+export function withOmittedFields(view: TransactionEventView, row: TransactionRow): TransactionView {
+  const { omitted_fields: omitted, ...complete } = view;
+  for (const { field } of omitted ?? []) complete[field] = row[field];
+  return complete;
 }
 
 export interface CapabilityRow {

@@ -61,6 +61,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       return {
         sequenceOf: (event) => BigInt(event.transaction_sequence),
         visible,
+        headSequence: async () => BigInt((await db('transactions').where({ id: target.transactionId }).first('event_sequence'))?.event_sequence ?? 0),
         fetchAfter: async (after, limit) =>
           ((await db('outbox_events').where({ transaction_id: target.transactionId }).where('transaction_sequence', '>', String(after))
             .orderBy('transaction_sequence').limit(limit)) as OutboxRow[]).map(toPublishedEvent),
@@ -70,6 +71,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     return {
       sequenceOf: (event) => BigInt(event.buyer_user_id === userId ? event.buyer_sequence : event.seller_sequence),
       visible,
+      headSequence: async () => BigInt((await db('event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0),
       fetchAfter: async (after, limit) => {
         const result = await db.raw(
           `SELECT * FROM (
@@ -115,7 +117,9 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       set.delete(placeholder);
     }
     set.add(subscriber);
-    subscriber.catchUp();
+    // A transaction stream starts at a position the client chose (its start, or Last-Event-ID);
+    // a user stream without Last-Event-ID starts at the head, which nothing can be older than.
+    subscriber.catchUp(target.kind === 'transaction' || options.afterSequence !== undefined);
     for (const event of early) subscriber.offer(event);
     return { close: () => subscriber.close() };
   }

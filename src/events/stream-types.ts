@@ -18,6 +18,11 @@ export interface StreamEvent {
 export interface StreamListener {
   /** Called once per event, in order. Return false when the consumer cannot keep up: the subscription then ends with reason 'slow_consumer'. */
   onEvent(event: StreamEvent): boolean;
+  /**
+   * Called when the events right after the stream's position were deleted by the retention job:
+   * the stream goes on after `resumedAfter`, and the client should read the current state.
+   */
+  onTooOld?(gap: { requestedAfter: string; resumedAfter: string }): void;
   /** Called once when the subscription ends for a reason other than close(). */
   onEnd?(reason: 'slow_consumer' | 'shutdown' | 'error'): void;
 }

@@ -12,6 +12,8 @@ export interface SubscriberSource {
   fetchAfter(after: bigint, limit: number): Promise<PublishedEvent[]>;
   /** Events the listener must not see (another space) still advance the position. */
   visible(event: PublishedEvent): boolean;
+  /** The stream's latest sequence, to tell "up to date" from "everything after it was deleted". */
+  headSequence?(): Promise<bigint>;
 }
 
 export interface SubscriberLimits {
@@ -54,21 +56,58 @@ export class Subscriber {
     this.catchUp();
   }
 
-  /** Fetches everything after the current position from the database, then drains what waited. */
-  catchUp() {
+  /**
+   * Fetches everything after the current position from the database, then drains what waited.
+   * `fromRequestedPosition`: the position is one the client asked for (Last-Event-ID, or a
+   * transaction's start), so an empty answer is checked against the stream's head, in case the
+   * retention job deleted everything after it.
+   */
+  catchUp(fromRequestedPosition = false) {
     // One queued catch-up fetches everything up to date; a second one would find nothing new.
     if (this.catchUpQueued) return;
     this.catchUpQueued = true;
     this.enqueue(async () => {
       this.catchUpQueued = false;
-      for (;;) {
+      for (let first = true; ; first = false) {
         const batch = await this.source.fetchAfter(this.last, this.limits.catchUpBatchSize);
+        if (first) await this.skipDeleted(batch, fromRequestedPosition);
         for (const event of batch) if (!this.deliverInOrder(event)) return;
         if (batch.length < this.limits.catchUpBatchSize) break;
       }
       // No re-fetch from here: if the gap is still open, the next live event triggers one.
       this.drainPending(false);
     });
+  }
+
+  /**
+   * The outbox never has a gap of its own (a sequence is bumped and its row written in one
+   * statement, under a lock the next bump waits for), so events missing right after the position
+   * were deleted by the retention job. The listener is told once, and the stream goes on from the
+   * oldest event still kept (or the head).
+   */
+  private async skipDeleted(batch: PublishedEvent[], checkHead: boolean) {
+    let resumeAfter = this.gapBefore(batch[0]);
+    if (!batch[0] && checkHead && this.source.headSequence) {
+      const head = await this.source.headSequence();
+      if (head > this.last) {
+        // An event may have been committed between the fetch and the head's read: look again.
+        // What the head counts was committed before it was read, so if nothing is there now,
+        // it was deleted.
+        const [oldest] = await this.source.fetchAfter(this.last, 1);
+        resumeAfter = oldest ? this.gapBefore(oldest) : head;
+      }
+    }
+    if (resumeAfter === null || this.ended) return;
+    const requestedAfter = this.last;
+    this.last = resumeAfter;
+    this.listener.onTooOld?.({ requestedAfter: String(requestedAfter), resumedAfter: String(resumeAfter) });
+  }
+
+  /** The position to go on from when `oldest`, the first event after the position, is not the next one. */
+  private gapBefore(oldest: PublishedEvent | undefined): bigint | null {
+    if (!oldest) return null;
+    const sequence = this.source.sequenceOf(oldest);
+    return sequence > this.last + 1n ? sequence - 1n : null;
   }
 
   close() {

@@ -57,6 +57,22 @@ export const transactionResponse = z
   })
   .meta({ id: 'Transaction' });
 
+export const omittedField = z
+  .object({ field: z.enum(['input', 'result_payload']), bytes: z.number().int().meta({ description: 'Size of the left-out JSON in bytes' }) })
+  .meta({ id: 'OmittedField' });
+
+/**
+ * What events carry: the transaction, except that an `input` or `result_payload` larger than
+ * limits.eventFieldInlineBytesMax is null and named in `omitted_fields`.
+ */
+export const transactionEventView = transactionResponse
+  .extend({
+    omitted_fields: z.array(omittedField).optional().meta({
+      description: `Present when a field was left out of this event because its JSON exceeds ${limits.eventFieldInlineBytesMax} bytes: that field is null here; read it with GET /api/v1/transactions/{id}`,
+    }),
+  })
+  .meta({ id: 'TransactionEventView' });
+
 export const transactionIdParams = z.object({ tx_id: uuid });
 
 export const listTransactionsQuery = z.object({
@@ -70,4 +86,6 @@ export const transactionList = pagedList(transactionResponse).meta({ id: 'Transa
 
 export type CreateTransactionInput = z.output<typeof createTransactionBody>;
 export type TransactionView = z.infer<typeof transactionResponse>;
+export type TransactionEventView = z.infer<typeof transactionEventView>;
+export type OmittedField = z.infer<typeof omittedField>;
 export type ListTransactionsInput = z.output<typeof listTransactionsQuery>;

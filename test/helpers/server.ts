@@ -31,7 +31,7 @@ export function openEventSource(url: string, headers: Record<string, string>) {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
   });
   const onMessage = (event: MessageEvent) => received.push({ id: event.lastEventId, type: event.type, data: JSON.parse(event.data) });
-  for (const type of ['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled', 'transaction.cancelled_by_buyer', 'transaction.rejected_by_seller', 'transaction.disputed', 'transaction.refunded', 'transaction.failed']) {
+  for (const type of ['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled', 'transaction.cancelled_by_buyer', 'transaction.rejected_by_seller', 'transaction.disputed', 'transaction.refunded', 'transaction.failed', 'too_old']) {
     source.addEventListener(type, onMessage);
   }
   const opened = new Promise<void>((resolve, reject) => {

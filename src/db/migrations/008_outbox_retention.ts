@@ -1,0 +1,26 @@
+import type { Knex } from 'knex';
+
+/**
+ * The retention job (engine/retention.ts) deletes published outbox rows older than the retention
+ * window, oldest first, in small batches. This partial index finds them without scanning the
+ * table, and stays small because unpublished rows (the relay's concern) are not in it.
+ *
+ * The outbox was never pruned before this migration, so it may be large: the index is built
+ * CONCURRENTLY, which does not block the state changes other instances keep writing, and which
+ * PostgreSQL refuses inside a database transaction (hence `config.transaction = false`). A build
+ * that failed halfway leaves an invalid index, which is dropped and built again.
+ */
+export const config = { transaction: false };
+
+export async function up(knex: Knex): Promise<void> {
+  const invalid = await knex.raw(
+    `SELECT 1 FROM pg_index JOIN pg_class ON pg_class.oid = pg_index.indexrelid
+      WHERE pg_class.relname = 'outbox_events_published_created_at' AND NOT pg_index.indisvalid`,
+  );
+  if (invalid.rows.length > 0) await knex.raw('DROP INDEX CONCURRENTLY outbox_events_published_created_at');
+  await knex.raw('CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_events_published_created_at ON outbox_events (created_at) WHERE published_at IS NOT NULL');
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw('DROP INDEX CONCURRENTLY IF EXISTS outbox_events_published_created_at');
+}

@@ -1,0 +1,56 @@
+import type { Knex } from 'knex';
+import { limits } from '../limits.ts';
+import { periodic } from '../periodic.ts';
+import type { EngineDependencies } from './dependencies.ts';
+
+const hourMs = 60 * 60 * 1000;
+
+/**
+ * Keeps the two tables that grow with traffic bounded (decisions, "Retention"): published outbox
+ * rows older than OUTBOX_RETENTION_HOURS, and idempotency keys past their expiry. Each batch is
+ * one short DELETE of at most `batchSize` rows chosen with SKIP LOCKED, so several instances can
+ * run the job at once without waiting on each other or on the rows a change is writing, and no
+ * statement holds locks for long. An unpublished outbox row is never deleted: the relay still
+ * owes it to the bus.
+ */
+export function createRetention({ db, config, now, log }: EngineDependencies, batchSize: number = limits.retentionBatchSize) {
+  /** Deletes in batches until a batch comes back short, or the run's batch budget is spent. */
+  async function inBatches(deleteBatch: () => Promise<number>): Promise<number> {
+    let deleted = 0;
+    for (let batch = 0; batch < limits.retentionBatchesPerRunMax; batch++) {
+      const count = await deleteBatch();
+      deleted += count;
+      if (count < batchSize) break;
+    }
+    return deleted;
+  }
+
+  const victims = (table: string, key: string, filter: (query: Knex.QueryBuilder) => Knex.QueryBuilder) =>
+    filter(db(table).select(key)).limit(batchSize).forUpdate().skipLocked();
+
+  function pruneOutbox(): Promise<number> {
+    const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
+    return inBatches(() =>
+      db('outbox_events').whereIn('id', victims('outbox_events', 'id', (query) => query.whereNotNull('published_at').where('created_at', '<', cutoff))).del(),
+    );
+  }
+
+  function deleteExpiredKeys(): Promise<number> {
+    const at = now();
+    return inBatches(() =>
+      db('idempotency_keys').whereIn('scope_hash', victims('idempotency_keys', 'scope_hash', (query) => query.where('expires_at', '<=', at))).del(),
+    );
+  }
+
+  async function runOnce(): Promise<{ outboxEvents: number; idempotencyKeys: number }> {
+    const outboxEvents = await pruneOutbox();
+    const idempotencyKeys = await deleteExpiredKeys();
+    if (outboxEvents + idempotencyKeys > 0) log.info('retention deleted old rows', { outbox_events: outboxEvents, idempotency_keys: idempotencyKeys });
+    return { outboxEvents, idempotencyKeys };
+  }
+
+  const schedule = periodic('retention', runOnce, log);
+  return { runOnce, start: (intervalMs: number = limits.retentionIntervalMs) => schedule.start(intervalMs), stop: schedule.stop, idle: schedule.idle };
+}
+
+export type Retention = ReturnType<typeof createRetention>;
