@@ -26,15 +26,16 @@ export const usingRealBackends = () => Boolean(process.env.TEST_DATABASE_URL);
 /**
  * Starts the whole application on a database of its own: a clone of the migrated template on
  * PostgreSQL when TEST_DATABASE_URL is set, an in-memory PGlite otherwise; Redis when
- * TEST_REDIS_URL is set, with a channel prefix of its own.
+ * TEST_REDIS_URL is set, with a channel prefix of its own. With `options.logLines`, the log
+ * (at LOG_LEVEL, default info then) is collected there for the test to read.
  */
-export async function startTestApp(environment: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(environment: Record<string, string> = {}, options: { logLines?: string[] } = {}): Promise<TestApp> {
   const clone = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
   const config = loadConfig({
     NODE_ENV: 'test',
     JWT_SECRET: testJwtSecret,
     ADMIN_TOKEN: testAdminToken,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? (options.logLines ? 'info' : 'silent'),
     PUBLIC_BASE_URL: 'http://127.0.0.1:3000',
     ...(clone ? { DATABASE_URL: clone.url } : {}),
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
@@ -49,7 +50,9 @@ export async function startTestApp(environment: Record<string, string> = {}): Pr
     },
   };
   const startedAt = Date.now();
-  const runtime = await openRuntime(config, createLogger(config.LOG_LEVEL), {
+  // A test that reads the log passes `logLines`: every line is kept there instead of printed.
+  const logger = options.logLines ? createLogger(config.LOG_LEVEL, (line) => options.logLines!.push(line)) : createLogger(config.LOG_LEVEL);
+  const runtime = await openRuntime(config, logger, {
     database,
     bus,
     now: () => new Date(clock.now.getTime() + (Date.now() - startedAt)),
