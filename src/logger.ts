@@ -21,7 +21,21 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
 function serializeFields(fields: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(fields)) {
-    out[key] = value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value;
+    out[key] = value instanceof Error ? describeError(value) : value;
   }
   return out;
+}
+
+/**
+ * What a log line may say about an error. A database error's message and stack carry the whole
+ * statement (knex even inlines the bound values) and its `detail` and `where` carry row values, so
+ * any caller who can cause one could fill the log with text of their choosing. Of a database
+ * error only a safe summary is kept: the SQLSTATE, the prepared statement's name when known
+ * (db/prepared.ts), and the names of the constraint, table and column involved.
+ */
+export function describeError(error: Error): Record<string, unknown> {
+  const { code, severity, constraint, table, column, statement } = error as Error & Record<string, unknown>;
+  const fromDatabase = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string';
+  if (!fromDatabase) return { name: error.name, message: error.message, stack: error.stack };
+  return { name: 'DatabaseError', sqlstate: code, statement, constraint, table, column };
 }

@@ -6,7 +6,7 @@ import { openRuntime } from './bootstrap.ts';
 import { runPrimary } from './cluster.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { limits } from './limits.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, describeError, type Logger } from './logger.ts';
 
 /** Entry point: configuration, then one server, or with WORKERS > 1 a primary and its workers. */
 async function main() {
@@ -59,7 +59,9 @@ main().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`${error.message}\n`);
   } else {
-    process.stderr.write(`failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+    // A database error at start (a migration) is summarised like in every log line: no SQL.
+    const summary = error instanceof Error ? describeError(error) : { message: String(error) };
+    process.stderr.write(`failed to start: ${typeof summary.message === 'string' ? summary.message : JSON.stringify(summary)}\n`);
   }
   process.exit(1);
 });
