@@ -12,5 +12,8 @@ export function sendError(response: Response, error: AppError) {
   if (error.errorName === 'rate_limited' && typeof error.data?.retry_after_seconds === 'number') {
     response.setHeader('Retry-After', String(error.data.retry_after_seconds));
   }
+  if (error.errorName === 'method_not_allowed' && Array.isArray(error.data?.allow)) {
+    response.setHeader('Allow', error.data.allow.join(', '));
+  }
   response.status(error.httpStatus).json({ ...errorBody(error), timestamp: unixSeconds() });
 }

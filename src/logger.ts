@@ -1,3 +1,5 @@
+import { requestContext } from './request-context.ts';
+
 /** A tiny structured logger: one JSON line per event, so logs stay greppable and parseable. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -13,7 +15,8 @@ const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Logger {
   const emit = (at: Exclude<LogLevel, 'silent'>) => (message: string, fields: Record<string, unknown> = {}) => {
     if (order[at] < order[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) }));
+    const requestId = requestContext.getStore()?.requestId;
+    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...(requestId ? { request_id: requestId } : {}), ...serializeFields(fields) }));
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
