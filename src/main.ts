@@ -12,6 +12,10 @@ import { createLogger, describeError, type Logger } from './logger.ts';
 async function main() {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
+  // A newcomer needs the admin token to do anything: say where it is, never what it is.
+  if (config.generatedSecretFiles.length > 0) {
+    log.warn('generated missing secrets and kept them in DATA_DIR; set ADMIN_TOKEN and JWT_SECRET to choose your own', { files: config.generatedSecretFiles });
+  }
   if (config.WORKERS > 1 && cluster.isPrimary) return runPrimary(config, log);
   return runServer(config, log);
 }
