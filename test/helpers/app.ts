@@ -24,6 +24,13 @@ export interface TestApp {
 export const usingRealBackends = () => Boolean(process.env.TEST_DATABASE_URL);
 
 /**
+ * The name of a test that sends requests at once. On the embedded database every request is
+ * served one at a time, so they never overlap there: the name then says that the test proves only
+ * the outcome of many requests, not their behaviour under a real race (CI runs it on PostgreSQL).
+ */
+export const raceTest = (name: string) => (usingRealBackends() ? name : `${name} [embedded database: requests serialised, outcome only, no overlap]`);
+
+/**
  * Starts the whole application on a database of its own: a clone of the migrated template on
  * PostgreSQL when TEST_DATABASE_URL is set, an in-memory PGlite otherwise; Redis when
  * TEST_REDIS_URL is set, with a channel prefix of its own. With `options.logLines`, the log
