@@ -39,11 +39,11 @@ export function allRoutes(engine: Engine): RouteSpec[] {
     response: z.record(z.string(), z.unknown()),
     handler: async ({ request, response }) => {
       // The document itself is served bare (not enveloped) so that OpenAPI tools can read it.
-      const { text, etag } = document();
+      const { body, etag } = document();
       response.setHeader('ETag', etag);
       response.setHeader('Cache-Control', 'no-cache');
       if (request.fresh) response.status(304).end();
-      else response.type('json').send(text);
+      else response.type('json').send(body);
       return handled;
     },
   });
@@ -57,12 +57,13 @@ export function allRoutes(engine: Engine): RouteSpec[] {
  * stays off (envelopes carry a timestamp); this document gets its own strong ETag, a hash of
  * its text, so a client can revalidate with If-None-Match and get 304.
  */
-function servedOnce(build: () => unknown): () => { text: string; etag: string } {
-  let served: { text: string; etag: string } | undefined;
+function servedOnce(build: () => unknown): () => { body: Buffer; etag: string } {
+  let served: { body: Buffer; etag: string } | undefined;
   return () => {
     if (served === undefined) {
-      const text = JSON.stringify(build());
-      served = { text, etag: `"${createHash('sha256').update(text).digest('base64url')}"` };
+      // Kept as bytes, so that serving it does not even encode the text again.
+      const body = Buffer.from(JSON.stringify(build()));
+      served = { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
     }
     return served;
   };
