@@ -17,5 +17,8 @@ export function sendRetryAfter(response: Response, error: AppError) {
 
 export function sendError(response: Response, error: AppError) {
   sendRetryAfter(response, error);
+  if (error.errorName === 'method_not_allowed' && Array.isArray(error.data?.allow)) {
+    response.setHeader('Allow', error.data.allow.join(', '));
+  }
   response.status(error.httpStatus).json({ ...errorBody(error), timestamp: unixSeconds() });
 }

@@ -1,10 +1,13 @@
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import swaggerUi from 'swagger-ui-dist';
 import { z } from 'zod';
 import { createAuthenticator } from '../rest/authentication.ts';
 import { sendError } from '../rest/envelope.ts';
+import { methodNotAllowed } from '../rest/method-not-allowed.ts';
 import { buildOpenApiDocument } from '../rest/openapi.ts';
+import { reenterRequestContext, requestIdentity } from '../rest/request-log.ts';
 import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
@@ -29,18 +32,41 @@ export function allRoutes(engine: Engine): RouteSpec[] {
     ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine),
     ...capabilityRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
   ];
-  const document = () => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl);
+  const document = servedOnce(() => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl));
   const openApiRoute = route({
     method: 'get', path: '/api/v1/public/openapi.json', tag: 'meta', auth: 'none', rawResponse: { contentType: 'application/json' },
     summary: 'This OpenAPI 3.1 document',
     response: z.record(z.string(), z.unknown()),
-    handler: async ({ response }) => {
+    handler: async ({ request, response }) => {
       // The document itself is served bare (not enveloped) so that OpenAPI tools can read it.
-      response.json(document());
+      const { body, etag } = document();
+      response.setHeader('ETag', etag);
+      response.setHeader('Cache-Control', 'no-cache');
+      if (request.fresh) response.status(304).end();
+      else response.type('json').send(body);
       return handled;
     },
   });
   return [...routes, openApiRoute];
+}
+
+/**
+ * The document depends only on the route table and the configuration, so it is built once per
+ * process, on first use: building it takes tens of milliseconds of the one thread, and 100
+ * parallel readers used to stall every other request for over a second. The global ETag setting
+ * stays off (envelopes carry a timestamp); this document gets its own strong ETag, a hash of
+ * its text, so a client can revalidate with If-None-Match and get 304.
+ */
+function servedOnce(build: () => unknown): () => { body: Buffer; etag: string } {
+  let served: { body: Buffer; etag: string } | undefined;
+  return () => {
+    if (served === undefined) {
+      // Kept as bytes, so that serving it does not even encode the text again.
+      const body = Buffer.from(JSON.stringify(build()));
+      served = { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
+    }
+    return served;
+  };
 }
 
 export function createApp(engine: Engine) {
@@ -56,23 +82,33 @@ export function createApp(engine: Engine) {
   // same route under different idempotency scopes.
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
+  app.use(requestIdentity(log));
   // Decides request.ip, the key of the per-address rate limits (docs/decisions.md).
   app.set('trust proxy', config.TRUST_PROXY);
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
+  app.use(reenterRequestContext);
   app.use((request, _response, next) => {
     if (request.body !== undefined) assertSafeJson(request.body, 'body');
     next();
   });
-  // There is no CORS surface: OPTIONS is answered like any unknown method, with the envelope.
-  app.use((request, _response, next) => next(request.method === 'OPTIONS' ? new AppError('not_found', 'no such route') : undefined));
+  const routes = allRoutes(engine);
+  const wrongMethod = methodNotAllowed(routes);
+  // There is no CORS surface: OPTIONS never reaches the router (which would answer it with a bare
+  // Allow list); it gets 405 with Allow on a known path and 4040 elsewhere, in the envelope.
+  app.use((request, response, next) => {
+    if (request.method !== 'OPTIONS') return next();
+    wrongMethod(request, response, (error?: unknown) => next(error ?? new AppError('not_found', 'no such route')));
+  });
 
   const router = express.Router({ caseSensitive: true, strict: true });
-  mountRoutes(router, allRoutes(engine), createAuthenticator(engine, config.ADMIN_TOKEN), engine.admission.consume);
+  mountRoutes(router, routes, createAuthenticator(engine, config.ADMIN_TOKEN), engine.admission.consume);
   app.use(router);
+  app.use(wrongMethod);
 
-  app.get('/docs', (_request, response) => response.type('html').send(docsPage));
+  // Routing is strict about a trailing slash; the reference page answers both spellings.
+  for (const docsPath of ['/docs', '/docs/']) app.get(docsPath, (_request, response) => response.type('html').send(docsPage));
   app.use('/docs/assets', express.static(path.resolve(swaggerUi.getAbsoluteFSPath()), { index: false }));
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));

@@ -90,6 +90,8 @@ export interface Config extends Omit<Environment, 'JWT_SECRET' | 'ADMIN_TOKEN'> 
   /** True when DATABASE_URL is unset and the embedded PGlite database is used. */
   embeddedDatabase: boolean;
   rateLimits: Record<RateLimitName, RateLimitSetting | null>;
+  /** The files this start generated missing secrets into (first start only), for the log. */
+  generatedSecretFiles: string[];
 }
 
 export class ConfigError extends Error {}
@@ -111,10 +113,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     throw new ConfigError('Invalid configuration:\n  WORKERS: more than 1 needs DATABASE_URL (PostgreSQL) and REDIS_URL');
   }
   const rateLimits = parseRateLimits(cleaned);
-  const secrets = resolveSecrets(values);
+  const generatedSecretFiles: string[] = [];
+  const secrets = resolveSecrets(values, (file) => generatedSecretFiles.push(path.resolve(file)));
   return {
     ...values,
     ...secrets,
+    generatedSecretFiles,
     publicBaseUrl: values.PUBLIC_BASE_URL ?? `http://localhost:${values.PORT}`,
     embeddedDatabase: !values.DATABASE_URL,
     rateLimits,
@@ -126,7 +130,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
  * kept in DATA_DIR. In production a missing secret is a configuration error instead, because a
  * generated secret there would silently differ between instances.
  */
-function resolveSecrets(values: Environment): { JWT_SECRET: string; ADMIN_TOKEN: string } {
+function resolveSecrets(values: Environment, generated: (file: string) => void): { JWT_SECRET: string; ADMIN_TOKEN: string } {
   const needsJwtSecret = values.JWT_ALGORITHM === 'HS256' && !values.JWT_SECRET;
   if (values.NODE_ENV === 'production') {
     const missing = [needsJwtSecret && 'JWT_SECRET', !values.ADMIN_TOKEN && 'ADMIN_TOKEN'].filter(Boolean);
@@ -135,16 +139,17 @@ function resolveSecrets(values: Environment): { JWT_SECRET: string; ADMIN_TOKEN:
     }
   }
   return {
-    JWT_SECRET: values.JWT_SECRET ?? (needsJwtSecret ? storedSecret(values.DATA_DIR, 'jwt-secret') : ''),
-    ADMIN_TOKEN: values.ADMIN_TOKEN ?? storedSecret(values.DATA_DIR, 'admin-token'),
+    JWT_SECRET: values.JWT_SECRET ?? (needsJwtSecret ? storedSecret(values.DATA_DIR, 'jwt-secret', generated) : ''),
+    ADMIN_TOKEN: values.ADMIN_TOKEN ?? storedSecret(values.DATA_DIR, 'admin-token', generated),
   };
 }
 
-function storedSecret(dataDirectory: string, name: string): string {
+function storedSecret(dataDirectory: string, name: string, generated: (file: string) => void): string {
   const file = path.join(dataDirectory, name);
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   mkdirSync(dataDirectory, { recursive: true });
   const secret = randomBytes(32).toString('hex');
   writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  generated(file);
   return secret;
 }

@@ -9,6 +9,7 @@ export const errorTable = {
   mixed_credentials: { code: 4011, httpStatus: 400, rpcCode: -32111 },
   forbidden: { code: 4030, httpStatus: 403, rpcCode: -32130 },
   not_found: { code: 4040, httpStatus: 404, rpcCode: -32001 },
+  method_not_allowed: { code: 4050, httpStatus: 405, rpcCode: -32105 },
   // A2A's -32002 means "task not cancelable": only cancel methods answer 4090 with it (rpc/).
   invalid_state_transition: { code: 4090, httpStatus: 409, rpcCode: -32190 },
   idempotency_in_progress: { code: 4091, httpStatus: 409, rpcCode: -32191 },

@@ -1,3 +1,5 @@
+import { requestContext } from './request-context.ts';
+
 /** A tiny structured logger: one JSON line per event, so logs stay greppable and parseable. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -13,7 +15,8 @@ const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Logger {
   const emit = (at: Exclude<LogLevel, 'silent'>) => (message: string, fields: Record<string, unknown> = {}) => {
     if (order[at] < order[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) }));
+    const requestId = requestContext.getStore()?.requestId;
+    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...(requestId ? { request_id: requestId } : {}), ...serializeFields(fields) }));
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
@@ -21,7 +24,21 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
 function serializeFields(fields: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(fields)) {
-    out[key] = value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value;
+    out[key] = value instanceof Error ? describeError(value) : value;
   }
   return out;
+}
+
+/**
+ * What a log line may say about an error. A database error's message and stack carry the whole
+ * statement (knex even inlines the bound values) and its `detail` and `where` carry row values, so
+ * any caller who can cause one could fill the log with text of their choosing. Of a database
+ * error only a safe summary is kept: the SQLSTATE, the prepared statement's name when known
+ * (db/prepared.ts), and the names of the constraint, table and column involved.
+ */
+export function describeError(error: Error): Record<string, unknown> {
+  const { code, severity, constraint, table, column, statement } = error as Error & Record<string, unknown>;
+  const fromDatabase = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string';
+  if (!fromDatabase) return { name: error.name, message: error.message, stack: error.stack };
+  return { name: 'DatabaseError', sqlstate: code, statement, constraint, table, column };
 }

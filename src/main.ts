@@ -6,12 +6,16 @@ import { openRuntime } from './bootstrap.ts';
 import { runPrimary } from './cluster.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { limits } from './limits.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, describeError, type Logger } from './logger.ts';
 
 /** Entry point: configuration, then one server, or with WORKERS > 1 a primary and its workers. */
 async function main() {
   const config = loadConfig();
   const log = createLogger(config.LOG_LEVEL);
+  // A newcomer needs the admin token to do anything: say where it is, never what it is.
+  if (config.generatedSecretFiles.length > 0) {
+    log.warn('generated missing secrets and kept them in DATA_DIR; set ADMIN_TOKEN and JWT_SECRET to choose your own', { files: config.generatedSecretFiles });
+  }
   if (config.WORKERS > 1 && cluster.isPrimary) return runPrimary(config, log);
   return runServer(config, log);
 }
@@ -60,7 +64,9 @@ main().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     process.stderr.write(`${error.message}\n`);
   } else {
-    process.stderr.write(`failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+    // A database error at start (a migration) is summarised like in every log line: no SQL.
+    const summary = error instanceof Error ? describeError(error) : { message: String(error) };
+    process.stderr.write(`failed to start: ${typeof summary.message === 'string' ? summary.message : JSON.stringify(summary)}\n`);
   }
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createApiKey, signUpHuman } from './helpers/actors.ts';
-import { startTestApp, testAdminToken, testJwtSecret, type TestApp } from './helpers/app.ts';
+import { startTestApp, testAdminToken, testJwtSecret, type TestApp, raceTest } from './helpers/app.ts';
 
 let test: TestApp;
 beforeAll(async () => {
@@ -156,7 +156,7 @@ describe('admin endpoints', () => {
   });
 });
 
-describe('an auto-provisioning key under concurrency', () => {
+describe(raceTest('an auto-provisioning key under concurrency'), () => {
   it('lets every one of many parallel first requests for a new user through', async () => {
     const key = await createApiKey(test, 'trusted_platform', { auto_provision: true });
     const headers = { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': crypto.randomUUID() };

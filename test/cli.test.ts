@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import supertest from 'supertest';
@@ -13,6 +12,7 @@ import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { testAdminToken, testJwtSecret } from './helpers/app.ts';
 import { adminConnection, cloneTemplate, databaseUrl, newDatabaseName } from './helpers/databases.ts';
+import { temporaryDirectory } from './helpers/temporary.ts';
 
 /**
  * The CLI is tested as operators use it: as a child process against a real database. With
@@ -37,7 +37,7 @@ beforeAll(async () => {
     backendEnvironment = { DATABASE_URL: clone.url };
     cleanup = () => clone.drop();
   } else {
-    const directory = await mkdtemp(path.join(tmpdir(), 'marketplace-cli-'));
+    const directory = temporaryDirectory('marketplace-cli');
     backendEnvironment = { DATA_DIR: directory };
     cleanup = () => rm(directory, { recursive: true, force: true });
   }
@@ -94,7 +94,7 @@ async function emptyPostgresDatabase(base: string) {
 }
 
 async function emptyDataDirectory() {
-  const directory = await mkdtemp(path.join(tmpdir(), 'marketplace-cli-empty-'));
+  const directory = temporaryDirectory('marketplace-cli-empty');
   return { environment: { DATA_DIR: directory }, drop: () => rm(directory, { recursive: true, force: true }) };
 }
 

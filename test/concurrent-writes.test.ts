@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemAccountId, userAccountId } from '../src/store/accounts.ts';
 import { applyMovement } from '../src/store/ledger.ts';
 import { lockWaiters, until } from './helpers/locks.ts';
-import { startTestApp, type TestApp, usingRealBackends } from './helpers/app.ts';
+import { startTestApp, type TestApp, usingRealBackends, raceTest } from './helpers/app.ts';
 import { act, agentMarket, balance, buy } from './helpers/market.ts';
 
 /**
@@ -117,7 +117,7 @@ describe('a change statement', () => {
     expect(await db()('outbox_events').where({ transaction_id: id }).pluck('event_type')).toEqual(['transaction.pending_freeze']);
   });
 
-  it('gives 4092 to every create but one that race for the same client task id under different keys', async () => {
+  it(raceTest('gives 4092 to every create but one that race for the same client task id under different keys'), async () => {
     const { buyer, capability } = await agentMarket(test, '10.00', { price_ut: '1.00' });
     const principal = { user_id: buyer.userId, caller_type: 'agent' as const, platform: null, api_key_id: null };
     const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, index) =>

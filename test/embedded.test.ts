@@ -1,20 +1,21 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { openPglite } from '../src/db/database.ts';
 import { acquireLockfile } from '../src/db/lockfile.ts';
+import { startServer } from './helpers/processes.ts';
+import { temporaryDirectory } from './helpers/temporary.ts';
 
 describe('configuration', () => {
   it('fails fast with a message naming each bad variable', () => {
-    const attempt = () => loadConfig({ PORT: 'eighty', REDIS_URL: 'not a url', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cfg-')) });
+    const attempt = () => loadConfig({ PORT: 'eighty', REDIS_URL: 'not a url', DATA_DIR: temporaryDirectory('cfg') });
     expect(attempt).toThrow(ConfigError);
     expect(attempt).toThrow(/PORT[\s\S]*REDIS_URL/);
   });
 
   it('generates the JWT secret and admin token once and keeps them in DATA_DIR', () => {
-    const directory = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const directory = temporaryDirectory('cfg');
     const first = loadConfig({ DATA_DIR: directory });
     const second = loadConfig({ DATA_DIR: directory });
     expect(first.ADMIN_TOKEN).toMatch(/^[0-9a-f]{64}$/);
@@ -23,8 +24,24 @@ describe('configuration', () => {
     expect(first.embeddedDatabase).toBe(true);
   });
 
+  it('says on first start where it wrote the generated secrets, without printing them', { timeout: 120_000 }, async () => {
+    const directory = temporaryDirectory('first-start');
+    const environment = { DATA_DIR: directory, LOG_LEVEL: 'info', ADMIN_TOKEN: '', JWT_SECRET: '', DATABASE_URL: '', REDIS_URL: '' };
+    const first = await startServer(environment);
+    await first.stop();
+    const adminToken = readFileSync(path.join(directory, 'admin-token'), 'utf8').trim();
+    const jwtSecret = readFileSync(path.join(directory, 'jwt-secret'), 'utf8').trim();
+    const line = first.output().split('\n').find((text) => text.includes('generated missing secrets'));
+    expect(JSON.parse(line!).files).toEqual([path.resolve(directory, 'jwt-secret'), path.resolve(directory, 'admin-token')]);
+    expect(first.output()).not.toContain(adminToken);
+    expect(first.output()).not.toContain(jwtSecret);
+    const second = await startServer(environment);
+    await second.stop();
+    expect(second.output()).not.toContain('generated missing secrets');
+  });
+
   it('refuses more than one worker without PostgreSQL and Redis, which workers share', () => {
-    const directory = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    const directory = temporaryDirectory('cfg');
     expect(() => loadConfig({ WORKERS: '2', DATA_DIR: directory })).toThrow(/WORKERS: more than 1 needs DATABASE_URL/);
     expect(() => loadConfig({ WORKERS: '2', DATA_DIR: directory, DATABASE_URL: 'postgres://localhost/x' })).toThrow(ConfigError);
     expect(() => loadConfig({ WORKERS: '0', DATA_DIR: directory })).toThrow(/WORKERS/);
@@ -33,13 +50,13 @@ describe('configuration', () => {
   });
 
   it('refuses to generate secrets in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'cfg-')) })).toThrow(/JWT_SECRET, ADMIN_TOKEN/);
+    expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: temporaryDirectory('cfg') })).toThrow(/JWT_SECRET, ADMIN_TOKEN/);
   });
 });
 
 describe('embedded PGlite', () => {
   it('keeps data across a close and a reopen of the same directory', async () => {
-    const directory = mkdtempSync(path.join(tmpdir(), 'pglite-'));
+    const directory = temporaryDirectory('pglite');
     const first = await openPglite({ directory });
     await first.db.schema.createTable('kept', (table) => table.bigInteger('amount'));
     await first.db('kept').insert({ amount: '9007199254740993' });
@@ -56,7 +73,7 @@ describe('embedded PGlite', () => {
   });
 
   it('refuses a second process on the same data directory, and takes over a stale lock', () => {
-    const directory = mkdtempSync(path.join(tmpdir(), 'lock-'));
+    const directory = temporaryDirectory('lock');
     const file = path.join(directory, 'pglite.lock');
     writeFileSync(file, String(process.ppid));
     expect(() => acquireLockfile(file)).toThrow(/in use by process/);

@@ -1,10 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { agentMarket } from './helpers/market.ts';
 
 let test: TestApp;
+const logLines: string[] = [];
 beforeAll(async () => {
-  test = await startTestApp();
+  test = await startTestApp({}, { logLines });
 });
 afterAll(() => test.close());
 
@@ -53,10 +56,44 @@ describe('the response envelope', () => {
     const paths = response.body.data.errors.map((error: { path: string }) => error.path);
     expect(paths).toEqual(expect.arrayContaining(['body.email', 'body.password']));
   });
+});
 
-  it('never leaks a stack trace or SQL in an error body', async () => {
-    const response = await test.http.post('/api/v1/auth/signup').set('Content-Type', 'application/json').send('{"a":').expect(400);
-    expect(JSON.stringify(response.body)).not.toMatch(/at .*\.ts|SELECT|INSERT|stack/i);
+describe('a database failure', () => {
+  // A real failure in the test app's own database: a constraint added here refuses a value the
+  // service itself accepts, so the statement fails inside PostgreSQL as any unforeseen error would.
+  const sqlOrStack = /insert into|select |update |values|\$1|at .*\.ts|stack/i;
+
+  it('answers 5000 without SQL or parameters, and logs only the SQLSTATE and the constraint', async () => {
+    await test.runtime.database.db.raw(`ALTER TABLE users ADD CONSTRAINT test_refuses_doomed CHECK (email NOT LIKE 'doomed-%')`);
+    logLines.length = 0;
+    const email = 'doomed-7f3a9c@example.com';
+    const response = await test.http.post('/api/v1/auth/signup').send({ email, password: 'secret-pass-4711' }).expect(500);
+    expect(response.body).toEqual({ code: 5000, message: 'internal_error', data: null, timestamp: expect.any(Number) });
+    const body = JSON.stringify(response.body);
+    expect(body).not.toMatch(sqlOrStack);
+    expect(body).not.toContain('doomed');
+    const log = logLines.join('\n');
+    expect(log).not.toMatch(sqlOrStack);
+    expect(log).not.toContain('doomed-7f3a9c');
+    expect(log).not.toContain('secret-pass-4711');
+    const line = logLines.map((text) => JSON.parse(text)).find((entry) => entry.level === 'error');
+    expect(line.error).toMatchObject({ sqlstate: '23514', constraint: 'test_refuses_doomed', table: 'users' });
+  });
+
+  it('names the prepared statement that failed, never its text or bindings', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    await test.runtime.database.db.raw(`ALTER TABLE transactions ADD CONSTRAINT test_refuses_note CHECK (note IS NULL OR note NOT LIKE 'doomed%')`);
+    logLines.length = 0;
+    const response = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capability.id, note: 'doomed note 91b2' }).expect(500);
+    expect(response.body).toEqual({ code: 5000, message: 'internal_error', data: null, timestamp: expect.any(Number) });
+    expect(JSON.stringify(response.body)).not.toMatch(/doomed|insert into/i);
+    const log = logLines.join('\n');
+    expect(log).not.toMatch(sqlOrStack);
+    expect(log).not.toContain('91b2');
+    expect(log).not.toContain(capability.id);
+    const line = logLines.map((text) => JSON.parse(text)).find((entry) => entry.level === 'error');
+    expect(line.error).toMatchObject({ sqlstate: '23514', constraint: 'test_refuses_note', statement: expect.stringMatching(/^stmt_[0-9a-f]+_\d+$/) });
   });
 });
 

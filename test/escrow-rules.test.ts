@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { startTestApp, type TestApp, raceTest } from './helpers/app.ts';
 import { act, admin, agentMarket, balance, buy } from './helpers/market.ts';
 
 let test: TestApp;
@@ -31,7 +31,7 @@ describe('auto-confirm sweeper', () => {
     expect(await balance(test, buyer)).toMatchObject({ available: '90.00', frozen: '0.00' });
   });
 
-  it('never settles twice when several sweeps run at the same time', async () => {
+  it(raceTest('never settles twice when several sweeps run at the same time'), async () => {
     const markets = await Promise.all([delivered(), delivered(), delivered()]);
     test.clock.advanceMs(73 * hourMs);
     const counts = await Promise.all([1, 2, 3, 4].map(() => test.runtime.engine.sweeper.runOnce()));

@@ -43,8 +43,11 @@ describe('one spelling per route', () => {
     expect(retry.body.data).toEqual(first.body.data);
   });
 
-  it('answers OPTIONS with the envelope, not a bare Allow list', async () => {
-    expect((await test.http.options('/api/v1/transactions').expect(404)).body.code).toBe(4040);
+  it('answers OPTIONS with the envelope and an Allow header, not a bare Allow list', async () => {
+    const known = await test.http.options('/api/v1/transactions').expect(405);
+    expect(known.body.code).toBe(4050);
+    expect(known.headers.allow).toBe('GET, HEAD, POST');
+    expect((await test.http.options('/api/v1/transactions/').expect(404)).body.code).toBe(4040);
   });
 });
 

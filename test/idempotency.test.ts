@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent, createApiKey, linkUser, signUpHuman } from './helpers/actors.ts';
 import { lockWaiters, until } from './helpers/locks.ts';
-import { startTestApp, type TestApp, usingRealBackends } from './helpers/app.ts';
+import { startTestApp, type TestApp, usingRealBackends, raceTest } from './helpers/app.ts';
 import { act, admin, agentMarket, balance, buy, createCapability, credit, humanMarket } from './helpers/market.ts';
 
 /**
@@ -231,7 +231,7 @@ describe('the scope of a key', () => {
   });
 });
 
-describe('concurrent requests with one key', () => {
+describe(raceTest('concurrent requests with one key'), () => {
   it('create exactly one transaction; the others replay it or get 4091', async () => {
     const { buyer, capability } = await agentMarket(test);
     const key = randomUUID();
@@ -331,7 +331,7 @@ describe('admin credit', () => {
     expect(deposits.body.data.total).toBe(1);
   });
 
-  it('concurrently with one key credits once', async () => {
+  it(raceTest('concurrently with one key credits once'), async () => {
     const user = await signUpHuman(test);
     const key = randomUUID();
     const responses = await Promise.all(

@@ -1,15 +1,13 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { expect, it } from 'vitest';
 import { cloneTemplate } from './helpers/databases.ts';
 import { startServer } from './helpers/processes.ts';
+import { temporaryDirectory } from './helpers/temporary.ts';
 
 /** SIGTERM ends open streams, lets the process exit 0 well before the forced close, and frees the port. */
 it('shuts down gracefully on SIGTERM with a stream open', { timeout: 90_000 }, async () => {
   const database = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
   const server = await startServer({
-    ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'shutdown-')) }),
+    ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: temporaryDirectory('shutdown') }),
     ADMIN_TOKEN: 'shutdown-admin-token-0123456789', JWT_SECRET: 'shutdown-jwt-secret-0123456789', LOG_LEVEL: 'info',
   });
   try {

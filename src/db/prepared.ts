@@ -64,6 +64,8 @@ export async function prepared<Row>(executor: Knex, text: string, bindings: read
   try {
     return await run<Row>(executor, text, bindings);
   } catch (error) {
+    // The name (not the text, not the bindings) is what the log may show of a failed statement.
+    if (error !== null && typeof error === 'object') Object.assign(error, { statement: statementOf(text).name });
     if (isStalePreparedStatement(error)) {
       generation++;
       statements.clear();

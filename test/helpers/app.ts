@@ -24,17 +24,25 @@ export interface TestApp {
 export const usingRealBackends = () => Boolean(process.env.TEST_DATABASE_URL);
 
 /**
+ * The name of a test that sends requests at once. On the embedded database every request is
+ * served one at a time, so they never overlap there: the name then says that the test proves only
+ * the outcome of many requests, not their behaviour under a real race (CI runs it on PostgreSQL).
+ */
+export const raceTest = (name: string) => (usingRealBackends() ? name : `${name} [embedded database: requests serialised, outcome only, no overlap]`);
+
+/**
  * Starts the whole application on a database of its own: a clone of the migrated template on
  * PostgreSQL when TEST_DATABASE_URL is set, an in-memory PGlite otherwise; Redis when
- * TEST_REDIS_URL is set, with a channel prefix of its own.
+ * TEST_REDIS_URL is set, with a channel prefix of its own. With `options.logLines`, the log
+ * (at LOG_LEVEL, default info then) is collected there for the test to read.
  */
-export async function startTestApp(environment: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(environment: Record<string, string> = {}, options: { logLines?: string[] } = {}): Promise<TestApp> {
   const clone = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
   const config = loadConfig({
     NODE_ENV: 'test',
     JWT_SECRET: testJwtSecret,
     ADMIN_TOKEN: testAdminToken,
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? (options.logLines ? 'info' : 'silent'),
     PUBLIC_BASE_URL: 'http://127.0.0.1:3000',
     // Every test signs its actors up from 127.0.0.1; the strict production default (a few an hour)
     // is tested on its own in rate-limits.test.ts.
@@ -52,7 +60,9 @@ export async function startTestApp(environment: Record<string, string> = {}): Pr
     },
   };
   const startedAt = Date.now();
-  const runtime = await openRuntime(config, createLogger(config.LOG_LEVEL), {
+  // A test that reads the log passes `logLines`: every line is kept there instead of printed.
+  const logger = options.logLines ? createLogger(config.LOG_LEVEL, (line) => options.logLines!.push(line)) : createLogger(config.LOG_LEVEL);
+  const runtime = await openRuntime(config, logger, {
     database,
     bus,
     now: () => new Date(clock.now.getTime() + (Date.now() - startedAt)),

@@ -1,14 +1,21 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { openPostgres } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
-import { adminConnection, databaseUrl, dropStaleDatabases, newDatabaseName } from './databases.ts';
+import { adminConnection, databaseUrl, dropRunDatabases, dropStaleDatabases, newDatabaseName } from './databases.ts';
 
 /**
- * Builds this run's migrated template database (real PostgreSQL only). Workers are started after
- * global setup, so they inherit its name through the environment.
+ * Prepares what every test file of this run shares, and removes it at the end: a temporary root
+ * directory (test/helpers/temporary.ts) and, on real PostgreSQL, the migrated template database.
+ * Workers are started after global setup, so they inherit both names through the environment.
  */
 export default async function globalSetup() {
+  const temporaryRoot = mkdtempSync(path.join(tmpdir(), 'marketplace-test-'));
+  process.env.TEST_TEMPORARY_ROOT = temporaryRoot;
+  const removeTemporaryRoot = () => rmSync(temporaryRoot, { recursive: true, force: true });
   const base = process.env.TEST_DATABASE_URL;
-  if (!base) return;
+  if (!base) return removeTemporaryRoot;
   await dropStaleDatabases(base);
   const template = newDatabaseName('tpl');
   const admin = adminConnection(base);
@@ -25,11 +32,9 @@ export default async function globalSetup() {
   }
   process.env.TEST_TEMPLATE_DATABASE = template;
   return async () => {
-    const cleanup = adminConnection(base);
-    try {
-      await cleanup.raw(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`);
-    } finally {
-      await cleanup.destroy();
-    }
+    removeTemporaryRoot();
+    // The clones first (a test file that failed before closing its app leaves its clone), then
+    // the template they were made from.
+    await dropRunDatabases(base, template);
   };
 }
