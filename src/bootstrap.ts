@@ -34,8 +34,7 @@ export async function openRuntime(config: Config, log: Logger, options: RuntimeO
     await Promise.allSettled([database.close(), bus.close()]);
     throw error;
   }
-  const now = options.now ?? (() => new Date());
-  const engine = await createEngine({ db: database.db, asyncCommitDb: database.asyncCommitDb, bus, config, jwt: createJwtService(config, now), log, now });
+  const engine = await createEngine({ db: database.db, asyncCommitDb: database.asyncCommitDb, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()) });
   return {
     engine,
     database,

@@ -11,22 +11,14 @@ export interface JwtService {
   verify(token: string): string | null;
 }
 
-/**
- * Time comes from the engine's clock, as everywhere else, so that issuing and expiry follow the
- * same time as the rest of the service (and a test can move it instead of sleeping).
- */
-export function createJwtService(
-  config: Pick<Config, 'JWT_ALGORITHM' | 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_PRIVATE_KEY' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>,
-  now: () => Date = () => new Date(),
-): JwtService {
-  const unixSeconds = () => Math.floor(now().getTime() / 1000);
+export function createJwtService(config: Pick<Config, 'JWT_ALGORITHM' | 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_PRIVATE_KEY' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>): JwtService {
   const algorithm = config.JWT_ALGORITHM;
   const verifyKey = algorithm === 'HS256' ? config.JWT_SECRET : config.JWT_PUBLIC_KEY!;
   const signKey = algorithm === 'HS256' ? config.JWT_SECRET : config.JWT_PRIVATE_KEY;
   return {
     sign(userId, lifetimeSeconds = limits.jwtLifetimeSeconds) {
       if (!signKey) throw new Error('JWT_PRIVATE_KEY is required to sign tokens with RS256');
-      const token = jwt.sign({ iat: unixSeconds() }, signKey, {
+      const token = jwt.sign({}, signKey, {
         algorithm,
         subject: userId,
         expiresIn: lifetimeSeconds,
@@ -39,7 +31,6 @@ export function createJwtService(
       try {
         const payload = jwt.verify(token, verifyKey, {
           algorithms: [algorithm],
-          clockTimestamp: unixSeconds(),
           ...(config.JWT_ISSUER ? { issuer: config.JWT_ISSUER } : {}),
           ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
         });
