@@ -170,12 +170,14 @@ describe('JSON-RPC over WebSocket', () => {
 describe('credentials on an open socket', () => {
   it('are checked again: once the token has expired, the next call is refused and the socket closed', async () => {
     const human = await signUpHuman(test);
-    const shortLived = await test.runtime.engine.identity.mintToken(human.userId, 1);
+    // Long enough for the first call to pass on a loaded machine; the wait below follows exp itself.
+    const shortLived = await test.runtime.engine.identity.mintToken(human.userId, 3);
+    const expiresAtMs = (JSON.parse(Buffer.from(shortLived.access_token.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp * 1000;
     const peer = await Peer.connect(null, { Authorization: `Bearer ${shortLived.access_token}` });
     expect((await peer.call('ListTasks', {})).result).toMatchObject({ totalSize: 0 });
     const closed = new Promise<number>((resolve) => peer.socket.once('close', (code) => resolve(code)));
     // JWT expiry has one-second resolution: wait until the token is certainly past its exp.
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAtMs - Date.now()) + 1_100));
     const refused = await peer.call('ListTasks', {});
     expect(refused.error).toMatchObject({ code: -32110, data: { code: 4010 } });
     expect(await closed).toBe(1008);
