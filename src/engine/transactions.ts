@@ -7,7 +7,7 @@ import { withTransaction } from '../db/transaction.ts';
 import { AppError, notFound } from '../errors.ts';
 import { buyCapability } from './access/capabilities.ts';
 import { authorize } from './access/rules.ts';
-import { partyOf, visibleScope } from './access/transactions.ts';
+import { canSee, partyOf, visibleScope } from './access/transactions.ts';
 import type { ListTransactionsInput, TransactionEventView, TransactionView } from '../schemas/transactions.ts';
 import { type TransactionRow, findTransaction, listQuery } from '../store/transactions.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
@@ -167,10 +167,9 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
    * task id the caller chose as buyer (A2A v0.1). Anything the caller may not see is 4040.
    */
   async function findForCaller(principal: Principal, idOrClientTaskId: string): Promise<TransactionView> {
-    const byClientId = await db<TransactionRow>('transactions')
-      .where({ buyer_user_id: principal.user_id, client_task_id: idOrClientTaskId, space: principal.caller_type })
-      .first();
-    if (byClientId) return transactionView(byClientId);
+    // A client task id names a task only among the buyer's own; who may see it is the usual rule.
+    const byClientId = await db<TransactionRow>('transactions').where({ buyer_user_id: principal.user_id, client_task_id: idOrClientTaskId }).first();
+    if (byClientId && canSee(principal, byClientId)) return transactionView(byClientId);
     if (!isUuid(idOrClientTaskId)) throw notFound('transaction');
     return get(principal, idOrClientTaskId.toLowerCase());
   }

@@ -1,4 +1,5 @@
 import { type Actor, type TransactionAction, type TransactionStatus, actorOfAction, invalidTransition } from '../../domain/escrow.ts';
+import { currencyOfSpace } from '../../domain/money.ts';
 import { forbidden } from '../../errors.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
 import { type Caller, type Rule, authorize } from './rules.ts';
@@ -15,6 +16,16 @@ export const seeTransaction: readonly Rule<Parties>[] = [
   { says: "the transaction is in the caller's space", holds: (caller, row) => row.space === caller.caller_type, otherwise: 'not_found' },
   { says: 'the caller is its buyer or its seller', holds: (caller, row) => row.buyer_user_id === caller.user_id || row.seller_user_id === caller.user_id, otherwise: 'not_found' },
 ];
+
+/** Whether the caller may see the transaction, without refusing: for lookups that try several ways. */
+export const canSee = (caller: Caller, row: Parties) => seeTransaction.every((rule) => rule.holds(caller, row));
+
+/**
+ * The same rule for an event on the caller's own stream, whose view names its space by its
+ * currency (an agent's transactions are in UT, a human's in CNY).
+ */
+export const canSeeEventOf = (caller: Caller, view: { currency?: string; buyer_user_id?: string; seller_user_id?: string }) =>
+  view.currency === currencyOfSpace(caller.caller_type) && (view.buyer_user_id === caller.user_id || view.seller_user_id === caller.user_id);
 
 /** Which actor takes each action: the actor column of the state table (domain/escrow.ts). */
 export const actorOf: Readonly<Record<TransactionAction, Actor>> = actorOfAction;
