@@ -184,10 +184,25 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
     }
   }
 
+  /** Takes a token for a failed authentication; how long the address is then blocked, or null if it is not. */
+  async function chargeAuthenticationFailure(address: string): Promise<number | null> {
+    let blockedForMs: number | null = null;
+    try {
+      await eachBucket(['authenticationFailuresPerAddress'], { address, principal: null }, async (limiter, key) => {
+        const result = await limiter.consume(key, 1);
+        if (result.remainingPoints === 0) blockedForMs = result.msBeforeNext;
+      });
+    } catch (outcome) {
+      if (!(outcome instanceof RateLimiterRes)) throw outcome;
+      blockedForMs = outcome.msBeforeNext;
+    }
+    return blockedForMs;
+  }
+
   return {
     consume,
     underLoginLimits,
-    authenticationFailures: createFailureGate((address) => consume(['authenticationFailuresPerAddress'], { address, principal: null })),
+    authenticationFailures: createFailureGate(chargeAuthenticationFailure),
     sseStreams: createConnectionCap('SSE streams', limits.sseStreamsPerCredentialMax, limits.sseStreamsPerApiKeyMax, limits.sseStreamsPerInstanceMax),
     webSockets: createConnectionCap('WebSocket connections', limits.webSocketsPerCredentialMax, limits.webSocketsPerApiKeyMax, limits.webSocketsPerInstanceMax),
   };
@@ -195,12 +210,12 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
 
 /**
  * Authentication failures by address, without a round trip on the hot path: a failure takes a
- * token from the shared bucket, and once one is refused this instance remembers the address as
- * blocked until the bucket's window ends. Blocked, a request presenting credentials is refused
+ * token from the shared bucket, and once it takes the last one this instance remembers the
+ * address as blocked until the bucket's window ends. Blocked, a request presenting credentials is refused
  * before they are looked up. Each instance learns of the block at its own next failure, so across
  * N instances an address gets at most N failures more than the bucket.
  */
-function createFailureGate(charge: (address: string) => Promise<void>) {
+function createFailureGate(charge: (address: string) => Promise<number | null>) {
   const blockedUntil = new TtlCache<number>(24 * 60 * 60 * 1000, limits.credentialCacheEntriesMax);
   return {
     refuseIfBlocked(address: string) {
@@ -208,12 +223,8 @@ function createFailureGate(charge: (address: string) => Promise<void>) {
       if (until !== undefined && until > Date.now()) throw rateLimited(until - Date.now(), 'too many failed authentications from this address');
     },
     async recordFailure(address: string) {
-      try {
-        await charge(address);
-      } catch (error) {
-        if (!(error instanceof AppError && error.errorName === 'rate_limited')) throw error;
-        blockedUntil.set(addressKeyOf(address), Date.now() + Number(error.data?.retry_after_seconds ?? 1) * 1000);
-      }
+      const blockedForMs = await charge(address);
+      if (blockedForMs !== null) blockedUntil.set(addressKeyOf(address), Date.now() + blockedForMs);
     },
   };
 }
