@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
 import type { Engine } from '../src/engine/index.ts';
 import { forbidden, unauthenticated } from '../src/errors.ts';
-import type { AuthRequirement } from './route.ts';
+import { type AuthRequirement, clientAddress } from './route.ts';
 
 /** Turns request headers into a principal for the route's requirement. */
 export function createAuthenticator(engine: Engine, adminToken: string) {
@@ -19,7 +19,7 @@ export function createAuthenticator(engine: Engine, adminToken: string) {
       apiKey: request.get('x-api-key'),
       platformUserId: request.get('x-platform-user-id'),
       authorization: request.get('authorization'),
-    });
+    }, clientAddress(request));
     if (requirement === 'agent' && principal.caller_type !== 'agent') throw forbidden('only agent callers (API key) may call this');
     if (requirement === 'human' && principal.caller_type !== 'human') throw forbidden('only human callers (bearer token) may call this');
     return principal;

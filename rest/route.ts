@@ -63,11 +63,14 @@ export const route = <B extends z.ZodType, Q extends z.ZodType, P extends z.ZodT
 type Authenticator = (request: Request, requirement: AuthRequirement) => Promise<Principal | null>;
 type RateLimiter = (names: readonly RateLimitName[], requester: Requester) => Promise<void>;
 
-/** Anonymous and admin requests count by address; a credential's reads and writes by credential. */
+/**
+ * Anonymous and admin requests count by address; a credential's reads and writes by credential,
+ * and an API key's by all its users together too.
+ */
 export function rateLimitsOf(spec: RouteSpec): readonly RateLimitName[] {
   if (spec.rateLimits) return spec.rateLimits;
   if (spec.auth === 'none' || spec.auth === 'admin') return ['requestsPerAddress'];
-  return spec.method === 'get' ? ['readsPerCredential'] : ['writesPerCredential'];
+  return spec.method === 'get' ? ['readsPerCredential', 'readsPerApiKey'] : ['writesPerCredential', 'writesPerApiKey'];
 }
 
 /** The client's address as express sees it under the TRUST_PROXY setting. */

@@ -32,12 +32,13 @@ import { sendRetryAfter } from '../rest/envelope.ts';
  *    A request made only of notifications gets HTTP 204 and no body.
  * 5. A single streaming method answers as SSE; each `data:` is a JSON-RPC response with the id.
  */
-export async function authenticateHeaders(engine: Engine, headers: IncomingHttpHeaders) {
+/** `address`: the client's, to count authentication failures by; absent when a socket checks again. */
+export async function authenticateHeaders(engine: Engine, headers: IncomingHttpHeaders, address?: string) {
   const one = (name: string) => {
     const value = headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
-  return engine.identity.authenticate({ apiKey: one('x-api-key'), platformUserId: one('x-platform-user-id'), authorization: one('authorization') });
+  return engine.identity.authenticate({ apiKey: one('x-api-key'), platformUserId: one('x-platform-user-id'), authorization: one('authorization') }, address);
 }
 
 /** Reads the raw body up to `max` bytes; beyond that the rest is drained and dropped. */
@@ -89,16 +90,17 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   const parsed = tryParse(text);
   let context: RpcContext;
   try {
-    context = { principal: await authenticateHeaders(engine, request.headers), headerGeneration: generationOfHeader(request.get('a2a-version')) };
+    context = { principal: await authenticateHeaders(engine, request.headers, clientAddress(request)), headerGeneration: generationOfHeader(request.get('a2a-version')) };
   } catch (error) {
     const status = error instanceof AppError ? error.httpStatus : 500;
+    if (error instanceof AppError) sendRetryAfter(response, error);
     return reply(response, status, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
   }
   // Each call counts, so a batch of 50 costs what 50 single requests cost. Like authentication,
   // a refusal concerns the whole exchange: HTTP 429 with Retry-After, and the JSON-RPC error.
   try {
     const calls = parsed.ok && Array.isArray(parsed.value) ? Math.max(1, parsed.value.length) : 1;
-    await engine.admission.consume(['rpcCallsPerCredential'], { address: clientAddress(request), principal: context.principal }, calls);
+    await engine.admission.consume(['rpcCallsPerCredential', 'rpcCallsPerApiKey'], { address: clientAddress(request), principal: context.principal }, calls);
   } catch (error) {
     if (error instanceof AppError) sendRetryAfter(response, error);
     return reply(response, error instanceof AppError ? error.httpStatus : 500, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
@@ -117,13 +119,13 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   const result = await dispatcher.dispatch(parsed.value, context, { streamsInBatch: false });
   if (result === null) return response.status(204).end();
   if (!Array.isArray(result) && result.result instanceof StreamStart) {
-    return streamOverSse(engine, context, result.id, result.result, afterSequence, response);
+    return streamOverSse(engine, context, result.id, result.result, afterSequence, request, response);
   }
   return reply(response, 200, result);
 }
 
 /** Subscribes first, so that a failure is still a plain JSON-RPC error; then switches to SSE. */
-async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, response: Response) {
+async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, request: Request, response: Response) {
   let sse: SseStream | null = null;
   let ended = false;
   const early: [string, string | undefined][] = [];
@@ -131,6 +133,7 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
   let stream: Awaited<ReturnType<typeof openTaskStream>>;
   let release = () => {};
   try {
+    await engine.admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: clientAddress(request), principal: context.principal });
     release = engine.admission.sseStreams.open(context.principal);
     stream = await openTaskStream(engine, context.principal, start, afterSequence, {
       emit: (result, sequence) => {

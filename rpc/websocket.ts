@@ -97,7 +97,7 @@ class RpcSockets {
       if (this.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, errorResponse(null, toRpcError(new AppError('not_found', 'no such route'), this.log)));
       return;
     }
-    authenticateHeaders(this.engine, request.headers)
+    authenticateHeaders(this.engine, request.headers, request.socket.remoteAddress ?? 'unknown')
       .then((principal) => {
         // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
         const release = this.engine.admission.webSockets.open(principal);
@@ -188,6 +188,7 @@ class RpcSockets {
     if (connection.subscriptions.size >= subscriptionsPerSocketMax) {
       throw new AppError('conflict', `at most ${subscriptionsPerSocketMax} subscriptions per connection`);
     }
+    await this.engine.admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: connection.address, principal: context.principal });
     const subscription = randomUUID();
     const queued: unknown[] = [];
     let attached = false;
@@ -239,7 +240,7 @@ class RpcSockets {
   private async withinRateLimit(connection: Connection, payload: unknown): Promise<boolean> {
     try {
       const calls = Array.isArray(payload) ? Math.max(1, payload.length) : 1;
-      await this.engine.admission.consume(['rpcCallsPerCredential'], { address: connection.address, principal: connection.principal }, calls);
+      await this.engine.admission.consume(['rpcCallsPerCredential', 'rpcCallsPerApiKey'], { address: connection.address, principal: connection.principal }, calls);
       return true;
     } catch (error) {
       send(connection, errorResponse(Array.isArray(payload) ? null : idOf(payload), toRpcError(error, this.log)));

@@ -58,7 +58,7 @@ export interface RateLimitSetting {
   windowSeconds: number;
 }
 
-/** `loginPerAddress` -> `RATE_LIMIT_LOGIN_PER_ADDRESS`. */
+/** `loginFailuresPerAddress` -> `RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS`. */
 export const rateLimitVariable = (name: RateLimitName) => `RATE_LIMIT_${name.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase()}`;
 
 /** Each bucket from limits.ts, or its RATE_LIMIT_<NAME> override; null when turned off. */

@@ -102,29 +102,47 @@ export const limits = {
   /**
    * Rate limits (decisions section 6, docs/decisions.md "Rate limits and stream caps"): at most
    * `requests` per bucket in each window of `windowSeconds`, counted in Redis when there is one.
-   * RATE_LIMIT_<NAME> overrides one ("<requests>/<seconds>" or "off", e.g. RATE_LIMIT_LOGIN_PER_ADDRESS=30/300).
+   * RATE_LIMIT_<NAME> overrides one ("<requests>/<seconds>" or "off", e.g. RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS=30/300).
    */
   rateLimits: {
     /** Anonymous and admin routes, by client address. */
     requestsPerAddress: { requests: 1_200, windowSeconds: 60 },
     /** Strict: each answer costs a scrypt hash, and a 4092 tells that an email has an account. */
     signupPerAddress: { requests: 10, windowSeconds: 3_600 },
-    loginPerAddress: { requests: 30, windowSeconds: 300 },
-    /** By the email tried, whatever the address: slows guessing one account's password from many addresses. */
-    loginPerAccount: { requests: 10, windowSeconds: 300 },
+    /**
+     * Login failure buckets: only a wrong password (4010) takes a token, a successful login clears
+     * the account's two buckets, and a login is refused only while one of them is empty.
+     */
+    loginFailuresPerAddress: { requests: 30, windowSeconds: 300 },
+    /** Strict, so that an attacker on other addresses cannot lock the owner's address out. */
+    loginFailuresPerAccountAndAddress: { requests: 10, windowSeconds: 300 },
+    /** Looser, by the email tried from any address: bounds guessing one password from many addresses. */
+    loginFailuresPerAccount: { requests: 100, windowSeconds: 900 },
+    /** Requests whose credentials were refused (4010), by address; when spent, credentials are not looked up. */
+    authenticationFailuresPerAddress: { requests: 60, windowSeconds: 60 },
     /** GET routes (lists, history, single resources) by credential. */
     readsPerCredential: { requests: 1_200, windowSeconds: 60 },
     writesPerCredential: { requests: 600, windowSeconds: 60 },
     /** JSON-RPC calls (HTTP and WebSocket), a batch counting as its length. */
     rpcCallsPerCredential: { requests: 1_200, windowSeconds: 60 },
-    /** SSE stream opens (REST) by credential; the number open at once is bounded below. */
+    /** Stream opens (REST SSE, JSON-RPC SSE, WebSocket subscriptions) by credential. */
     streamOpensPerCredential: { requests: 120, windowSeconds: 60 },
+    /**
+     * The same, for all the users of one API key together (ten times a credential's): an
+     * auto-provisioning key gets a new credential with every new user id.
+     */
+    readsPerApiKey: { requests: 12_000, windowSeconds: 60 },
+    writesPerApiKey: { requests: 6_000, windowSeconds: 60 },
+    rpcCallsPerApiKey: { requests: 12_000, windowSeconds: 60 },
+    streamOpensPerApiKey: { requests: 1_200, windowSeconds: 60 },
   },
-  /** Open SSE streams (REST and JSON-RPC) of one credential on one instance, and of all credentials. */
+  /** Open SSE streams (REST and JSON-RPC) of one credential, of one API key's users together, and of all, per instance. */
   sseStreamsPerCredentialMax: 20,
+  sseStreamsPerApiKeyMax: 200,
   sseStreamsPerInstanceMax: 20_000,
-  /** Open JSON-RPC WebSocket connections of one credential on one instance, and of all credentials. */
+  /** Open JSON-RPC WebSocket connections of one credential, of one API key, and of all, per instance. */
   webSocketsPerCredentialMax: 20,
+  webSocketsPerApiKeyMax: 200,
   webSocketsPerInstanceMax: 20_000,
   /** Password hashes (scrypt) running at once per process, and waiting for a turn; more are refused (4290). */
   passwordHashesConcurrentMax: 2,

@@ -26,7 +26,7 @@ beforeAll(async () => {
   environment = {
     DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${redisPort}`, ADMIN_TOKEN: adminToken,
     JWT_SECRET: 'multi-instance-jwt-secret-0123456789', LOG_LEVEL: 'info', NODE_ENV: 'test',
-    RATE_LIMIT_SIGNUP_PER_ADDRESS: '100000/3600', RATE_LIMIT_LOGIN_PER_ACCOUNT: `${loginsPerAccount}/300`,
+    RATE_LIMIT_SIGNUP_PER_ADDRESS: '100000/3600', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: `${loginsPerAccount}/300`,
   };
   [instanceA, instanceB] = await Promise.all([startServer(environment), startServer(environment)]);
 }, 120_000);

@@ -22,39 +22,71 @@ afterEach(async () => {
 const countCodes = (responses: { body: { code: number } }[]) =>
   responses.reduce<Record<number, number>>((counts, response) => ({ ...counts, [response.body.code]: (counts[response.body.code] ?? 0) + 1 }), {});
 
+/** Sends one after another until the first 4290; the number of answers before it. */
+async function answeredBeforeRefusal(send: () => Promise<{ body: { code: number } }>, max = 100) {
+  for (let count = 0; count < max; count++) if ((await send()).body.code === 4290) return count;
+  return max;
+}
+
 describe('login', () => {
-  it('refuses wrong passwords beyond the per-account limit with 4290, and another account still signs in', async () => {
+  const login = (test: TestApp, address: string, email: string, password: string) =>
+    test.http.post('/api/v1/auth/login').set('X-Forwarded-For', address).send({ email, password });
+
+  it('checks at most the per-account-and-address failures from one address, even in parallel, and the owner still signs in from another', async () => {
     const test = await app({ TRUST_PROXY: 'true' });
     const victim = await signUpHuman(test);
-    const other = await signUpHuman(test);
-    const attempts = await Promise.all(
-      Array.from({ length: 200 }, () => test.http.post('/api/v1/auth/login').send({ email: victim.email, password: 'wrong-password-1' })),
-    );
-    // Only the attempts within the bucket reach the password check; the rest never hash anything.
-    expect(countCodes(attempts)).toEqual({ 4010: limits.rateLimits.loginPerAccount.requests, 4290: 200 - limits.rateLimits.loginPerAccount.requests });
+    const allowed = limits.rateLimits.loginFailuresPerAccountAndAddress.requests;
+    const attempts = await Promise.all(Array.from({ length: 100 }, () => login(test, '203.0.113.1', victim.email, 'wrong-password-1')));
+    const counts = countCodes(attempts);
+    // Each checking attempt holds a token, so parallel attempts never check more than the bucket allows.
+    expect(counts[4010]).toBeLessThanOrEqual(allowed);
+    expect((counts[4010] ?? 0) + (counts[4290] ?? 0)).toBe(100);
     const refused = attempts.find((response) => response.body.code === 4290)!;
     expect(refused.status).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(limits.rateLimits.loginPerAccount.windowSeconds);
     expect(refused.body.data.retry_after_seconds).toBe(Number(refused.headers['retry-after']));
+    // Refused attempts left no count behind: the bucket is spent by exactly `allowed` wrong passwords.
+    const more = await answeredBeforeRefusal(() => login(test, '203.0.113.1', victim.email, 'wrong-password-1'));
+    expect((counts[4010] ?? 0) + more).toBe(allowed);
 
-    const real = await test.http.post('/api/v1/auth/login').set('X-Forwarded-For', '198.51.100.7').send({ email: other.email, password: other.password });
-    expect(real.body.code).toBe(0);
+    expect((await login(test, '198.51.100.7', victim.email, victim.password)).body.code).toBe(0);
   });
 
-  it('refuses one address trying many accounts beyond the per-address limit, and not another address', async () => {
+  it('counts only wrong passwords: a success clears the account, a refusal counts nothing', async () => {
+    const test = await app({ TRUST_PROXY: 'true', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: '3/300', RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: '9/300' });
+    const user = await signUpHuman(test);
+    const other = await signUpHuman(test);
+    const codes = [];
+    for (const password of ['wrong-1-pass', 'wrong-2-pass', user.password, 'wrong-3-pass', 'wrong-4-pass', user.password, 'wrong-5-pass', 'wrong-6-pass', 'wrong-7-pass', 'wrong-8-pass', 'wrong-9-pass', user.password]) {
+      codes.push((await login(test, '203.0.113.2', user.email, password)).body.code);
+    }
+    // Three failures in a row spend the bucket; from then on even the right password waits.
+    expect(codes).toEqual([4010, 4010, 0, 4010, 4010, 0, 4010, 4010, 4010, 4290, 4290, 4290]);
+    // The address holds its 7 wrong passwords, not the successes or the refusals: 2 more of its 9 remain.
+    expect(await answeredBeforeRefusal(() => login(test, '203.0.113.2', other.email, 'wrong-password-1'))).toBe(2);
+  });
+
+  it('refuses every address once the looser account-wide bucket is spent from many addresses', async () => {
+    const test = await app({ TRUST_PROXY: 'true', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: '5/300' });
+    const victim = await signUpHuman(test);
+    const codes = [];
+    for (let index = 0; index < 6; index++) codes.push((await login(test, `203.0.113.${10 + index}`, victim.email, 'wrong-password-1')).body.code);
+    expect(codes).toEqual([4010, 4010, 4010, 4010, 4010, 4290]);
+    expect((await login(test, '198.51.100.7', victim.email, victim.password)).body.code).toBe(4290);
+  });
+
+  it('refuses one address trying many accounts beyond the per-address failures, and not another address', async () => {
     const test = await app({ TRUST_PROXY: 'true' });
     const user = await signUpHuman(test);
-    const tries = limits.rateLimits.loginPerAddress.requests + 5;
+    const allowed = limits.rateLimits.loginFailuresPerAddress.requests;
     const attempts = await Promise.all(
-      Array.from({ length: tries }, (_, index) =>
-        test.http.post('/api/v1/auth/login').set('X-Forwarded-For', '203.0.113.9').send({ email: `nobody-${index}@example.com`, password: 'wrong-password-1' })),
+      Array.from({ length: allowed + 5 }, (_, index) => login(test, '203.0.113.9', `nobody-${index}@example.com`, 'wrong-password-1')),
     );
-    expect(countCodes(attempts)).toEqual({ 4010: limits.rateLimits.loginPerAddress.requests, 4290: 5 });
-    const fromElsewhere = await test.http.post('/api/v1/auth/login').set('X-Forwarded-For', '203.0.113.10').send({ email: user.email, password: user.password });
-    expect(fromElsewhere.body.code).toBe(0);
+    const checked = countCodes(attempts)[4010] ?? 0;
+    expect(checked).toBeLessThanOrEqual(allowed);
+    expect(checked + (await answeredBeforeRefusal(() => login(test, '203.0.113.9', 'nobody-else@example.com', 'wrong-password-1')))).toBe(allowed);
+    expect((await login(test, '203.0.113.10', user.email, user.password)).body.code).toBe(0);
   });
-
   it('refuses a flood spread over many addresses and accounts once the password-hash queue is full, then signs in again', async () => {
     const test = await app({ TRUST_PROXY: 'true' });
     const user = await signUpHuman(test);
@@ -72,7 +104,7 @@ describe('login', () => {
   });
 
   it('ignores X-Forwarded-For unless TRUST_PROXY says a proxy sets it', async () => {
-    const test = await app({ RATE_LIMIT_LOGIN_PER_ADDRESS: '3/60' });
+    const test = await app({ RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: '3/60' });
     const statuses = [];
     for (let index = 0; index < 4; index++) {
       const response = await test.http.post('/api/v1/auth/login').set('X-Forwarded-For', `192.0.2.${index}`).send({ email: `x${index}@example.com`, password: 'wrong-password-1' });
@@ -112,7 +144,7 @@ describe('reads, writes and configuration', () => {
   });
 
   it('turns a bucket off with "off" and refuses a malformed setting at start', async () => {
-    const test = await app({ RATE_LIMIT_LOGIN_PER_ACCOUNT: 'off', RATE_LIMIT_LOGIN_PER_ADDRESS: 'off' });
+    const test = await app({ RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: 'off' });
     const user = await signUpHuman(test);
     const attempts = [];
     for (let index = 0; index < 40; index++) attempts.push(await test.http.post('/api/v1/auth/login').send({ email: user.email, password: 'wrong-password-1' }));

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { attachRpcWebSocket } from '../rpc/index.ts';
 import { limits } from '../src/limits.ts';
-import { type Actor, createAgent } from './helpers/actors.ts';
+import { randomUUID } from 'node:crypto';
+import { type Actor, createAgent, createApiKey } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { agentMarket, buy } from './helpers/market.ts';
 import { listen } from './helpers/server.ts';
@@ -90,6 +91,61 @@ describe('SSE streams per credential', () => {
     expect(text).toContain('"code":4290');
     expect(text).toContain('-32129');
     for (const stream of streams) stream.close();
+  });
+});
+
+describe('per API key', () => {
+  it('caps the streams of all the users of one auto-provisioning key together', async () => {
+    const key = await createApiKey(test, 'custom_mcp', { auto_provision: true });
+    const users = Array.from({ length: limits.sseStreamsPerApiKeyMax / limits.sseStreamsPerCredentialMax + 1 }, () => {
+      const userId = randomUUID();
+      return { userId, headers: { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': userId } };
+    });
+    const streams = [];
+    // Each user opens what its own cap allows; together they reach the key's cap.
+    for (const user of users.slice(0, -1)) streams.push(...(await Promise.all(Array.from({ length: limits.sseStreamsPerCredentialMax }, () => openStream(user)))));
+    expect(streams.every((stream) => stream.status === 200)).toBe(true);
+    const refused = await openStream(users.at(-1)!);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ code: 4290 });
+    for (const stream of streams) stream.close();
+  });
+});
+
+describe('stream opens over JSON-RPC', () => {
+  it('takes a token from the stream-opens bucket for JSON-RPC SSE streams and WebSocket subscriptions', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_STREAM_OPENS_PER_CREDENTIAL: '2/60' });
+    const limitedServer = await listen(limited);
+    const limitedSockets = attachRpcWebSocket(limitedServer.server, limited.runtime.engine);
+    try {
+      const { buyer, capability } = await agentMarket(limited);
+      const transaction = await buy(limited, buyer, capability.id);
+      const resubscribe = (id: number) => JSON.stringify({ jsonrpc: '2.0', id, method: 'tasks/resubscribe', params: { id: transaction.id } });
+      const socket = new WebSocket(`${limitedServer.url.replace('http', 'ws')}/api/v1/rpc/ws`, { headers: buyer.headers });
+      const answers: { id?: number; result?: unknown; error?: { data: { code: number } } }[] = [];
+      socket.on('message', (data) => {
+        const message = JSON.parse(String(data));
+        if (message.id !== undefined) answers.push(message);
+      });
+      await new Promise((resolve) => socket.once('open', resolve));
+      socket.send(resubscribe(1));
+      await eventually(async () => answers.length >= 1);
+      const abort = new AbortController();
+      const sse = await fetch(`${limitedServer.url}/api/v1/rpc`, {
+        method: 'POST', headers: { ...buyer.headers, 'Content-Type': 'application/json' }, body: resubscribe(2), signal: abort.signal,
+      });
+      expect(sse.headers.get('content-type')).toContain('text/event-stream');
+      socket.send(resubscribe(3));
+      await eventually(async () => answers.length >= 2);
+      expect(answers[0]).toMatchObject({ id: 1, result: { subscription: expect.any(String) } });
+      expect(answers[1]).toMatchObject({ id: 3, error: { data: { code: 4290 } } });
+      abort.abort();
+      socket.close();
+    } finally {
+      await limitedSockets.close();
+      await limitedServer.close();
+      await limited.close();
+    }
   });
 });
 

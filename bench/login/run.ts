@@ -129,7 +129,7 @@ const manyAddressesOneAccount: Scenario = { name: `${attemptCount} addresses, on
 const manyAddressesManyAccounts: Scenario = { name: `${attemptCount} addresses, ${attemptCount} accounts`, victim: (index) => `nobody-${index}-${stamp}@bench.example`, address: (index) => `10.2.${index >> 8}.${index & 255}` };
 
 const rows = [
-  ...(await measure('login limits off', { RATE_LIMIT_LOGIN_PER_ADDRESS: 'off', RATE_LIMIT_LOGIN_PER_ACCOUNT: 'off' }, [oneAddressOneAccount])),
+  ...(await measure('login limits off', { RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: 'off' }, [oneAddressOneAccount])),
   ...(await measure('default limits', {}, [oneAddressOneAccount, manyAddressesOneAccount, manyAddressesManyAccounts])),
 ];
 log('');

@@ -1,6 +1,6 @@
 import type { Engine } from '../../src/engine/index.ts';
 import * as schemas from '../../src/schemas/identity.ts';
-import { route } from '../route.ts';
+import { clientAddress, route } from '../route.ts';
 
 export const identityRoutes = (engine: Engine) => [
   route({
@@ -10,10 +10,11 @@ export const identityRoutes = (engine: Engine) => [
     handler: ({ body }) => engine.identity.signup(body),
   }),
   route({
-    method: 'post', path: '/api/v1/auth/login', tag: 'auth', auth: 'none', errors: [4010], rateLimits: ['loginPerAddress', 'loginPerAccount'],
+    method: 'post', path: '/api/v1/auth/login', tag: 'auth', auth: 'none', errors: [4010], rateLimits: ['requestsPerAddress'],
     summary: 'Sign in with email and password and receive an access token',
     body: schemas.loginBody, response: schemas.accessTokenResponse,
-    handler: ({ body }) => engine.identity.login(body),
+    // The login failure buckets are taken by the engine: only a wrong password counts.
+    handler: ({ body, request }) => engine.identity.login(body, clientAddress(request)),
   }),
   route({
     method: 'get', path: '/api/v1/auth/me', tag: 'auth', auth: 'user',

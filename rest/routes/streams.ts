@@ -86,12 +86,17 @@ async function serve(input: RouteInput<unknown, { last_event_id?: string }, unkn
   let stream: SseStream | null = null;
   const early: string[] = [];
   const send = (text: string) => (stream ? stream.sendFrame(text) : (early.push(text), true));
+  // A subscription may end before the stream opens; it is then closed right after opening.
+  let ended = false;
   let subscription: Subscription;
   try {
     subscription = await open(input.principal!, afterSequence, {
       onEvent: (item) => send(sharedFrame(item)),
       onTooOld: (gap) => void send(tooOldFrame(gap, engine.dependencies.config.OUTBOX_RETENTION_HOURS, currentState)),
-      onEnd: () => stream?.close(),
+      onEnd: () => {
+        ended = true;
+        stream?.close();
+      },
     });
   } catch (error) {
     release();
@@ -102,18 +107,19 @@ async function serve(input: RouteInput<unknown, { last_event_id?: string }, unkn
     subscription.close();
   });
   for (const text of early) stream.sendFrame(text);
+  if (ended) stream.close();
   return handled;
 }
 
 export const streamRoutes = (engine: Engine) => [
   route({
-    method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential'], rawResponse: { contentType: 'text/event-stream' },
+    method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for all of the caller's transactions (resume with Last-Event-ID)",
     query: lastEventQuery, response: streamItem,
     handler: (input) => serve(input, engine, '/api/v1/transactions', (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
   }),
   route({
-    method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rateLimits: ['streamOpensPerCredential'], rawResponse: { contentType: 'text/event-stream' },
+    method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for one transaction, from its creation on (resume with Last-Event-ID)",
     params: transactionIdParams, query: lastEventQuery, response: streamItem,
     handler: (input) => serve(input, engine, `/api/v1/transactions/${input.params.tx_id}`, (principal, afterSequence, listener) =>

@@ -1,8 +1,10 @@
+import { isIPv6 } from 'node:net';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { type RateLimitName, type RateLimitSetting, rateLimitNames } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { TtlCache } from './ttl-cache.ts';
 
 /**
  * Admission: whether a request, a stream or a connection may start at all (decisions section 6,
@@ -12,23 +14,32 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
  */
 export type { RateLimitName };
 
-/** What a bucket is keyed by. An anonymous request's credential is its address. */
-export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'account'> = {
+/**
+ * What a bucket is keyed by. An anonymous request's credential is its address; a bucket keyed by
+ * API key is skipped for a caller without one (a human).
+ */
+export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'apiKey' | 'account' | 'accountAndAddress'> = {
   requestsPerAddress: 'address',
   signupPerAddress: 'address',
-  loginPerAddress: 'address',
-  loginPerAccount: 'account',
+  loginFailuresPerAddress: 'address',
+  loginFailuresPerAccountAndAddress: 'accountAndAddress',
+  loginFailuresPerAccount: 'account',
+  authenticationFailuresPerAddress: 'address',
   readsPerCredential: 'credential',
   writesPerCredential: 'credential',
   rpcCallsPerCredential: 'credential',
   streamOpensPerCredential: 'credential',
+  readsPerApiKey: 'apiKey',
+  writesPerApiKey: 'apiKey',
+  rpcCallsPerApiKey: 'apiKey',
+  streamOpensPerApiKey: 'apiKey',
 };
 
 /** Who is asking, as far as the buckets care. */
 export interface Requester {
   address: string;
   principal: Principal | null;
-  /** The email a login names, for the per-account bucket. */
+  /** The email a login names, for the per-account buckets. */
   account?: string;
 }
 
@@ -36,11 +47,37 @@ export interface Requester {
 export const credentialOf = (principal: Principal) =>
   principal.api_key_id ? `key:${principal.api_key_id}:${principal.user_id}` : `user:${principal.user_id}`;
 
-function keyFor(name: RateLimitName, requester: Requester): string {
-  const kind = rateLimitKeys[name];
-  if (kind === 'account' && requester.account !== undefined) return `account:${requester.account.toLowerCase()}`;
-  if (kind === 'credential' && requester.principal) return credentialOf(requester.principal);
-  return `address:${requester.address}`;
+/**
+ * The address a per-address bucket counts: an IPv6 client usually holds a whole /64, so its
+ * addresses share one bucket; IPv4 (and IPv4-mapped IPv6) addresses count as they are.
+ */
+export function addressKeyOf(address: string): string {
+  const bare = address.split('%')[0]!;
+  if (!isIPv6(bare) || bare.includes('.')) return address;
+  const [head, tail] = bare.split('::') as [string, string | undefined];
+  const headGroups = head ? head.split(':') : [];
+  const tailGroups = tail ? tail.split(':') : [];
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
+  const numbers = groups.map((group) => parseInt(group, 16));
+  // ::ffff:a00:1 is 10.0.0.1 written in hex.
+  if (numbers.slice(0, 5).every((number) => number === 0) && numbers[5] === 0xffff) return address;
+  return `${numbers.slice(0, 4).map((number) => number.toString(16)).join(':')}::/64`;
+}
+
+function keyFor(name: RateLimitName, requester: Requester): string | null {
+  const address = `address:${addressKeyOf(requester.address)}`;
+  switch (rateLimitKeys[name]) {
+    case 'account':
+      return requester.account === undefined ? address : `account:${requester.account.toLowerCase()}`;
+    case 'accountAndAddress':
+      return requester.account === undefined ? address : `account:${requester.account.toLowerCase()}:${address}`;
+    case 'credential':
+      return requester.principal ? credentialOf(requester.principal) : address;
+    case 'apiKey':
+      return requester.principal?.api_key_id ? `api-key:${requester.principal.api_key_id}` : null;
+    default:
+      return address;
+  }
 }
 
 export const rateLimited = (retryAfterMs: number, detail: string) =>
@@ -63,6 +100,8 @@ function createBucket(name: RateLimitName, setting: RateLimitSetting, shared: En
   };
 }
 
+const loginFailureBuckets = ['loginFailuresPerAddress', 'loginFailuresPerAccountAndAddress', 'loginFailuresPerAccount'] as const;
+
 export function createAdmission({ bus, config, log }: EngineDependencies) {
   const buckets = new Map<RateLimitName, Bucket>();
   for (const name of rateLimitNames) {
@@ -75,67 +114,156 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
    * With Redis unreachable, each instance keeps counting in its own memory: the limits still hold
    * per instance (so up to N times looser across N instances), and no request fails because of it.
    */
-  async function consumeIn(bucket: Bucket, key: string, points: number): Promise<RateLimiterRes> {
-    if (!bucket.shared) return bucket.local.consume(key, points);
+  async function inBucket<T>(bucket: Bucket, operation: (limiter: RateLimiterAbstract) => Promise<T>): Promise<T> {
+    if (!bucket.shared) return operation(bucket.local);
     try {
-      return await bucket.shared.consume(key, points);
+      return await operation(bucket.shared);
     } catch (outcome) {
       if (outcome instanceof RateLimiterRes) throw outcome;
       if (Date.now() - lastOutageLogAt > outageLogIntervalMs) {
         lastOutageLogAt = Date.now();
         log.warn('rate limits are counted per instance: Redis does not answer', { error: outcome });
       }
-      return bucket.local.consume(key, points);
+      return operation(bucket.local);
+    }
+  }
+
+  /** Runs `operation` on each named bucket that is on and applies to the requester. */
+  async function eachBucket(names: readonly RateLimitName[], requester: Requester, operation: (limiter: RateLimiterAbstract, key: string, name: RateLimitName) => Promise<unknown>) {
+    for (const name of names) {
+      const bucket = buckets.get(name);
+      const key = keyFor(name, requester);
+      if (bucket && key !== null) await inBucket(bucket, (limiter) => operation(limiter, key, name));
     }
   }
 
   /** Takes `points` from each named bucket in turn; the first that is empty refuses with 4290. */
   async function consume(names: readonly RateLimitName[], requester: Requester, points = 1): Promise<void> {
-    for (const name of names) {
-      const bucket = buckets.get(name);
-      if (!bucket) continue;
-      try {
-        await consumeIn(bucket, keyFor(name, requester), points);
-      } catch (outcome) {
-        if (!(outcome instanceof RateLimiterRes)) throw outcome;
-        throw rateLimited(outcome.msBeforeNext, `rate limit ${name} reached`);
-      }
+    let current: RateLimitName | undefined;
+    try {
+      await eachBucket(names, requester, (limiter, key, name) => {
+        current = name;
+        return limiter.consume(key, points);
+      });
+    } catch (outcome) {
+      if (!(outcome instanceof RateLimiterRes)) throw outcome;
+      throw rateLimited(outcome.msBeforeNext, `rate limit ${current} reached`);
     }
+  }
+
+  const giveBack = (names: readonly RateLimitName[], requester: Requester) => eachBucket(names, requester, (limiter, key) => limiter.reward(key, 1));
+
+  /**
+   * A login under the failure buckets (docs/decisions.md "Rate limits and stream caps"): the
+   * attempt holds a token of each while its password is checked, so parallel attempts cannot
+   * overrun them; a wrong password (4010) keeps them, anything else gives them back, and a
+   * success clears the account's two buckets. A refused attempt leaves no count behind, so
+   * hammering an exhausted bucket does not keep it exhausted.
+   */
+  async function underLoginLimits<T>(requester: Requester, check: () => Promise<T>): Promise<T> {
+    const held: RateLimitName[] = [];
+    try {
+      // The refusing bucket counted the attempt too, so it is held (and given back) like the others.
+      await eachBucket(loginFailureBuckets, requester, async (limiter, key, name) => {
+        held.push(name);
+        await limiter.consume(key, 1);
+      });
+    } catch (outcome) {
+      await giveBack(held, requester);
+      if (!(outcome instanceof RateLimiterRes)) throw outcome;
+      throw rateLimited(outcome.msBeforeNext, 'too many failed logins');
+    }
+    try {
+      const result = await check();
+      await giveBack(['loginFailuresPerAddress'], requester);
+      await eachBucket(['loginFailuresPerAccountAndAddress', 'loginFailuresPerAccount'], requester, (limiter, key) => limiter.delete(key));
+      return result;
+    } catch (error) {
+      if (!(error instanceof AppError && error.errorName === 'unauthenticated')) await giveBack(held, requester);
+      throw error;
+    }
+  }
+
+  /** Takes a token for a failed authentication; how long the address is then blocked, or null if it is not. */
+  async function chargeAuthenticationFailure(address: string): Promise<number | null> {
+    let blockedForMs: number | null = null;
+    try {
+      await eachBucket(['authenticationFailuresPerAddress'], { address, principal: null }, async (limiter, key) => {
+        const result = await limiter.consume(key, 1);
+        if (result.remainingPoints === 0) blockedForMs = result.msBeforeNext;
+      });
+    } catch (outcome) {
+      if (!(outcome instanceof RateLimiterRes)) throw outcome;
+      blockedForMs = outcome.msBeforeNext;
+    }
+    return blockedForMs;
   }
 
   return {
     consume,
-    sseStreams: createConnectionCap('SSE streams', limits.sseStreamsPerCredentialMax, limits.sseStreamsPerInstanceMax),
-    webSockets: createConnectionCap('WebSocket connections', limits.webSocketsPerCredentialMax, limits.webSocketsPerInstanceMax),
+    underLoginLimits,
+    authenticationFailures: createFailureGate(chargeAuthenticationFailure),
+    sseStreams: createConnectionCap('SSE streams', limits.sseStreamsPerCredentialMax, limits.sseStreamsPerApiKeyMax, limits.sseStreamsPerInstanceMax),
+    webSockets: createConnectionCap('WebSocket connections', limits.webSocketsPerCredentialMax, limits.webSocketsPerApiKeyMax, limits.webSocketsPerInstanceMax),
+  };
+}
+
+/**
+ * Authentication failures by address, without a round trip on the hot path: a failure takes a
+ * token from the shared bucket, and once it takes the last one this instance remembers the
+ * address as blocked until the bucket's window ends. Blocked, a request presenting credentials is refused
+ * before they are looked up. Each instance learns of the block at its own next failure, so across
+ * N instances an address gets at most N failures more than the bucket.
+ */
+function createFailureGate(charge: (address: string) => Promise<number | null>) {
+  const blockedUntil = new TtlCache<number>(24 * 60 * 60 * 1000, limits.credentialCacheEntriesMax);
+  return {
+    refuseIfBlocked(address: string) {
+      const until = blockedUntil.get(addressKeyOf(address));
+      if (until !== undefined && until > Date.now()) throw rateLimited(until - Date.now(), 'too many failed authentications from this address');
+    },
+    async recordFailure(address: string) {
+      const blockedForMs = await charge(address);
+      if (blockedForMs !== null) blockedUntil.set(addressKeyOf(address), Date.now() + blockedForMs);
+    },
   };
 }
 
 export type Admission = ReturnType<typeof createAdmission>;
 
 /**
- * Counts what is open right now on this instance, per credential and in total. `open` returns the
- * release function, to call exactly once when the stream or connection ends.
+ * Counts what is open right now on this instance, per credential, per API key (all its users
+ * together) and in total. `open` returns the release function, to call exactly once when the
+ * stream or connection ends.
  */
-export function createConnectionCap(what: string, perCredentialMax: number, perInstanceMax: number) {
+export function createConnectionCap(what: string, perCredentialMax: number, perApiKeyMax: number, perInstanceMax: number) {
   const openByCredential = new Map<string, number>();
+  const openByApiKey = new Map<string, number>();
   let openTotal = 0;
   const refuse = (detail: string) => rateLimited(limits.connectionCapRetryAfterSeconds * 1000, detail);
+  const add = (counts: Map<string, number>, key: string | null, change: number) => {
+    if (key === null) return;
+    const count = (counts.get(key) ?? 0) + change;
+    if (count === 0) counts.delete(key);
+    else counts.set(key, count);
+  };
 
   function open(principal: Principal): () => void {
     const credential = credentialOf(principal);
-    const mine = openByCredential.get(credential) ?? 0;
+    const apiKey = principal.api_key_id;
     if (openTotal >= perInstanceMax) throw refuse(`this instance has ${perInstanceMax} ${what} open`);
-    if (mine >= perCredentialMax) throw refuse(`at most ${perCredentialMax} ${what} open per credential`);
-    openByCredential.set(credential, mine + 1);
+    if ((openByCredential.get(credential) ?? 0) >= perCredentialMax) throw refuse(`at most ${perCredentialMax} ${what} open per credential`);
+    if (apiKey && (openByApiKey.get(apiKey) ?? 0) >= perApiKeyMax) throw refuse(`at most ${perApiKeyMax} ${what} open per API key`);
+    add(openByCredential, credential, 1);
+    add(openByApiKey, apiKey, 1);
     openTotal += 1;
     let released = false;
     return () => {
       if (released) return;
       released = true;
       openTotal -= 1;
-      const left = (openByCredential.get(credential) ?? 1) - 1;
-      if (left === 0) openByCredential.delete(credential);
-      else openByCredential.set(credential, left);
+      add(openByCredential, credential, -1);
+      add(openByApiKey, apiKey, -1);
     };
   }
 

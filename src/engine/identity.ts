@@ -5,6 +5,7 @@ import { AppError, notFound, unauthenticated } from '../errors.ts';
 import type { CreateApiKeyInput, LoginInput, SignupInput } from '../schemas/identity.ts';
 import { ensureUserAccounts } from '../store/accounts.ts';
 import * as store from '../store/identity.ts';
+import type { Admission } from './admission.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { uuidPattern } from '../domain/ids.ts';
 import { limits } from '../limits.ts';
@@ -18,7 +19,7 @@ export interface Credentials {
 }
 
 
-export function createIdentityEngine({ db, jwt }: EngineDependencies) {
+export function createIdentityEngine({ db, jwt }: EngineDependencies, admission: Admission) {
   // Only positive answers are cached: a new key, link or user works at once, and a failed
   // lookup is never remembered.
   const keysByPrefix = new TtlCache<store.ApiKeyRow>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
@@ -49,10 +50,25 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies) {
   }
 
   /**
-   * Resolves credentials to a principal. Mixing both kinds is refused outright (4011) rather than
+   * Resolves credentials to a principal; a request from `address` that fails (4010) counts
+   * against the address's authentication failures, and once those are spent the address's
+   * credentials are refused (4290) before any lookup. Mixing both kinds is refused outright (4011) rather than
    * guessing which one the caller meant, because the kind decides currency and space.
    */
-  async function authenticate(credentials: Credentials): Promise<Principal> {
+  async function authenticate(credentials: Credentials, address?: string): Promise<Principal> {
+    const presented = credentials.apiKey !== undefined || credentials.platformUserId !== undefined || credentials.authorization !== undefined;
+    // Without an address (a socket checking its own credentials again) nothing is counted.
+    if (address === undefined || !presented) return resolve(credentials);
+    admission.authenticationFailures.refuseIfBlocked(address);
+    try {
+      return await resolve(credentials);
+    } catch (error) {
+      if (error instanceof AppError && error.errorName === 'unauthenticated') await admission.authenticationFailures.recordFailure(address);
+      throw error;
+    }
+  }
+
+  async function resolve(credentials: Credentials): Promise<Principal> {
     const hasKey = credentials.apiKey !== undefined || credentials.platformUserId !== undefined;
     const hasBearer = credentials.authorization !== undefined;
     if (hasKey && hasBearer) throw new AppError('mixed_credentials', 'send either API key headers or a bearer token, not both');
@@ -118,7 +134,12 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies) {
     return issueToken(id);
   }
 
-  async function login(input: LoginInput) {
+  /** Under the login failure buckets: only a wrong password counts (admission.underLoginLimits). */
+  function login(input: LoginInput, address: string) {
+    return admission.underLoginLimits({ address, principal: null, account: input.email }, () => checkPassword(input));
+  }
+
+  async function checkPassword(input: LoginInput) {
     const user = await store.findUserByEmail(db, input.email);
     // verifyPassword runs even for an unknown email so both failures take the same time.
     const valid = await verifyPassword(input.password, user?.password_hash);

@@ -20,7 +20,8 @@ export async function createEngine(dependencies: EngineDependencies) {
   const publisher = createPublisher(dependencies.bus, dependencies.asyncCommitDb, dependencies.log);
   const idempotency = createIdempotency(dependencies);
   const transitions = createTransitions(dependencies, publisher);
-  const identity = createIdentityEngine(dependencies);
+  const admission = createAdmission(dependencies);
+  const identity = createIdentityEngine(dependencies, admission);
   const capabilities = createCapabilityEngine(dependencies, idempotency);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const wallet = createWalletEngine(dependencies, idempotency);
@@ -30,7 +31,6 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
-  const admission = createAdmission(dependencies);
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
