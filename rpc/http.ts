@@ -1,4 +1,5 @@
 import { assertSafeJson } from '../src/schemas/json-safety.ts';
+import { requestLogger } from '../rest/request-log.ts';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { JSONRPCID, JSONRPCResponse } from 'json-rpc-2.0';
@@ -80,7 +81,7 @@ const reply = (response: Response, status: number, body: JSONRPCResponse | JSONR
 
 /** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
 export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request: Request, response: Response) {
-  const { log } = engine.dependencies;
+  const log = requestLogger(request, engine.dependencies.log);
   const text = await readBody(request, limits.requestBodyBytesMax);
   if (text === null) {
     response.setHeader('Connection', 'close');
@@ -90,7 +91,7 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   const parsed = tryParse(text);
   let context: RpcContext;
   try {
-    context = { principal: await authenticateHeaders(engine, request.headers, clientAddress(request)), headerGeneration: generationOfHeader(request.get('a2a-version')) };
+    context = { principal: await authenticateHeaders(engine, request.headers, clientAddress(request)), headerGeneration: generationOfHeader(request.get('a2a-version')), log };
   } catch (error) {
     const status = error instanceof AppError ? error.httpStatus : 500;
     if (error instanceof AppError) sendRetryAfter(response, error);
@@ -149,7 +150,7 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
     });
   } catch (error) {
     release();
-    return reply(response, 200, errorResponse(id, toRpcError(error, engine.dependencies.log)));
+    return reply(response, 200, errorResponse(id, toRpcError(error, context.log ?? engine.dependencies.log)));
   }
   sse = openSse(response, () => {
     release();

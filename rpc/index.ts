@@ -6,6 +6,7 @@ import { cardRoutes, rpcPath } from './card.ts';
 import { createDispatcher } from './dispatch.ts';
 import { errorResponse, toRpcError } from './errors.ts';
 import { serveHttp } from './http.ts';
+import { requestLogger } from '../rest/request-log.ts';
 import { createRpcServer } from './methods.ts';
 import { attachWebSocket } from './websocket.ts';
 
@@ -50,7 +51,7 @@ export function rpcRoutes(engine: Engine): RouteSpec[] {
         try {
           await serveHttp(engine, dispatcher, request, response);
         } catch (error) {
-          if (!response.headersSent) response.status(200).json(errorResponse(null, toRpcError(error, log)));
+          if (!response.headersSent) response.status(200).json(errorResponse(null, toRpcError(error, requestLogger(request, log))));
           else response.end();
         }
         return handled;

@@ -3,7 +3,9 @@ import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { TransactionStatus } from '../src/domain/escrow.ts';
 import { limits } from '../src/limits.ts';
-import { asNotCancelable, errorResponse, pushNotificationsNotSupported, toRpcError, unsupportedOperation } from './errors.ts';
+import { AppError, toAppError } from '../src/errors.ts';
+import type { Logger } from '../src/logger.ts';
+import { DecoratedError, RpcError, asNotCancelable, errorResponse, pushNotificationsNotSupported, toRpcError, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
@@ -23,6 +25,8 @@ export interface RpcContext {
   headerGeneration: Generation;
   /** WebSocket only: ends one of this connection's subscriptions. */
   unsubscribe?: (subscription: string) => boolean;
+  /** The logger for this exchange (over HTTP it carries the request id). */
+  log?: Logger;
 }
 
 export const streamingMethods: ReadonlySet<string> = new Set([
@@ -146,6 +150,16 @@ export function createRpcServer(engine: Engine) {
   const server = new JSONRPCServer<RpcContext>({ errorListener: () => {} });
   const { log } = engine.dependencies;
   server.mapErrorToJSONRPCErrorResponse = (id, error) => errorResponse(id, toRpcError(error, log));
-  for (const [name, method] of Object.entries(createMethods(engine))) server.addMethod(name, method);
+  // An unexpected error is logged here, where the exchange's own logger is known, and goes on as
+  // the generic 5000 that mapErrorToJSONRPCErrorResponse renders.
+  const logged = (method: Method): Method => async (params, context) => {
+    try {
+      return await method(params, context);
+    } catch (error) {
+      if (error instanceof AppError || error instanceof RpcError || error instanceof DecoratedError) throw error;
+      throw toAppError(error, (message, cause) => (context.log ?? log).error(`json-rpc: ${message}`, { error: cause }));
+    }
+  };
+  for (const [name, method] of Object.entries(createMethods(engine))) server.addMethod(name, logged(method));
   return server;
 }

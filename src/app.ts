@@ -7,7 +7,7 @@ import { createAuthenticator } from '../rest/authentication.ts';
 import { sendError } from '../rest/envelope.ts';
 import { methodNotAllowed } from '../rest/method-not-allowed.ts';
 import { buildOpenApiDocument } from '../rest/openapi.ts';
-import { reenterRequestContext, requestIdentity } from '../rest/request-log.ts';
+import { requestIdentity, requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
@@ -88,7 +88,6 @@ export function createApp(engine: Engine) {
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
-  app.use(reenterRequestContext);
   app.use((request, _response, next) => {
     if (request.body !== undefined) assertSafeJson(request.body, 'body');
     next();
@@ -112,8 +111,8 @@ export function createApp(engine: Engine) {
   app.use('/docs/assets', express.static(path.resolve(swaggerUi.getAbsoluteFSPath()), { index: false }));
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
-  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => {
-    sendError(response, fromHttpError(error, (message, cause) => log.error(message, { error: cause })));
+  app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
+    sendError(response, fromHttpError(error, (message, cause) => requestLogger(request, log).error(message, { error: cause })));
   });
   return app;
 }

@@ -1,5 +1,3 @@
-import { requestContext } from './request-context.ts';
-
 /** A tiny structured logger: one JSON line per event, so logs stay greppable and parseable. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -15,10 +13,19 @@ const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Logger {
   const emit = (at: Exclude<LogLevel, 'silent'>) => (message: string, fields: Record<string, unknown> = {}) => {
     if (order[at] < order[level]) return;
-    const requestId = requestContext.getStore()?.requestId;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...(requestId ? { request_id: requestId } : {}), ...serializeFields(fields) }));
+    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) }));
   };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
+}
+
+/**
+ * A logger that adds `fields` to every line, for code working on behalf of one request (its id).
+ * The request's logger is handed down explicitly rather than found through AsyncLocalStorage,
+ * whose promise hooks on Node 20 doubled the server's CPU per request (docs/benchmarks.md).
+ */
+export function withFields(log: Logger, fields: Record<string, unknown>): Logger {
+  const add = (write: Logger['info']) => (message: string, more: Record<string, unknown> = {}) => write(message, { ...fields, ...more });
+  return { debug: add(log.debug), info: add(log.info), warn: add(log.warn), error: add(log.error) };
 }
 
 function serializeFields(fields: Record<string, unknown>): Record<string, unknown> {
