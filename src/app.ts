@@ -7,7 +7,7 @@ import { createAuthenticator } from '../rest/authentication.ts';
 import { sendError } from '../rest/envelope.ts';
 import { methodNotAllowed } from '../rest/method-not-allowed.ts';
 import { buildOpenApiDocument } from '../rest/openapi.ts';
-import { requestIdentity, requestLogger } from '../rest/request-log.ts';
+import { installRequestIds, requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
@@ -82,7 +82,7 @@ export function createApp(engine: Engine) {
   // same route under different idempotency scopes.
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
-  app.use(requestIdentity(log));
+  installRequestIds(app, log);
   // Decides request.ip, the key of the per-address rate limits (docs/decisions.md).
   app.set('trust proxy', config.TRUST_PROXY);
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
