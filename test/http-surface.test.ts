@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { listen } from './helpers/server.ts';
 import { agentMarket, buy } from './helpers/market.ts';
 
 /** What a newcomer meets first: the OpenAPI document, wrong methods, /docs/, request ids, the log. */
@@ -86,6 +88,28 @@ describe('request ids and the access log', () => {
     expect(given.headers['x-request-id']).toBe('client.trace-42_A');
     const missing = await test.http.get('/api/v1/no-such-thing').expect(404);
     expect(missing.headers['x-request-id']).toMatch(/^[A-Za-z0-9._-]+$/);
+  });
+
+  it('gives streams, the reference page and its assets an X-Request-Id too', async () => {
+    const { buyer } = await agentMarket(test);
+    const served = await listen(test);
+    try {
+      const headers = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+        const request = http.get(`${served.url}/api/v1/transactions/events`, { headers: { ...buyer.headers, Accept: 'text/event-stream', 'X-Request-Id': 'stream-7' } }, (response) => {
+          resolve(response.headers);
+          request.destroy();
+        });
+        request.on('error', reject);
+      });
+      expect(headers['content-type']).toMatch(/^text\/event-stream/);
+      expect(headers['x-request-id']).toBe('stream-7');
+    } finally {
+      await served.close();
+    }
+    const page = await test.http.get('/docs/').expect(200);
+    expect(page.headers['x-request-id']).toMatch(/^[A-Za-z0-9._-]+$/);
+    const asset = await test.http.get('/docs/assets/swagger-ui.css').expect(200);
+    expect(asset.headers['x-request-id']).toMatch(/^[A-Za-z0-9._-]+$/);
   });
 
   it.each([['has spaces'], ['x'.repeat(129)], ['semi;colon'], ['']])('replaces the malformed client id %j with its own', async (id) => {
