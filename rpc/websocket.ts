@@ -12,6 +12,7 @@ import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, parseErrorResponse, toRpcError } from './errors.ts';
 import { authenticateHeaders } from './http.ts';
+import { compileTrustProxy, peerAddress } from '../rest/client-address.ts';
 import type { RpcContext } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
 import { type StreamEndReason, StreamStart, openTaskStream } from './task-stream.ts';
@@ -78,6 +79,8 @@ class RpcSockets {
   private readonly connections = new Set<Connection>();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly log: Logger;
+  /** Whose X-Forwarded-For to believe, as for REST (TRUST_PROXY). */
+  private readonly trustProxy: ReturnType<typeof compileTrustProxy>;
 
   constructor(
     private readonly server: Server,
@@ -85,6 +88,7 @@ class RpcSockets {
     private readonly dispatcher: Dispatcher,
   ) {
     this.log = engine.dependencies.log;
+    this.trustProxy = compileTrustProxy(engine.dependencies.config.TRUST_PROXY);
     server.on('upgrade', this.onUpgrade);
     this.heartbeat = setInterval(() => this.beat(), engine.dependencies.config.STREAM_HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -97,14 +101,15 @@ class RpcSockets {
       if (this.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, errorResponse(null, toRpcError(new AppError('not_found', 'no such route'), this.log)));
       return;
     }
-    authenticateHeaders(this.engine, request.headers, request.socket.remoteAddress ?? 'unknown')
+    const address = peerAddress(request, this.trustProxy);
+    authenticateHeaders(this.engine, request.headers, address)
       .then((principal) => {
         // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
         const release = this.engine.admission.webSockets.open(principal);
         // A client that left during authentication has already emitted 'close'.
         if (socket.destroyed) return release();
         socket.once('close', release);
-        this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request));
+        this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request, address));
       })
       .catch((error: unknown) => {
         const status = error instanceof AppError ? error.httpStatus : 500;
@@ -112,12 +117,12 @@ class RpcSockets {
       });
   };
 
-  private onConnection(socket: WebSocket, principal: Principal, request: IncomingMessage) {
+  private onConnection(socket: WebSocket, principal: Principal, request: IncomingMessage, address: string) {
     const version = request.headers['a2a-version'];
     const credentials = pickCredentials(request.headers);
     const connection: Connection = {
       socket, principal, credentials, version: Array.isArray(version) ? version[0] : version, alive: true,
-      address: request.socket.remoteAddress ?? 'unknown', subscriptions: new Map(),
+      address, subscriptions: new Map(),
     };
     this.connections.add(connection);
     socket.on('pong', () => {

@@ -63,6 +63,34 @@ describe('authentication failures per address', () => {
   });
 });
 
+describe('WebSocket upgrades behind a trusted proxy', () => {
+  it('count failures by the client address X-Forwarded-For names, as REST does, not by the proxy', async () => {
+    const test = await app({ TRUST_PROXY: 'loopback', RATE_LIMIT_AUTHENTICATION_FAILURES_PER_ADDRESS: '2/60' });
+    const served = await listen(test);
+    const sockets = attachRpcWebSocket(served.server, test.runtime.engine);
+    try {
+      const upgrade = (headers: Record<string, string>) =>
+        new Promise<number>((resolve) => {
+          const socket = new WebSocket(`${served.url.replace('http', 'ws')}/api/v1/rpc/ws`, { headers });
+          socket.on('open', () => (socket.close(), resolve(101)));
+          socket.on('unexpected-response', (_request, response) => (response.resume(), resolve(response.statusCode ?? 0)));
+          socket.on('error', () => {});
+        });
+      const attacker = { ...wrongKey, 'X-Forwarded-For': '203.0.113.7' };
+      const statuses = [];
+      for (let index = 0; index < 3; index++) statuses.push(await upgrade(attacker));
+      expect(statuses).toEqual([401, 401, 429]);
+      // Another client behind the same proxy is not blocked by the attacker's failures.
+      expect(await upgrade({ ...wrongKey, 'X-Forwarded-For': '198.51.100.4' })).toBe(401);
+      // And REST counts the same address in the same bucket.
+      expect((await test.http.get('/api/v1/transactions').set(attacker)).status).toBe(429);
+    } finally {
+      await sockets.close();
+      await served.close();
+    }
+  });
+});
+
 describe('per API key, all its users together', () => {
   it('limits an auto-provisioning key across the new users it brings', async () => {
     const test = await app({ RATE_LIMIT_READS_PER_API_KEY: '5/60' });
