@@ -22,6 +22,15 @@ afterEach(async () => {
 
 const wrongKey = { 'X-Api-Key': 'mk_wrongwrongwrong_0000000000000000', 'X-Platform-User-Id': '00000000-0000-4000-8000-000000000000' };
 
+/** The HTTP status a WebSocket upgrade gets: 101 when it opens, else the refusal's status. */
+const upgradeStatus = (url: string, headers: Record<string, string>) =>
+  new Promise<number>((resolve) => {
+    const socket = new WebSocket(`${url.replace('http', 'ws')}/api/v1/rpc/ws`, { headers });
+    socket.on('open', () => (socket.close(), resolve(101)));
+    socket.on('unexpected-response', (_request, response) => (response.resume(), resolve(response.statusCode ?? 0)));
+    socket.on('error', () => {});
+  });
+
 describe('authentication failures per address', () => {
   it('refuses credentials from an address with too many failed authentications before looking them up, REST and JSON-RPC', async () => {
     const test = await app({ RATE_LIMIT_AUTHENTICATION_FAILURES_PER_ADDRESS: '4/60' });
@@ -46,13 +55,7 @@ describe('authentication failures per address', () => {
     const served = await listen(test);
     const sockets = attachRpcWebSocket(served.server, test.runtime.engine);
     try {
-      const upgrade = (headers: Record<string, string>) =>
-        new Promise<number>((resolve) => {
-          const socket = new WebSocket(`${served.url.replace('http', 'ws')}/api/v1/rpc/ws`, { headers });
-          socket.on('open', () => (socket.close(), resolve(101)));
-          socket.on('unexpected-response', (_request, response) => (response.resume(), resolve(response.statusCode ?? 0)));
-          socket.on('error', () => {});
-        });
+      const upgrade = (headers: Record<string, string>) => upgradeStatus(served.url, headers);
       const statuses = [];
       for (let index = 0; index < 4; index++) statuses.push(await upgrade(wrongKey));
       expect(statuses).toEqual([401, 401, 401, 429]);
@@ -69,13 +72,7 @@ describe('WebSocket upgrades behind a trusted proxy', () => {
     const served = await listen(test);
     const sockets = attachRpcWebSocket(served.server, test.runtime.engine);
     try {
-      const upgrade = (headers: Record<string, string>) =>
-        new Promise<number>((resolve) => {
-          const socket = new WebSocket(`${served.url.replace('http', 'ws')}/api/v1/rpc/ws`, { headers });
-          socket.on('open', () => (socket.close(), resolve(101)));
-          socket.on('unexpected-response', (_request, response) => (response.resume(), resolve(response.statusCode ?? 0)));
-          socket.on('error', () => {});
-        });
+      const upgrade = (headers: Record<string, string>) => upgradeStatus(served.url, headers);
       const attacker = { ...wrongKey, 'X-Forwarded-For': '203.0.113.7' };
       const statuses = [];
       for (let index = 0; index < 3; index++) statuses.push(await upgrade(attacker));
