@@ -131,9 +131,11 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
   /** Runs `operation` on each named bucket that is on and applies to the requester. */
   async function eachBucket(names: readonly RateLimitName[], requester: Requester, operation: (limiter: RateLimiterAbstract, key: string, name: RateLimitName) => Promise<unknown>) {
     for (const name of names) {
+      // A bucket that is off costs nothing, not even its key (which parses the address).
       const bucket = buckets.get(name);
+      if (!bucket) continue;
       const key = keyFor(name, requester);
-      if (bucket && key !== null) await inBucket(bucket, (limiter) => operation(limiter, key, name));
+      if (key !== null) await inBucket(bucket, (limiter) => operation(limiter, key, name));
     }
   }
 
