@@ -10,7 +10,7 @@ export function sendData(response: Response, status: number, data: unknown, mess
 
 /** A refusal for rate reasons tells how long to wait, in seconds, in the standard header too. */
 export function sendRetryAfter(response: Response, error: AppError) {
-  if (error.errorName === 'rate_limited' && typeof error.data?.retry_after_seconds === 'number') {
+  if ((error.errorName === 'rate_limited' || error.errorName === 'daily_limit_reached') && typeof error.data?.retry_after_seconds === 'number') {
     response.setHeader('Retry-After', String(error.data.retry_after_seconds));
   }
 }

@@ -12,10 +12,15 @@ import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
 import { capabilityRoutes } from '../rest/routes/capabilities.ts';
+import { demandRoutes } from '../rest/routes/demands.ts';
+import { matchingRoutes } from '../rest/routes/matching.ts';
+import { invokeRoutes } from '../rest/routes/invoke.ts';
 import { identityRoutes } from '../rest/routes/identity.ts';
+import { pricingRoutes } from '../rest/routes/pricing.ts';
 import { streamRoutes } from '../rest/routes/streams.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
+import { mcpRoutes } from '../mcp/index.ts';
 import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
@@ -30,7 +35,10 @@ import { assertSafeJson } from './schemas/json-safety.ts';
 export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
     ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine),
-    ...capabilityRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
+    ...matchingRoutes(engine), ...demandRoutes(engine),
+    ...capabilityRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
+    ...pricingRoutes(engine),
+    ...mcpRoutes(engine),
   ];
   const document = servedOnce(() => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl));
   const openApiRoute = route({

@@ -5,6 +5,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { type EventBus, createInProcessBus, createRedisBus } from './events/bus.ts';
 import { createEngine, type Engine } from './engine/index.ts';
 import type { Logger } from './logger.ts';
+import type { CallbackNetwork } from './callbacks/client.ts';
 
 /**
  * Opens the backends the configuration names (PostgreSQL or embedded PGlite; Redis or the
@@ -22,6 +23,7 @@ export interface RuntimeOptions {
   bus?: EventBus;
   now?: () => Date;
   migrate?: boolean;
+  callbackNetwork?: Partial<CallbackNetwork>;
 }
 
 export async function openRuntime(config: Config, log: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -34,7 +36,7 @@ export async function openRuntime(config: Config, log: Logger, options: RuntimeO
     await Promise.allSettled([database.close(), bus.close()]);
     throw error;
   }
-  const engine = await createEngine({ db: database.db, asyncCommitDb: database.asyncCommitDb, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()) });
+  const engine = await createEngine({ db: database.db, asyncCommitDb: database.asyncCommitDb, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()), callbackNetwork: options.callbackNetwork });
   return {
     engine,
     database,

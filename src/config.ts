@@ -38,6 +38,8 @@ const environmentSchema = z.object({
   LLM_BASE_URL: z.string().url().optional(),
   LLM_API_KEY: z.string().optional(),
   LLM_MODEL: z.string().optional(),
+  /** The model for POST {LLM_BASE_URL}/embeddings; unset: no embeddings (chat models rarely embed). */
+  LLM_EMBEDDING_MODEL: z.string().optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   WORKERS: z.coerce.number().int().min(1).max(64).default(1),
   /**

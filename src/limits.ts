@@ -149,4 +149,73 @@ export const limits = {
   passwordHashesQueuedMax: 32,
   /** What a refused stream or connection is told to wait before trying again. */
   connectionCapRetryAfterSeconds: 10,
+  // Demands and matching (issue 9, docs/matching.md).
+  demandDescriptionLengthMax: 10_000,
+  demandTitleLengthMax: 200,
+  matchTopKDefault: 10,
+  matchTopKMax: 50,
+  /** The database's candidate stage returns at most this many rows for the engine to rerank. */
+  matchCandidatesMax: 200,
+  /**
+   * The newest offered capabilities sharing a term with the demand that the database ranks at
+   * most: the bound that keeps matching's cost flat as the market grows (store/demands.ts).
+   */
+  matchCandidatePoolMax: 1_000,
+  /** Terms of one text sent to the database's search; the rest of a very long text adds little. */
+  matchQueryTermsMax: 64,
+  alignmentCapabilitiesMax: 50,
+  /** An auto-accept attempt holds its demand at most this long; a crashed attempt frees it then. */
+  autoAcceptClaimStaleMs: 60_000,
+  /** A new or re-offered capability is scored against at most this many auto-accept demands. */
+  autoAcceptDemandsPerCapabilityMax: 100,
+  /** Candidates one demand tries to buy in turn before it waits for the next capability. */
+  autoAcceptAttemptsPerRunMax: 3,
+  // Capabilities surface (issue 9): list filters and batch registration.
+  /** The list's text query `q`: its length, and the words in it (each must match). */
+  capabilitySearchQueryLengthMax: 200,
+  capabilitySearchWordsMax: 10,
+  /** Capabilities registered by one POST /capabilities/batch call (the specification's 50). */
+  capabilityBatchItemsMax: 50,
+  // Invoke (issue 9): the outbound callback and the hold it runs under.
+  /** A callback's answer body is read up to this many bytes; more fails the invoke (decisions 7). */
+  callbackResponseBytesMax: 1024 * 1024,
+  /** Redirects (307 and 308 only) a callback may take; each hop's address is judged again. */
+  callbackRedirectsMax: 3,
+  /**
+   * An invoke's deadline is its callback timeout plus this: past it the call has certainly ended
+   * (or its server died), and the sweeper or a waiting retry releases the hold.
+   */
+  invokeDeadlineMarginMs: 15_000,
+  /** A retry that finds its invoke still running checks the transaction this often. */
+  invokeWaitPollMs: 100,
+  /** How long a retry waits for the first request's hold to commit (4091 while it does) before giving up. */
+  invokeClaimWaitMs: 10_000,
+  /** Counts of capability usage windows are kept this long after the window started, then pruned. */
+  capabilityUsageRetentionMs: 2 * 24 * 60 * 60 * 1000,
+  /**
+   * AI provider, clarity and pricing suggestion (issue 9; docs/decisions.md "AI provider, clarity
+   * and pricing suggestion"). Calls to the OpenAI-compatible endpoint are never retried; a failed
+   * call makes the next ones fall back at once for a cool-down, so an endpoint that is down costs
+   * requests nothing but a log line instead of a timeout each.
+   */
+  aiChatTimeoutMs: 20_000,
+  /** A stream must send its first delta within aiChatTimeoutMs and finish within this. */
+  aiChatStreamTimeoutMs: 120_000,
+  aiEmbeddingTimeoutMs: 10_000,
+  aiFailureCooldownMs: 30_000,
+  aiChatResponseBytesMax: 256 * 1024,
+  aiChatStreamBytesMax: 1024 * 1024,
+  aiEmbeddingResponseBytesMax: 8 * 1024 * 1024,
+  aiEmbeddingTextsMax: 100,
+  /** Longer texts are cut before they are sent: models have input limits and we pay per token. */
+  aiEmbeddingTextLengthMax: 8_000,
+  aiPromptTextLengthMax: 8_000,
+  /** What a model's clarity answer or pricing explanation may hold before it is refused as invalid. */
+  aiAnswerItemsMax: 10,
+  aiAnswerItemLengthMax: 500,
+  aiExplanationLengthMax: 2_000,
+  clarityTextLengthMax: 10_000,
+  pricingDescriptionLengthMax: 2_000,
+  /** The newest this many capabilities and settled transactions of a category are the sample. */
+  pricingSampleRowsMax: 1_000,
 } as const;

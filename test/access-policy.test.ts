@@ -77,25 +77,30 @@ describe('which party takes which action', () => {
 });
 
 describe('who may see and buy a capability', () => {
-  it.each(seeCapability.map((rule) => [rule.says]))('a caller breaking "%s" cannot read it (4040)', async (says) => {
-    expect(says).toBe("the capability is in the caller's space");
-    expect((await test.http.get(`/api/v1/capabilities/${capabilityId}`).set(buyerAsHuman.headers).expect(404)).body.code).toBe(4040);
-  });
-
+  /** Each rule broken by a caller or a capability made to break it through the API. */
+  const deletedCapability = async () => {
+    const { id } = await createCapability(test, seller);
+    await test.http.delete(`/api/v1/capabilities/${id}`).set(seller.headers).expect(200);
+    return id;
+  };
+  const withdrawnCapability = async () => {
+    const { id } = await createCapability(test, seller);
+    await test.http.put(`/api/v1/capabilities/${id}`).set(seller.headers).send({ available: false }).expect(200);
+    return id;
+  };
   const breakers: Record<string, { caller: () => Actor; capability: () => Promise<string>; status: number; code: number }> = {
     "the capability is in the caller's space": { caller: () => buyerAsHuman, capability: async () => capabilityId, status: 404, code: 4040 },
-    'the capability is still offered': {
-      caller: () => buyer,
-      capability: async () => {
-        const { id } = await createCapability(test, seller);
-        // Withdrawing is not in the API yet: the operator's database edit stands in for it.
-        await test.runtime.database.db('capabilities').where({ id }).update({ available: false });
-        return id;
-      },
-      status: 404, code: 4040,
-    },
+    'the capability has not been deleted': { caller: () => buyer, capability: deletedCapability, status: 404, code: 4040 },
+    'the capability is still offered': { caller: () => buyer, capability: withdrawnCapability, status: 404, code: 4040 },
     "the capability is not the caller's own": { caller: () => seller, capability: async () => capabilityId, status: 403, code: 4030 },
   };
+
+  it.each(seeCapability.map((rule) => [rule.says]))('a caller breaking "%s" cannot read it (4040)', async (says) => {
+    expect(breakers[says], `no caller here breaks the rule "${says}"`).toBeDefined();
+    const breaker = breakers[says]!;
+    const response = await test.http.get(`/api/v1/capabilities/${await breaker.capability()}`).set(breaker.caller().headers);
+    expect([response.status, response.body.code]).toEqual([404, 4040]);
+  });
 
   it.each(buyCapability.map((rule) => [rule.says]))('a buyer breaking "%s" is refused and nothing is created', async (says) => {
     expect(breakers[says], `no caller here breaks the rule "${says}"`).toBeDefined();

@@ -59,7 +59,7 @@ describe('a lone UTF-16 surrogate', () => {
 
   it('is refused with 4000 in tags and in result_payload', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
-    const tags = await postRaw('/api/v1/capabilities', seller.headers, `{"title":"t","description":"d","category":"data","capability_type":"tool","pricing_model":"per_use","tags":["fine",${loneSurrogate}]}`);
+    const tags = await postRaw('/api/v1/capabilities', seller.headers, `{"title":"t","description":"d","category":"data","capability_type":"tool","pricing_model":"per_use","callback_url":"https://seller.example/callback","tags":["fine",${loneSurrogate}]}`);
     expect(tags.status).toBe(400);
     expect(tags.body).toMatchObject({ code: 4000, data: { errors: [{ path: 'body.tags.1' }] } });
     const { id } = await buy(test, buyer, capability.id);

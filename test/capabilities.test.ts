@@ -16,9 +16,10 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const valid = { title: 'Translate a page', description: 'English to French', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: '10.00' };
+const valid = { title: 'Translate a page', description: 'English to French', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: '10.00', callback_url: 'https://seller.example/callback' };
 const post = (headers: Record<string, string>, body: unknown) => test.http.post('/api/v1/capabilities').set(headers).send(body as object);
 const getCapability = (headers: Record<string, string>, id: string) => test.http.get(`/api/v1/capabilities/${id}`).set(headers);
+const rotate = (headers: Record<string, string>, id: string) => test.http.post(`/api/v1/capabilities/${id}/rotate-secret`).set(headers);
 
 describe('POST /api/v1/capabilities: validation', () => {
   it.each([
@@ -28,7 +29,19 @@ describe('POST /api/v1/capabilities: validation', () => {
     ['an uppercase category code', { category: 'TRANSLATION' }, 'body.category'],
     ['an unknown capability_type', { capability_type: 'magic' }, 'body.capability_type'],
     ['an unknown pricing_model', { pricing_model: 'per_minute' }, 'body.pricing_model'],
-    ['per_query without callback_url', { pricing_model: 'per_query' }, 'body.callback_url'],
+    // undefined drops the field from the JSON body.
+    ['per_query without callback_url', { pricing_model: 'per_query', callback_url: undefined }, 'body.callback_url'],
+    ['per_use without callback_url', { pricing_model: 'per_use', callback_url: undefined }, 'body.callback_url'],
+    ['a callback_url over 2000 characters', { callback_url: `https://example.com/${'a'.repeat(2000)}` }, 'body.callback_url'],
+    ['a description over 10000 characters', { description: 'x'.repeat(10_001) }, 'body.description'],
+    ['a category over 50 characters', { category: 'x'.repeat(51) }, 'body.category'],
+    ['21 tags', { tags: Array.from({ length: 21 }, (_, index) => `tag${index}`) }, 'body.tags'],
+    ['a tag over 50 characters', { tags: ['x'.repeat(51)] }, 'body.tags.0'],
+    ['a negative auto_accept_min_ut', { auto_accept_min_ut: '-1' }, 'body.auto_accept_min_ut'],
+    ['daily_limit over 1000000', { daily_limit: 1_000_001 }, 'body.daily_limit'],
+    ['rate_limit_per_min 0', { rate_limit_per_min: 0 }, 'body.rate_limit_per_min'],
+    ['rate_limit_per_min over 100000', { rate_limit_per_min: 100_001 }, 'body.rate_limit_per_min'],
+    ['a price over the largest amount', { price_ut: '10000000000000.01' }, 'body.price_ut'],
     ['a callback_url that is not http(s)', { callback_url: 'ftp://example.com/run' }, 'body.callback_url'],
     ['callback_timeout_sec 4', { callback_timeout_sec: 4 }, 'body.callback_timeout_sec'],
     ['callback_timeout_sec 121', { callback_timeout_sec: 121 }, 'body.callback_timeout_sec'],
@@ -79,6 +92,19 @@ describe('POST /api/v1/capabilities: validation', () => {
     expect((await post(agent.headers, { ...valid, callback_timeout_sec: 120 }).expect(201)).body.data.callback_timeout_sec).toBe(120);
   });
 
+  it('accepts the other pricing models without a callback_url', async () => {
+    for (const pricingModel of ['per_hour', 'per_day', 'subscription']) {
+      const response = await post(agent.headers, { ...valid, pricing_model: pricingModel, callback_url: undefined }).expect(201);
+      expect(response.body.data.pricing_model).toBe(pricingModel);
+    }
+  });
+
+  it('accepts the upper bounds of the limits: 20 tags of 50 characters, daily_limit 1000000, rate_limit_per_min 100000', async () => {
+    const tags = Array.from({ length: 20 }, (_, index) => `${index}`.padEnd(50, 'x'));
+    const data = (await post(agent.headers, { ...valid, tags, daily_limit: 1_000_000, rate_limit_per_min: 100_000 }).expect(201)).body.data;
+    expect(data).toMatchObject({ tags, daily_limit: 1_000_000, rate_limit_per_min: 100_000 });
+  });
+
   it('accepts per_query with a callback_url', async () => {
     const response = await post(agent.headers, { ...valid, pricing_model: 'per_query', callback_url: 'https://example.com/run' }).expect(201);
     expect(response.body.data.pricing_model).toBe('per_query');
@@ -113,8 +139,9 @@ describe('POST /api/v1/capabilities: the created capability', () => {
     expect(data.id).toMatch(uuidPattern);
     expect(new Date(data.created_at).toISOString()).toBe(data.created_at);
     expect(new Date(data.updated_at).toISOString()).toBe(data.updated_at);
-    // GET answers the same shape.
-    expect((await getCapability(agent.headers, data.id).expect(200)).body.data).toEqual(data);
+    // GET answers the same shape, without the secret that only the create answer shows.
+    const { callback_secret: _secret, ...capability } = data;
+    expect((await getCapability(agent.headers, data.id).expect(200)).body.data).toEqual(capability);
   });
 
   it('takes its owner and space from bearer credentials (human, CNY)', async () => {
@@ -207,6 +234,7 @@ describe('capabilities: who may call', () => {
   const endpoints = [
     { name: 'POST /api/v1/capabilities', call: (headers: Record<string, string>) => post(headers, valid) },
     { name: 'GET /api/v1/capabilities/{id}', call: (headers: Record<string, string>) => getCapability(headers, randomUUID()) },
+    { name: 'POST /api/v1/capabilities/{id}/rotate-secret', call: (headers: Record<string, string>) => rotate(headers, randomUUID()) },
   ];
 
   it.each(endpoints)('$name: no credentials is 4010', async ({ call }) => {
@@ -236,12 +264,49 @@ describe('POST /api/v1/capabilities with an Idempotency-Key', () => {
   it('registers once: the retry replays the first answer', async () => {
     const owner = await createAgent(test);
     const key = crypto.randomUUID();
-    const body = { title: 'Once', description: 'Only once', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00' };
+    const body = { title: 'Once', description: 'Only once', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00', callback_url: 'https://seller.example/callback' };
     const first = await test.http.post('/api/v1/capabilities').set(owner.headers).set('Idempotency-Key', key).send(body).expect(201);
     const retry = await test.http.post('/api/v1/capabilities').set(owner.headers).set('Idempotency-Key', key).send(body).expect(201);
     expect(retry.headers['idempotent-replayed']).toBe('true');
     expect(retry.body.data.id).toBe(first.body.data.id);
     const rows = await test.runtime.database.db('capabilities').where({ owner_user_id: owner.userId });
     expect(rows).toHaveLength(1);
+  });
+});
+
+describe('the callback secret', () => {
+  it('is shown in the create answer only: never by a read', async () => {
+    const created = await post(agent.headers, valid).expect(201);
+    expect(created.body.data.callback_secret).toMatch(/^cbs_[A-Za-z0-9_-]{43}$/);
+    const read = await getCapability(agent.headers, created.body.data.id).expect(200);
+    expect(read.body.data).not.toHaveProperty('callback_secret');
+    expect(JSON.stringify(read.body)).not.toContain(created.body.data.callback_secret);
+  });
+
+  it('differs between capabilities', async () => {
+    const [first, second] = await Promise.all([post(agent.headers, valid).expect(201), post(agent.headers, valid).expect(201)]);
+    expect(first.body.data.callback_secret).not.toBe(second.body.data.callback_secret);
+  });
+
+  it('is replaced by its owner: the answer shows the new secret, reads still show none', async () => {
+    const created = await post(agent.headers, valid).expect(201);
+    const rotated = await rotate(agent.headers, created.body.data.id).expect(200);
+    expect(rotated.body.data.capability_id).toBe(created.body.data.id);
+    expect(rotated.body.data.callback_secret).toMatch(/^cbs_/);
+    expect(rotated.body.data.callback_secret).not.toBe(created.body.data.callback_secret);
+    expect(Date.parse(rotated.body.data.rotated_at)).not.toBeNaN();
+    expect((await getCapability(agent.headers, created.body.data.id).expect(200)).body.data).not.toHaveProperty('callback_secret');
+  });
+
+  it('cannot be rotated by another user of the same space (4030) nor seen from the other space (4040)', async () => {
+    const created = await post(agent.headers, valid).expect(201);
+    const other = await createAgent(test);
+    expect((await rotate(other.headers, created.body.data.id).expect(403)).body.code).toBe(4030);
+    expect((await rotate(human.headers, created.body.data.id).expect(404)).body.code).toBe(4040);
+  });
+
+  it('answers 4040 for an unknown capability and 4000 for an id that is not a UUID', async () => {
+    expect((await rotate(agent.headers, randomUUID()).expect(404)).body.code).toBe(4040);
+    expect((await rotate(agent.headers, 'nope').expect(400)).body.code).toBe(4000);
   });
 });

@@ -15,11 +15,16 @@ import { act, admin, agentMarket, balance, buy } from './helpers/market.ts';
  * - delivered + dispute only before auto_confirm_at (decisions 4);
  * - fail (a failed invoke callback, decisions 4) releases the funds; the project lets it happen
  *   while funds are frozen and no work is delivered, from frozen and accepted (docs/decisions.md).
+ * - invoke_settle (a good answer of an invoke's callback, docs/decisions.md "Invoke") pays the
+ *   seller straight from frozen: the answer is the delivery, and the buyer asked for it at once.
  */
 type Money = 'none' | 'freeze' | 'release' | 'settle';
 const expectedMoves: Record<TransactionStatus, Partial<Record<TransactionAction, [TransactionStatus, Money]>>> = {
   pending_freeze: { freeze: ['frozen', 'freeze'], cancel: ['cancelled_by_buyer', 'none'] },
-  frozen: { accept: ['accepted', 'none'], reject: ['rejected_by_seller', 'release'], cancel: ['cancelled_by_buyer', 'release'], fail: ['failed', 'release'] },
+  frozen: {
+    accept: ['accepted', 'none'], reject: ['rejected_by_seller', 'release'], cancel: ['cancelled_by_buyer', 'release'], fail: ['failed', 'release'],
+    invoke_settle: ['settled', 'settle'],
+  },
   accepted: { deliver: ['delivered', 'none'], reject: ['rejected_by_seller', 'release'], cancel: ['cancelled_by_buyer', 'release'], fail: ['failed', 'release'] },
   delivered: { confirm: ['settled', 'settle'], auto_confirm: ['settled', 'settle'], dispute: ['disputed', 'none'] },
   disputed: { resolve_settle: ['settled', 'settle'], resolve_refund: ['refunded', 'release'] },
@@ -59,7 +64,7 @@ describe('nextState over every (state, action) pair', () => {
 });
 
 /** Through the REST API: every reachable state, every action a caller can take. */
-type ApiAction = Exclude<TransactionAction, 'auto_confirm' | 'fail'>;
+type ApiAction = Exclude<TransactionAction, 'auto_confirm' | 'fail' | 'invoke_settle'>;
 const apiActions: ApiAction[] = ['freeze', 'accept', 'reject', 'deliver', 'confirm', 'cancel', 'dispute', 'resolve_settle', 'resolve_refund'];
 
 let test: TestApp;

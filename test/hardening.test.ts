@@ -54,7 +54,7 @@ describe('one spelling per route', () => {
 describe('text and JSON the database cannot store', () => {
   it('refuses the NUL character in a string or a key with 4000', async () => {
     const { seller } = await agentMarket(test);
-    const capability = { title: 'a\u0000b', description: 'x', category: 'data', capability_type: 'tool', pricing_model: 'per_use' };
+    const capability = { title: 'a\u0000b', description: 'x', category: 'data', capability_type: 'tool', pricing_model: 'per_use', callback_url: 'https://seller.example/callback' };
     const refused = await test.http.post('/api/v1/capabilities').set(seller.headers).send(capability).expect(400);
     expect(refused.body).toMatchObject({ code: 4000, data: { errors: [{ path: 'body.title' }] } });
     const { buyer, capability: offer } = await agentMarket(test);

@@ -57,7 +57,7 @@ async function market(base: string, funds: string) {
   const buyer = await agent(base);
   const seller = await agent(base);
   await call(base, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: funds });
-  const capability = await call(base, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00' });
+  const capability = await call(base, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00', callback_url: 'https://seller.example/callback' });
   return { buyer, seller, capability };
 }
 

@@ -137,9 +137,11 @@ describe('reads, writes and configuration', () => {
     expect(answers.map((response) => response.status)).toEqual([200, 200, 200, 200, 200, 429, 429]);
     expect(answers[5]!.body).toMatchObject({ code: 4290, message: 'rate_limited' });
     expect(Number(answers[5]!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Every GET route takes from the same bucket: the capability list too.
+    expect((await test.http.get('/api/v1/capabilities').set(busy.headers)).body.code).toBe(4290);
     // Writes have a bucket of their own, and other credentials are untouched.
     await test.http.get('/api/v1/wallet/stats').set(quiet.headers).expect(200);
-    const write = await test.http.post('/api/v1/capabilities').set(busy.headers).send({ title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00' });
+    const write = await test.http.post('/api/v1/capabilities').set(busy.headers).send({ title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00', callback_url: 'https://seller.example/callback' });
     expect(write.status).toBe(201);
   });
 

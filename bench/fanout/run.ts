@@ -176,7 +176,7 @@ async function measureProduct() {
     const buyers: Awaited<ReturnType<typeof agent>>[] = [];
     for (let index = 0; index < buyerCount; index++) buyers.push(await agent(server.url));
     for (const buyer of buyers) await api(server.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '100000.00' });
-    const capability = await api(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Bench', description: 'Bench', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00' });
+    const capability = await api(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Bench', description: 'Bench', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00', callback_url: 'https://seller.example/callback' });
     const perBuyer = Math.ceil(subscriberCount / buyerCount);
     const credentials: Record<string, string>[][] = [];
     for (const buyer of buyers) credentials.push(await subscriberCredentials(server.url, buyer, perBuyer));

@@ -38,6 +38,7 @@ export async function setupMarket(http: HttpClient, adminToken: string, pairs: n
     const capability = await http.call<{ id: string }>('POST', '/api/v1/capabilities', seller.headers, {
       title: `Bench service ${index}`, description: 'Echoes its input', category: 'ai_automation',
       capability_type: 'service', pricing_model: 'per_use', price_ut: capabilityPrice,
+      callback_url: 'https://seller.example/callback',
     }, 201);
     result.push({ buyer, seller, capabilityId: capability.id });
     progress(`setup: ${index + 1}/${pairs} buyer/seller pairs (buyer credited ${credit} UT, seller capability at ${capabilityPrice} UT)`);

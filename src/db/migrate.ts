@@ -8,6 +8,10 @@ import * as transactionTerms from './migrations/005_transaction_terms.ts';
 import * as systemAccounts from './migrations/006_system_accounts.ts';
 import * as ledgerIntegrity from './migrations/007_ledger_integrity.ts';
 import * as outboxRetention from './migrations/008_outbox_retention.ts';
+import * as capabilitySecrets from './migrations/009_capability_secrets.ts';
+import * as demandsMatching from './migrations/012_demands_matching.ts';
+import * as capabilityListing from './migrations/010_capability_listing.ts';
+import * as invoke from './migrations/011_invoke.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -22,6 +26,10 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '006_system_accounts': systemAccounts,
   '007_ledger_integrity': ledgerIntegrity,
   '008_outbox_retention': outboxRetention,
+  '009_capability_secrets': capabilitySecrets,
+  '012_demands_matching': demandsMatching,
+  '010_capability_listing': capabilityListing,
+  '011_invoke': invoke,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

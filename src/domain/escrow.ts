@@ -10,7 +10,7 @@ export const transactionStatuses = [
 export type TransactionStatus = (typeof transactionStatuses)[number];
 
 export const transactionActions = [
-  'freeze', 'accept', 'reject', 'deliver', 'confirm', 'cancel', 'dispute', 'auto_confirm', 'resolve_settle', 'resolve_refund', 'fail',
+  'freeze', 'accept', 'reject', 'deliver', 'confirm', 'cancel', 'dispute', 'auto_confirm', 'resolve_settle', 'resolve_refund', 'fail', 'invoke_settle',
 ] as const;
 export type TransactionAction = (typeof transactionActions)[number];
 
@@ -33,6 +33,9 @@ export const transitionTable: readonly Transition[] = [
   { from: 'frozen', action: 'reject', to: 'rejected_by_seller', actor: 'seller', money: 'release' },
   { from: 'frozen', action: 'cancel', to: 'cancelled_by_buyer', actor: 'buyer', money: 'release' },
   { from: 'frozen', action: 'fail', to: 'failed', actor: 'system', money: 'release' },
+  // An invoke's callback answered well: the system settles in one step, since the callback's
+  // answer is the delivery and the buyer asked for it synchronously (docs/decisions.md "Invoke").
+  { from: 'frozen', action: 'invoke_settle', to: 'settled', actor: 'system', money: 'settle' },
   { from: 'accepted', action: 'deliver', to: 'delivered', actor: 'seller', money: 'none' },
   { from: 'accepted', action: 'reject', to: 'rejected_by_seller', actor: 'seller', money: 'release' },
   // Allowed only once delivery_deadline has passed; see guardsHold in the engine.

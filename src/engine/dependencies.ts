@@ -1,8 +1,10 @@
+import type { AiProvider } from '../ai/provider.ts';
 import type { JwtService } from '../auth/jwt.ts';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/bus.ts';
 import type { Logger } from '../logger.ts';
+import type { CallbackNetwork } from '../callbacks/client.ts';
 
 /** Everything the engine needs from the outside world, passed in so tests can build their own. */
 export interface EngineDependencies {
@@ -15,6 +17,13 @@ export interface EngineDependencies {
   log: Logger;
   /** The engine reads time only through this, so tests can move it (auto-confirm, expiry). */
   now: () => Date;
+  /**
+   * How invoke callbacks resolve names and which addresses they may reach. Unset: the system
+   * resolver, and the policy CALLBACK_ALLOW_PRIVATE selects. Tests inject both.
+   */
+  callbackNetwork?: Partial<CallbackNetwork>;
+  /** The language-model client; unset: built from the LLM_* configuration (src/ai/provider.ts). */
+  ai?: AiProvider;
 }
 
 export type CallerType = 'agent' | 'human';

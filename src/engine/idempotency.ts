@@ -52,6 +52,8 @@ async function retriedOnceIfStale<T>(attempt: () => Promise<T>): Promise<T> {
 
 /** Stable under member order: `{a, b}` and `{b, a}` are the same request. */
 function canonical(value: unknown): unknown {
+  // JSON has no bigint (an amount such as a purchase's max_price): its decimal text stands for it.
+  if (typeof value === 'bigint') return value.toString();
   if (Array.isArray(value)) return value.map(canonical);
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical((value as Record<string, unknown>)[key])]));

@@ -2,11 +2,18 @@ import { createEventHub } from '../events/hub.ts';
 import { createPublisher } from '../events/publisher.ts';
 import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
+import { aiSettingsFromConfig, createAiProvider } from '../ai/provider.ts';
 import { createAdmission } from './admission.ts';
+import { createAutoAccept } from './auto-accept.ts';
+import { createAnalysisEngine } from './analysis.ts';
 import { createCapabilityEngine } from './capabilities.ts';
+import { createDemandEngine } from './demands.ts';
+import { createMatchingEngine, type MatchingOptions } from './matching.ts';
 import type { EngineDependencies } from './dependencies.ts';
 import { createIdempotency } from './idempotency.ts';
 import { createIdentityEngine } from './identity.ts';
+import { createInvokeEngine } from './invoke.ts';
+import { createPricingSuggestionEngine } from './pricing-suggestion.ts';
 import { createStreams } from './streams.ts';
 import { createRetention } from './retention.ts';
 import { createSweeper } from './sweeper.ts';
@@ -15,22 +22,36 @@ import { createTransitions } from './transitions.ts';
 import { createWalletEngine } from './wallet.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
-export async function createEngine(dependencies: EngineDependencies) {
+export interface EngineOptions {
+  /** Embeddings that refine matching's similarity instead of the AI provider's (tests). */
+  embed?: MatchingOptions['embed'];
+}
+
+export async function createEngine(dependencies: EngineDependencies, options: EngineOptions = {}) {
   // Losing a published mark in a crash only makes the relay publish that row again.
   const publisher = createPublisher(dependencies.bus, dependencies.asyncCommitDb, dependencies.log);
   const idempotency = createIdempotency(dependencies);
   const transitions = createTransitions(dependencies, publisher);
   const admission = createAdmission(dependencies);
   const identity = createIdentityEngine(dependencies, admission);
-  const capabilities = createCapabilityEngine(dependencies, idempotency);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
+  const ai = dependencies.ai ?? createAiProvider(aiSettingsFromConfig(dependencies.config), dependencies.log);
+  // The provider's embeddings refine matching when LLM_EMBEDDING_MODEL is set; otherwise embed
+  // answers null at once and matching uses text similarity alone.
+  const matching = createMatchingEngine(dependencies, { embed: options.embed ?? ai.embed });
+  // The language model is optional: every feature that uses it has a built-in fallback.
+  const analysis = createAnalysisEngine({ ai, log: dependencies.log });
+  const demands = createDemandEngine(dependencies, idempotency, createAutoAccept(dependencies, transactions, matching), analysis);
+  const capabilities = withDemandAutoAccept(createCapabilityEngine(dependencies, idempotency), demands.autoAcceptFor);
   const wallet = createWalletEngine(dependencies, idempotency);
-  const sweeper = createSweeper(transactions, dependencies.log);
+  const invoke = createInvokeEngine(dependencies, idempotency, transitions);
+  const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies);
   const retention = createRetention(dependencies);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
   await hub.start();
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
+  const pricing = createPricingSuggestionEngine(dependencies, ai);
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
@@ -52,7 +73,34 @@ export async function createEngine(dependencies: EngineDependencies) {
     await publisher.close();
   }
 
-  return { identity, capabilities, transactions, wallet, sweeper, retention, streams, hub, relay, admission, readiness, close, dependencies };
+  return { identity, capabilities, demands, matching, transactions, invoke, wallet, sweeper, retention, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+}
+
+/**
+ * A capability that is newly offered may be what an auto-accept demand waits for. The capability
+ * engine knows nothing of demands, so the composition adds the step after each change that offers
+ * a capability commits: a create, each item a batch created, and an update that leaves it offered
+ * (a re-offer, or a new price or text that may now match). Replays changed nothing, so they
+ * trigger nothing.
+ */
+function withDemandAutoAccept(capabilities: ReturnType<typeof createCapabilityEngine>, autoAcceptFor: (capabilityId: string) => Promise<void>) {
+  const create: typeof capabilities.create = async (...args) => {
+    const outcome = await capabilities.create(...args);
+    if (!outcome.replayed) await autoAcceptFor(outcome.data.id);
+    return outcome;
+  };
+  const batch: typeof capabilities.batch = async (...args) => {
+    const outcome = await capabilities.batch(...args);
+    if (outcome.replayed) return outcome;
+    for (const result of outcome.data.results) if (result.success && result.data) await autoAcceptFor(result.data.id);
+    return outcome;
+  };
+  const update: typeof capabilities.update = async (...args) => {
+    const view = await capabilities.update(...args);
+    if (view.available) await autoAcceptFor(view.id);
+    return view;
+  };
+  return { ...capabilities, create, batch, update };
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>;

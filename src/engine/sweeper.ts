@@ -1,35 +1,45 @@
+import type { Database } from '../db/database.ts';
 import type { Logger } from '../logger.ts';
 import { periodic } from '../periodic.ts';
+import { pruneUsage } from '../store/capability-usage.ts';
 import type { TransactionEngine } from './transactions.ts';
 import { limits } from '../limits.ts';
 
+type Sweep = (skipIds: string[]) => Promise<{ id: string; error?: unknown } | null>;
+
 /**
- * Settles delivered transactions whose auto_confirm_at has passed (expired idempotency keys are
- * the retention job's, engine/retention.ts). Each settlement claims its row with SKIP LOCKED, so several instances can sweep at once
- * without settling anything twice or waiting on each other.
+ * Settles delivered transactions whose auto_confirm_at has passed, and releases invokes whose
+ * deadline passed while they were still frozen (their server died during the callback). Expired
+ * idempotency keys are the retention job's (engine/retention.ts). Each move claims its row with
+ * SKIP LOCKED, so several instances can sweep at once without moving anything twice or waiting
+ * on each other. Old counts of capability usage windows are pruned here too.
  */
-export function createSweeper(transactions: TransactionEngine, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax) {
+export function createSweeper(transactions: TransactionEngine, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax, usage?: { db: Database; now: () => Date }) {
   async function runOnce(): Promise<number> {
-    let settled = 0;
-    // A row that fails is logged and skipped for the rest of this run, so one bad row cannot
-    // stop every later one from settling.
-    const failedIds: string[] = [];
-    while (settled + failedIds.length < batchSizeMax) {
-      const outcome = await settleNext(failedIds);
-      if (outcome === 'none') break;
-      if (outcome === 'settled') settled++;
-    }
+    const settled = await sweepAll(transactions.autoConfirmNextDue, 'auto-confirm');
     if (settled > 0) log.info('auto-confirmed delivered transactions', { settled });
-    return settled;
+    const released = await sweepAll(transactions.failNextOverdueInvoke, 'release of an overdue invoke');
+    if (released > 0) log.warn('released invokes that outlived their deadline', { released });
+    if (usage) await pruneUsage(usage.db, new Date(usage.now().getTime() - limits.capabilityUsageRetentionMs), limits.sweepBatchSizeMax);
+    return settled + released;
   }
 
-  async function settleNext(failedIds: string[]): Promise<'settled' | 'failed' | 'none'> {
-    const outcome = await transactions.autoConfirmNextDue(failedIds);
-    if (!outcome) return 'none';
-    if (outcome.error === undefined) return 'settled';
-    log.error('auto-confirm failed; passing over this transaction in this run', { transaction_id: outcome.id, error: outcome.error });
-    failedIds.push(outcome.id);
-    return 'failed';
+  async function sweepAll(sweep: Sweep, what: string): Promise<number> {
+    let moved = 0;
+    // A row that fails is logged and skipped for the rest of this run, so one bad row cannot
+    // stop every later one from moving.
+    const failedIds: string[] = [];
+    while (moved + failedIds.length < batchSizeMax) {
+      const outcome = await sweep(failedIds);
+      if (!outcome) break;
+      if (outcome.error === undefined) {
+        moved++;
+        continue;
+      }
+      log.error(`${what} failed; passing over this transaction in this run`, { transaction_id: outcome.id, error: outcome.error });
+      failedIds.push(outcome.id);
+    }
+    return moved;
   }
 
   const schedule = periodic('sweep', runOnce, log);

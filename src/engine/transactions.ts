@@ -6,6 +6,7 @@ import { prepared } from '../db/prepared.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { AppError, notFound } from '../errors.ts';
 import { buyCapability } from './access/capabilities.ts';
+import { linkPurchaseTo } from './access/demands.ts';
 import { authorize } from './access/rules.ts';
 import { canSee, partyOf, visibleScope } from './access/transactions.ts';
 import type { ListTransactionsInput, TransactionEventView, TransactionView } from '../schemas/transactions.ts';
@@ -18,6 +19,8 @@ import { InsufficientBalance } from '../store/ledger.ts';
 import { type CapabilityRow, transactionView, withOmittedFields } from './views.ts';
 import { isUuid } from '../domain/ids.ts';
 import { limits } from '../limits.ts';
+import type { Knex } from 'knex';
+import { giveBackCapabilityUsage, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
 
 /** The use cases of marketplace transactions, shared by REST and every JSON-RPC generation. */
 export interface CreateTransactionCommand {
@@ -29,7 +32,68 @@ export interface CreateTransactionCommand {
   input?: Record<string, unknown>;
   /** A2A v0.1: the task id the client chose; it finds the transaction later, like its own id. */
   client_task_id?: string;
+  /**
+   * The most the caller will pay (auto_accept passes the demand's max_price). The price is read
+   * again inside the purchase's statement, so a seller who raised it since the caller's check is
+   * refused (4092) with nothing written, instead of freezing more than the budget.
+   */
+  max_price?: bigint;
 }
+
+/** A new transaction in pending_freeze; the fee rate is fixed now, as part of the purchase's terms. */
+export function newTransactionRow(principal: Principal, command: CreateTransactionCommand, capability: CapabilityRow, price: bigint, at: Date, feeBps: number): TransactionRow {
+  return {
+    id: randomUUID(),
+    buyer_user_id: principal.user_id,
+    seller_user_id: capability.owner_user_id,
+    capability_id: capability.id,
+    demand_id: command.demand_id ?? null,
+    context_id: command.context_id ?? randomUUID(),
+    space: principal.caller_type,
+    currency: currencyOfSpace(principal.caller_type),
+    transaction_type: capability.pricing_model,
+    price: String(price),
+    booked_hours: command.booked_hours ?? null,
+    auto_accept: capability.auto_accept_min !== null && price >= BigInt(capability.auto_accept_min),
+    status: 'pending_freeze',
+    note: command.note ?? null,
+    client_task_id: command.client_task_id ?? null,
+    fee_bps: feeBps,
+    dispute_reason: null,
+    input: command.input ?? null,
+    result_payload: null,
+    event_sequence: 1,
+    frozen_at: null,
+    accepted_at: null,
+    delivered_at: null,
+    confirmed_at: null,
+    settled_at: null,
+    delivery_deadline: null,
+    auto_confirm_at: null,
+    invoke_deadline: null,
+    invoke_latency_ms: null,
+    invoke_error: null,
+    invoke_error_detail: null,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+/**
+ * Not enough money for a freeze, as the caller should hear it (4020), or null when the money is
+ * there by now and the freeze should simply be tried again (see the comment in act).
+ */
+export async function balanceRefusal(db: Knex, error: InsufficientBalance): Promise<AppError | null> {
+  const [account] = await prepared<{ available: string }>(db, 'SELECT available FROM accounts WHERE id = ?', [error.accountId]);
+  const available = BigInt(account?.available ?? 0);
+  if (available >= error.required) return null;
+  return new AppError('insufficient_balance', 'available balance is below the price', {
+    currency: error.currency, available: formatAmount(available), required: formatAmount(error.required),
+  });
+}
+
+/** How the sweeper (or a waiting retry) records an invoke whose callback outlived its deadline. */
+export const overdueInvoke = { latency_ms: null, error: 'callback_timeout', error_detail: 'the invoke outlived its deadline without an answer', result: null } as const satisfies ActionExtra['invoke'];
 
 export type PartyAction = Extract<TransactionAction, 'freeze' | 'accept' | 'reject' | 'deliver' | 'confirm' | 'cancel' | 'dispute'>;
 
@@ -59,55 +123,40 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       });
     }
     const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
+    let taken: TakenUsage | undefined;
     return completed(await idempotency.run<TransactionView>(principal, request, 201, async (unit) => {
       // Under a key the claim's statement has read the capability already (unit.prefetched).
       const read = unit.prefetched
         ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
         : (await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
       const capability = authorize(buyCapability, principal, read, 'capability');
+      if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
       const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
+      if (command.max_price !== undefined && price > command.max_price) throw new AppError('conflict', 'the price changed above the budget');
       const at = now();
       if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
         // The idempotency key (24 h) has expired but the task id lives on: it names that task.
         throw new AppError('conflict', 'a task with this id already exists; choose a new id');
       }
-      const row = await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at));
-      return transactionView(row);
+      // Counted once even if the statement is retried; given back if the purchase is not written.
+      taken ??= await takeCapabilityUsage(db, capability, at);
+      try {
+        return transactionView(await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS)));
+      } catch (error) {
+        await giveBackCapabilityUsage(db, taken);
+        taken = undefined;
+        throw error;
+      }
     }, 'one statement', capabilityRead));
   }
 
-  function newTransactionRow(principal: Principal, command: CreateTransactionCommand, capability: CapabilityRow, price: bigint, at: Date): TransactionRow {
-    return {
-      id: randomUUID(),
-      buyer_user_id: principal.user_id,
-      seller_user_id: capability.owner_user_id,
-      capability_id: capability.id,
-      demand_id: command.demand_id ?? null,
-      context_id: command.context_id ?? randomUUID(),
-      space: principal.caller_type,
-      currency: currencyOfSpace(principal.caller_type),
-      transaction_type: capability.pricing_model,
-      price: String(price),
-      booked_hours: command.booked_hours ?? null,
-      auto_accept: capability.auto_accept_min !== null && price >= BigInt(capability.auto_accept_min),
-      status: 'pending_freeze',
-      note: command.note ?? null,
-      client_task_id: command.client_task_id ?? null,
-      fee_bps: dependencies.config.PLATFORM_FEE_BPS,
-      dispute_reason: null,
-      input: command.input ?? null,
-      result_payload: null,
-      event_sequence: 1,
-      frozen_at: null,
-      accepted_at: null,
-      delivered_at: null,
-      confirmed_at: null,
-      settled_at: null,
-      delivery_deadline: null,
-      auto_confirm_at: null,
-      created_at: at,
-      updated_at: at,
-    };
+  /**
+   * A purchase names a demand only of the buyer's own in its space (4040 otherwise). Only then is
+   * it one more statement; a demand's owner and space never change, so nothing is locked.
+   */
+  async function checkDemandLink(trx: Knex, principal: Principal, demandId: string) {
+    const [demand] = await prepared<{ owner_user_id: string; owner_type: 'agent' | 'human' }>(trx, 'SELECT owner_user_id, owner_type FROM demands WHERE id = ?', [demandId]);
+    authorize(linkPurchaseTo, principal, demand, 'demand');
   }
 
   /**
@@ -139,19 +188,14 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         return await completed(await idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)), 'one statement'));
       } catch (error) {
         if (!(error instanceof InsufficientBalance)) throw error;
-        const [account] = await prepared<{ available: string }>(db, 'SELECT available FROM accounts WHERE id = ?', [error.accountId]);
-        const available = BigInt(account?.available ?? 0);
+        const refusal = await balanceRefusal(db, error);
         // PostgreSQL checks the CHECK constraint against the balance as the statement's snapshot
         // saw it, before re-reading a row that another transaction changed while this statement
         // waited for its lock. A credit that committed meanwhile can therefore fail the freeze
         // although the money is there now: then the freeze is simply tried again.
-        if (available >= error.required) {
-          if (attempt < limits.transactionRetriesMax) continue;
-          throw new AppError('conflict', 'the balance kept changing concurrently; retry');
-        }
-        throw new AppError('insufficient_balance', 'available balance is below the price', {
-          currency: error.currency, available: formatAmount(available), required: formatAmount(error.required),
-        });
+        if (refusal) throw refusal;
+        if (attempt < limits.transactionRetriesMax) continue;
+        throw new AppError('conflict', 'the balance kept changing concurrently; retry');
       }
     }
   }
@@ -209,25 +253,18 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   }
 
   /**
-   * Used by the sweeper: claims one due delivered transaction with SKIP LOCKED (another instance
-   * takes another row) and settles it. A failure is reported with the row's id so the sweeper can
-   * pass over that row instead of retrying it forever.
+   * Used by the sweeper: claims one due row with SKIP LOCKED (another instance takes another row)
+   * and applies `action` to it as the system. A failure is reported with the row's id so the
+   * sweeper can pass over that row instead of retrying it forever.
    */
-  async function autoConfirmNextDue(skipIds: string[] = []): Promise<{ id: string; error?: unknown } | null> {
+  async function sweepNext(due: (query: Knex.QueryBuilder) => Knex.QueryBuilder, orderColumn: string, action: 'auto_confirm' | 'fail', extra: ActionExtra, skipIds: string[]): Promise<{ id: string; error?: unknown } | null> {
     let claimedId: string | null = null;
     try {
       return await withTransaction(db, async (unit) => {
-        const due = await unit.trx('transactions')
-          .where({ status: 'delivered' })
-          .where('auto_confirm_at', '<=', now())
-          .whereNotIn('id', skipIds)
-          .orderBy('auto_confirm_at')
-          .first('id')
-          .forUpdate()
-          .skipLocked();
-        if (!due) return null;
-        claimedId = due.id as string;
-        await transitions.move(unit, claimedId, 'auto_confirm', { system: 'system' });
+        const row = await due(unit.trx('transactions')).whereNotIn('id', skipIds).orderBy(orderColumn).first('id').forUpdate().skipLocked();
+        if (!row) return null;
+        claimedId = row.id as string;
+        await transitions.move(unit, claimedId, action, { system: 'system' }, extra);
         return { id: claimedId };
       });
     } catch (error) {
@@ -236,7 +273,19 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     }
   }
 
-  return { create, purchase, act, resolve, fail, get, list, findForCaller, completeView, autoConfirmNextDue };
+  /** Settles one delivered transaction whose auto_confirm_at has passed. */
+  const autoConfirmNextDue = (skipIds: string[] = []) =>
+    sweepNext((query) => query.where({ status: 'delivered' }).where('auto_confirm_at', '<=', now()), 'auto_confirm_at', 'auto_confirm', {}, skipIds);
+
+  /**
+   * Fails one invoke whose deadline has passed while it is still frozen (its server died during
+   * the call), releasing the funds. A late answer of that callback then finds the transaction
+   * failed and cannot settle it: settling is a compare-and-set from frozen.
+   */
+  const failNextOverdueInvoke = (skipIds: string[] = []) =>
+    sweepNext((query) => query.where({ status: 'frozen' }).whereNotNull('invoke_deadline').where('invoke_deadline', '<=', now()), 'invoke_deadline', 'fail', { invoke: overdueInvoke }, skipIds);
+
+  return { create, purchase, act, resolve, fail, get, list, findForCaller, completeView, autoConfirmNextDue, failNextOverdueInvoke };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

@@ -18,6 +18,8 @@ export type Mover = { principal: Principal } | { system: 'system' | 'admin' };
 export interface ActionExtra {
   result_payload?: Record<string, unknown>;
   reason?: string;
+  /** The outcome of an invoke's callback, kept on the row so that a retry replays the answer. */
+  invoke?: { latency_ms: number | null; error: 'callback_failed' | 'callback_timeout' | null; error_detail: string | null; result: Record<string, unknown> | null };
 }
 
 const hoursMs = 60 * 60 * 1000;
@@ -39,7 +41,11 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     const cancelTooEarly = step.action === 'cancel' && row.status === 'accepted' && (!row.delivery_deadline || at < new Date(row.delivery_deadline));
     const disputeTooLate = step.action === 'dispute' && row.auto_confirm_at !== null && at >= new Date(row.auto_confirm_at);
     const notYetDue = step.action === 'auto_confirm' && row.auto_confirm_at !== null && at < new Date(row.auto_confirm_at);
-    if (cancelTooEarly || disputeTooLate || notYetDue) throw invalidTransition(row.status, step.action);
+    // An invoke is the system's once frozen (its freeze commits with its creation) until its
+    // callback's outcome is known: a buyer's cancel or a seller's accept or reject mid-call would
+    // race the settlement of work already being done.
+    const invokeInProgress = row.invoke_deadline !== null && step.actor !== 'system' && step.action !== 'freeze';
+    if (cancelTooEarly || disputeTooLate || notYetDue || invokeInProgress) throw invalidTransition(row.status, step.action);
   }
 
   function changesFor(row: TransactionRow, step: Transition, extra: ActionExtra, at: Date): Partial<TransactionRow> {
@@ -55,6 +61,15 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       changes.auto_confirm_at = new Date(at.getTime() + config.AUTO_CONFIRM_HOURS * hoursMs);
     }
     if (step.to === 'disputed') changes.dispute_reason = extra.reason ?? null;
+    if (step.action === 'invoke_settle') {
+      changes.delivered_at = at;
+      changes.result_payload = extra.invoke?.result ?? null;
+    }
+    if (extra.invoke) {
+      changes.invoke_latency_ms = extra.invoke.latency_ms;
+      changes.invoke_error = extra.invoke.error;
+      changes.invoke_error_detail = extra.invoke.error_detail;
+    }
     if (step.to === 'settled') {
       changes.confirmed_at = at;
       changes.settled_at = at;

@@ -100,6 +100,9 @@ export interface CapabilityRow {
   rate_limit_per_min: number | null;
   callback_url: string | null;
   callback_timeout_sec: number;
+  /** Signs invoke callbacks; never part of a view except the one answer that creates or rotates it. */
+  callback_secret: string | null;
+  deleted_at: Date | null;
   available: boolean;
   quality_score: string;
   created_at: Date;

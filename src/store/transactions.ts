@@ -31,6 +31,11 @@ export interface TransactionRow {
   settled_at: Date | null;
   delivery_deadline: Date | null;
   auto_confirm_at: Date | null;
+  /** Set on an invoke's transaction: past it, the callback has certainly ended (sweeper). */
+  invoke_deadline: Date | null;
+  invoke_latency_ms: number | null;
+  invoke_error: 'callback_failed' | 'callback_timeout' | null;
+  invoke_error_detail: string | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -6,6 +6,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import { type DatabaseHandle, openPglite, openPostgres } from '../../src/db/database.ts';
 import { createInProcessBus, createRedisBus } from '../../src/events/bus.ts';
 import { createLogger } from '../../src/logger.ts';
+import type { CallbackNetwork } from '../../src/callbacks/client.ts';
 import { cloneTemplate } from './databases.ts';
 
 export const testAdminToken = 'test-admin-token-0123456789abcdef';
@@ -36,7 +37,7 @@ export const raceTest = (name: string) => (usingRealBackends() ? name : `${name}
  * TEST_REDIS_URL is set, with a channel prefix of its own. With `options.logLines`, the log
  * (at LOG_LEVEL, default info then) is collected there for the test to read.
  */
-export async function startTestApp(environment: Record<string, string> = {}, options: { logLines?: string[] } = {}): Promise<TestApp> {
+export async function startTestApp(environment: Record<string, string> = {}, options: { logLines?: string[]; callbackNetwork?: Partial<CallbackNetwork> } = {}): Promise<TestApp> {
   const clone = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -67,6 +68,7 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
     bus,
     now: () => new Date(clock.now.getTime() + (Date.now() - startedAt)),
     migrate: !clone,
+    callbackNetwork: options.callbackNetwork,
   });
   const app = createApp(runtime.engine);
   return {

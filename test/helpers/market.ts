@@ -11,11 +11,14 @@ export async function credit(test: TestApp, userId: string, amount: string, curr
   return response.body.data;
 }
 
+/** Where test capabilities say they run: per_use and per_query need a callback address (never called here). */
+export const sellerCallbackUrl = 'https://seller.example/callback';
+
 export async function createCapability(test: TestApp, seller: Actor, overrides: Record<string, unknown> = {}) {
   const response = await test.http
     .post('/api/v1/capabilities')
     .set(seller.headers)
-    .send({ title: 'Summarize a PDF', description: 'Returns a summary', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_use', price_ut: '10.00', ...overrides })
+    .send({ title: 'Summarize a PDF', description: 'Returns a summary', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_use', price_ut: '10.00', callback_url: sellerCallbackUrl, ...overrides })
     .expect(201);
   return response.body.data as { id: string; price_ut: string };
 }

@@ -1,0 +1,68 @@
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Request } from 'express';
+import { z } from 'zod';
+import { requestLogger } from '../rest/request-log.ts';
+import { type RouteSpec, clientAddress, handled, route } from '../rest/route.ts';
+import type { Principal } from '../src/engine/dependencies.ts';
+import type { Engine } from '../src/engine/index.ts';
+import { createMcpServer } from './server.ts';
+import { type McpTool, mcpTools } from './tools.ts';
+
+export const mcpPath = '/mcp';
+
+/**
+ * The MCP server (Streamable HTTP), a thin adapter like rest/ and rpc/: tools.ts (the tool
+ * table), resources.ts (marketplace:// resources), server.ts (MCP handlers, argument parsing,
+ * tool errors), schema.ts (zod -> JSON Schema).
+ *
+ * Stateless: every POST gets a new server and transport (`sessionIdGenerator: undefined`) and
+ * nothing is kept between requests, so any instance behind a load balancer can answer any
+ * request, and the credentials are checked on every request rather than trusted for a session.
+ * With no session there is no server-to-client stream: GET and DELETE on /mcp answer 405 with
+ * `Allow: POST` (the router's method check), as the MCP spec allows, and answers are plain JSON.
+ *
+ * Credentials and rate limits are REST's: the route authenticates with the shared authenticator
+ * (4010 / 4011 as an HTTP answer in the envelope), then each message takes a token from the read
+ * buckets, or from the write buckets when it calls a tool that changes state.
+ */
+export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools): RouteSpec[] {
+  return [
+    route({
+      method: 'post', path: mcpPath, tag: 'mcp', auth: 'user', rawResponse: { contentType: 'application/json' },
+      // Limited in the handler, per message, by what each message does.
+      rateLimits: [], errors: [4290],
+      summary:
+        'Model Context Protocol endpoint (Streamable HTTP, stateless; docs/mcp.md). Authenticates like REST: ' +
+        'X-Api-Key + X-Platform-User-Id, or a bearer token. Send Accept: application/json, text/event-stream',
+      body: z.record(z.string(), z.unknown()).meta({ description: 'One JSON-RPC 2.0 message of the MCP protocol' }),
+      response: z.record(z.string(), z.unknown()),
+      handler: async ({ principal, request, response }) => {
+        await admit(engine, tools, request, principal!);
+        const server = createMcpServer(engine, principal!, tools, request);
+        const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+        response.on('close', () => {
+          void transport.close();
+          void server.close();
+        });
+        try {
+          await server.connect(transport);
+          await transport.handleRequest(request, response, request.body);
+        } catch (error) {
+          // Before the answer started, the envelope says what went wrong; after, the answer can only be cut short.
+          if (!response.headersSent) throw error;
+          requestLogger(request, engine.dependencies.log).error('MCP answer failed midway', { error });
+          response.end();
+        }
+        return handled;
+      },
+    }),
+  ];
+}
+
+/** REST counts a GET as a read and a POST as a write; MCP counts a state-changing tool call as a write. */
+async function admit(engine: Engine, tools: readonly McpTool[], request: Request, principal: Principal) {
+  const message = request.body as { method?: unknown; params?: { name?: unknown } };
+  const writes = message.method === 'tools/call' && tools.some((tool) => tool.writes && tool.name === message.params?.name);
+  const requester = { address: clientAddress(request), principal };
+  await engine.admission.consume(writes ? ['writesPerCredential', 'writesPerApiKey'] : ['readsPerCredential', 'readsPerApiKey'], requester);
+}

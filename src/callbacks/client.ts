@@ -1,0 +1,154 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { limits } from '../limits.ts';
+import type { AddressPolicy } from './addresses.ts';
+import { signatureHeader, signatureHeaderValue } from './signing.ts';
+
+/**
+ * The outbound call of invoke (decisions section 7), on node:http and node:https rather than
+ * fetch, so that this code decides which address a name resolves to. The address is judged twice:
+ * every address DNS returns (one forbidden answer refuses the name, which defeats a rebinding
+ * answer mixing a public and an internal address), and the socket's remote address once it has
+ * connected. Redirects are followed by hand (307 and 308 only, which keep the POST and its signed
+ * body; at most limits.callbackRedirectsMax; never from https to http), each hop judged again.
+ * No proxy from the environment is used: the request goes to the address judged, or nowhere.
+ */
+export type Resolver = (hostname: string) => Promise<{ address: string; family: number }[]>;
+
+export interface CallbackNetwork {
+  allowAddress: AddressPolicy;
+  resolve: Resolver;
+}
+
+export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+export interface CallbackCall {
+  url: string;
+  secret: string;
+  payload: unknown;
+  timeoutMs: number;
+}
+
+/** `result` is the callback's answer: an object or null (the specification's "object or null"). */
+export type CallbackOutcome = { kind: 'answered'; result: Record<string, unknown> | null } | { kind: 'failed'; reason: string } | { kind: 'timeout' };
+
+class CallbackProblem extends Error {}
+const refusedAddress = () => new CallbackProblem('the callback address resolves to a private or reserved address, which is refused');
+
+interface HopAnswer {
+  status: number;
+  location: string | undefined;
+  body: Buffer;
+}
+
+export async function callCallback(call: CallbackCall, network: CallbackNetwork, nowSeconds: number): Promise<CallbackOutcome> {
+  const body = JSON.stringify(call.payload);
+  const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-callback/1', [signatureHeader]: signatureHeaderValue(call.secret, nowSeconds, body) };
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, call.timeoutMs);
+  try {
+    let url = new URL(call.url);
+    for (let hop = 0; ; hop++) {
+      const answer = await sendHop(url, body, headers, network, controller.signal);
+      if ((answer.status === 307 || answer.status === 308) && answer.location !== undefined) {
+        const next = new URL(answer.location, url);
+        if (hop >= limits.callbackRedirectsMax) return { kind: 'failed', reason: `more than ${limits.callbackRedirectsMax} redirects` };
+        if (next.protocol !== 'http:' && next.protocol !== 'https:') return { kind: 'failed', reason: 'a redirect to a scheme other than http or https' };
+        if (url.protocol === 'https:' && next.protocol === 'http:') return { kind: 'failed', reason: 'a redirect from https to http' };
+        url = next;
+        continue;
+      }
+      return outcomeOf(answer);
+    }
+  } catch (error) {
+    if (timedOut) return { kind: 'timeout' };
+    if (error instanceof CallbackProblem) return { kind: 'failed', reason: error.message };
+    const code = (error as { code?: string }).code;
+    return { kind: 'failed', reason: `the callback could not be reached${code ? ` (${code})` : ''}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A 2xx answer whose body is a JSON object with `result` an object or null; anything else fails. */
+function outcomeOf(answer: HopAnswer): CallbackOutcome {
+  if (answer.status < 200 || answer.status > 299) return { kind: 'failed', reason: `the callback answered HTTP ${answer.status}` };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer.body.toString('utf8'));
+  } catch {
+    return { kind: 'failed', reason: 'the callback answered something that is not JSON' };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || !Object.hasOwn(parsed, 'result')) {
+    return { kind: 'failed', reason: 'the callback answer must be a JSON object with a `result` member' };
+  }
+  const result = (parsed as { result: unknown }).result;
+  if (result !== null && (typeof result !== 'object' || Array.isArray(result))) return { kind: 'failed', reason: '`result` must be an object or null' };
+  if (Buffer.byteLength(JSON.stringify(result)) > limits.resultPayloadBytesMax) return { kind: 'failed', reason: `\`result\` is larger than ${limits.resultPayloadBytesMax} bytes` };
+  return { kind: 'answered', result: result as Record<string, unknown> | null };
+}
+
+/** Resolves with the resolver, refusing the name when any address it resolves to is refused. */
+function guardedLookup(network: CallbackNetwork): LookupFunction {
+  return ((hostname: string, options: { all?: boolean; family?: number }, callback: (...args: unknown[]) => void) => {
+    network.resolve(hostname).then((found) => {
+      if (found.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+      if (found.some(({ address }) => !network.allowAddress(address))) return callback(refusedAddress());
+      const wanted = options.family === 4 || options.family === 6 ? found.filter((entry) => entry.family === options.family) : found;
+      if (wanted.length === 0) return callback(Object.assign(new Error(`no IPv${options.family} address for ${hostname}`), { code: 'ENOTFOUND' }));
+      if (options.all) return callback(null, wanted);
+      return callback(null, wanted[0]!.address, wanted[0]!.family);
+    }, (error: unknown) => callback(error));
+  }) as LookupFunction;
+}
+
+function sendHop(url: URL, body: string, headers: Record<string, string>, network: CallbackNetwork, signal: AbortSignal): Promise<HopAnswer> {
+  return new Promise((resolve, reject) => {
+    const hostname = url.hostname.replace(/^\[|\]$/g, '');
+    // A literal address is never looked up, so it is judged here, before any connection.
+    if (isIP(hostname) !== 0 && !network.allowAddress(hostname)) return reject(refusedAddress());
+    const transport = url.protocol === 'https:' ? https : http;
+    const request = transport.request({
+      protocol: url.protocol, hostname, port: url.port || undefined, path: `${url.pathname}${url.search}`, method: 'POST',
+      headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) }, agent: false, signal, lookup: guardedLookup(network),
+    }, (response) => readBounded(response, request, resolve, reject));
+    request.on('socket', (socket) => {
+      socket.once('connect', () => {
+        // The address actually connected to, whatever resolved it: the last word.
+        if (!socket.remoteAddress || !network.allowAddress(socket.remoteAddress)) request.destroy(refusedAddress());
+      });
+    });
+    request.on('error', reject);
+    // Whatever stage the exchange is in (connecting, sending, reading), the timeout ends it.
+    signal.addEventListener('abort', () => reject(new CallbackProblem('aborted')), { once: true });
+    request.end(body);
+  });
+}
+
+function readBounded(response: http.IncomingMessage, request: http.ClientRequest, resolve: (answer: HopAnswer) => void, reject: (error: Error) => void) {
+  const tooLarge = () => new CallbackProblem(`the callback answer is larger than ${limits.callbackResponseBytesMax} bytes`);
+  if (Number(response.headers['content-length'] ?? 0) > limits.callbackResponseBytesMax) {
+    request.destroy();
+    return reject(tooLarge());
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  response.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    // Stop reading at once: a seller cannot make this process buffer more than the limit.
+    if (size > limits.callbackResponseBytesMax) {
+      request.destroy();
+      reject(tooLarge());
+      return;
+    }
+    chunks.push(chunk);
+  });
+  response.on('end', () => resolve({ status: response.statusCode ?? 0, location: response.headers.location, body: Buffer.concat(chunks) }));
+  response.on('error', reject);
+}

@@ -1,0 +1,165 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type CallbackNetwork, type CallbackOutcome, callCallback, systemResolver } from '../callbacks/client.ts';
+import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
+import { withSingleStatement } from '../db/transaction.ts';
+import { formatAmount } from '../domain/money.ts';
+import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
+import { AppError } from '../errors.ts';
+import { limits } from '../limits.ts';
+import { InsufficientBalance } from '../store/ledger.ts';
+import { type TransactionRow, findTransaction } from '../store/transactions.ts';
+import { invokeCapability } from './access/invoke.ts';
+import { authorize } from './access/rules.ts';
+import { takeCapabilityUsage } from './capability-limits.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
+import { balanceRefusal, newTransactionRow, overdueInvoke } from './transactions.ts';
+import type { ActionExtra, Transitions } from './transitions.ts';
+import { type CapabilityRow, transactionView } from './views.ts';
+
+/**
+ * Invoke (decisions section 7, docs/decisions.md "Invoke"): buy and run a per-query capability in
+ * one call. Three steps, and no database connection or lock is held while the seller's server
+ * works:
+ * 1. one database transaction creates the transaction, counts the capability's limits, freezes
+ *    the price and stores the idempotency key's claim with the transaction's id;
+ * 2. the signed callback runs (src/callbacks/), bounded by the capability's timeout;
+ * 3. one statement settles (a good answer) or fails and releases (anything else), as a
+ *    compare-and-set from frozen, so a sweeper that released an overdue invoke wins over a late answer.
+ * A retry with the same key (even concurrent) finds step 1's stored answer, waits for step 3 and
+ * answers what the first request answered, from the row; the callback runs once.
+ */
+export interface InvokeCommand {
+  input?: Record<string, unknown>;
+}
+
+export interface InvokeAnswer {
+  transaction_id: string;
+  result: Record<string, unknown> | null;
+  charged_ut: string;
+  latency_ms: number;
+  status: 'settled';
+}
+
+interface PreparedCall {
+  transactionId: string;
+  url: string;
+  secret: string;
+  timeoutMs: number;
+  payload: { transaction_id: string; capability_id: string; input: Record<string, unknown>; buyer_user_id: string };
+}
+
+export function createInvokeEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
+  const { db, now, config, log } = dependencies;
+  const network: CallbackNetwork = {
+    allowAddress: dependencies.callbackNetwork?.allowAddress ?? (config.CALLBACK_ALLOW_PRIVATE ? privateAddressesAllowed : publicAddressesOnly),
+    resolve: dependencies.callbackNetwork?.resolve ?? systemResolver,
+  };
+
+  async function invoke(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest | null): Promise<Outcome<InvokeAnswer>> {
+    if (principal.caller_type !== 'agent') throw new AppError('forbidden', 'only agent callers (API key) may invoke');
+    if (!request) {
+      throw new AppError('validation_error', 'an idempotency key is required', {
+        errors: [{ path: 'header.Idempotency-Key', message: 'agent callers must send an Idempotency-Key (or body.idempotency_key) to invoke' }],
+      });
+    }
+    const startedAt = performance.now();
+    const prepared: { call?: PreparedCall } = {};
+    const held = await hold(principal, capabilityId, command, request, prepared);
+    if (held.replayed || !prepared.call) return { data: await answerWhenDone(held.data.id), status: 200, replayed: true };
+    return { data: await run(prepared.call, startedAt), status: 200, replayed: false };
+  }
+
+  /** Step 1, retried while another request holds the key's claim (4091) for a bounded time. */
+  async function hold(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest, prepared: { call?: PreparedCall }) {
+    const waitUntil = performance.now() + limits.invokeClaimWaitMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await idempotency.run(principal, request, 200, async (unit) => {
+          const [read] = await unit.trx<CapabilityRow>('capabilities').where({ id: capabilityId });
+          const capability = authorize(invokeCapability, principal, read, 'capability');
+          const at = now();
+          await takeCapabilityUsage(unit.trx, capability, at);
+          const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
+          const timeoutMs = capability.callback_timeout_sec * 1000;
+          const row: TransactionRow = {
+            ...newTransactionRow(principal, { capability_id: capability.id, input: command.input }, capability, price, at, config.PLATFORM_FEE_BPS),
+            // The system settles an invoke; an auto-accept step would only get in its way.
+            auto_accept: false,
+            invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
+          };
+          await transitions.insert(unit, row);
+          const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
+          prepared.call = {
+            transactionId: row.id, url: capability.callback_url!, secret: capability.callback_secret ?? '', timeoutMs,
+            payload: { transaction_id: row.id, capability_id: capability.id, input: command.input ?? {}, buyer_user_id: principal.user_id },
+          };
+          return transactionView(frozen);
+        }, 'several statements');
+      } catch (error) {
+        if (error instanceof InsufficientBalance) {
+          const refusal = await balanceRefusal(db, error);
+          if (refusal) throw refusal;
+          if (attempt < limits.transactionRetriesMax) continue;
+          throw new AppError('conflict', 'the balance kept changing concurrently; retry');
+        }
+        if (!(error instanceof AppError && error.errorName === 'idempotency_in_progress') || performance.now() > waitUntil) throw error;
+        await sleep(limits.invokeWaitPollMs);
+      }
+    }
+  }
+
+  /** Steps 2 and 3: the call, then its outcome, recorded as a compare-and-set from frozen. */
+  async function run(call: PreparedCall, startedAt: number): Promise<InvokeAnswer> {
+    const outcome = await callCallback(call, network, Math.floor(now().getTime() / 1000));
+    const latencyMs = Math.round(performance.now() - startedAt);
+    if (outcome.kind !== 'answered') log.info('invoke callback failed', { transaction_id: call.transactionId, outcome: outcome.kind, reason: 'reason' in outcome ? outcome.reason : undefined });
+    const action = outcome.kind === 'answered' ? 'invoke_settle' : 'fail';
+    await record(call.transactionId, action, { invoke: invokeRecord(outcome, latencyMs) });
+    return answerOf((await findTransaction(db, call.transactionId))!);
+  }
+
+  function invokeRecord(outcome: CallbackOutcome, latencyMs: number): NonNullable<ActionExtra['invoke']> {
+    if (outcome.kind === 'answered') return { latency_ms: latencyMs, error: null, error_detail: null, result: outcome.result };
+    if (outcome.kind === 'timeout') return { latency_ms: latencyMs, error: 'callback_timeout', error_detail: 'the callback did not answer within callback_timeout_sec', result: null };
+    return { latency_ms: latencyMs, error: 'callback_failed', error_detail: outcome.reason, result: null };
+  }
+
+  /** A move that lost to another (the sweeper released the invoke first) changes nothing: 4090 is expected. */
+  async function record(id: string, action: 'invoke_settle' | 'fail', extra: ActionExtra) {
+    try {
+      await withSingleStatement(db, (unit) => transitions.move(unit, id, action, { system: 'system' }, extra));
+    } catch (error) {
+      if (!(error instanceof AppError && error.errorName === 'invalid_state_transition')) throw error;
+    }
+  }
+
+  /**
+   * A retry's answer: waits (polling the row, so it works across instances) until the first
+   * request has recorded its outcome. Past the deadline the first request's server is gone, and
+   * the retry releases the hold itself, as the sweeper would.
+   */
+  async function answerWhenDone(id: string): Promise<InvokeAnswer> {
+    for (;;) {
+      const row = (await findTransaction(db, id))!;
+      if (row.status !== 'frozen') return answerOf(row);
+      if (row.invoke_deadline !== null && now() >= new Date(row.invoke_deadline)) await record(id, 'fail', { invoke: overdueInvoke });
+      else await sleep(limits.invokeWaitPollMs);
+    }
+  }
+
+  /** The answer a settled invoke gives, or the error a failed one throws (5020 / 5040, nothing charged). */
+  function answerOf(row: TransactionRow): InvokeAnswer {
+    if (row.status === 'settled') {
+      return { transaction_id: row.id, result: row.result_payload, charged_ut: formatAmount(row.price), latency_ms: row.invoke_latency_ms ?? 0, status: 'settled' };
+    }
+    const errorName = row.invoke_error ?? 'callback_failed';
+    const detail = row.invoke_error_detail ?? 'the callback failed';
+    throw new AppError(errorName, detail, { transaction_id: row.id, charged_ut: '0.00', status: row.status, detail });
+  }
+
+  return { invoke };
+}
+
+export type InvokeEngine = ReturnType<typeof createInvokeEngine>;

@@ -1,0 +1,126 @@
+import { effectiveStatus, requireOpen } from '../domain/demands.ts';
+import { currencyOfSpace, formatAmount } from '../domain/money.ts';
+import {
+  type MatchText, type ScoreParts, blendedSimilarity, combine, cosine, denseCosine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms, vectorOf,
+} from '../domain/scoring.ts';
+import { searchQueryOf } from '../domain/text.ts';
+import { limits } from '../limits.ts';
+import type { AlignmentItem, MatchCandidate } from '../schemas/matching.ts';
+import { type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabilityMatchColumns, demandCandidates, findDemand } from '../store/demands.ts';
+import { alignWith, discoverFor, seeDemand } from './access/demands.ts';
+import { authorize } from './access/rules.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+
+/**
+ * Matching (docs/matching.md): the database finds candidates through the search-vector index,
+ * then the engine reranks them precisely with the pure formula of domain/scoring.ts. An `embed`
+ * function (the AI provider's embeddings), when given and when it answers, refines similarity.
+ */
+export interface MatchingOptions {
+  embed?: (texts: string[]) => Promise<number[][] | null>;
+}
+
+export interface ScoredCapability {
+  row: CapabilityMatchRow;
+  parts: ScoreParts;
+}
+
+const textOfDemand = (demand: DemandRow): MatchText => ({ title: demand.title, description: demand.description, tags: demand.tags });
+const textOfCapability = (row: CapabilityMatchRow): MatchText => ({ title: row.title, description: row.description, tags: row.tags });
+const flat = (text: MatchText) => `${text.title ?? ''} ${(text.tags ?? []).join(' ')} ${text.description}`;
+
+export function createMatchingEngine({ db, now, log }: EngineDependencies, options: MatchingOptions = {}) {
+  /** Embedding cosines of `one` against each of `others`, or nulls when there is no embedder or it fails. */
+  async function embeddingSimilarities(one: MatchText, others: MatchText[]): Promise<(number | null)[]> {
+    const none = others.map(() => null);
+    if (!options.embed || others.length === 0) return none;
+    try {
+      const vectors = await options.embed([flat(one), ...others.map(flat)]);
+      if (!vectors || vectors.length !== others.length + 1) return none;
+      return others.map((_, index) => denseCosine(vectors[0]!, vectors[index + 1]!));
+    } catch (error) {
+      log.warn('embeddings failed; matching uses text similarity only', { error: String(error) });
+      return none;
+    }
+  }
+
+  /** Scores capabilities for a demand, best first (ties by id, so every instance answers the same). */
+  async function scoreCapabilities(demand: DemandRow, rows: CapabilityMatchRow[]): Promise<ScoredCapability[]> {
+    const demandText = textOfDemand(demand);
+    const demandVector = vectorOf(demandText);
+    const embedded = await embeddingSimilarities(demandText, rows.map(textOfCapability));
+    const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
+    const scored = rows.map((row, index) => {
+      const similarity = blendedSimilarity(cosine(demandVector, vectorOf(textOfCapability(row))), embedded[index]!);
+      return { row, parts: combine(similarity, priceAlignment(BigInt(row.price), maxPrice), normalizedQuality(Number(row.quality_score))) };
+    });
+    return scored.sort((left, right) => right.parts.score - left.parts.score || (left.row.id < right.row.id ? -1 : 1));
+  }
+
+  /** The best capabilities for a demand among those offered in its space by others. */
+  async function rankFor(demand: DemandRow, topK: number): Promise<ScoredCapability[]> {
+    const query = searchQueryOf(flat(textOfDemand(demand)), limits.matchQueryTermsMax);
+    const rows = await capabilityCandidates(db, { query, space: demand.owner_type, excludeOwner: demand.owner_user_id, limit: Math.max(limits.matchCandidatesMax, topK), poolSize: limits.matchCandidatePoolMax });
+    return (await scoreCapabilities(demand, rows)).filter((entry) => entry.parts.similarity > 0).slice(0, topK);
+  }
+
+  /** A demand the caller may see, that is still open (expired ones stop matching: 4090). */
+  async function openDemandFor(principal: Principal, demandId: string): Promise<DemandRow> {
+    const row = await findDemand(db, demandId);
+    const status = row ? effectiveStatus(row.status, row.expires_at, now()) : 'open';
+    const demand = authorize(seeDemand, principal, row && { ...row, effective_status: status }, 'demand');
+    requireOpen(status, 'match');
+    return demand;
+  }
+
+  async function match(principal: Principal, input: { demand_id: string; top_k: number }) {
+    const demand = await openDemandFor(principal, input.demand_id);
+    const ranked = await rankFor(demand, input.top_k);
+    const candidates: MatchCandidate[] = ranked.map(({ row, parts }) => ({
+      entity_id: row.id, title: row.title, description: row.description, ...parts, price_ut: formatAmount(row.price), category: row.category,
+    }));
+    return { demand_id: demand.id, candidates };
+  }
+
+  async function discoverDemands(principal: Principal, capabilityId: string, input: { top_k: number }) {
+    // deleted_at is read for the access rules only: a deleted capability is hidden (4040).
+    const found = await db<CapabilityMatchRow & { deleted_at: Date | null }>('capabilities').where({ id: capabilityId }).first(...capabilityMatchColumns, 'deleted_at');
+    const capability = authorize(discoverFor, principal, found, 'capability');
+    const capabilityText = textOfCapability(capability);
+    const query = searchQueryOf(flat(capabilityText), limits.matchQueryTermsMax);
+    const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: Math.max(limits.matchCandidatesMax, input.top_k) });
+    const scored = await Promise.all(demands.map(async (demand) => ({ demand, parts: (await scoreCapabilities(demand, [capability]))[0]!.parts })));
+    const candidates: MatchCandidate[] = scored
+      .filter((entry) => entry.parts.similarity > 0)
+      .sort((left, right) => right.parts.score - left.parts.score || (left.demand.id < right.demand.id ? -1 : 1))
+      .slice(0, input.top_k)
+      .map(({ demand, parts }) => ({
+        entity_id: demand.id, title: demand.title ?? demand.description.slice(0, 80), description: demand.description, ...parts,
+        price_ut: demand.max_price === null ? null : formatAmount(demand.max_price), category: demand.category,
+      }));
+    return { capability_id: capability.id, candidates };
+  }
+
+  /** One demand against chosen capabilities of its space: the score parts and a sentence each. */
+  async function evaluateAlignment(principal: Principal, input: { demand_id: string; capability_ids: string[] }) {
+    const demand = await openDemandFor(principal, input.demand_id);
+    const ids = [...new Set(input.capability_ids)];
+    const rows = await db<CapabilityMatchRow>('capabilities').whereIn('id', ids).select(...capabilityMatchColumns);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const visible = ids.map((id) => authorize(alignWith, principal, byId.get(id), 'capability'));
+    const scored = new Map((await scoreCapabilities(demand, visible)).map((entry) => [entry.row.id, entry.parts]));
+    const language = languageOf(demand.description);
+    const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
+    const results: AlignmentItem[] = visible.map((row) => {
+      const parts = scored.get(row.id)!;
+      const price = BigInt(row.price);
+      const explanation = explain({ parts, shared: sharedTerms(textOfDemand(demand), textOfCapability(row), language), price, maxPrice, currency: currencyOfSpace(demand.owner_type), language });
+      return { capability_id: row.id, title: row.title, ...parts, price_ut: formatAmount(price), within_budget: maxPrice === null || price <= maxPrice, explanation };
+    });
+    return { demand_id: demand.id, language, results };
+  }
+
+  return { match, discoverDemands, evaluateAlignment, rankFor, scoreCapabilities };
+}
+
+export type MatchingEngine = ReturnType<typeof createMatchingEngine>;

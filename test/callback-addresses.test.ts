@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { embeddedIpv4, privateAddressesAllowed, publicAddressesOnly, publicAnd } from '../src/callbacks/addresses.ts';
+import { signatureHeaderValue, verifySignature } from '../src/callbacks/signing.ts';
+
+/** The SSRF guard's judgement per address (decisions section 7), and the signature format. */
+const refusedByDefault = [
+  '127.0.0.1', '127.1.2.3', '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '169.254.1.1',
+  '100.64.0.1', '100.127.255.254', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fc00::1', 'fd00:ec2::254',
+  'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a00:1', '2002:a00:1::1', 'not an address',
+  '64:ff9b:1::a00:1', '64:ff9b:1::7f00:1', '64:ff9b:1:abcd::1', '::ffff:0:127.0.0.1', '::ffff:0:a00:1', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+  'fec0::1', 'feff::1',
+];
+const publicAddresses = [
+  '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b:1::808:808', '::ffff:0:8.8.8.8', '2001:4860:4860::8888',
+];
+
+describe('the callback address guard', () => {
+  it.each(refusedByDefault)('refuses %s by default', (address) => {
+    expect(publicAddressesOnly(address)).toBe(false);
+  });
+
+  it.each(publicAddresses)('allows public %s', (address) => {
+    expect(publicAddressesOnly(address)).toBe(true);
+    expect(privateAddressesAllowed(address)).toBe(true);
+  });
+
+  it('with CALLBACK_ALLOW_PRIVATE allows private ranges but never unspecified or multicast ones', () => {
+    for (const address of ['127.0.0.1', '10.0.0.1', '192.168.1.1', '::1', 'fd00::1', '::ffff:127.0.0.1']) expect(privateAddressesAllowed(address)).toBe(true);
+    for (const address of ['0.0.0.0', '::', '224.0.0.1', 'ff02::1', '::ffff:0.0.0.0']) expect(privateAddressesAllowed(address)).toBe(false);
+  });
+
+  it('trusting one range allows exactly that range', () => {
+    const loopbackOnly = publicAnd(['127.0.0.0/8']);
+    expect(loopbackOnly('127.0.0.1')).toBe(true);
+    expect(loopbackOnly('::ffff:127.0.0.1')).toBe(true);
+    expect(loopbackOnly('8.8.8.8')).toBe(true);
+    for (const address of ['10.0.0.1', '192.168.0.1', '169.254.169.254', '::1', '0.0.0.0']) expect(loopbackOnly(address)).toBe(false);
+  });
+
+  it('reads the IPv4 address inside mapped, translated, compatible, NAT64 (well-known and local-use) and 6to4 IPv6 addresses', () => {
+    expect(embeddedIpv4('::ffff:10.1.2.3')).toBe('10.1.2.3');
+    expect(embeddedIpv4('::ffff:a01:203')).toBe('10.1.2.3');
+    expect(embeddedIpv4('64:ff9b::a01:203')).toBe('10.1.2.3');
+    expect(embeddedIpv4('2002:a01:203::')).toBe('10.1.2.3');
+    expect(embeddedIpv4('64:ff9b:1::a01:203')).toBe('10.1.2.3');
+    expect(embeddedIpv4('::ffff:0:10.1.2.3')).toBe('10.1.2.3');
+    expect(embeddedIpv4('::ffff:0:a01:203')).toBe('10.1.2.3');
+    expect(embeddedIpv4('2606:4700::1111')).toBeNull();
+  });
+});
+
+describe('callback signatures', () => {
+  it('verify with the secret and timestamp they were made with, within the tolerance', () => {
+    const header = signatureHeaderValue('cbs_secret', 1_700_000_000, '{"a":1}');
+    expect(header).toMatch(/^t=1700000000,v1=[0-9a-f]{64}$/);
+    expect(verifySignature('cbs_secret', header, '{"a":1}', 1_700_000_100)).toBe(true);
+    expect(verifySignature('cbs_secret', header, '{"a":2}', 1_700_000_100)).toBe(false);
+    expect(verifySignature('cbs_other', header, '{"a":1}', 1_700_000_100)).toBe(false);
+    expect(verifySignature('cbs_secret', header, '{"a":1}', 1_700_001_000)).toBe(false);
+    expect(verifySignature('cbs_secret', 'garbage', '{"a":1}', 1_700_000_100)).toBe(false);
+  });
+});
