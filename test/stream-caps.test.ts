@@ -27,12 +27,16 @@ afterAll(async () => {
   await test.close();
 });
 
-/** Opens a REST event stream and keeps it open until `close`; resolves once the status is known. */
+/**
+ * Opens a REST event stream and keeps it open until `close`; resolves once the status is known.
+ * The answer holds on to the Response: fetch cancels the body of a Response that is garbage
+ * collected, which closed streams behind the test's back whenever a collection ran mid-test.
+ */
 async function openStream(actor: Actor) {
   const abort = new AbortController();
   const response = await fetch(`${served.url}/api/v1/transactions/events`, { headers: actor.headers, signal: abort.signal });
   const body = response.status === 200 ? null : ((await response.json()) as { code: number; data: { retry_after_seconds: number } });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), body, close: () => abort.abort() };
+  return { status: response.status, retryAfter: response.headers.get('retry-after'), body, response, close: () => abort.abort() };
 }
 
 /** Resolves when the server answered the upgrade: 'open', or the refusal's status and Retry-After. */
