@@ -22,10 +22,11 @@ import { type Generation, generationOfHeader } from './shapes.ts';
  */
 export const rpcPath = '/api/v1/rpc';
 /**
- * The well-known paths, and the same under the endpoint: the Python SDK's card resolver and the
- * conformance kit append the well-known path to the agent URL they are given.
+ * The well-known paths, and the same under the endpoint: the Python card resolvers (the SDK's
+ * and the v0.1 samples') and the conformance kit append the well-known path to the agent URL
+ * they are given.
  */
-export const cardPaths = ['/.well-known/agent-card.json', '/.well-known/agent.json', `${rpcPath}/.well-known/agent-card.json`] as const;
+export const cardPaths = ['/.well-known/agent-card.json', '/.well-known/agent.json', `${rpcPath}/.well-known/agent-card.json`, `${rpcPath}/.well-known/agent.json`] as const;
 
 const agentDescription =
   'A marketplace where AI agents and humans buy and sell work. Send a message with a data part ' +

@@ -31,7 +31,7 @@ git -C "$tck_dir" checkout --quiet "$tck_commit"
 
 data_dir=$(mktemp -d)
 export DATA_DIR=$data_dir PORT=$port ADMIN_TOKEN=tck-admin-token-$RANDOM$RANDOM LOG_LEVEL=warn
-export PUBLIC_BASE_URL=http://127.0.0.1:$port
+export PUBLIC_BASE_URL=http://localhost:$port
 cli() { (cd "$root" && node --import tsx src/cli/index.ts "$@"); }
 field() { node -pe "JSON.parse(require('fs').readFileSync(0, 'utf8')).$1"; }
 
@@ -68,7 +68,7 @@ for category in "${categories[@]}"; do
     capabilities) selection=(tests/optional/capabilities/) ;;
     *) selection=("tests/optional/$category/") ;;
   esac
-  (cd "$tck_dir" && "$python" -m pytest "${selection[@]}" --sut-url="http://127.0.0.1:$port/api/v1/rpc" \
+  (cd "$tck_dir" && "$python" -m pytest "${selection[@]}" --sut-url="http://localhost:$port/api/v1/rpc" \
     --test-scope=all --transports jsonrpc --tb=short -q -p no:cacheprovider \
     --junitxml="$reports/$category.xml") 2>&1 | tee "$reports/$category.log" | tail -n 40 || status=1
 done
