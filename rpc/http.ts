@@ -9,7 +9,7 @@ import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts'
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, fromAppError, parseErrorResponse, toRpcError } from './errors.ts';
-import type { RpcContext } from './methods.ts';
+import { type RpcContext, streamingMethods } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
 import { clientAddress } from '../rest/route.ts';
@@ -32,6 +32,13 @@ import { sendRetryAfter } from '../rest/envelope.ts';
  * 4. Everything after that is HTTP 200: -32700, -32600, -32601, -32602 and marketplace errors.
  *    A request made only of notifications gets HTTP 204 and no body.
  * 5. A single streaming method answers as SSE; each `data:` is a JSON-RPC response with the id.
+ *    When it fails before its stream starts (bad params, unknown task, the stream caps), the
+ *    answer is still `text/event-stream`: one `event: error` frame carrying the JSON-RPC error,
+ *    then the end, as the reference server of @a2a-js/sdk 0.3 does; SDK 0.2/0.3, the v0.1
+ *    samples' SSE library and the conformance kit accept nothing else. Callers sending
+ *    `A2A-Version: 1.0` or later get the plain JSON error instead, as the reference server of
+ *    @a2a-js/sdk 1.x answers them (its client then raises the typed error). Failures of the
+ *    whole exchange (steps 1 to 3) keep their JSON body under their non-2xx status.
  */
 /** `address`: the client's, to count authentication failures by; absent when a socket checks again. */
 export async function authenticateHeaders(engine: Engine, headers: IncomingHttpHeaders, address?: string) {
@@ -112,21 +119,38 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   } catch (error) {
     return reply(response, 200, errorResponse(idOf(parsed.value), toRpcError(error, log)));
   }
+  const answer = answerOf(response, errorsAsSse(parsed.value, context));
   const afterSequence = parseLastEventId(request.get('last-event-id'));
   if (afterSequence === null) {
     const error = new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
-    return reply(response, 200, errorResponse(idOf(parsed.value), fromAppError(error)));
+    return answer(errorResponse(idOf(parsed.value), fromAppError(error)));
   }
   const result = await dispatcher.dispatch(parsed.value, context, { streamsInBatch: false });
   if (result === null) return response.status(204).end();
   if (!Array.isArray(result) && result.result instanceof StreamStart) {
-    return streamOverSse(engine, context, result.id, result.result, afterSequence, request, response);
+    return streamOverSse(engine, context, result.id, result.result, afterSequence, request, response, answer);
   }
-  return reply(response, 200, result);
+  return answer(result);
 }
 
-/** Subscribes first, so that a failure is still a plain JSON-RPC error; then switches to SSE. */
-async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, request: Request, response: Response) {
+/** A single call of a streaming method, from a client that reads its errors from the stream. */
+function errorsAsSse(body: unknown, context: RpcContext): boolean {
+  const method = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined;
+  return typeof method === 'string' && streamingMethods.has(method) && context.headerGeneration !== 'v1.0';
+}
+
+/** Writes an HTTP 200 answer: JSON, or for `sse` one SSE error frame and the end of the stream. */
+function answerOf(response: Response, sse: boolean) {
+  return (body: JSONRPCResponse | JSONRPCResponse[]) => {
+    if (!sse) return reply(response, 200, body);
+    const stream = openSse(response, () => {});
+    stream.send(JSON.stringify(body), undefined, 'error');
+    stream.close();
+  };
+}
+
+/** Subscribes first, so that a failure is still one error answer (see 5 above); then switches to SSE. */
+async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, request: Request, response: Response, answer: ReturnType<typeof answerOf>) {
   let sse: SseStream | null = null;
   let ended = false;
   const early: [string, string | undefined][] = [];
@@ -150,7 +174,7 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
     });
   } catch (error) {
     release();
-    return reply(response, 200, errorResponse(id, toRpcError(error, context.log ?? engine.dependencies.log)));
+    return answer(errorResponse(id, toRpcError(error, context.log ?? engine.dependencies.log)));
   }
   sse = openSse(response, () => {
     release();
