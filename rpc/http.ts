@@ -21,7 +21,8 @@ import { sendRetryAfter } from '../rest/envelope.ts';
  * 1. Body over 1 MiB: HTTP 413, error -32113 with data.code 4130 (the body is never parsed).
  * 2. Credentials, exactly as REST (X-Api-Key + X-Platform-User-Id, or a bearer token). A failure
  *    is answered with a JSON-RPC error (4010 -> -32110, 4011 -> -32111, with the envelope in
- *    `data`) under the REST status: HTTP 401 for missing or bad credentials, 400 for mixed ones.
+ *    `data`) under the REST status: HTTP 401 for missing or bad credentials, 400 for mixed ones
+ *    (without an A2A-Version header, with no `jsonrpc` member: see reply()).
  *    Auth is a property of the HTTP exchange, not of one call in a batch, and a non-2xx status is
  *    what HTTP clients and @a2a-js/sdk recognize as an auth failure (its JSON-RPC transport still
  *    reads the error object from the body; its auth helper retries on 401). Credentials are
@@ -84,7 +85,21 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-const reply = (response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) => response.status(status).json(body);
+/**
+ * A refusal under a non-2xx status (401, 400, 413, 429) to a caller that sent no A2A-Version
+ * header leaves out the `jsonrpc` member: @a2a-js/sdk 0.2.x reads a non-2xx body as text and, when
+ * it finds `jsonrpc` there, reads the body a second time and crashes ("Body has already been
+ * read") instead of reporting the error. Without the member it reports code and message; 0.3.x
+ * and the v0.1 samples still see the status and the error object. Callers that send the header
+ * (@a2a-js/sdk 1.x) get the complete JSON-RPC response.
+ */
+function reply(response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) {
+  if (status >= 300 && !response.req.get('a2a-version') && !Array.isArray(body)) {
+    const { jsonrpc: _jsonrpc, ...rest } = body;
+    return response.status(status).json(rest);
+  }
+  return response.status(status).json(body);
+}
 
 /** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
 export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request: Request, response: Response) {

@@ -187,8 +187,15 @@ describe('authentication', () => {
   const request = { jsonrpc: '2.0', id: 11, method: 'ListTasks', params: {} };
 
   it('answers missing credentials with HTTP 401 and a JSON-RPC error carrying 4010', async () => {
-    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').send(JSON.stringify(request)).expect(401);
+    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').set('A2A-Version', '1.0').send(JSON.stringify(request)).expect(401);
     expect(response.body).toMatchObject({ jsonrpc: '2.0', id: 11, error: { code: -32110, data: { code: 4010, message: 'unauthenticated' } } });
+  });
+
+  it('leaves jsonrpc out of a non-2xx refusal to a caller without A2A-Version, which @a2a-js/sdk 0.2 would otherwise read twice and crash on', async () => {
+    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').send(JSON.stringify(request)).expect(401);
+    expect(response.body).toEqual({ id: 11, error: expect.objectContaining({ code: -32110, data: expect.objectContaining({ code: 4010 }) }) });
+    const mixed = await post(request, { ...caller.headers, Authorization: 'Bearer x.y.z' }).expect(400);
+    expect(mixed.body.jsonrpc).toBeUndefined();
   });
 
   it('answers a bad key with HTTP 401, and mixed credentials with HTTP 400 and 4011', async () => {
