@@ -18,7 +18,7 @@ export type { RateLimitName };
  * What a bucket is keyed by. An anonymous request's credential is its address; a bucket keyed by
  * API key is skipped for a caller without one (a human).
  */
-export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'apiKey' | 'account' | 'accountAndAddress'> = {
+export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'apiKey' | 'account' | 'accountAndAddress' | 'userCode'> = {
   requestsPerAddress: 'address',
   signupPerAddress: 'address',
   loginFailuresPerAddress: 'address',
@@ -33,6 +33,9 @@ export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'ap
   writesPerApiKey: 'apiKey',
   rpcCallsPerApiKey: 'apiKey',
   streamOpensPerApiKey: 'apiKey',
+  deviceAuthorizationsPerAddress: 'address',
+  userCodeAttemptsPerAddress: 'address',
+  userCodeAttemptsPerCode: 'userCode',
 };
 
 /** Who is asking, as far as the buckets care. */
@@ -41,6 +44,8 @@ export interface Requester {
   principal: Principal | null;
   /** The email a login names, for the per-account buckets. */
   account?: string;
+  /** The hash of the device user code tried, for the per-code bucket (the code itself stays out of Redis). */
+  userCode?: string;
 }
 
 /** The idempotency scope's notion of a credential: the API key and the user it acts for, or the human. */
@@ -75,6 +80,8 @@ function keyFor(name: RateLimitName, requester: Requester): string | null {
       return requester.principal ? credentialOf(requester.principal) : address;
     case 'apiKey':
       return requester.principal?.api_key_id ? `api-key:${requester.principal.api_key_id}` : null;
+    case 'userCode':
+      return requester.userCode === undefined ? null : `user-code:${requester.userCode}`;
     default:
       return address;
   }

@@ -19,19 +19,56 @@ export interface Credentials {
 }
 
 
-export function createIdentityEngine({ db, jwt }: EngineDependencies, admission: Admission) {
+/** Every instance hears on this channel which key was revoked, and forgets it at once. */
+export const apiKeyRevokedChannel = 'identity.api-key-revoked';
+
+export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, admission: Admission) {
   // Only positive answers are cached: a new key, link or user works at once, and a failed
   // lookup is never remembered.
   const keysByPrefix = new TtlCache<store.ApiKeyRow>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownLinks = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownUsers = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
+  // Counts the revocations heard. A lookup that started before a revocation and ends after it
+  // may have read the key before it was revoked, so its answer is not cached.
+  let revocationsHeard = 0;
 
   async function findKey(prefix: string) {
     const cached = keysByPrefix.get(prefix);
     if (cached) return cached;
+    const heardBefore = revocationsHeard;
     const key = await store.findApiKeyByPrefix(db, prefix);
-    if (key) keysByPrefix.set(prefix, key);
+    if (key && heardBefore === revocationsHeard) keysByPrefix.set(prefix, key);
     return key;
+  }
+
+  /** This instance stops accepting the key at once (its row is read again, and found revoked). */
+  function forgetApiKey(prefix: string) {
+    revocationsHeard += 1;
+    keysByPrefix.delete(prefix);
+  }
+
+  /**
+   * Revocations reach the other instances over the bus. A message lost while the bus
+   * reconnects could leave a revoked key cached, so a reconnection forgets every key.
+   */
+  async function listenForRevocations(): Promise<() => Promise<void>> {
+    bus.onReconnect(() => {
+      revocationsHeard += 1;
+      keysByPrefix.clear();
+    });
+    return bus.subscribe(apiKeyRevokedChannel, (message) => {
+      try {
+        forgetApiKey(String((JSON.parse(message) as { key_prefix: unknown }).key_prefix));
+      } catch (error) {
+        log.warn('unreadable API key revocation on the bus', { error });
+      }
+    });
+  }
+
+  /** Announces a committed revocation: here at once, elsewhere through the bus. */
+  async function announceRevocation(prefix: string) {
+    forgetApiKey(prefix);
+    await bus.publish(apiKeyRevokedChannel, JSON.stringify({ key_prefix: prefix }));
   }
 
   async function isLinkedCached(apiKeyId: string, userId: string) {
@@ -197,7 +234,7 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies, admission:
     return { user_id: userId, access_token: token, token_type: 'Bearer' as const, expires_in: expiresInSeconds };
   }
 
-  return { authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken };
+  return { authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken, listenForRevocations, announceRevocation };
 }
 
 export type IdentityEngine = ReturnType<typeof createIdentityEngine>;
