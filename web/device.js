@@ -179,15 +179,16 @@
       return;
     }
     currentCode = null;
+    // The code is spent: a reload must not look it up again.
+    history.replaceState(null, '', location.pathname);
     show('request', false);
     const approved = envelope.data.status === 'approved';
     $('outcome-title').textContent = approved ? 'Approved' : 'Denied';
     $('outcome-text').textContent = approved
-      ? envelope.data.agent_platform_name + ' is connected. Return to the application: it receives its key within a few seconds.'
+      ? envelope.data.agent_platform_name + ' is connected. Return to the application: it receives its key within a few seconds, and the key then appears in your list below.'
       : 'The request was denied. ' + envelope.data.agent_platform_name + ' gets no key.';
     show('outcome', true);
     $('outcome-title').focus();
-    if (approved) setTimeout(loadKeys, 6000);
   }
 
   async function loadKeys() {
@@ -251,6 +252,11 @@
       event.preventDefault();
       currentCode = null;
       lookUp($('user-code').value);
+    });
+    $('refresh-keys').addEventListener('click', loadKeys);
+    // Coming back to this tab (from the application) shows the key it has collected meanwhile.
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && session) loadKeys();
     });
     $('approve').addEventListener('click', () => decide('approve'));
     $('deny').addEventListener('click', () => decide('deny'));
