@@ -70,7 +70,8 @@ async function openPage(url: string): Promise<{ page: Page; problems: string[] }
 /** Waits for what the page shows after a call; password hashing on a busy machine can take seconds. */
 const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 20_000 });
 
-const focusedId = (page: Page) => page.evaluate(() => document.activeElement?.id ?? '');
+// Runs in the page; written as text because this project's TypeScript has no DOM types.
+const focusedId = (page: Page) => page.evaluate<string>("document.activeElement ? document.activeElement.id : ''");
 
 describe('the device verification page', () => {
   it('signs in, approves, and the client collects a working key; the person then revokes it on the page', async () => {
