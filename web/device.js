@@ -207,10 +207,15 @@
 
   function keyItem(key) {
     const item = document.createElement('li');
-    const label = document.createElement('span');
-    const created = new Date(key.created_at).toLocaleString();
-    label.textContent = (key.name || key.agent_platform_type) + ' · mk_' + key.key_prefix + '… · ' + created;
-    item.append(label);
+    const about = document.createElement('div');
+    about.className = 'key';
+    const name = document.createElement('strong');
+    name.textContent = key.name || key.agent_platform_type;
+    const detail = document.createElement('span');
+    detail.className = 'hint';
+    detail.textContent = 'mk_' + key.key_prefix + '… · created ' + new Date(key.created_at).toLocaleString();
+    about.append(name, detail);
+    item.append(about);
     if (key.revoked_at) {
       const revoked = document.createElement('span');
       revoked.className = 'tag';
@@ -221,7 +226,7 @@
       button.type = 'button';
       button.className = 'secondary';
       button.textContent = 'Revoke';
-      button.setAttribute('aria-label', 'Revoke ' + label.textContent);
+      button.setAttribute('aria-label', 'Revoke ' + name.textContent + ' key mk_' + key.key_prefix);
       button.addEventListener('click', () => revoke(key));
       item.append(button);
     }
