@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import supertest from 'supertest';
 import { createApp } from '../src/app.ts';
@@ -16,15 +18,23 @@ let test: TestApp;
 let otherBus: EventBus | null;
 let other: Engine;
 let otherHttp: ReturnType<typeof supertest>;
+let otherServer: Server;
+let otherUrl: string;
 beforeAll(async () => {
   test = await startTestApp({ TRUST_PROXY: 'true', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_CODE: '4/900' });
   const dependencies = test.runtime.engine.dependencies;
   const shared = dependencies.bus.shared;
   otherBus = shared ? createRedisBus(process.env.TEST_REDIS_URL!, shared.keyPrefix) : null;
   other = await createEngine({ ...dependencies, bus: otherBus ?? dependencies.bus });
-  otherHttp = supertest(createApp(other));
+  const otherApp = createApp(other);
+  otherHttp = supertest(otherApp);
+  otherServer = createServer(otherApp);
+  await new Promise<void>((resolve) => otherServer.listen(0, '127.0.0.1', resolve));
+  otherUrl = `http://127.0.0.1:${(otherServer.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
+  otherServer?.closeAllConnections();
+  await new Promise((resolve) => otherServer?.close(resolve));
   await other?.close();
   await otherBus?.close();
   await test?.close();
@@ -60,6 +70,18 @@ describe('two instances', () => {
     const [key] = (await otherHttp.get('/api/v1/auth/api-keys').set(human.headers).expect(200)).body.data.items;
     await otherHttp.delete(`/api/v1/auth/api-keys/${key.id}`).set(human.headers).expect(200);
     expect((await test.http.get('/api/v1/auth/me').set(headers)).body.code).toBe(4010);
+  });
+
+  it('end the event streams the other instance had open with the revoked key', async () => {
+    const { human, headers } = await keyThroughBothInstances();
+    const stream = await fetch(`${otherUrl}/api/v1/transactions/events`, { headers });
+    expect(stream.status).toBe(200);
+    const reader = stream.body!.getReader();
+    const [key] = (await test.http.get('/api/v1/auth/api-keys').set(human.headers).expect(200)).body.data.items;
+    await test.http.delete(`/api/v1/auth/api-keys/${key.id}`).set(human.headers).expect(200);
+    // Read until the server ends the stream (without the revocation, this waits until the test times out).
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read());
+    expect((await fetch(`${otherUrl}/api/v1/transactions/events`, { headers })).status).toBe(401);
   });
 
   it(sharedLimits ? 'count user-code attempts on both instances in one bucket (Redis)' : 'count user-code attempts per instance on the embedded default (one instance, no Redis)', async () => {

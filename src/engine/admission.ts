@@ -243,11 +243,13 @@ export type Admission = ReturnType<typeof createAdmission>;
 /**
  * Counts what is open right now on this instance, per credential, per API key (all its users
  * together) and in total. `open` returns the release function, to call exactly once when the
- * stream or connection ends.
+ * stream or connection ends. `end`, when given, ends the stream or connection: `endApiKey` calls
+ * it for everything opened with an API key that was just revoked.
  */
 export function createConnectionCap(what: string, perCredentialMax: number, perApiKeyMax: number, perInstanceMax: number) {
   const openByCredential = new Map<string, number>();
   const openByApiKey = new Map<string, number>();
+  const endsByApiKey = new Map<string, Set<() => void>>();
   let openTotal = 0;
   const refuse = (detail: string) => rateLimited(limits.connectionCapRetryAfterSeconds * 1000, detail);
   const add = (counts: Map<string, number>, key: string | null, change: number) => {
@@ -257,7 +259,7 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     else counts.set(key, count);
   };
 
-  function open(principal: Principal): () => void {
+  function open(principal: Principal, end?: () => void): () => void {
     const credential = credentialOf(principal);
     const apiKey = principal.api_key_id;
     if (openTotal >= perInstanceMax) throw refuse(`this instance has ${perInstanceMax} ${what} open`);
@@ -266,6 +268,8 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     add(openByCredential, credential, 1);
     add(openByApiKey, apiKey, 1);
     openTotal += 1;
+    const ends = apiKey && end ? (endsByApiKey.get(apiKey) ?? endsByApiKey.set(apiKey, new Set()).get(apiKey)!) : null;
+    ends?.add(end!);
     let released = false;
     return () => {
       if (released) return;
@@ -273,8 +277,15 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
       openTotal -= 1;
       add(openByCredential, credential, -1);
       add(openByApiKey, apiKey, -1);
+      ends?.delete(end!);
+      if (ends?.size === 0 && endsByApiKey.get(apiKey!) === ends) endsByApiKey.delete(apiKey!);
     };
   }
 
-  return { open, get openTotal() { return openTotal; } };
+  /** Ends everything this instance has open with the API key (it was revoked). */
+  function endApiKey(apiKeyId: string) {
+    for (const end of [...(endsByApiKey.get(apiKeyId) ?? [])]) end();
+  }
+
+  return { open, endApiKey, get openTotal() { return openTotal; } };
 }

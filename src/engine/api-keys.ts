@@ -12,7 +12,7 @@ import type { IdentityEngine } from './identity.ts';
  * A person's own API keys: the ones their device approvals issued (docs/decisions.md "Device
  * authorization"). They list them and revoke them; a revoked key stops working at once on every
  * instance, because the revocation is announced on the bus and each instance forgets the key it
- * had cached.
+ * had cached and ends the streams open with it.
  */
 const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
 
@@ -55,7 +55,7 @@ export function createApiKeyEngine({ db, log, now }: EngineDependencies, identit
     if (!row) throw notFound('API key');
     // Announced again on a repeated revoke, so that a retry repairs a lost announcement.
     try {
-      await identity.announceRevocation(row.key_prefix);
+      await identity.announceRevocation({ key_prefix: row.key_prefix, api_key_id: row.id });
     } catch (error) {
       // Committed already: other instances stop accepting the key when their cache entry ends.
       log.error('API key revoked, but the revocation could not be announced on the bus', { error, api_key_id: row.id });

@@ -41,10 +41,15 @@ export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, 
     return key;
   }
 
-  /** This instance stops accepting the key at once (its row is read again, and found revoked). */
-  function forgetApiKey(prefix: string) {
+  /**
+   * This instance stops accepting the key at once (its row is read again, and found revoked),
+   * and ends the streams and WebSocket connections it has open with the key.
+   */
+  function forgetApiKey(revoked: { key_prefix: string; api_key_id: string }) {
     revocationsHeard += 1;
-    keysByPrefix.delete(prefix);
+    keysByPrefix.delete(revoked.key_prefix);
+    admission.sseStreams.endApiKey(revoked.api_key_id);
+    admission.webSockets.endApiKey(revoked.api_key_id);
   }
 
   /**
@@ -58,7 +63,8 @@ export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, 
     });
     return bus.subscribe(apiKeyRevokedChannel, (message) => {
       try {
-        forgetApiKey(String((JSON.parse(message) as { key_prefix: unknown }).key_prefix));
+        const revoked = JSON.parse(message) as { key_prefix: unknown; api_key_id: unknown };
+        forgetApiKey({ key_prefix: String(revoked.key_prefix), api_key_id: String(revoked.api_key_id) });
       } catch (error) {
         log.warn('unreadable API key revocation on the bus', { error });
       }
@@ -66,9 +72,9 @@ export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, 
   }
 
   /** Announces a committed revocation: here at once, elsewhere through the bus. */
-  async function announceRevocation(prefix: string) {
-    forgetApiKey(prefix);
-    await bus.publish(apiKeyRevokedChannel, JSON.stringify({ key_prefix: prefix }));
+  async function announceRevocation(revoked: { key_prefix: string; api_key_id: string }) {
+    forgetApiKey(revoked);
+    await bus.publish(apiKeyRevokedChannel, JSON.stringify(revoked));
   }
 
   async function isLinkedCached(apiKeyId: string, userId: string) {
