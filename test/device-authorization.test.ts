@@ -131,6 +131,15 @@ describe('polling', () => {
     expect((await test.http.post('/api/v1/auth/device-auth/poll').send({}).expect(400)).body.code).toBe(4000);
   });
 
+  it('is documented with every answer, the approved key beside 4801 and 4802 under HTTP 200', async () => {
+    const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
+    const operation = document.paths['/api/v1/auth/device-auth/poll'].post;
+    expect(operation.responses['200'].description).toBe('success, 4801 authorization_pending, 4802 slow_down');
+    expect(operation.responses['200'].content['application/json'].schema.oneOf).toHaveLength(2);
+    expect(operation.responses['410'].description).toContain('4803 expired_token');
+    expect(operation.responses['403'].description).toContain('4804 access_denied');
+  });
+
   it(raceTest('issues exactly one key to concurrent polls after approval'), async () => {
     const human = await signUpHuman(test);
     const flow = await approved(human);
