@@ -10,18 +10,21 @@ import { createAgent, createApiKey, signUpHuman } from './helpers/actors.ts';
  */
 let test: TestApp;
 beforeAll(async () => {
-  test = await startTestApp({ TRUST_PROXY: 'true', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_ADDRESS: '5/900', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_CODE: '4/900' });
+  test = await startTestApp({
+    TRUST_PROXY: 'true', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_ADDRESS: '5/900', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_CODE: '4/900', RATE_LIMIT_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '3/3600',
+  });
 });
 afterAll(() => test.close());
 
 type Human = Awaited<ReturnType<typeof signUpHuman>>;
 const pageOrigin = 'http://127.0.0.1:3000';
-// Each page call comes from an address of its own, so that only the brute-force tests meet the
-// per-address bucket.
+// Each start and page call comes from an address of its own, so that only the tests of the
+// per-address buckets meet them.
 let addressNumber = 0;
 const freshAddress = () => `198.51.${Math.floor(addressNumber / 250)}.${(addressNumber++ % 250) + 1}`;
 
-const start = (body: unknown = { agent_platform_type: 'claude_code' }) => test.http.post('/api/v1/auth/device-auth').send(body as object);
+const start = (body: unknown = { agent_platform_type: 'claude_code' }, address = freshAddress()) =>
+  test.http.post('/api/v1/auth/device-auth').set('X-Forwarded-For', address).send(body as object);
 const poll = (deviceCode: string) => test.http.post('/api/v1/auth/device-auth/poll').send({ device_code: deviceCode });
 /** A poll that keeps the interval, as a well-behaved client does. */
 function pollOnTime(deviceCode: string) {
@@ -61,6 +64,12 @@ describe('starting', () => {
     expect(unknown.body).toMatchObject({ code: 4000, data: { errors: [{ path: 'body.agent_platform_type' }] } });
     expect((await start([1]).expect(400)).body.code).toBe(4001);
     expect((await test.http.post('/api/v1/auth/device-auth').set('Content-Type', 'application/json').send('{').expect(400)).body.code).toBe(4001);
+  });
+
+  it('is limited per client address (each request is a row until it expires)', async () => {
+    for (let request = 0; request < 3; request++) await start(undefined, '203.0.113.90').expect(201);
+    expect((await start(undefined, '203.0.113.90').expect(429)).body.code).toBe(4290);
+    await start(undefined, '203.0.113.91').expect(201);
   });
 });
 
@@ -263,6 +272,8 @@ describe("a person's API keys", () => {
     expect((await test.http.get('/api/v1/auth/api-keys').set(agent.headers).expect(403)).body.code).toBe(4030);
     expect((await test.http.delete(`/api/v1/auth/api-keys/${operatorKey.id}`).set(agent.headers).expect(403)).body.code).toBe(4030);
     expect((await test.http.get('/api/v1/auth/api-keys').set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
+    expect((await test.http.delete(`/api/v1/auth/api-keys/${operatorKey.id}`).expect(401)).body.code).toBe(4010);
+    expect((await test.http.delete(`/api/v1/auth/api-keys/${operatorKey.id}`).set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
     expect((await test.http.get('/api/v1/auth/me').set(agent.headers)).body.code).toBe(0);
   });
 });

@@ -193,6 +193,7 @@
 
   async function loadKeys() {
     const envelope = await call('GET', '/api/v1/auth/api-keys?page_size=100');
+    if (envelope.code === 4010) return signedOut(explain(envelope));
     if (envelope.code !== 0) {
       setText('keys-error', explain(envelope));
       show('keys', true);
