@@ -78,8 +78,8 @@ export const limits = {
   asyncCommitPoolSizeMax: 4,
   /**
    * Successful credential lookups (API key, key-to-user link, user of a token) are remembered
-   * this long: two database round trips fewer per request. A revoked key or removed link stops
-   * working within this time.
+   * this long: two database round trips fewer per request. A revoked key is forgotten at once on
+   * every instance (engine/identity.ts); this bounds only a revocation whose announcement was lost.
    */
   credentialCacheTtlMs: 10_000,
   credentialCacheEntriesMax: 10_000,
