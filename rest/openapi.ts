@@ -63,16 +63,21 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
   const successContent = spec.rawResponse
     ? { [spec.rawResponse.contentType]: { schema: convert(spec.response, 'output') } }
     : { 'application/json': { schema: convert(envelope(spec.response), 'output') } };
-  const responses: Record<string, unknown> = { [String(spec.successStatus ?? 200)]: { description: 'success', content: successContent } };
+  const successStatus = String(spec.successStatus ?? 200);
+  const responses: Record<string, unknown> = { [successStatus]: { description: 'success', content: successContent } };
+  const errorSchema = { $ref: '#/components/schemas/ErrorEnvelope' };
   const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), ...(spec.body ? [4001, 4130] : []), ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000]);
   for (const code of failureCodes) {
     const entry = Object.entries(errorTable).find(([, row]) => row.code === code);
     if (!entry) continue;
     const status = String(entry[1].httpStatus);
     const existing = responses[status] as { description: string } | undefined;
+    // A failure answered with the success status (the device poll's 4801 and 4802 are HTTP 200)
+    // keeps the success schema beside the error envelope.
+    const sharesSuccess = status === successStatus && !spec.rawResponse;
     responses[status] = {
       description: existing ? `${existing.description}, ${code} ${entry[0]}` : `${code} ${entry[0]}`,
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } },
+      content: { 'application/json': { schema: sharesSuccess ? { oneOf: [successContent['application/json']!.schema, errorSchema] } : errorSchema } },
     };
   }
   return {

@@ -174,7 +174,11 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
   let release = () => {};
   try {
     await engine.admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: clientAddress(request), principal: context.principal });
-    release = engine.admission.sseStreams.open(context.principal);
+    // A revocation of the caller's API key ends the stream.
+    release = engine.admission.sseStreams.open(context.principal, () => {
+      ended = true;
+      sse?.close();
+    });
     stream = await openTaskStream(engine, context.principal, start, afterSequence, {
       emit: (result, sequence) => {
         const data = JSON.stringify({ jsonrpc: '2.0', id, result });

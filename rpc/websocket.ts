@@ -105,7 +105,8 @@ class RpcSockets {
     authenticateHeaders(this.engine, request.headers, address)
       .then((principal) => {
         // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
-        const release = this.engine.admission.webSockets.open(principal);
+        // A revocation of the API key closes the connection (and the socket's close releases it).
+        const release = this.engine.admission.webSockets.open(principal, () => socket.destroy());
         // A client that left during authentication has already emitted 'close'.
         if (socket.destroyed) return release();
         socket.once('close', release);

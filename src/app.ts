@@ -16,11 +16,13 @@ import { demandRoutes } from '../rest/routes/demands.ts';
 import { matchingRoutes } from '../rest/routes/matching.ts';
 import { invokeRoutes } from '../rest/routes/invoke.ts';
 import { identityRoutes } from '../rest/routes/identity.ts';
+import { deviceAuthorizationRoutes } from '../rest/routes/device-authorization.ts';
 import { pricingRoutes } from '../rest/routes/pricing.ts';
 import { streamRoutes } from '../rest/routes/streams.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
 import { mcpRoutes } from '../mcp/index.ts';
+import { verificationPage } from '../web/serve.ts';
 import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
@@ -34,7 +36,7 @@ import { assertSafeJson } from './schemas/json-safety.ts';
  */
 export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
-    ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine),
+    ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine), ...deviceAuthorizationRoutes(engine),
     ...matchingRoutes(engine), ...demandRoutes(engine),
     ...capabilityRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
     ...pricingRoutes(engine),
@@ -117,6 +119,8 @@ export function createApp(engine: Engine) {
   // Routing is strict about a trailing slash; the reference page answers both spellings.
   for (const docsPath of ['/docs', '/docs/']) app.get(docsPath, (_request, response) => response.type('html').send(docsPage));
   app.use('/docs/assets', express.static(path.resolve(swaggerUi.getAbsoluteFSPath()), { index: false }));
+  // The device verification page (docs/decisions.md "Device authorization"), at verification_url.
+  app.use('/device', verificationPage());
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {

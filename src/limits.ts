@@ -80,8 +80,8 @@ export const limits = {
   asyncCommitPoolSizeMax: 4,
   /**
    * Successful credential lookups (API key, key-to-user link, user of a token) are remembered
-   * this long: two database round trips fewer per request. A revoked key or removed link stops
-   * working within this time.
+   * this long: two database round trips fewer per request. A revoked key is forgotten at once on
+   * every instance (engine/identity.ts); this bounds only a revocation whose announcement was lost.
    */
   credentialCacheTtlMs: 10_000,
   credentialCacheEntriesMax: 10_000,
@@ -137,6 +137,14 @@ export const limits = {
     writesPerApiKey: { requests: 6_000, windowSeconds: 60 },
     rpcCallsPerApiKey: { requests: 12_000, windowSeconds: 60 },
     streamOpensPerApiKey: { requests: 1_200, windowSeconds: 60 },
+    /** Device authorization requests a client address may start (each is a row until it expires). */
+    deviceAuthorizationsPerAddress: { requests: 60, windowSeconds: 3_600 },
+    /**
+     * User codes a person may try on the verification page (look up or confirm, right or wrong), by
+     * client address and by the code tried, from any address: guessing a code is bounded both ways.
+     */
+    userCodeAttemptsPerAddress: { requests: 30, windowSeconds: 900 },
+    userCodeAttemptsPerCode: { requests: 10, windowSeconds: 900 },
   },
   /** Open SSE streams (REST and JSON-RPC) of one credential, of one API key's users together, and of all, per instance. */
   sseStreamsPerCredentialMax: 20,
@@ -220,4 +228,15 @@ export const limits = {
   pricingDescriptionLengthMax: 2_000,
   /** The newest this many capabilities and settled transactions of a category are the sample. */
   pricingSampleRowsMax: 1_000,
+  // Device authorization (issue 11, docs/decisions.md "Device authorization"), after RFC 8628.
+  /** How long a device request can be approved and redeemed. */
+  deviceCodeLifetimeSeconds: 15 * 60,
+  /** The polling interval a request starts with; each poll that comes too early adds the step. */
+  devicePollIntervalSeconds: 5,
+  devicePollIntervalStepSeconds: 5,
+  devicePollIntervalSecondsMax: 60,
+  /** Random user codes may collide with a live one; a new one is drawn at most this many times. */
+  userCodeDrawsMax: 5,
+  /** Requests past their expiry are kept this long (a late poll still hears 4803), then deleted. */
+  deviceAuthorizationRetentionMs: 24 * 60 * 60 * 1000,
 } as const;

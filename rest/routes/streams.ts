@@ -80,23 +80,25 @@ async function serve(input: RouteInput<unknown, { last_event_id?: string }, unkn
   if (afterSequence === null) {
     throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
   }
-  // A stream over the caps is refused (4290) before it subscribes, so it costs nothing.
-  const release = engine.admission.sseStreams.open(input.principal!);
   // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
   let stream: SseStream | null = null;
   const early: string[] = [];
   const send = (text: string) => (stream ? stream.sendFrame(text) : (early.push(text), true));
   // A subscription may end before the stream opens; it is then closed right after opening.
   let ended = false;
+  const end = () => {
+    ended = true;
+    stream?.close();
+  };
+  // A stream over the caps is refused (4290) before it subscribes, so it costs nothing. A
+  // revocation of its API key ends it.
+  const release = engine.admission.sseStreams.open(input.principal!, end);
   let subscription: Subscription;
   try {
     subscription = await open(input.principal!, afterSequence, {
       onEvent: (item) => send(sharedFrame(item)),
       onTooOld: (gap) => void send(tooOldFrame(gap, engine.dependencies.config.OUTBOX_RETENTION_HOURS, currentState)),
-      onEnd: () => {
-        ended = true;
-        stream?.close();
-      },
+      onEnd: end,
     });
   } catch (error) {
     release();

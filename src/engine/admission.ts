@@ -18,7 +18,7 @@ export type { RateLimitName };
  * What a bucket is keyed by. An anonymous request's credential is its address; a bucket keyed by
  * API key is skipped for a caller without one (a human).
  */
-export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'apiKey' | 'account' | 'accountAndAddress'> = {
+export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'apiKey' | 'account' | 'accountAndAddress' | 'userCode'> = {
   requestsPerAddress: 'address',
   signupPerAddress: 'address',
   loginFailuresPerAddress: 'address',
@@ -33,6 +33,9 @@ export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'ap
   writesPerApiKey: 'apiKey',
   rpcCallsPerApiKey: 'apiKey',
   streamOpensPerApiKey: 'apiKey',
+  deviceAuthorizationsPerAddress: 'address',
+  userCodeAttemptsPerAddress: 'address',
+  userCodeAttemptsPerCode: 'userCode',
 };
 
 /** Who is asking, as far as the buckets care. */
@@ -41,6 +44,8 @@ export interface Requester {
   principal: Principal | null;
   /** The email a login names, for the per-account buckets. */
   account?: string;
+  /** The hash of the device user code tried, for the per-code bucket (the code itself stays out of Redis). */
+  userCode?: string;
 }
 
 /** The idempotency scope's notion of a credential: the API key and the user it acts for, or the human. */
@@ -75,6 +80,8 @@ function keyFor(name: RateLimitName, requester: Requester): string | null {
       return requester.principal ? credentialOf(requester.principal) : address;
     case 'apiKey':
       return requester.principal?.api_key_id ? `api-key:${requester.principal.api_key_id}` : null;
+    case 'userCode':
+      return requester.userCode === undefined ? null : `user-code:${requester.userCode}`;
     default:
       return address;
   }
@@ -236,11 +243,13 @@ export type Admission = ReturnType<typeof createAdmission>;
 /**
  * Counts what is open right now on this instance, per credential, per API key (all its users
  * together) and in total. `open` returns the release function, to call exactly once when the
- * stream or connection ends.
+ * stream or connection ends. `end`, when given, ends the stream or connection: `endApiKey` calls
+ * it for everything opened with an API key that was just revoked.
  */
 export function createConnectionCap(what: string, perCredentialMax: number, perApiKeyMax: number, perInstanceMax: number) {
   const openByCredential = new Map<string, number>();
   const openByApiKey = new Map<string, number>();
+  const endsByApiKey = new Map<string, Set<() => void>>();
   let openTotal = 0;
   const refuse = (detail: string) => rateLimited(limits.connectionCapRetryAfterSeconds * 1000, detail);
   const add = (counts: Map<string, number>, key: string | null, change: number) => {
@@ -250,7 +259,7 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     else counts.set(key, count);
   };
 
-  function open(principal: Principal): () => void {
+  function open(principal: Principal, end?: () => void): () => void {
     const credential = credentialOf(principal);
     const apiKey = principal.api_key_id;
     if (openTotal >= perInstanceMax) throw refuse(`this instance has ${perInstanceMax} ${what} open`);
@@ -259,6 +268,8 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     add(openByCredential, credential, 1);
     add(openByApiKey, apiKey, 1);
     openTotal += 1;
+    const ends = apiKey && end ? (endsByApiKey.get(apiKey) ?? endsByApiKey.set(apiKey, new Set()).get(apiKey)!) : null;
+    ends?.add(end!);
     let released = false;
     return () => {
       if (released) return;
@@ -266,8 +277,15 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
       openTotal -= 1;
       add(openByCredential, credential, -1);
       add(openByApiKey, apiKey, -1);
+      ends?.delete(end!);
+      if (ends?.size === 0 && endsByApiKey.get(apiKey!) === ends) endsByApiKey.delete(apiKey!);
     };
   }
 
-  return { open, get openTotal() { return openTotal; } };
+  /** Ends everything this instance has open with the API key (it was revoked). */
+  function endApiKey(apiKeyId: string) {
+    for (const end of [...(endsByApiKey.get(apiKeyId) ?? [])]) end();
+  }
+
+  return { open, endApiKey, get openTotal() { return openTotal; } };
 }

@@ -19,19 +19,62 @@ export interface Credentials {
 }
 
 
-export function createIdentityEngine({ db, jwt }: EngineDependencies, admission: Admission) {
+/** Every instance hears on this channel which key was revoked, and forgets it at once. */
+export const apiKeyRevokedChannel = 'identity.api-key-revoked';
+
+export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, admission: Admission) {
   // Only positive answers are cached: a new key, link or user works at once, and a failed
   // lookup is never remembered.
   const keysByPrefix = new TtlCache<store.ApiKeyRow>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownLinks = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownUsers = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
+  // Counts the revocations heard. A lookup that started before a revocation and ends after it
+  // may have read the key before it was revoked, so its answer is not cached.
+  let revocationsHeard = 0;
 
   async function findKey(prefix: string) {
     const cached = keysByPrefix.get(prefix);
     if (cached) return cached;
+    const heardBefore = revocationsHeard;
     const key = await store.findApiKeyByPrefix(db, prefix);
-    if (key) keysByPrefix.set(prefix, key);
+    if (key && heardBefore === revocationsHeard) keysByPrefix.set(prefix, key);
     return key;
+  }
+
+  /**
+   * This instance stops accepting the key at once (its row is read again, and found revoked),
+   * and ends the streams and WebSocket connections it has open with the key.
+   */
+  function forgetApiKey(revoked: { key_prefix: string; api_key_id: string }) {
+    revocationsHeard += 1;
+    keysByPrefix.delete(revoked.key_prefix);
+    admission.sseStreams.endApiKey(revoked.api_key_id);
+    admission.webSockets.endApiKey(revoked.api_key_id);
+  }
+
+  /**
+   * Revocations reach the other instances over the bus. A message lost while the bus
+   * reconnects could leave a revoked key cached, so a reconnection forgets every key.
+   */
+  async function listenForRevocations(): Promise<() => Promise<void>> {
+    bus.onReconnect(() => {
+      revocationsHeard += 1;
+      keysByPrefix.clear();
+    });
+    return bus.subscribe(apiKeyRevokedChannel, (message) => {
+      try {
+        const revoked = JSON.parse(message) as { key_prefix: unknown; api_key_id: unknown };
+        forgetApiKey({ key_prefix: String(revoked.key_prefix), api_key_id: String(revoked.api_key_id) });
+      } catch (error) {
+        log.warn('unreadable API key revocation on the bus', { error });
+      }
+    });
+  }
+
+  /** Announces a committed revocation: here at once, elsewhere through the bus. */
+  async function announceRevocation(revoked: { key_prefix: string; api_key_id: string }) {
+    forgetApiKey(revoked);
+    await bus.publish(apiKeyRevokedChannel, JSON.stringify(revoked));
   }
 
   async function isLinkedCached(apiKeyId: string, userId: string) {
@@ -197,7 +240,7 @@ export function createIdentityEngine({ db, jwt }: EngineDependencies, admission:
     return { user_id: userId, access_token: token, token_type: 'Bearer' as const, expires_in: expiresInSeconds };
   }
 
-  return { authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken };
+  return { authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken, listenForRevocations, announceRevocation };
 }
 
 export type IdentityEngine = ReturnType<typeof createIdentityEngine>;

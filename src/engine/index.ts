@@ -4,6 +4,8 @@ import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
 import { aiSettingsFromConfig, createAiProvider } from '../ai/provider.ts';
 import { createAdmission } from './admission.ts';
+import { createApiKeyEngine } from './api-keys.ts';
+import { createDeviceAuthorizationEngine } from './device-authorization.ts';
 import { createAutoAccept } from './auto-accept.ts';
 import { createAnalysisEngine } from './analysis.ts';
 import { createCapabilityEngine } from './capabilities.ts';
@@ -34,6 +36,9 @@ export async function createEngine(dependencies: EngineDependencies, options: En
   const transitions = createTransitions(dependencies, publisher);
   const admission = createAdmission(dependencies);
   const identity = createIdentityEngine(dependencies, admission);
+  const stopRevocations = await identity.listenForRevocations();
+  const apiKeys = createApiKeyEngine(dependencies, identity);
+  const deviceAuthorization = createDeviceAuthorizationEngine(dependencies, admission);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const ai = dependencies.ai ?? createAiProvider(aiSettingsFromConfig(dependencies.config), dependencies.log);
   // The provider's embeddings refine matching when LLM_EMBEDDING_MODEL is set; otherwise embed
@@ -69,11 +74,12 @@ export async function createEngine(dependencies: EngineDependencies, options: En
     sweeper.stop();
     retention.stop();
     await hub.stop();
+    await stopRevocations();
     await Promise.all([relay.idle(), sweeper.idle(), retention.idle()]);
     await publisher.close();
   }
 
-  return { identity, capabilities, demands, matching, transactions, invoke, wallet, sweeper, retention, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, wallet, sweeper, retention, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**

@@ -11,7 +11,7 @@ const hourMs = 60 * 60 * 1000;
  * one short DELETE of at most `batchSize` rows chosen with SKIP LOCKED, so several instances can
  * run the job at once without waiting on each other or on the rows a change is writing, and no
  * statement holds locks for long. An unpublished outbox row is never deleted: the relay still
- * owes it to the bus.
+ * owes it to the bus. Expired device authorization requests go the same way.
  */
 export function createRetention({ db, config, now, log }: EngineDependencies, batchSize: number = limits.retentionBatchSize) {
   /** Deletes in batches until a batch comes back short, or the run's batch budget is spent. */
@@ -42,11 +42,22 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     );
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; idempotencyKeys: number }> {
+  /** A device request is dead once expired; it is kept a day longer so a late poll still hears 4803. */
+  function deleteExpiredDeviceAuthorizations(): Promise<number> {
+    const cutoff = new Date(now().getTime() - limits.deviceAuthorizationRetentionMs);
+    return inBatches(() =>
+      db('device_authorizations').whereIn('id', victims('device_authorizations', 'id', (query) => query.where('expires_at', '<', cutoff))).del(),
+    );
+  }
+
+  async function runOnce(): Promise<{ outboxEvents: number; idempotencyKeys: number; deviceAuthorizations: number }> {
     const outboxEvents = await pruneOutbox();
     const idempotencyKeys = await deleteExpiredKeys();
-    if (outboxEvents + idempotencyKeys > 0) log.info('retention deleted old rows', { outbox_events: outboxEvents, idempotency_keys: idempotencyKeys });
-    return { outboxEvents, idempotencyKeys };
+    const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
+    if (outboxEvents + idempotencyKeys + deviceAuthorizations > 0) {
+      log.info('retention deleted old rows', { outbox_events: outboxEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations });
+    }
+    return { outboxEvents, idempotencyKeys, deviceAuthorizations };
   }
 
   const schedule = periodic('retention', runOnce, log);

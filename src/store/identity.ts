@@ -16,6 +16,8 @@ export interface ApiKeyRow {
   key_prefix: string;
   key_hash: string;
   auto_provision: boolean;
+  /** The person who approved the device request that issued the key; null for the operator's keys. */
+  owner_user_id: string | null;
   created_at: Date;
   revoked_at: Date | null;
 }
@@ -26,7 +28,7 @@ export const findUserByEmail = (db: Knex, email: string) => db<UserRow>('users')
 export const findApiKeyByPrefix = (db: Knex, prefix: string) =>
   db<ApiKeyRow>('api_keys').where({ key_prefix: prefix }).whereNull('revoked_at').first();
 export const findApiKeyById = (db: Knex, id: string) => db<ApiKeyRow>('api_keys').where({ id }).first();
-export const insertApiKey = (db: Knex, row: Omit<ApiKeyRow, 'created_at' | 'revoked_at'>) =>
+export const insertApiKey = (db: Knex, row: Omit<ApiKeyRow, 'created_at' | 'revoked_at' | 'owner_user_id'> & { owner_user_id?: string }) =>
   db('api_keys').insert(row).returning('*') as Promise<ApiKeyRow[]>;
 
 export async function isLinked(db: Knex, apiKeyId: string, userId: string): Promise<boolean> {
@@ -37,3 +39,21 @@ export async function isLinked(db: Knex, apiKeyId: string, userId: string): Prom
 /** Inserting an existing link is not an error: linking is idempotent by nature. */
 export const insertLink = (db: Knex, apiKeyId: string, userId: string) =>
   db('api_key_links').insert({ api_key_id: apiKeyId, user_id: userId }).onConflict(['api_key_id', 'user_id']).ignore();
+
+/** A person's own keys (issued by their device approvals), newest first, one page of them. */
+export async function listOwnedApiKeys(db: Knex, ownerUserId: string, offset: number, limit: number) {
+  const [rows, counted] = await Promise.all([
+    db<ApiKeyRow>('api_keys').where({ owner_user_id: ownerUserId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit),
+    db('api_keys').where({ owner_user_id: ownerUserId }).count<{ count: string | number }[]>({ count: '*' }),
+  ]);
+  return { rows, total: Number(counted[0]?.count ?? 0) };
+}
+
+/**
+ * Revokes one of the owner's keys. A key of someone else (or of the operator) is not found, the
+ * same as a key that does not exist. Revoking again changes nothing and answers the key as it is.
+ */
+export async function revokeOwnedApiKey(db: Knex, ownerUserId: string, id: string, now: Date): Promise<ApiKeyRow | undefined> {
+  const [revoked] = await db<ApiKeyRow>('api_keys').where({ id, owner_user_id: ownerUserId }).whereNull('revoked_at').update({ revoked_at: now }).returning('*');
+  return revoked ?? db<ApiKeyRow>('api_keys').where({ id, owner_user_id: ownerUserId }).first();
+}

@@ -1,0 +1,280 @@
+// The device verification page: sign in (or sign up), check the user code, approve or deny, and
+// manage the keys your approvals issued. The access token lives in this tab's sessionStorage and
+// goes out only in the Authorization header of same-origin calls (docs/decisions.md, "Device
+// authorization": that header is what a cross-site form cannot send).
+'use strict';
+
+(function () {
+  const storageKey = 'agent-marketplace.device-page';
+  const $ = (id) => document.getElementById(id);
+  let session = readSession();
+  let signingUp = false;
+  let currentCode = null;
+
+  function readSession() {
+    try {
+      return JSON.parse(sessionStorage.getItem(storageKey) || 'null');
+    } catch {
+      return null;
+    }
+  }
+
+  function saveSession(value) {
+    session = value;
+    if (value) sessionStorage.setItem(storageKey, JSON.stringify(value));
+    else sessionStorage.removeItem(storageKey);
+  }
+
+  /** One call to the API: resolves to the envelope; a network failure becomes a code of its own. */
+  async function call(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (session) headers.Authorization = 'Bearer ' + session.token;
+    try {
+      const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+      return await response.json();
+    } catch {
+      return { code: -1, data: null };
+    }
+  }
+
+  function show(id, visible) {
+    $(id).hidden = !visible;
+  }
+
+  function setText(id, text) {
+    const element = $(id);
+    element.textContent = text || '';
+    element.hidden = !text;
+  }
+
+  function announce(text) {
+    setText('status', text);
+  }
+
+  /** A sentence a person can act on, for the codes the page can meet. */
+  function explain(envelope, context) {
+    const data = envelope.data || {};
+    switch (envelope.code) {
+      case -1: return 'The server could not be reached. Check your connection and try again.';
+      case 4010: return context === 'sign-in' ? 'Wrong email or password.' : 'Your session has ended. Please sign in again.';
+      case 4092: return 'An account with this email already exists. Sign in instead.';
+      case 4040: return 'No request has this code. Check the code the application shows and try again.';
+      case 4803: return 'This code has expired or was already used. Start again in the application to get a new code.';
+      case 4290: return 'Too many attempts. Please wait ' + (data.retry_after_seconds || 60) + ' seconds and try again.';
+      default: return data.detail || 'Something went wrong (code ' + envelope.code + '). Please try again.';
+    }
+  }
+
+  /** Puts each validation error next to its field; what has no field goes to the form's message. */
+  function showErrors(envelope, fields, formErrorId, context) {
+    for (const id of Object.values(fields)) {
+      setText(id + '-error', '');
+      $(id).removeAttribute('aria-invalid');
+    }
+    setText(formErrorId, '');
+    let first = null;
+    if (envelope.code === 4000 && envelope.data && Array.isArray(envelope.data.errors)) {
+      for (const error of envelope.data.errors) {
+        const id = fields[String(error.path).replace(/^body\./, '')];
+        if (!id) continue;
+        setText(id + '-error', error.message);
+        $(id).setAttribute('aria-invalid', 'true');
+        first = first || $(id);
+      }
+    }
+    if (first) first.focus();
+    else setText(formErrorId, explain(envelope, context));
+  }
+
+  function signedOut(message) {
+    saveSession(null);
+    for (const id of ['account', 'code', 'request', 'outcome', 'keys']) show(id, false);
+    show('sign-in', true);
+    setText('sign-in-error', message || '');
+  }
+
+  function toggleMode() {
+    signingUp = !signingUp;
+    show('display-name-field', signingUp);
+    show('password-hint', signingUp);
+    $('sign-in-title').textContent = signingUp ? 'Create an account' : 'Sign in';
+    $('sign-in-submit').textContent = signingUp ? 'Create account' : 'Sign in';
+    $('mode-toggle').textContent = signingUp ? 'Have an account? Sign in' : 'New here? Create an account';
+    $('password').setAttribute('autocomplete', signingUp ? 'new-password' : 'current-password');
+    $('sign-in-title').focus();
+  }
+
+  async function submitSignIn(event) {
+    event.preventDefault();
+    const email = $('email').value.trim();
+    const body = { email, password: $('password').value };
+    if (signingUp && $('display-name').value.trim()) body.display_name = $('display-name').value.trim();
+    const envelope = await call('POST', signingUp ? '/api/v1/auth/signup' : '/api/v1/auth/login', body);
+    if (envelope.code !== 0) {
+      showErrors(envelope, { email: 'email', password: 'password', display_name: 'display-name' }, 'sign-in-error', 'sign-in');
+      return;
+    }
+    $('password').value = '';
+    saveSession({ token: envelope.data.access_token, email });
+    await enter();
+  }
+
+  /** The signed-in view: the code (looked up at once when the link carried it) and the keys. */
+  async function enter() {
+    show('sign-in', false);
+    $('who').textContent = session.email;
+    show('account', true);
+    loadKeys();
+    const fromLink = currentCode || new URLSearchParams(location.search).get('user_code');
+    if (fromLink) {
+      $('user-code').value = fromLink;
+      await lookUp(fromLink);
+    } else {
+      askForCode();
+    }
+  }
+
+  function askForCode() {
+    for (const id of ['request', 'outcome']) show(id, false);
+    show('code', true);
+    $('user-code').focus();
+  }
+
+  async function lookUp(code) {
+    const envelope = await call('POST', '/api/v1/auth/device-auth/lookup', { user_code: code });
+    if (envelope.code === 4010) return signedOut(explain(envelope));
+    if (envelope.code !== 0) {
+      show('code', true);
+      showErrors(envelope, { user_code: 'user-code' }, 'user-code-error', 'code');
+      $('user-code').setAttribute('aria-invalid', 'true');
+      $('user-code').focus();
+      return;
+    }
+    currentCode = envelope.data.user_code;
+    setText('user-code-error', '');
+    $('user-code').removeAttribute('aria-invalid');
+    show('code', false);
+    $('request-platform').textContent = envelope.data.agent_platform_name;
+    $('request-code').textContent = envelope.data.user_code;
+    showTime('request-time', envelope.data.requested_at);
+    showTime('request-expiry', envelope.data.expires_at);
+    setText('request-error', '');
+    show('request', true);
+    $('request-title').focus();
+  }
+
+  function showTime(id, iso) {
+    $(id).dateTime = iso;
+    $(id).textContent = new Date(iso).toLocaleString();
+  }
+
+  async function decide(decision) {
+    for (const id of ['approve', 'deny']) $(id).disabled = true;
+    const envelope = await call('POST', '/api/v1/auth/device-auth/confirm', { user_code: currentCode, decision });
+    for (const id of ['approve', 'deny']) $(id).disabled = false;
+    if (envelope.code === 4010) return signedOut(explain(envelope));
+    if (envelope.code !== 0) {
+      setText('request-error', explain(envelope));
+      return;
+    }
+    currentCode = null;
+    // The code is spent: a reload must not look it up again.
+    history.replaceState(null, '', location.pathname);
+    show('request', false);
+    const approved = envelope.data.status === 'approved';
+    $('outcome-title').textContent = approved ? 'Approved' : 'Denied';
+    $('outcome-text').textContent = approved
+      ? envelope.data.agent_platform_name + ' is connected. Return to the application: it receives its key within a few seconds, and the key then appears in your list below.'
+      : 'The request was denied. ' + envelope.data.agent_platform_name + ' gets no key.';
+    show('outcome', true);
+    $('outcome-title').focus();
+  }
+
+  async function loadKeys() {
+    const envelope = await call('GET', '/api/v1/auth/api-keys?page_size=100');
+    if (envelope.code === 4010) return signedOut(explain(envelope));
+    if (envelope.code !== 0) {
+      setText('keys-error', explain(envelope));
+      show('keys', true);
+      return;
+    }
+    setText('keys-error', '');
+    const list = $('keys-list');
+    list.replaceChildren(...envelope.data.items.map(keyItem));
+    show('keys-empty', envelope.data.items.length === 0);
+    show('keys', true);
+  }
+
+  function keyItem(key) {
+    const item = document.createElement('li');
+    const about = document.createElement('div');
+    about.className = 'key';
+    const name = document.createElement('strong');
+    name.textContent = key.name || key.agent_platform_type;
+    const detail = document.createElement('span');
+    detail.className = 'hint';
+    detail.textContent = 'mk_' + key.key_prefix + '… · created ' + new Date(key.created_at).toLocaleString();
+    about.append(name, detail);
+    item.append(about);
+    if (key.revoked_at) {
+      const revoked = document.createElement('span');
+      revoked.className = 'tag';
+      revoked.textContent = 'Revoked';
+      item.append(revoked);
+    } else {
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'secondary';
+      button.textContent = 'Revoke';
+      button.setAttribute('aria-label', 'Revoke ' + name.textContent + ' key mk_' + key.key_prefix);
+      button.addEventListener('click', () => revoke(key));
+      item.append(button);
+    }
+    return item;
+  }
+
+  async function revoke(key) {
+    const envelope = await call('DELETE', '/api/v1/auth/api-keys/' + encodeURIComponent(key.id));
+    if (envelope.code === 4010) return signedOut(explain(envelope));
+    if (envelope.code !== 0) {
+      setText('keys-error', explain(envelope));
+      return;
+    }
+    await loadKeys();
+    announce('The key mk_' + key.key_prefix + '… is revoked.');
+    $('keys-title').focus();
+  }
+
+  function start() {
+    $('sign-in-form').addEventListener('submit', submitSignIn);
+    $('mode-toggle').addEventListener('click', toggleMode);
+    $('sign-out').addEventListener('click', () => {
+      signedOut('');
+      announce('You are signed out.');
+      $('sign-in-title').focus();
+    });
+    $('code-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      currentCode = null;
+      lookUp($('user-code').value);
+    });
+    $('refresh-keys').addEventListener('click', loadKeys);
+    // Coming back to this tab (from the application) shows the key it has collected meanwhile.
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && session) loadKeys();
+    });
+    $('approve').addEventListener('click', () => decide('approve'));
+    $('deny').addEventListener('click', () => decide('deny'));
+    $('another').addEventListener('click', () => {
+      $('user-code').value = '';
+      askForCode();
+    });
+    const fromLink = new URLSearchParams(location.search).get('user_code');
+    if (fromLink) $('user-code').value = fromLink;
+    if (session) enter();
+    else signedOut('');
+  }
+
+  start();
+})();

@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { NextFunction, Request, Response } from 'express';
+
+/**
+ * Serves the device verification page (web/device.html, .css, .js) at /device, the
+ * verification_url. The files are read once at start. The Content-Security-Policy allows only
+ * this origin's own script, style and API calls: no inline script, no external assets, no
+ * framing (an approve button inside someone else's frame is a clickjacking target), no forms
+ * posting elsewhere.
+ */
+const contentSecurityPolicy = [
+  "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self'",
+  "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'",
+].join('; ');
+
+const directory = path.dirname(fileURLToPath(import.meta.url));
+const read = (name: string) => readFileSync(path.join(directory, name));
+
+export function verificationPage() {
+  const files: Record<string, { body: Buffer; type: string }> = {
+    '/': { body: read('device.html'), type: 'text/html; charset=utf-8' },
+    '/device.css': { body: read('device.css'), type: 'text/css; charset=utf-8' },
+    '/device.js': { body: read('device.js'), type: 'text/javascript; charset=utf-8' },
+  };
+  return (request: Request, response: Response, next: NextFunction) => {
+    const file = files[request.path];
+    if (!file || (request.method !== 'GET' && request.method !== 'HEAD')) return next();
+    response.setHeader('Content-Type', file.type);
+    response.setHeader('Content-Security-Policy', contentSecurityPolicy);
+    response.setHeader('X-Content-Type-Options', 'nosniff');
+    response.setHeader('X-Frame-Options', 'DENY');
+    response.setHeader('Referrer-Policy', 'no-referrer');
+    // The page is small and changes with releases; a stale copy must never pair with a new API.
+    response.setHeader('Cache-Control', 'no-cache');
+    response.status(200).end(request.method === 'HEAD' ? undefined : file.body);
+  };
+}
