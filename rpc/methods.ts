@@ -9,9 +9,10 @@ import { DecoratedError, RpcError, asNotCancelable, errorResponse, pushNotificat
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
-import { type Generation, nameOf, statusForState, taskOf } from './shapes.ts';
+import { type Generation, statusForState } from './shapes.ts';
 import { StreamStart } from './task-stream.ts';
-import { isUuid } from '../src/domain/ids.ts';
+import { contextIdOf } from '../src/domain/a2a.ts';
+import { nameFor, renderTask } from './tasks.ts';
 
 /**
  * The method table of the three A2A generations (decisions section 9), all on the one engine.
@@ -44,30 +45,38 @@ const extendedCardMethods = ['agent/getAuthenticatedExtendedCard', 'GetExtendedA
 type Method = (params: unknown, context: RpcContext) => Promise<unknown>;
 type SendGeneration = SendRequest['generation'];
 
-async function send(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration) {
+/**
+ * A send, and how it wants its answer: blocking (v0.1 always; v0.3 unless `blocking: false`; v1.0
+ * unless `returnImmediately: true`) waits for an instant invoke's outcome; a stream never waits.
+ */
+async function send(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration, streaming: boolean) {
   if (generation === 'v0.1') {
     const input = parse(schemas.sendV01, params);
     if (input.pushNotification != null) throw pushNotificationsNotSupported();
-    return sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId });
+    const mode = { wait: !streaming };
+    const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId, mode });
+    return { ...outcome, historyLength: input.historyLength };
   }
   const input = generation === 'v0.3' ? parse(schemas.sendV03, params) : parse(schemas.sendV10, params);
-  const configuration = (input.configuration ?? {}) as { pushNotificationConfig?: unknown; taskPushNotificationConfig?: unknown };
+  const configuration = (input.configuration ?? {}) as {
+    pushNotificationConfig?: unknown; taskPushNotificationConfig?: unknown; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
+  };
   if (configuration.pushNotificationConfig != null || configuration.taskPushNotificationConfig != null) throw pushNotificationsNotSupported();
-  return sendMessage(engine, context.principal, { generation, message: input.message });
+  const blocking = generation === 'v0.3' ? configuration.blocking !== false : configuration.returnImmediately !== true;
+  const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, mode: { wait: blocking && !streaming } });
+  return { ...outcome, historyLength: configuration.historyLength };
 }
 
-/** The task a caller names (its v0.1 client id or the transaction id), as the caller may see it. */
+/** The task a caller names (a conversation's or transaction's id, or a v0.1 client id), as the caller may see it. */
 async function lookUp(engine: Engine, params: unknown, context: RpcContext) {
-  const { id } = parse(schemas.taskQuery, params);
-  return { id, view: await engine.transactions.findForCaller(context.principal, id) };
+  const { id, historyLength } = parse(schemas.taskQuery, params);
+  const task = await engine.a2a.find(context.principal, id);
+  return { task, name: nameFor(task, id), historyLength };
 }
 
 /** v1.0 ListTasks over the engine's keyset list; filters the engine cannot apply are refused, not ignored. */
 async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
   const input = parse(schemas.listTasks, params);
-  // Every contextId this server hands out is a transaction's context_id (a UUID); any other
-  // value names no task here.
-  if (input.contextId && !isUuid(input.contextId)) return { tasks: [], nextPageToken: '', pageSize: input.pageSize ?? limits.pageSizeDefault, totalSize: 0 };
   if (input.statusTimestampAfter) throw unsupportedOperation('ListTasks cannot filter by statusTimestampAfter');
   let status: TransactionStatus | undefined;
   if (input.status && input.status !== 'TASK_STATE_UNSPECIFIED') {
@@ -76,10 +85,15 @@ async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
   }
   const page = await engine.transactions.list(context.principal, {
     role: '', status, page: 1, page_size: input.pageSize ?? limits.pageSizeDefault, cursor: input.pageToken || undefined,
-    ...(input.contextId ? { context_id: input.contextId.toLowerCase() } : {}),
+    // A client's context id maps to the stored uuid as it did when the task was sent (domain/a2a.ts).
+    ...(input.contextId ? { context_id: contextIdOf(input.contextId) } : {}),
   });
+  const tasks = await engine.a2a.tasksOf(context.principal, page.items);
   return {
-    tasks: page.items.map((view) => taskOf(view, 'v1.0', { taskId: view.id }, { artifacts: input.includeArtifacts === true })),
+    tasks: page.items.map((view) => {
+      const task = tasks.get(view.id)!;
+      return renderTask(task, 'v1.0', nameFor(task, view.id), { artifacts: input.includeArtifacts === true, historyLength: input.historyLength });
+    }),
     nextPageToken: page.next_cursor ?? '',
     pageSize: page.page_size,
     totalSize: page.total,
@@ -88,35 +102,34 @@ async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
 
 function sendMethods(engine: Engine, generation: SendGeneration): [Method, Method] {
   const plain: Method = async (params, context) => {
-    const { view, name } = await send(engine, params, context, generation);
-    const task = taskOf(view, generation, name);
-    return generation === 'v1.0' ? { task } : task;
+    const { task, name, historyLength } = await send(engine, params, context, generation, false);
+    const rendered = renderTask(task, generation, name, { historyLength });
+    return generation === 'v1.0' ? { task: rendered } : rendered;
   };
   const streaming: Method = async (params, context) => {
-    const { view, name } = await send(engine, params, context, generation);
-    return new StreamStart(view.id, name, generation, view);
+    const { task, name, historyLength } = await send(engine, params, context, generation, true);
+    return new StreamStart(name, generation, task, { historyLength });
   };
   return [plain, streaming];
 }
 
 /** get, cancel and subscribe; `fixed` is the generation of a v1.0 name, else the header decides. */
 function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel: Method; subscribe: Method } {
-  const { transactions } = engine;
   return {
     get: async (params, context) => {
-      const { id, view } = await lookUp(engine, params, context);
-      return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
+      const { task, name, historyLength } = await lookUp(engine, params, context);
+      return renderTask(task, fixed ?? context.headerGeneration, name, { historyLength });
     },
     cancel: async (params, context) => {
-      const { id, view: current } = await lookUp(engine, params, context);
-      const { data: view } = await transactions.act(context.principal, current.id, 'cancel', {}, null).catch((error: unknown) => {
+      const { id, historyLength } = parse(schemas.taskQuery, params);
+      const task = await engine.a2a.cancel(context.principal, id).catch((error: unknown) => {
         throw asNotCancelable(error);
       });
-      return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
+      return renderTask(task, fixed ?? context.headerGeneration, nameFor(task, id), { historyLength });
     },
     subscribe: async (params, context) => {
-      const { id, view } = await lookUp(engine, params, context);
-      return new StreamStart(view.id, nameOf(view, id), fixed ?? context.headerGeneration, view);
+      const { task, name, historyLength } = await lookUp(engine, params, context);
+      return new StreamStart(name, fixed ?? context.headerGeneration, task, { historyLength });
     },
   };
 }

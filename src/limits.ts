@@ -218,4 +218,18 @@ export const limits = {
   pricingDescriptionLengthMax: 2_000,
   /** The newest this many capabilities and settled transactions of a category are the sample. */
   pricingSampleRowsMax: 1_000,
+  // A2A conversations, ids and history (docs/decisions.md "A2A conversations, ids and history").
+  /** A client's contextId / sessionId; longer ones are refused (-32602). */
+  a2aContextIdLengthMax: 256,
+  /** A message's messageId; up to 64 printable ASCII characters it is the idempotency key as sent, longer ones are hashed into it. */
+  a2aMessageIdLengthMax: 256,
+  /** Candidates a conversation offers in one answer. */
+  a2aCandidatesMax: 5,
+  /** A conversation's demand title is the head of the buyer's text, cut at a word within this. */
+  a2aDemandTitleLengthMax: 80,
+  /** Messages a task's history answers at most (the newest ones), whatever historyLength asks. */
+  a2aHistoryLengthMax: 100,
+  /** A pick that finds the same pick still buying waits this long for it, checking this often. */
+  a2aPickWaitMs: 10_000,
+  a2aPickWaitPollMs: 100,
 } as const;
