@@ -137,7 +137,7 @@ describe('a conversation over A2A v0.3 (message/send) and v0.1 (tasks/send)', ()
     const started = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `a limerick about ${hex()}`));
     expect(started).toMatchObject({ id: taskId, sessionId, status: { state: 'input-required', message: { role: 'agent', parts: [{ type: 'text' }, { type: 'data' }] } } });
     const refined = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `translate ${topic} PDF documents`));
-    expect(candidatesOf(refined).candidates[0].capability_id).toBe(translation.id);
+    expect(candidatesOf(refined).candidates[0]!.capability_id).toBe(translation.id);
     const picked = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `#${numberOf(refined, translation.id)}`));
     expect(picked).toMatchObject({ id: taskId, sessionId, status: { state: 'submitted' }, metadata: { marketplace: { client_task_id: taskId, capability_id: translation.id } } });
     expect(await rpc.ok(buyer, 'tasks/get', { id: taskId })).toMatchObject({ id: taskId, sessionId, contextId: sessionId, status: { state: 'submitted' } });

@@ -60,7 +60,7 @@ describe('context and session ids', () => {
     expect(v01).toMatchObject({ id: taskId, sessionId });
     // A v0.3 client continuing the same session lands in the same context.
     const v03 = await rpc.ok(buyer, 'message/send', buyV03(capability.id, { contextId: sessionId }));
-    const transactionOf = (task: { metadata: { marketplace: { transaction_id: string } } }) => task.metadata.marketplace.transaction_id;
+    const transactionOf = (task: Record<string, any>) => task.metadata.marketplace.transaction_id as string;
     expect(await storedContextOf(test, buyer.headers, transactionOf(v01))).toBe(await storedContextOf(test, buyer.headers, transactionOf(v03)));
 
     const upper = randomUUID().toUpperCase();

@@ -38,7 +38,7 @@ export const v01Text = (id: string, sessionId: string, text: string) => ({
 });
 
 /** The candidates data part of a conversation's status message, in any generation. */
-export function candidatesOf(task: Json): { demand_id: string; candidates: Json[] } {
+export function candidatesOf(task: Json): { demand_id: string; candidates: Json[] } & Json {
   const parts = task.status.message.parts as Json[];
   const data = parts.find((part) => part.data !== undefined)!;
   return data.data;
