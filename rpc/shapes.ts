@@ -33,7 +33,7 @@ const statusText: Record<TransactionStatus, string> = {
   pending_freeze: 'Order created, price not frozen yet: top up and send the same message again, or cancel.',
   frozen: 'The price is held in escrow; waiting for the seller to accept.',
   accepted: 'The seller accepted the order and is working on it.',
-  delivered: 'Delivered. Send a message with a data part {"action":"confirm"} to pay the seller, or {"action":"dispute"}.',
+  delivered: 'Delivered. Reply "confirm" to pay the seller, or "dispute <reason>" (or send a data part {"action":"confirm"} or {"action":"dispute"}).',
   disputed: 'Disputed; an operator will settle it or refund the buyer.',
   settled: 'Settled: the seller has been paid.',
   cancelled_by_buyer: 'Cancelled by the buyer; the funds were released.',

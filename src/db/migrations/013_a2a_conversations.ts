@@ -15,6 +15,9 @@ import type { Knex } from 'knex';
  *   the transaction, so history survives the outbox's retention without costing the hot path of
  *   a state change anything. `(task_id, role, message_id)` is unique, so a retried message is
  *   stored once.
+ *
+ * Parts and candidates are `json`, not `jsonb`: they are shown back as they were written, members
+ * in their order, and never searched.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('a2a_tasks', (table) => {
@@ -29,7 +32,7 @@ export async function up(knex: Knex): Promise<void> {
     table.uuid('transaction_id').nullable().references('transactions.id').unique();
     // choosing | bought | cancelled for conversations; null for purchase tasks.
     table.string('status', 10).nullable();
-    table.jsonb('candidates').nullable();
+    table.json('candidates').nullable();
     table.timestamp('created_at', { useTz: true }).notNullable();
     table.timestamp('updated_at', { useTz: true }).notNullable();
   });
@@ -44,7 +47,7 @@ export async function up(knex: Knex): Promise<void> {
     table.uuid('task_id').notNullable().references('a2a_tasks.id');
     table.text('message_id').notNullable();
     table.string('role', 5).notNullable();
-    table.jsonb('parts').notNullable();
+    table.json('parts').notNullable();
     table.timestamp('created_at', { useTz: true }).notNullable();
     table.unique(['task_id', 'role', 'message_id']);
     table.index(['task_id', 'created_at', 'sequence']);
