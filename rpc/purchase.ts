@@ -129,7 +129,7 @@ function named(task: A2ATask, requestedId: string | undefined, failure?: AppErro
 /**
  * The task a message continues, if any. v0.2+ names it (`message.taskId`). v0.1 resends its task
  * id with every message: it continues a task of the caller's with that id, except that a purchase
- * resent under its id is the same purchase again (replayed under its key, as before).
+ * task's purchase resent under its id is the same purchase again (replayed under its key, as before).
  */
 async function existingTask(engine: Engine, principal: Principal, request: SendRequest, part: { value: Record<string, unknown> } | undefined) {
   if (request.generation !== 'v0.1') return request.message.taskId || undefined;
@@ -137,7 +137,7 @@ async function existingTask(engine: Engine, principal: Principal, request: SendR
   const found = await engine.a2a.findIfAny(principal, request.clientTaskId!);
   if (!found) return undefined;
   const buys = part !== undefined && !('action' in part.value);
-  return buys && !(found.conversation && !found.transaction) ? undefined : request.clientTaskId;
+  return buys && !found.conversation ? undefined : request.clientTaskId;
 }
 
 /** The message as the engine keeps it: its id as sent (v0.1: made from the task id and content) and its key. */

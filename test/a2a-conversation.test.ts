@@ -116,6 +116,23 @@ describe('a conversation over A2A v1.0 (SendMessage)', () => {
   });
 });
 
+describe('a pick without the money', () => {
+  it('reports the failed freeze with the conversation\'s task, and freezes the same purchase when the pick is sent again after a top-up', async () => {
+    const { topic, translation } = await market();
+    const poor = await createAgent(test);
+    const started = (await rpc.ok(poor, 'SendMessage', v10Text(`translate ${topic} PDF documents`))).task;
+    const pick = String(numberOf(started, translation.id));
+    const refused = await rpc.call(poor, 'SendMessage', v10Text(pick, { taskId: started.id }));
+    expect(refused.error).toMatchObject({ code: -32120, data: { code: 4020, task_id: started.id, status: 'pending_freeze' } });
+    expect((await rpc.ok(poor, 'GetTask', { id: started.id })).metadata.marketplace).toMatchObject({ status: 'pending_freeze', conversation_id: started.id });
+    await credit(test, poor.userId, '20.00');
+    const frozen = (await rpc.ok(poor, 'SendMessage', v10Text(pick, { taskId: started.id }))).task;
+    expect(frozen).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_SUBMITTED' }, metadata: { marketplace: { status: 'frozen', transaction_id: refused.error!.data!.transaction_id } } });
+    expect((await transactionsOf(poor)).total).toBe(1);
+    expect(await balance(test, poor)).toMatchObject({ available: '8.00', frozen: '12.00' });
+  });
+});
+
 describe('a conversation over A2A v0.3 (message/send) and v0.1 (tasks/send)', () => {
   it('v0.3: picks by capability id, and disputes in words with a reason', async () => {
     const { topic, buyer, seller, summary } = await market();

@@ -131,19 +131,27 @@ export function createA2AEngine(
   async function followUp(principal: Principal, id: string, input: { message: IncomingMessage; intent: Intent; mode: SendMode }): Promise<SendOutcome> {
     const task = await find(principal, id);
     const { intent, message } = input;
-    if (task.conversation && !task.transaction) {
-      const row = (await findConversation(db, principal, task.id))!;
-      if (task.conversation.status !== 'choosing') throw new AppError('invalid_state_transition', 'this conversation was cancelled; send a new message to start another', { status: task.conversation.status, action: 'message' });
-      if (intent.kind === 'action') throw new AppError('invalid_state_transition', 'nothing has been bought in this conversation yet: pick a candidate first', { status: 'choosing', action: intent.action });
-      const selection = intent.kind === 'buy' ? intent.selection : selectionOf(intent.text, task.conversation.candidates);
+    const { conversation, transaction } = task;
+    // A pick whose freeze failed (4020) is picked again, as a purchase is resent: the freeze is retried.
+    if (conversation && (!transaction || transaction.status === 'pending_freeze')) {
+      if (conversation.status === 'cancelled') throw new AppError('invalid_state_transition', 'this conversation was cancelled; send a new message to start another', { status: conversation.status, action: 'message' });
+      const selection = intent.kind === 'buy' ? intent.selection : intent.kind === 'words' ? selectionOf(intent.text, conversation.candidates) : null;
       if (selection) {
-        const { failure } = await conversations.pick(principal, row, selection, message, input.mode);
+        const { failure } = await conversations.pick(principal, (await findConversation(db, principal, task.id))!, selection, message, input.mode);
         return { task: await find(principal, task.id), failure };
       }
-      await conversations.refine(principal, row, (intent as { text: string }).text, message);
-      return { task: await find(principal, task.id) };
+      if (!transaction) return { task: await converse(principal, task, intent, message) };
     }
     return { task: await answerDelivery(principal, task, intent, message) };
+  }
+
+  /** Words that pick nothing, before a pick: they reword the demand; an action has nothing to act on yet. */
+  async function converse(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
+    if (intent.kind !== 'words') {
+      throw new AppError('invalid_state_transition', 'nothing has been bought in this conversation yet: pick a candidate first', { status: 'choosing', action: intent.kind === 'action' ? intent.action : 'buy' });
+    }
+    await conversations.refine(principal, (await findConversation(db, principal, task.id))!, intent.text, message);
+    return find(principal, task.id);
   }
 
   /** On a purchase: confirm or dispute (in words or a data part); other words are kept as a note while the task is open. */
