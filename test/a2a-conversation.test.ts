@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, createAgent } from './helpers/actors.ts';
+import { type Actor, createAgent, signUpHuman } from './helpers/actors.ts';
 import { candidatesOf, hex, rpcCaller, textOf, v01Text, v03Text, v10Text } from './helpers/a2a.ts';
 import { raceTest, startTestApp, type TestApp } from './helpers/app.ts';
 import { startCallbackServer } from './helpers/callback-server.ts';
@@ -177,12 +177,14 @@ describe('cancelling a conversation, and who may touch it', () => {
   it('hides a conversation from everyone else (-32001), and refuses calls without credentials', async () => {
     const { topic, buyer } = await market();
     const other = await createAgent(test);
+    const person = await signUpHuman(test);
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`${topic} reports`))).task;
     const missing = await rpc.call(other, 'GetTask', { id: randomUUID() });
     expect(missing.error).toMatchObject({ code: -32001, data: { code: 4040 } });
     expect((await rpc.call(other, 'GetTask', { id: started.id })).error).toEqual(missing.error);
     expect((await rpc.call(other, 'CancelTask', { id: started.id })).error).toEqual(missing.error);
     expect((await rpc.call(other, 'SendMessage', v10Text('1', { taskId: started.id }))).error).toEqual(missing.error);
+    expect((await rpc.call(person, 'tasks/get', { id: started.id })).error).toEqual(missing.error);
     const anonymous = await test.http.post('/api/v1/rpc').send({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: v10Text('anything') }).expect(401);
     expect(anonymous.body.error).toMatchObject({ code: -32110, data: { code: 4010 } });
     expect((await rpc.ok(buyer, 'GetTask', { id: started.id })).status.state).toBe('TASK_STATE_INPUT_REQUIRED');
