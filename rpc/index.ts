@@ -16,7 +16,8 @@ import { attachWebSocket } from './websocket.ts';
  * malformed JSON with a JSON-RPC parse error instead of the REST envelope.
  *
  * Layout: methods.ts (method table of the three generations), purchase.ts (messages -> engine
- * calls), shapes.ts (views -> Task shapes), task-stream.ts (engine subscription -> task events),
+ * calls), shapes.ts (views -> Task shapes), tasks.ts (engine tasks -> Task shapes with history),
+ * task-stream.ts (engine subscription -> task events),
  * dispatch.ts (JSON-RPC framing and batches), http.ts (POST + SSE), websocket.ts, card.ts.
  */
 const rpcId = z.union([z.string(), z.number(), z.null()]);

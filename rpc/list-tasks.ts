@@ -1,11 +1,12 @@
 import { type TransactionStatus, transactionStatuses } from '../src/domain/escrow.ts';
-import { isUuid } from '../src/domain/ids.ts';
+import { contextIdOf } from '../src/domain/a2a.ts';
 import { AppError } from '../src/errors.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { limits } from '../src/limits.ts';
 import type { RpcContext } from './methods.ts';
 import { listTasks as listTasksParams, parse } from './params.ts';
-import { a2aState, taskOf } from './shapes.ts';
+import { a2aState } from './shapes.ts';
+import { nameFor, renderTask } from './tasks.ts';
 
 /**
  * A2A v1.0 ListTasks over the engine's one transaction list (decisions section "A2A protocol
@@ -30,14 +31,6 @@ function statusesOf(state: string | undefined): TransactionStatus[] | undefined 
   return transactionStatuses.filter((status) => a2aState(status, 'v1.0') === state);
 }
 
-/**
- * The stored context id a client's contextId names, or null when it can name none. Today every
- * stored context id is a UUID; the free-text context ids of the conversation work map here.
- */
-function storedContextId(contextId: string): string | null {
-  return isUuid(contextId) ? contextId.toLowerCase() : null;
-}
-
 /** The engine's cursor refusal, said about the parameter the client actually sent. */
 function asPageTokenError(error: unknown): unknown {
   if (!(error instanceof AppError) || error.errorName !== 'validation_error') return error;
@@ -46,8 +39,8 @@ function asPageTokenError(error: unknown): unknown {
 
 export async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
   const input = parse(listTasksParams, params);
-  const contextId = input.contextId ? storedContextId(input.contextId) : undefined;
-  if (contextId === null) return { tasks: [], nextPageToken: '', pageSize: 0, totalSize: 0 };
+  // A client's context id maps to the stored uuid as it did when the task was sent (domain/a2a.ts).
+  const contextId = input.contextId ? contextIdOf(input.contextId) : undefined;
   const page = await engine.transactions
     .list(context.principal, {
       role: '',
@@ -63,9 +56,12 @@ export async function listTasks(engine: Engine, params: unknown, context: RpcCon
       throw input.pageToken ? asPageTokenError(error) : error;
     });
   const includeArtifacts = input.includeArtifacts === true;
+  const found = await engine.a2a.tasksOf(context.principal, page.items);
   const tasks = page.items.map((view) => {
-    const { artifacts, ...task } = taskOf(view, 'v1.0', { taskId: view.id }, { artifacts: includeArtifacts, historyLength: input.historyLength ?? undefined });
-    return includeArtifacts ? { ...task, artifacts } : task;
+    const task = found.get(view.id)!;
+    const rendered = renderTask(task, 'v1.0', nameFor(task, view.id), { artifacts: includeArtifacts, historyLength: input.historyLength ?? undefined });
+    const { artifacts, ...rest } = rendered as typeof rendered & { artifacts?: unknown };
+    return includeArtifacts ? { ...rest, artifacts } : rest;
   });
   return { tasks, nextPageToken: page.next_cursor ?? '', pageSize: tasks.length, totalSize: page.total };
 }

@@ -7,9 +7,10 @@ import { DecoratedError, RpcError, asNotCancelable, errorResponse, pushNotificat
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
-import { type Generation, nameOf, taskOf } from './shapes.ts';
+import type { Generation } from './shapes.ts';
 import { listTasks } from './list-tasks.ts';
 import { StreamStart } from './task-stream.ts';
+import { nameFor, renderTask } from './tasks.ts';
 
 /**
  * The method table of the three A2A generations (decisions section 9), all on the one engine.
@@ -42,55 +43,65 @@ const extendedCardMethods = ['agent/getAuthenticatedExtendedCard', 'GetExtendedA
 type Method = (params: unknown, context: RpcContext) => Promise<unknown>;
 type SendGeneration = SendRequest['generation'];
 
-async function send(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration) {
+/**
+ * A send, and how it wants its answer: blocking (v0.1 always; v0.3 unless `blocking: false`; v1.0
+ * unless `returnImmediately: true`) waits for an instant invoke's outcome; a stream never waits.
+ */
+async function send(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration, streaming: boolean) {
   if (generation === 'v0.1') {
     const input = parse(schemas.sendV01, params);
     if (input.pushNotification != null) throw pushNotificationsNotSupported();
-    return sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId });
+    const mode = { wait: !streaming };
+    const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId, mode });
+    return { ...outcome, historyLength: input.historyLength };
   }
   const input = generation === 'v0.3' ? parse(schemas.sendV03, params) : parse(schemas.sendV10, params);
-  const configuration = (input.configuration ?? {}) as { pushNotificationConfig?: unknown; taskPushNotificationConfig?: unknown };
+  const configuration = (input.configuration ?? {}) as {
+    pushNotificationConfig?: unknown; taskPushNotificationConfig?: unknown; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
+  };
   if (configuration.pushNotificationConfig != null || configuration.taskPushNotificationConfig != null) throw pushNotificationsNotSupported();
-  return sendMessage(engine, context.principal, { generation, message: input.message });
+  const blocking = generation === 'v0.3' ? configuration.blocking !== false : configuration.returnImmediately !== true;
+  const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, mode: { wait: blocking && !streaming } });
+  return { ...outcome, historyLength: configuration.historyLength };
 }
 
-/** The task a caller names (its v0.1 client id or the transaction id), as the caller may see it. */
+/** The task a caller names (a conversation's or transaction's id, or a v0.1 client id), as the caller may see it. */
 async function lookUp(engine: Engine, params: unknown, context: RpcContext) {
-  const { id } = parse(schemas.taskQuery, params);
-  return { id, view: await engine.transactions.findForCaller(context.principal, id) };
+  const { id, historyLength } = parse(schemas.taskQuery, params);
+  const task = await engine.a2a.find(context.principal, id);
+  return { task, name: nameFor(task, id), historyLength };
 }
 
 function sendMethods(engine: Engine, generation: SendGeneration): [Method, Method] {
   const plain: Method = async (params, context) => {
-    const { view, name } = await send(engine, params, context, generation);
-    const task = taskOf(view, generation, name);
-    return generation === 'v1.0' ? { task } : task;
+    const { task, name, historyLength } = await send(engine, params, context, generation, false);
+    const rendered = renderTask(task, generation, name, { historyLength });
+    return generation === 'v1.0' ? { task: rendered } : rendered;
   };
   const streaming: Method = async (params, context) => {
-    const { view, name } = await send(engine, params, context, generation);
-    return new StreamStart(view.id, name, generation, view);
+    const { task, name, historyLength } = await send(engine, params, context, generation, true);
+    return new StreamStart(name, generation, task, { historyLength });
   };
   return [plain, streaming];
 }
 
 /** get, cancel and subscribe; `fixed` is the generation of a v1.0 name, else the header decides. */
 function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel: Method; subscribe: Method } {
-  const { transactions } = engine;
   return {
     get: async (params, context) => {
-      const { id, view } = await lookUp(engine, params, context);
-      return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
+      const { task, name, historyLength } = await lookUp(engine, params, context);
+      return renderTask(task, fixed ?? context.headerGeneration, name, { historyLength });
     },
     cancel: async (params, context) => {
-      const { id, view: current } = await lookUp(engine, params, context);
-      const { data: view } = await transactions.act(context.principal, current.id, 'cancel', {}, null).catch((error: unknown) => {
+      const { id, historyLength } = parse(schemas.taskQuery, params);
+      const task = await engine.a2a.cancel(context.principal, id).catch((error: unknown) => {
         throw asNotCancelable(error);
       });
-      return taskOf(view, fixed ?? context.headerGeneration, nameOf(view, id));
+      return renderTask(task, fixed ?? context.headerGeneration, nameFor(task, id), { historyLength });
     },
     subscribe: async (params, context) => {
-      const { id, view } = await lookUp(engine, params, context);
-      return new StreamStart(view.id, nameOf(view, id), fixed ?? context.headerGeneration, view);
+      const { task, name, historyLength } = await lookUp(engine, params, context);
+      return new StreamStart(name, fixed ?? context.headerGeneration, task, { historyLength });
     },
   };
 }

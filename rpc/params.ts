@@ -19,27 +19,33 @@ export function parse<T extends z.ZodType>(schema: T, params: unknown): z.output
 const metadata = z.record(z.string(), z.unknown()).nullish();
 const taskId = z.string().min(1).max(limits.clientTaskIdLengthMax);
 const historyLength = z.number().int().min(0).nullish();
+/**
+ * A2A sets no form for these ids: any string up to a documented length. An empty one counts as
+ * absent (proto-JSON clients send "" for an unset field); longer ones are refused.
+ */
+const contextId = z.string().max(limits.a2aContextIdLengthMax).nullish();
+const messageId = z.string().min(1).max(limits.a2aMessageIdLengthMax);
 
 /** Parts are classified in purchase.ts; here only their outer shape is checked. */
 const message = z.object({
   kind: z.literal('message').nullish(),
   role: z.enum(['user', 'ROLE_USER'], { error: 'must be the user role ("user" or "ROLE_USER")' }),
   parts: z.array(z.record(z.string(), z.unknown())).min(1).max(limits.rpcMessagePartsMax),
-  messageId: idempotencyKey.nullish(),
-  contextId: uuid.nullish(),
+  messageId: messageId.nullish(),
+  contextId,
   taskId: taskId.nullish(),
   metadata,
 });
 
 /** v0.2+ messages must carry a messageId: it is the request's idempotency key. */
-const identifiedMessage = message.extend({ messageId: idempotencyKey });
+const identifiedMessage = message.extend({ messageId });
 
 export type MessageParams = z.output<typeof message>;
 
 /** A2A v0.1 tasks/send and tasks/sendSubscribe: the client chooses the task id. */
 export const sendV01 = z.object({
   id: idempotencyKey,
-  sessionId: uuid.nullish(),
+  sessionId: contextId,
   message,
   acceptedOutputModes: z.array(z.string()).nullish(),
   pushNotification: z.unknown().optional(),
@@ -86,7 +92,7 @@ const timestamp = dateTime.refine((text) => !Number.isNaN(Date.parse(text)), 'mu
 /** A2A v1.0 ListTasks; an empty string is the proto default (no filter, first page). */
 export const listTasks = z.object({
   tenant: z.string().nullish(),
-  contextId: z.string().max(limits.clientTaskIdLengthMax).nullish(),
+  contextId,
   status: taskState.nullish(),
   pageSize: z.number().int().min(1).max(limits.pageSizeMax).nullish(),
   pageToken: z.string().max(limits.clientTaskIdLengthMax).nullish(),

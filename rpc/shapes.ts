@@ -33,7 +33,7 @@ const statusText: Record<TransactionStatus, string> = {
   pending_freeze: 'Order created, price not frozen yet: top up and send the same message again, or cancel.',
   frozen: 'The price is held in escrow; waiting for the seller to accept.',
   accepted: 'The seller accepted the order and is working on it.',
-  delivered: 'Delivered. Send a message with a data part {"action":"confirm"} to pay the seller, or {"action":"dispute"}.',
+  delivered: 'Delivered. Reply "confirm" to pay the seller, or "dispute <reason>" (or send a data part {"action":"confirm"} or {"action":"dispute"}).',
   disputed: 'Disputed; an operator will settle it or refund the buyer.',
   settled: 'Settled: the seller has been paid.',
   cancelled_by_buyer: 'Cancelled by the buyer; the funds were released.',
@@ -73,11 +73,20 @@ const progressRank = (() => {
 })();
 export const rankOf = (status: TransactionStatus) => progressRank.get(status) ?? 0;
 
-/** How the caller named the task: the id shown back, and the v0.1 client id when it was one. */
+/**
+ * How the caller named the task: the id shown back, the v0.1 client id when it was one, the
+ * context id exactly as the client sent it (else the stored uuid is shown), and the conversation
+ * the task began as.
+ */
 export interface TaskName {
   taskId: string;
   clientTaskId?: string;
+  contextId?: string;
+  conversationId?: string;
 }
+
+/** The context id a task answers with: the client's own string when it sent one. */
+export const contextOf = (view: TransactionView, name: TaskName) => name.contextId ?? view.context_id;
 
 export const nameOf = (view: TransactionView, requestedId: string): TaskName =>
   requestedId === view.id ? { taskId: view.id } : { taskId: requestedId, clientTaskId: requestedId };
@@ -91,27 +100,35 @@ function marketplaceMetadata(view: TransactionView, name: TaskName) {
       price: price_ut,
       currency,
       ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}),
+      ...(name.conversationId ? { conversation_id: name.conversationId } : {}),
       ...rest,
     },
   };
 }
 
 // Hybrid parts carry v0.3's `kind` and v0.1's `type`, so that clients of either parse them.
-const textPart = (text: string, generation: Generation) =>
+export const textPart = (text: string, generation: Generation) =>
   generation === 'v1.0' ? { text } : generation === 'v0.1' ? { type: 'text', text } : generation === 'hybrid' ? { kind: 'text', type: 'text', text } : { kind: 'text', text };
 
-const dataPart = (data: Record<string, unknown>, generation: Generation) =>
+export const dataPart = (data: Record<string, unknown>, generation: Generation) =>
   generation === 'v1.0'
     ? { data, mediaType: 'application/json' }
     : generation === 'v0.1' ? { type: 'data', data } : generation === 'hybrid' ? { kind: 'data', type: 'data', data } : { kind: 'data', data };
 
-function statusMessage(view: TransactionView, generation: Generation, name: TaskName) {
-  const parts = [textPart(statusText[view.status], generation)];
-  if (generation === 'v0.1') return { role: 'agent', parts };
-  const messageId = `${view.id}:${view.status}`;
-  if (generation === 'v1.0') return { messageId, role: 'ROLE_AGENT', parts, taskId: name.taskId, contextId: view.context_id };
-  return { kind: 'message', messageId, role: 'agent', parts, taskId: name.taskId, contextId: view.context_id };
+/** A message in the generation's shapes (v0.1 messages carry no ids). */
+export function messageOf(message: { messageId: string; role: 'user' | 'agent'; parts: unknown[] }, generation: Generation, name: TaskName, contextId: string) {
+  const { messageId, role, parts } = message;
+  if (generation === 'v0.1') return { role, parts };
+  if (generation === 'v1.0') return { messageId, role: role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT', parts, taskId: name.taskId, contextId };
+  return { kind: 'message', messageId, role, parts, taskId: name.taskId, contextId };
 }
+
+/** The agent's message for a state the transaction reached (its status message then, and a history entry later). */
+export function stateMessage(transactionId: string, status: TransactionStatus, generation: Generation, name: TaskName, contextId: string) {
+  return messageOf({ messageId: `${transactionId}:${status}`, role: 'agent', parts: [textPart(statusText[status], generation)] }, generation, name, contextId);
+}
+
+const statusMessage = (view: TransactionView, generation: Generation, name: TaskName) => stateMessage(view.id, view.status, generation, name, contextOf(view, name));
 
 function status(view: TransactionView, generation: Generation, name: TaskName) {
   return { state: a2aState(view.status, generation), message: statusMessage(view, generation, name), timestamp: view.updated_at };
@@ -124,21 +141,27 @@ function artifact(view: TransactionView, generation: Generation) {
   return generation === 'v0.1' ? { ...common, index: 0 } : { artifactId: `${view.id}:result`, ...common };
 }
 
-/** `historyLength` is what the client asked for (ListTasks passes it on; absent: all). */
-export function taskOf(view: TransactionView, generation: Generation, name: TaskName, options: { artifacts?: boolean; historyLength?: number } = {}) {
+/** `history`: the task's messages already in the generation's shapes (rpc/history.ts); absent: none is answered. */
+export interface TaskOptions {
+  artifacts?: boolean;
+  history?: unknown[];
+}
+
+export function taskOf(view: TransactionView, generation: Generation, name: TaskName, options: TaskOptions = {}) {
   const result = artifact(view, generation);
   const artifacts = result && options.artifacts !== false ? [result] : [];
   const metadata = marketplaceMetadata(view, name);
-  const base = { id: name.taskId, status: status(view, generation, name), artifacts, metadata };
-  if (generation === 'v0.1') return { ...base, sessionId: view.context_id };
-  if (generation === 'v1.0') return { ...base, contextId: view.context_id };
-  if (generation === 'hybrid') return { kind: 'task', ...base, contextId: view.context_id, sessionId: view.context_id };
-  return { kind: 'task', ...base, contextId: view.context_id };
+  const contextId = contextOf(view, name);
+  const base = { id: name.taskId, status: status(view, generation, name), artifacts, ...(options.history ? { history: options.history } : {}), metadata };
+  if (generation === 'v0.1') return { ...base, sessionId: contextId };
+  if (generation === 'v1.0') return { ...base, contextId };
+  if (generation === 'hybrid') return { kind: 'task', ...base, contextId, sessionId: contextId };
+  return { kind: 'task', ...base, contextId };
 }
 
 /** The first event of every stream: the current task. */
-export function taskEvent(view: TransactionView, generation: Generation, name: TaskName) {
-  const task = taskOf(view, generation, name);
+export function taskEvent(view: TransactionView, generation: Generation, name: TaskName, options: TaskOptions = {}) {
+  const task = taskOf(view, generation, name, options);
   return generation === 'v1.0' ? { task } : task;
 }
 
@@ -147,7 +170,7 @@ export function statusEvent(view: TransactionView, generation: Generation, name:
   const metadata = marketplaceMetadata(view, name);
   const state = status(view, generation, name);
   if (generation === 'v0.1') return { id: name.taskId, status: state, final, metadata };
-  const event = { taskId: name.taskId, contextId: view.context_id, status: state, metadata };
+  const event = { taskId: name.taskId, contextId: contextOf(view, name), status: state, metadata };
   if (generation === 'v1.0') return { statusUpdate: event };
   return { kind: 'status-update', ...event, final, ...(generation === 'hybrid' ? { id: name.taskId } : {}) };
 }
@@ -157,7 +180,7 @@ export function artifactEvent(view: TransactionView, generation: Generation, nam
   if (!result) return null;
   const metadata = marketplaceMetadata(view, name);
   if (generation === 'v0.1') return { id: name.taskId, artifact: { ...result, lastChunk: true }, metadata };
-  const event = { taskId: name.taskId, contextId: view.context_id, artifact: result, append: false, lastChunk: true, metadata };
+  const event = { taskId: name.taskId, contextId: contextOf(view, name), artifact: result, append: false, lastChunk: true, metadata };
   if (generation === 'v1.0') return { artifactUpdate: event };
   return { kind: 'artifact-update', ...event, ...(generation === 'hybrid' ? { id: name.taskId } : {}) };
 }

@@ -2,19 +2,29 @@ import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { StreamEvent, Subscription } from '../src/events/stream-types.ts';
 import type { OmittedField, TransactionEventView, TransactionView } from '../src/schemas/transactions.ts';
+import type { A2ATask } from '../src/engine/a2a/index.ts';
 import { type Generation, type TaskName, artifactEvent, closesStream, rankOf, statusEvent, taskEvent } from './shapes.ts';
+import { type RenderOptions, historyOf, renderTaskEvent } from './tasks.ts';
 
 /**
  * A streaming method's answer, produced by the method and delivered by the transport (SSE over
- * HTTP, notifications over WebSocket).
+ * HTTP, notifications over WebSocket). A task without a transaction (a conversation before its
+ * pick) is a stream of one event, the task; otherwise the transaction's states follow. With
+ * `task`, the first event carries the task's history.
  */
 export class StreamStart {
+  readonly transactionId: string | null;
+  readonly view: TransactionView | null;
+
   constructor(
-    readonly transactionId: string,
     readonly name: TaskName,
     readonly generation: Generation,
-    readonly view: TransactionView,
-  ) {}
+    readonly task: A2ATask,
+    readonly options: RenderOptions = {},
+  ) {
+    this.view = task.transaction;
+    this.transactionId = task.transaction?.id ?? null;
+  }
 }
 
 export type StreamEndReason = 'slow_consumer' | 'shutdown' | 'error';
@@ -86,6 +96,14 @@ function orderedRunner(failed: (error: unknown) => void) {
  */
 export async function openTaskStream(engine: Engine, principal: Principal, start: StreamStart, afterSequence: string | undefined, sink: TaskStreamSink) {
   const { generation, name } = start;
+  if (start.transactionId === null || start.view === null) {
+    // Nothing more can happen to it without the buyer's next message: it waits for input, or ended.
+    if (sink.emit(renderTaskEvent(start.task, generation, name, start.options), undefined, true)) sink.end();
+    else sink.end('slow_consumer');
+    return { close: () => {} };
+  }
+  const startView = start.view;
+  const transactionId = start.transactionId;
   let current: TransactionView | null = null;
   let subscription: Subscription | null = null;
   let finished = false;
@@ -103,7 +121,8 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
   };
   const sendTask = (view: TransactionView, sequence: string | undefined) => {
     current = view;
-    emit(taskEvent(view, generation, name), sequence, closesStream(view.status));
+    const history = historyOf(start.task, view, generation, name, start.options.historyLength);
+    emit(taskEvent(view, generation, name, { history }), sequence, closesStream(view.status));
   };
   const sendUpdate = (view: TransactionView, sequence: string) => {
     const delivered = view.result_payload && !current?.result_payload ? artifactEvent(view, generation, name) : null;
@@ -118,7 +137,7 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
     if (finished) return;
     if (!current) {
       // The event that produced the state the method saw (statuses never repeat in a transaction).
-      if (rankOf(view.status) >= rankOf(start.view.status)) sendTask(view, sequence);
+      if (rankOf(view.status) >= rankOf(startView.status)) sendTask(view, sequence);
     } else if (rankOf(view.status) > rankOf(current.status)) {
       sendUpdate(view, sequence);
     }
@@ -130,7 +149,7 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
   };
   const inOrder = orderedRunner(failed);
 
-  if (afterSequence !== undefined) sendTask(start.view, undefined);
+  if (afterSequence !== undefined) sendTask(startView, undefined);
   if (finished) return { close: () => {} };
   const onEvent = ({ sequence, event }: StreamEvent) => {
     const view = event.data.transaction as TransactionEventView | undefined;
@@ -138,17 +157,17 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
     inOrder(() => (view.omitted_fields ? complete(view).then((full) => handle(full, sequence)) : handle(view, sequence)));
     return true;
   };
-  subscription = await engine.streams.subscribeTransaction(principal, start.transactionId, { afterSequence }, {
+  subscription = await engine.streams.subscribeTransaction(principal, transactionId, { afterSequence }, {
     onEvent,
     // The history before the current state was deleted by the retention job: without it the
     // task would never be sent, so the task as the method read it is sent instead (no id).
     // A resumed stream (Last-Event-ID) has sent the current task first already.
     onTooOld: () => inOrder(() => {
-      if (!current && !finished) sendTask(start.view, undefined);
+      if (!current && !finished) sendTask(startView, undefined);
     }),
     onEnd: (reason) => inOrder(() => {
       // Cut short before the first event: the client still gets the task as the method saw it.
-      if (!current && !finished) sendTask(start.view, undefined);
+      if (!current && !finished) sendTask(startView, undefined);
       finish(reason);
     }),
   });

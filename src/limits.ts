@@ -239,4 +239,18 @@ export const limits = {
   userCodeDrawsMax: 5,
   /** Requests past their expiry are kept this long (a late poll still hears 4803), then deleted. */
   deviceAuthorizationRetentionMs: 24 * 60 * 60 * 1000,
+  // A2A conversations, ids and history (docs/decisions.md "A2A conversations, ids and history").
+  /** A client's contextId / sessionId; longer ones are refused (-32602). */
+  a2aContextIdLengthMax: 256,
+  /** A message's messageId; up to 64 printable ASCII characters it is the idempotency key as sent, longer ones are hashed into it. */
+  a2aMessageIdLengthMax: 256,
+  /** Candidates a conversation offers in one answer. */
+  a2aCandidatesMax: 5,
+  /** A conversation's demand title is the head of the buyer's text, cut at a word within this. */
+  a2aDemandTitleLengthMax: 80,
+  /** Messages a task's history answers at most (the newest ones), whatever historyLength asks. */
+  a2aHistoryLengthMax: 100,
+  /** A pick that finds the same pick still buying waits this long for it, checking this often. */
+  a2aPickWaitMs: 10_000,
+  a2aPickWaitPollMs: 100,
 } as const;

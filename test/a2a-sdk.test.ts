@@ -6,7 +6,7 @@ import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFacto
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { act, agentMarket, balance } from './helpers/market.ts';
+import { act, agentMarket, balance, createCapability } from './helpers/market.ts';
 
 /** The official A2A client (@a2a-js/sdk, v1.0 protocol) against a listening server. */
 let test: TestApp;
@@ -121,6 +121,30 @@ describe('@a2a-js/sdk client', () => {
     await expect(client.cancelTask({ tenant: '', id: bought.id, metadata: undefined })).rejects.toMatchObject({ name: 'TaskNotCancelableError', data: { code: 4090 } });
     await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
     await expect(client.sendMessage(message({ capability_id: randomUUID() }))).rejects.toMatchObject({ data: { code: 4040 } });
+  });
+
+  it('buys with words: a text-only conversation, a pick by number, the seller over REST, confirm in words', async () => {
+    const { buyer, seller } = await agentMarket(test);
+    const capability = await createCapability(test, seller, { title: 'Proofread sdkwords essays', description: 'Careful proofreading of essays' });
+    const client = await clientFor(buyer);
+    const say = (text: string, taskId = ''): SendMessageRequest => ({
+      tenant: '', configuration: undefined, metadata: undefined,
+      message: { messageId: randomUUID(), contextId: '', taskId, role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    });
+    const offered = asTask(await client.sendMessage(say('Please proofread my sdkwords essays')));
+    expect(offered.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const data = offered.status?.message?.parts.find((part) => part.content?.$case === 'data')?.content?.value as { candidates: { number: number; capability_id: string }[] };
+    const number = data.candidates.find((candidate) => candidate.capability_id === capability.id)!.number;
+    const picked = asTask(await client.sendMessage(say(String(number), offered.id)));
+    expect(picked).toMatchObject({ id: offered.id, status: { state: TaskState.TASK_STATE_SUBMITTED } });
+    const transactionId = marketplace(picked).transaction_id as string;
+    await act(test, seller, transactionId, 'accept').expect(200);
+    await act(test, seller, transactionId, 'deliver', { result_payload: { proofread: true } }).expect(200);
+    const confirmed = asTask(await client.sendMessage(say('confirm', offered.id)));
+    expect(confirmed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const read = await client.getTask({ tenant: '', id: offered.id, historyLength: 2 });
+    expect(read.history.map((entry) => entry.role)).toEqual([Role.ROLE_USER, Role.ROLE_AGENT]);
+    expect(await balance(test, seller)).toMatchObject({ available: '10.00' });
   });
 
   it('reports missing credentials as a JSON-RPC auth error', async () => {

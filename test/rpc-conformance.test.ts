@@ -58,13 +58,14 @@ describe('JSON-RPC framing', () => {
       ['tasks/get', [1, 2]],
       ['tasks/cancel', { id: 42 }],
       ['tasks/resubscribe', undefined],
-      ['SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'only text' }] } }],
+      ['SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: '   ' }] } }],
       ['SendStreamingMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: 'not-a-uuid' } }] } }],
       ['GetTask', { id: '' }],
       ['CancelTask', { name: 'tasks/1' }],
       ['SubscribeToTask', {}],
       ['ListTasks', { pageSize: 0 }],
-      ['message/send', { message: { ...message, messageId: randomUUID(), contextId: 'not-a-uuid' } }],
+      ['message/send', { message: { ...message, messageId: randomUUID(), contextId: 'x'.repeat(257) } }],
+      ['message/send', { message: { ...message, messageId: 'm'.repeat(257) } }],
     ];
     for (const [method, params] of cases) {
       const answer = answerOf(await call(method, params, method).expect(200));

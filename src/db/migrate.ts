@@ -12,6 +12,7 @@ import * as capabilitySecrets from './migrations/009_capability_secrets.ts';
 import * as demandsMatching from './migrations/012_demands_matching.ts';
 import * as capabilityListing from './migrations/010_capability_listing.ts';
 import * as invoke from './migrations/011_invoke.ts';
+import * as a2aConversations from './migrations/013_a2a_conversations.ts';
 import * as deviceAuthorization from './migrations/014_device_authorization.ts';
 
 /**
@@ -31,6 +32,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '012_demands_matching': demandsMatching,
   '010_capability_listing': capabilityListing,
   '011_invoke': invoke,
+  '013_a2a_conversations': a2aConversations,
   '014_device_authorization': deviceAuthorization,
 };
 

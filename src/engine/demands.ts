@@ -120,6 +120,17 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
     });
   }
 
+  /**
+   * An A2A conversation (engine/a2a) writes its demand inside its own database transaction: a
+   * create without the idempotency and auto-accept steps (the conversation is keyed itself, and
+   * its demands never auto-accept), and a rewording while the demand is open. False when it is not.
+   */
+  const insertWithin = insert;
+  async function rewordWithin(trx: Knex, id: string, words: { title: string; description: string }): Promise<boolean> {
+    const updated = await trx('demands').where({ id, status: 'open' }).update({ ...words, updated_at: now() });
+    return updated === 1;
+  }
+
   /** The caller's own demands, newest first; page/page_size or a keyset cursor, as transactions. */
   async function list(principal: Principal, query: ListDemandsInput) {
     const filter = { userId: principal.user_id, space: principal.caller_type, status: query.status, now: now() };
@@ -153,7 +164,7 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
    */
   const autoAcceptFor = (capabilityId: string) => autoAccept.forCapability(capabilityId);
 
-  return { create, get, cancel, list, evaluateClarity, autoAcceptFor };
+  return { create, get, cancel, list, evaluateClarity, autoAcceptFor, insertWithin, rewordWithin };
 }
 
 export type DemandEngine = ReturnType<typeof createDemandEngine>;

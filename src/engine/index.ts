@@ -3,6 +3,7 @@ import { createPublisher } from '../events/publisher.ts';
 import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
 import { aiSettingsFromConfig, createAiProvider } from '../ai/provider.ts';
+import { createA2AEngine } from './a2a/index.ts';
 import { createAdmission } from './admission.ts';
 import { createApiKeyEngine } from './api-keys.ts';
 import { createDeviceAuthorizationEngine } from './device-authorization.ts';
@@ -50,6 +51,7 @@ export async function createEngine(dependencies: EngineDependencies, options: En
   const capabilities = withDemandAutoAccept(createCapabilityEngine(dependencies, idempotency), demands.autoAcceptFor);
   const wallet = createWalletEngine(dependencies, idempotency);
   const invoke = createInvokeEngine(dependencies, idempotency, transitions);
+  const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies);
   const retention = createRetention(dependencies);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
@@ -79,7 +81,7 @@ export async function createEngine(dependencies: EngineDependencies, options: En
     await publisher.close();
   }
 
-  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, wallet, sweeper, retention, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**

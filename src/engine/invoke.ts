@@ -14,7 +14,7 @@ import { authorize } from './access/rules.ts';
 import { takeCapabilityUsage } from './capability-limits.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
-import { balanceRefusal, newTransactionRow, overdueInvoke } from './transactions.ts';
+import { balanceRefusal, checkDemandLink, newTransactionRow, overdueInvoke } from './transactions.ts';
 import type { ActionExtra, Transitions } from './transitions.ts';
 import { type CapabilityRow, transactionView } from './views.ts';
 
@@ -32,6 +32,16 @@ import { type CapabilityRow, transactionView } from './views.ts';
  */
 export interface InvokeCommand {
   input?: Record<string, unknown>;
+  /** A2A sends (rpc/, engine/a2a): the buyer's session, v0.1 task id, need and note, as a purchase records them. */
+  context_id?: string;
+  client_task_id?: string;
+  demand_id?: string;
+  note?: string;
+}
+
+/** Told the transaction's id once its hold committed (or was found by a retry), before the callback's outcome. */
+export interface InvokeHooks {
+  held?: (transactionId: string) => void;
 }
 
 export interface InvokeAnswer {
@@ -57,7 +67,7 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
     resolve: dependencies.callbackNetwork?.resolve ?? systemResolver,
   };
 
-  async function invoke(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest | null): Promise<Outcome<InvokeAnswer>> {
+  async function invoke(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest | null, hooks: InvokeHooks = {}): Promise<Outcome<InvokeAnswer>> {
     if (principal.caller_type !== 'agent') throw new AppError('forbidden', 'only agent callers (API key) may invoke');
     if (!request) {
       throw new AppError('validation_error', 'an idempotency key is required', {
@@ -67,6 +77,7 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
     const startedAt = performance.now();
     const prepared: { call?: PreparedCall } = {};
     const held = await hold(principal, capabilityId, command, request, prepared);
+    hooks.held?.(held.data.id);
     if (held.replayed || !prepared.call) return { data: await answerWhenDone(held.data.id), status: 200, replayed: true };
     return { data: await run(prepared.call, startedAt), status: 200, replayed: false };
   }
@@ -79,12 +90,13 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
         return await idempotency.run(principal, request, 200, async (unit) => {
           const [read] = await unit.trx<CapabilityRow>('capabilities').where({ id: capabilityId });
           const capability = authorize(invokeCapability, principal, read, 'capability');
+          if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
           const at = now();
           await takeCapabilityUsage(unit.trx, capability, at);
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
           const timeoutMs = capability.callback_timeout_sec * 1000;
           const row: TransactionRow = {
-            ...newTransactionRow(principal, { capability_id: capability.id, input: command.input }, capability, price, at, config.PLATFORM_FEE_BPS),
+            ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),
             // The system settles an invoke; an auto-accept step would only get in its way.
             auto_accept: false,
             invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),

@@ -95,6 +95,15 @@ export async function balanceRefusal(db: Knex, error: InsufficientBalance): Prom
 /** How the sweeper (or a waiting retry) records an invoke whose callback outlived its deadline. */
 export const overdueInvoke = { latency_ms: null, error: 'callback_timeout', error_detail: 'the invoke outlived its deadline without an answer', result: null } as const satisfies ActionExtra['invoke'];
 
+/**
+ * A purchase (or invoke) names a demand only of the buyer's own in its space (4040 otherwise).
+ * Only then is it one more statement; a demand's owner and space never change, so nothing is locked.
+ */
+export async function checkDemandLink(trx: Knex, principal: Principal, demandId: string) {
+  const [demand] = await prepared<{ owner_user_id: string; owner_type: 'agent' | 'human' }>(trx, 'SELECT owner_user_id, owner_type FROM demands WHERE id = ?', [demandId]);
+  authorize(linkPurchaseTo, principal, demand, 'demand');
+}
+
 export type PartyAction = Extract<TransactionAction, 'freeze' | 'accept' | 'reject' | 'deliver' | 'confirm' | 'cancel' | 'dispute'>;
 
 export function createTransactionEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
@@ -148,15 +157,6 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         throw error;
       }
     }, 'one statement', capabilityRead));
-  }
-
-  /**
-   * A purchase names a demand only of the buyer's own in its space (4040 otherwise). Only then is
-   * it one more statement; a demand's owner and space never change, so nothing is locked.
-   */
-  async function checkDemandLink(trx: Knex, principal: Principal, demandId: string) {
-    const [demand] = await prepared<{ owner_user_id: string; owner_type: 'agent' | 'human' }>(trx, 'SELECT owner_user_id, owner_type FROM demands WHERE id = ?', [demandId]);
-    authorize(linkPurchaseTo, principal, demand, 'demand');
   }
 
   /**

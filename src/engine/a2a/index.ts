@@ -1,0 +1,206 @@
+import type { Knex } from 'knex';
+import { actionOf, pickOf } from '../../domain/a2a.ts';
+import { isUuid } from '../../domain/ids.ts';
+import { withTransaction } from '../../db/transaction.ts';
+import { AppError } from '../../errors.ts';
+import { limits } from '../../limits.ts';
+import type { TransactionView } from '../../schemas/transactions.ts';
+import { type A2AMessageRow, type A2ATaskRow, ensurePurchaseRow, findConversation, insertMessages, newestMessages, taskRowsOfTransactions } from '../../store/a2a.ts';
+import type { DemandEngine } from '../demands.ts';
+import type { EngineDependencies, Principal } from '../dependencies.ts';
+import { type Idempotency, fingerprintOf } from '../idempotency.ts';
+import type { InvokeEngine } from '../invoke.ts';
+import type { MatchingEngine } from '../matching.ts';
+import type { CreateTransactionCommand, TransactionEngine } from '../transactions.ts';
+import { type BuyOutcome, createBuying } from './buying.ts';
+import { type Selection, type StartInput, createConversations } from './conversations.ts';
+import type { A2ATask, IncomingMessage, SendMode, StoredMessage } from './types.ts';
+
+/**
+ * The A2A gateway's use cases (docs/decisions.md "A2A conversations, ids and history"): finding a
+ * task by any name a client may use, conversations, purchases and follow-up messages, with the
+ * messages every task keeps. rpc/ parses and renders; everything that reads or writes is here.
+ */
+export type { A2ATask, IncomingMessage, SendMode, StoredMessage } from './types.ts';
+
+/** What a follow-up message asks, read from its data part (rpc/ parses those) or from its words (read here). */
+export type Intent =
+  | { kind: 'words'; text: string }
+  | { kind: 'buy'; selection: Selection }
+  | { kind: 'action'; action: 'confirm' | 'dispute'; reason?: string };
+
+export interface SendOutcome {
+  task: A2ATask;
+  failure?: BuyOutcome['failure'];
+}
+
+const finalStatuses = new Set(['settled', 'cancelled_by_buyer', 'rejected_by_seller', 'failed', 'refunded']);
+
+const storedOf = (row: A2AMessageRow): StoredMessage => ({ messageId: row.message_id, role: row.role, parts: row.parts, at: new Date(row.created_at).toISOString() });
+
+const isOwner = (principal: Principal, row: Pick<A2ATaskRow, 'owner_user_id' | 'owner_type'>) => row.owner_user_id === principal.user_id && row.owner_type === principal.caller_type;
+
+export function createA2AEngine(
+  dependencies: EngineDependencies, idempotency: Idempotency, parts: { matching: MatchingEngine; demands: DemandEngine; transactions: TransactionEngine; invoke: InvokeEngine },
+) {
+  const { db, now } = dependencies;
+  const { transactions } = parts;
+  const buying = createBuying(dependencies, transactions, parts.invoke);
+  const conversations = createConversations(dependencies, idempotency, parts.matching, parts.demands, buying);
+
+  /** A task from its rows: only its owner reads its stored messages (a seller sees the states). */
+  function assemble(principal: Principal, row: A2ATaskRow | undefined, view: TransactionView | null, messages: A2AMessageRow[]): A2ATask {
+    const stored = row && isOwner(principal, row) ? messages.map(storedOf) : [];
+    const conversation = row?.kind === 'conversation'
+      ? {
+        id: row.id, demand_id: row.demand_id!, status: row.status!, candidates: row.candidates ?? [], updated_at: new Date(row.updated_at).toISOString(),
+        statusMessage: stored.findLast((message) => message.role === 'agent') ?? null,
+      }
+      : null;
+    return {
+      id: conversation?.id ?? view!.id,
+      contextId: row?.context_id ?? view!.context_id,
+      clientContextId: row?.client_context_id ?? null,
+      clientTaskId: row?.client_task_id ?? null,
+      conversation,
+      transaction: view,
+      messages: stored,
+    };
+  }
+
+  async function withRow(principal: Principal, row: A2ATaskRow | undefined, view: TransactionView | null): Promise<A2ATask> {
+    const messages = row && isOwner(principal, row) ? (await newestMessages(db, [row.id], limits.a2aHistoryLengthMax)).get(row.id) ?? [] : [];
+    return assemble(principal, row, view, messages);
+  }
+
+  /** By a conversation's id or v0.1 client id, or a transaction's id or v0.1 client id; 4040 otherwise. */
+  async function find(principal: Principal, id: string): Promise<A2ATask> {
+    const conversation = await findConversation(db, principal, id);
+    if (conversation) return withRow(principal, conversation, conversation.transaction_id ? await transactions.get(principal, conversation.transaction_id) : null);
+    const view = await transactions.findForCaller(principal, id);
+    const [row] = await taskRowsOfTransactions(db, [view.id]);
+    return withRow(principal, row, view);
+  }
+
+  async function findIfAny(principal: Principal, id: string): Promise<A2ATask | null> {
+    return find(principal, id).catch((error: unknown) => {
+      if (error instanceof AppError && error.errorName === 'not_found') return null;
+      throw error;
+    });
+  }
+
+  /** A page of transactions (ListTasks) as tasks: their contexts as sent and their messages, in two queries. */
+  async function tasksOf(principal: Principal, views: TransactionView[]): Promise<Map<string, A2ATask>> {
+    const rows = new Map((await taskRowsOfTransactions(db, views.map((view) => view.id))).map((row) => [row.transaction_id!, row]));
+    const owned = [...rows.values()].filter((row) => isOwner(principal, row)).map((row) => row.id);
+    const messages = await newestMessages(db, owned, limits.a2aHistoryLengthMax);
+    return new Map(views.map((view) => {
+      const row = rows.get(view.id);
+      return [view.id, assemble(principal, row, view, (row && messages.get(row.id)) ?? [])];
+    }));
+  }
+
+  /** A message that started nothing new is kept on its task, with the time it arrived. */
+  async function keep(principal: Principal, task: A2ATask, message: IncomingMessage, arrivedAt: Date, trx: Knex = db) {
+    if (!task.conversation) {
+      await ensurePurchaseRow(trx, { id: task.id, owner_user_id: principal.user_id, owner_type: principal.caller_type, context_id: task.contextId, client_context_id: null, at: arrivedAt });
+    }
+    await insertMessages(trx, [{ task_id: task.id, message_id: message.messageId, role: 'user', parts: message.parts, created_at: arrivedAt }]);
+  }
+
+  async function start(principal: Principal, input: StartInput): Promise<A2ATask> {
+    return find(principal, await conversations.start(principal, input));
+  }
+
+  /**
+   * A data part that buys, on no existing task. The message is kept with the context as sent,
+   * stamped with the transaction's creation so the history starts with it.
+   */
+  async function purchase(principal: Principal, command: CreateTransactionCommand, input: { message: IncomingMessage; clientContextId: string | null; mode: SendMode }): Promise<SendOutcome> {
+    const { view, failure } = await buying.buy(principal, command, input.message.key, input.mode);
+    await withTransaction(db, async ({ trx }) => {
+      const at = new Date(view.created_at);
+      await ensurePurchaseRow(trx, { id: view.id, owner_user_id: principal.user_id, owner_type: principal.caller_type, context_id: view.context_id, client_context_id: input.clientContextId, at });
+      await insertMessages(trx, [{ task_id: view.id, message_id: input.message.messageId, role: 'user', parts: input.message.parts, created_at: at }]);
+    });
+    const [row] = await taskRowsOfTransactions(db, [view.id]);
+    return { task: await withRow(principal, row, view), failure };
+  }
+
+  /** A message on an existing task: a pick or other words in a conversation, an answer to a delivery, or a note. */
+  async function followUp(principal: Principal, id: string, input: { message: IncomingMessage; intent: Intent; mode: SendMode }): Promise<SendOutcome> {
+    const task = await find(principal, id);
+    const { intent, message } = input;
+    const { conversation, transaction } = task;
+    // A pick whose freeze failed (4020) is picked again, as a purchase is resent: the freeze is retried.
+    if (conversation && (!transaction || transaction.status === 'pending_freeze')) {
+      if (conversation.status === 'cancelled') throw new AppError('invalid_state_transition', 'this conversation was cancelled; send a new message to start another', { status: conversation.status, action: 'message' });
+      const selection = intent.kind === 'buy' ? intent.selection : intent.kind === 'words' ? selectionOf(intent.text, conversation.candidates) : null;
+      if (selection) {
+        const { failure } = await conversations.pick(principal, (await findConversation(db, principal, task.id))!, selection, message, input.mode);
+        return { task: await find(principal, task.id), failure };
+      }
+      if (!transaction) return { task: await converse(principal, task, intent, message) };
+    }
+    return { task: await answerDelivery(principal, task, intent, message) };
+  }
+
+  /** Words that pick nothing, before a pick: they reword the demand; an action has nothing to act on yet. */
+  async function converse(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
+    if (intent.kind !== 'words') {
+      throw new AppError('invalid_state_transition', 'nothing has been bought in this conversation yet: pick a candidate first', { status: 'choosing', action: intent.kind === 'action' ? intent.action : 'buy' });
+    }
+    await conversations.refine(principal, (await findConversation(db, principal, task.id))!, intent.text, message);
+    return find(principal, task.id);
+  }
+
+  /** On a purchase: confirm or dispute (in words or a data part); other words are kept as a note while the task is open. */
+  async function answerDelivery(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
+    const view = task.transaction!;
+    if (view.buyer_user_id !== principal.user_id) throw new AppError('forbidden', "only the task's buyer sends it messages");
+    if (intent.kind === 'buy') {
+      throw new AppError('validation_error', 'request failed validation', { errors: [{ path: 'params.message.parts', message: 'this task has bought already; send {action: "confirm" | "dispute"} or words once it is delivered' }] });
+    }
+    const arrivedAt = now();
+    const action = intent.kind === 'action' ? intent : actionOf(intent.text);
+    if (action) {
+      const extra = action.action === 'dispute' && action.reason ? { reason: action.reason } : {};
+      const request = { key: message.key, operation: `RPC ${action.action}`, fingerprint: fingerprintOf({ transaction_id: view.id, ...action }) };
+      await transactions.act(principal, view.id, action.action, extra, request);
+    } else if (finalStatuses.has(view.status)) {
+      throw new AppError('invalid_state_transition', `the task is ${view.status} and takes no more messages`, { status: view.status, action: 'message' });
+    }
+    await keep(principal, task, message, arrivedAt);
+    return find(principal, task.id);
+  }
+
+  /** A conversation before a pick is cancelled with its demand; a purchase is cancelled as a transaction. */
+  async function cancel(principal: Principal, id: string): Promise<A2ATask> {
+    const task = await find(principal, id);
+    if (task.conversation && !task.transaction) {
+      await conversations.cancel((await findConversation(db, principal, task.id))!);
+    } else {
+      await transactions.act(principal, task.transaction!.id, 'cancel', {}, null);
+    }
+    return find(principal, task.id);
+  }
+
+  return { find, findIfAny, tasksOf, start, purchase, followUp, cancel };
+}
+
+/** Words that pick a candidate: its number, its capability id, or a prefix of one candidate's id. */
+function selectionOf(text: string, candidates: { number: number; capability_id: string }[]): Selection | null {
+  const chosen = pickOf(text);
+  if (!chosen) return null;
+  if ('number' in chosen) {
+    const candidate = candidates.find((entry) => entry.number === chosen.number);
+    if (candidate) return { capability_id: candidate.capability_id };
+    const range = candidates.length === 0 ? 'there are no candidates yet: describe what you need in other words' : `choose 1 to ${candidates.length}`;
+    throw new AppError('validation_error', 'request failed validation', { errors: [{ path: 'params.message.parts', message: `there is no candidate ${chosen.number}; ${range}` }] });
+  }
+  if (isUuid(chosen.capabilityId)) return { capability_id: chosen.capabilityId };
+  const matches = candidates.filter((entry) => entry.capability_id.startsWith(chosen.capabilityId));
+  return matches.length === 1 ? { capability_id: matches[0]!.capability_id } : null;
+}
+
+export type A2AEngine = ReturnType<typeof createA2AEngine>;

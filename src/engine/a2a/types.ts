@@ -1,0 +1,55 @@
+import type { NeutralPart } from '../../domain/a2a.ts';
+import type { TransactionView } from '../../schemas/transactions.ts';
+import type { Candidate, ConversationStatus } from '../../store/a2a.ts';
+
+/**
+ * What the engine's A2A module answers with: tasks and messages in no generation's spelling.
+ * rpc/ renders them in the shapes of the generation a client speaks.
+ */
+
+/** A message as the gateway received it: its id as sent, the idempotency key made from it, its parts. */
+export interface IncomingMessage {
+  messageId: string;
+  key: string;
+  parts: NeutralPart[];
+}
+
+/** A stored history entry: a buyer's message or an agent message of a conversation. */
+export interface StoredMessage {
+  messageId: string;
+  role: 'user' | 'agent';
+  parts: NeutralPart[];
+  at: string;
+}
+
+export interface ConversationState {
+  id: string;
+  demand_id: string;
+  status: ConversationStatus;
+  candidates: Candidate[];
+  updated_at: string;
+  /** The agent's latest message: the candidates offered, or why the conversation ended. */
+  statusMessage: StoredMessage | null;
+}
+
+/**
+ * One A2A task: a conversation (with its purchase once a pick bought), or a purchase task. Its
+ * context is the stored uuid and, when the client sent one, the client's own string.
+ */
+export interface A2ATask {
+  /** The conversation's id, or the transaction's id for a purchase task. */
+  id: string;
+  contextId: string;
+  clientContextId: string | null;
+  /** A v0.1 client's own id of a conversation (a purchase task's is the transaction's client_task_id). */
+  clientTaskId: string | null;
+  conversation: ConversationState | null;
+  transaction: TransactionView | null;
+  /** The newest stored messages, oldest first; only the task's owner (the buyer) reads them. */
+  messages: StoredMessage[];
+}
+
+/** How a send wants its answer: at once (the task as created) or once an instant invoke is done. */
+export interface SendMode {
+  wait: boolean;
+}
