@@ -46,8 +46,9 @@ export interface CompatClient {
   newContextId(): string | undefined;
   /** A context id for a conversation (clients that send one send free text or their own format). */
   conversationContextId(): string;
-  /** The agent role as this generation spells it. */
-  agentRole: string;
+  /** v0.1: the client chooses every task id (uuid4().hex), conversations included. */
+  clientNamesTasks: boolean;
+  /** The user role as this generation spells it (an enum name for v1.0). */
   userRole: string;
   send(actor: Actor, message: Outgoing): Promise<TaskView>;
   stream(actor: Actor, message: Outgoing): AsyncGenerator<EventView>;
@@ -101,8 +102,11 @@ export function textFlow(app: () => ListeningApp, client: () => CompatClient, pi
 
     const choosing = await adapter.send(buyer, { text: request, contextId });
     expect(choosing).toMatchObject({ state: adapter.states.inputRequired, contextId });
-    expect(choosing.id).toMatch(uuidPattern);
-    expect(choosing.marketplace).toMatchObject({ conversation_id: choosing.id, demand_id: expect.stringMatching(uuidPattern), transaction_id: null, status: 'choosing' });
+    // The conversation's id is a new uuid, shown as the task id unless the client chose the task id.
+    const conversationId = String(choosing.marketplace.conversation_id);
+    expect(conversationId).toMatch(uuidPattern);
+    if (!adapter.clientNamesTasks) expect(choosing.id).toBe(conversationId);
+    expect(choosing.marketplace).toMatchObject({ demand_id: expect.stringMatching(uuidPattern), transaction_id: null, status: 'choosing' });
     expect(choosing.texts.join('\n')).toMatch(/^1\. /m);
     expect(choosing.data).toHaveLength(1);
     const number = numberOf(choosing.data[0], capability.id);
@@ -111,7 +115,7 @@ export function textFlow(app: () => ListeningApp, client: () => CompatClient, pi
     const bought = await adapter.send(buyer, { text: pick(number), taskId: choosing.id, contextId });
     expect(bought).toMatchObject({ id: choosing.id, state: adapter.states.submitted, contextId, marketplace: { status: 'frozen', transaction_id: expect.stringMatching(uuidPattern) } });
     const transactionId = String(bought.marketplace.transaction_id);
-    expect(transactionId).not.toBe(choosing.id);
+    expect(transactionId).not.toBe(conversationId);
     expect(await balance(test, buyer)).toMatchObject({ available: '88.00', frozen: '12.00' });
 
     const read = await adapter.get(buyer, choosing.id, 10);

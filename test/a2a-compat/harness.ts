@@ -40,11 +40,14 @@ export async function startListeningApp(): Promise<ListeningApp> {
   };
 }
 
+/** The platform's fetch, kept before wrapGlobalFetch() replaces the global one. */
+const platformFetch = globalThis.fetch;
+
 /** A fetch that adds the actor's credentials to every request, as an agent wires its client's fetch. */
 export const fetchAs = (actor: Actor | null): typeof fetch => (input, init) => {
   const headers = new Headers(init?.headers);
   for (const [name, value] of Object.entries(actor?.headers ?? {})) headers.set(name, value);
-  return fetch(input, { ...init, headers });
+  return platformFetch(input, { ...init, headers });
 };
 
 /**
@@ -54,13 +57,9 @@ export const fetchAs = (actor: Actor | null): typeof fetch => (input, init) => {
 const currentActor = new AsyncLocalStorage<Actor>();
 
 export function wrapGlobalFetch(): () => void {
-  const original = globalThis.fetch;
-  globalThis.fetch = (input, init) => {
-    const actor = currentActor.getStore();
-    return actor ? fetchAs(actor)(input, init) : original(input, init);
-  };
+  globalThis.fetch = (input, init) => fetchAs(currentActor.getStore() ?? null)(input, init);
   return () => {
-    globalThis.fetch = original;
+    globalThis.fetch = platformFetch;
   };
 }
 
