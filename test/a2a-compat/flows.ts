@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
 import type { Actor } from '../helpers/actors.ts';
+import type { TestApp } from '../helpers/app.ts';
 import { agentMarket, balance } from '../helpers/market.ts';
-import { type ListeningApp, acceptAndDeliver, numberOf, textMarket, uuidPattern } from './harness.ts';
+import { acceptAndDeliver, numberOf, textMarket, uuidPattern } from './harness.ts';
 
 /**
  * The market steps every client generation must complete, written once. Each client file gives
@@ -55,8 +56,11 @@ export interface CompatClient {
   get(actor: Actor, id: string, historyLength?: number): Promise<TaskView>;
 }
 
+/** What the conversation needs of a client: everything but streaming. */
+export type ConversationClient = Omit<CompatClient, 'stream'>;
+
 /** Buys by data part over a stream, lets the seller deliver over REST, reads and confirms by data part. */
-export function dataPartFlow(app: () => ListeningApp, client: () => CompatClient) {
+export function dataPartFlow(app: () => { test: TestApp }, client: () => CompatClient) {
   it('buys by data part over a stream to input-required while the seller delivers over REST, reads it, confirms by data part', async () => {
     const { test } = app();
     const adapter = client();
@@ -93,7 +97,7 @@ export function dataPartFlow(app: () => ListeningApp, client: () => CompatClient
  * candidates (text and data part), a pick by number buys, the same task id then shows the
  * transaction, history keeps the buyer's messages, and the word "confirm" settles the delivery.
  */
-export function textFlow(app: () => ListeningApp, client: () => CompatClient, pick: (number: number) => string) {
+export function textFlow(app: () => { test: TestApp }, client: () => ConversationClient, pick: (number: number) => string) {
   it('buys by text: candidates, a pick by number, the transaction on the same task, history, confirm in words', async () => {
     const { test } = app();
     const adapter = client();
@@ -120,6 +124,7 @@ export function textFlow(app: () => ListeningApp, client: () => CompatClient, pi
 
     const read = await adapter.get(buyer, choosing.id, 10);
     expect(read).toMatchObject({ id: choosing.id, state: adapter.states.submitted, marketplace: { transaction_id: transactionId } });
+    expect(await adapter.get(buyer, transactionId)).toMatchObject({ state: adapter.states.submitted, marketplace: { transaction_id: transactionId } });
     const asked = read.history?.filter((message) => message.role === adapter.userRole).map((message) => message.texts.join(' '));
     expect(asked).toEqual([request, pick(number)]);
 

@@ -121,7 +121,7 @@ export function numberOf(choice: unknown, capabilityId: string): number {
   });
   const found = candidates.find((candidate) => candidate.capability_id === capabilityId);
   expect(found, `capability ${capabilityId} among ${JSON.stringify(candidates)}`).toBeDefined();
-  expect(found).toMatchObject({ price: '12.00' });
+  expect(found).toMatchObject({ price: '12.00', pricing_model: 'per_use' });
   return found!.number;
 }
 
