@@ -1,59 +1,72 @@
 import { z } from 'zod';
 import { type RouteSpec, handled, route } from '../rest/route.ts';
 import type { Config } from '../src/config.ts';
+import { type Generation, generationOfHeader } from './shapes.ts';
 
 /**
- * The agent card, one document that clients of every generation accept:
+ * The agent card, in the form the caller's generation reads, chosen by the `A2A-Version` request
+ * header as for the shared `tasks/*` methods (decisions, "A2A protocol surface"):
  *
- * - v0.1 reads `url`, `version`, `capabilities`, `authentication.schemes`, `skills`.
- * - v0.3 reads `protocolVersion`, `preferredTransport`, `additionalInterfaces`, and
- *   OpenAPI-style `securitySchemes` (`{type: 'apiKey', in, name}`) with `security`.
- * - v1.0 (@a2a-js/sdk 1.x) picks its transport from `supportedInterfaces` (it prefers the entry
- *   with protocolVersion "1.0") and reads `securityRequirements`; each security scheme also
- *   carries its proto-JSON form (`apiKeySecurityScheme`, `httpAuthSecurityScheme`).
+ * - `A2A-Version: 1.x` (@a2a-js/sdk 1.x sends it): exactly the v1.0 AgentCard. It picks its
+ *   transport from `supportedInterfaces` and reads `securitySchemes` in the proto-JSON form
+ *   (`{apiKeySecurityScheme: {...}}`, one key per scheme) with `securityRequirements`.
+ * - no header (@a2a-js/sdk 0.2/0.3, the v0.1 samples, the conformance kit): the v1.0 card plus
+ *   the fields older clients locate the endpoint by: `url`, `protocolVersion`,
+ *   `preferredTransport`, `additionalInterfaces`. Its security schemes are still the exact v1.0
+ *   form (a strict v1.0 parser refuses v0.3's flat `{type, in, name}` beside it); SDK 0.3 reads
+ *   that form through its proto-JSON fallback, and 0.2 and the v0.1 samples do not read it.
+ * - `A2A-Version: 0.x`: the v0.3 card, with OpenAPI-style `securitySchemes` and `security`, and
+ *   v0.1's `authentication.schemes`.
  *
  * Every interface is the same endpoint: the method names tell the generations apart.
  */
 export const rpcPath = '/api/v1/rpc';
-export const cardPaths = ['/.well-known/agent-card.json', '/.well-known/agent.json'] as const;
+/**
+ * The well-known paths, and the same under the endpoint: the Python card resolvers (the SDK's
+ * and the v0.1 samples') and the conformance kit append the well-known path to the agent URL
+ * they are given.
+ */
+export const cardPaths = ['/.well-known/agent-card.json', '/.well-known/agent.json', `${rpcPath}/.well-known/agent-card.json`, `${rpcPath}/.well-known/agent.json`] as const;
 
-const apiKeyScheme = (name: string, description: string) => ({
-  type: 'apiKey', in: 'header', name, description,
-  apiKeySecurityScheme: { location: 'header', name, description },
-});
+const agentDescription =
+  'A marketplace where AI agents and humans buy and sell work. Send a message with a data part ' +
+  '{"capability_id": "<uuid>"} to buy a capability: the price is frozen in escrow, the seller accepts and delivers, ' +
+  'and you confirm with a message {"action": "confirm"} on the task (or dispute it).';
 
-export function agentCard(config: Config) {
+const schemes = {
+  apiKey: { name: 'X-Api-Key', description: 'Platform API key (agent callers); send X-Platform-User-Id with it.' },
+  platformUserId: { name: 'X-Platform-User-Id', description: 'The user id (UUID) the API key acts for.' },
+  bearer: { bearerFormat: 'JWT', description: 'Human access token.' },
+};
+
+const v10SecuritySchemes = {
+  apiKey: { apiKeySecurityScheme: { location: 'header', ...schemes.apiKey } },
+  platformUserId: { apiKeySecurityScheme: { location: 'header', ...schemes.platformUserId } },
+  bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', ...schemes.bearer } },
+};
+
+const v03SecuritySchemes = {
+  apiKey: { type: 'apiKey', in: 'header', ...schemes.apiKey },
+  platformUserId: { type: 'apiKey', in: 'header', ...schemes.platformUserId },
+  bearer: { type: 'http', scheme: 'bearer', ...schemes.bearer },
+};
+
+function v10Card(config: Config) {
   const base = config.publicBaseUrl.replace(/\/+$/, '');
   const url = `${base}${rpcPath}`;
   const modes = ['application/json', 'text/plain'];
   return {
     name: 'Agent Marketplace',
-    description:
-      'A marketplace where AI agents and humans buy and sell work. Send a message with a data part ' +
-      '{"capability_id": "<uuid>"} to buy a capability: the price is frozen in escrow, the seller accepts and delivers, ' +
-      'and you confirm with a message {"action": "confirm"} on the task (or dispute it).',
-    url,
-    version: '1.0.0',
-    protocolVersion: '0.3.0',
-    preferredTransport: 'JSONRPC',
-    additionalInterfaces: [{ url, transport: 'JSONRPC' }],
+    description: agentDescription,
     supportedInterfaces: [
       { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ],
     provider: { organization: 'Agent Marketplace', url: base },
+    version: '1.0.0',
     documentationUrl: `${base}/docs`,
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false, extendedAgentCard: false },
-    authentication: { schemes: ['apiKey', 'bearer'] },
-    securitySchemes: {
-      apiKey: apiKeyScheme('X-Api-Key', 'Platform API key (agent callers); send X-Platform-User-Id with it.'),
-      platformUserId: apiKeyScheme('X-Platform-User-Id', 'The user id (UUID) the API key acts for.'),
-      bearer: {
-        type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Human access token.',
-        httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT', description: 'Human access token.' },
-      },
-    },
-    security: [{ apiKey: [], platformUserId: [] }, { bearer: [] }],
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    securitySchemes: v10SecuritySchemes,
     securityRequirements: [
       { schemes: { apiKey: { list: [] }, platformUserId: { list: [] } } },
       { schemes: { bearer: { list: [] } } },
@@ -77,30 +90,49 @@ export function agentCard(config: Config) {
   };
 }
 
+/** The agent card for a caller of `generation` (from its `A2A-Version` header; none: hybrid). */
+export function agentCard(config: Config, generation: Generation) {
+  const card = v10Card(config);
+  if (generation === 'v1.0') return card;
+  const url = card.supportedInterfaces[0]!.url;
+  const locators = { url, protocolVersion: '0.3.0', preferredTransport: 'JSONRPC', additionalInterfaces: [{ url, transport: 'JSONRPC' }] };
+  if (generation === 'hybrid') return { ...card, ...locators };
+  const { securityRequirements: _requirements, supportedInterfaces: _interfaces, ...rest } = card;
+  return {
+    ...rest,
+    ...locators,
+    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    authentication: { schemes: ['apiKey', 'bearer'] },
+    securitySchemes: v03SecuritySchemes,
+    security: [{ apiKey: [], platformUserId: [] }, { bearer: [] }],
+  };
+}
+
 const cardSchema = z
   .object({
     name: z.string(),
     description: z.string(),
-    url: z.string(),
+    url: z.string().optional(),
     version: z.string(),
-    protocolVersion: z.string(),
-    preferredTransport: z.string(),
-    supportedInterfaces: z.array(z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string() })),
+    protocolVersion: z.string().optional(),
+    preferredTransport: z.string().optional(),
+    supportedInterfaces: z.array(z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string() })).optional(),
     capabilities: z.object({ streaming: z.boolean(), pushNotifications: z.boolean() }).loose(),
     skills: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), tags: z.array(z.string()) }).loose()),
   })
   .loose()
-  .meta({ id: 'AgentCard', description: 'A2A agent card (v0.1, v0.3 and v1.0 fields in one document)' });
+  .meta({ id: 'AgentCard', description: 'A2A agent card in the form of the A2A-Version request header (none: v1.0 plus the fields v0.x clients locate the endpoint by)' });
 
 export const cardRoutes = (config: Config): RouteSpec[] =>
   cardPaths.map((path) =>
     route({
       method: 'get', path, tag: 'a2a', auth: 'none', rawResponse: { contentType: 'application/json' },
-      summary: `A2A agent card${path.endsWith('agent.json') ? ' (legacy path)' : ''}, served bare (not enveloped)`,
+      summary: `A2A agent card${path.endsWith('agent.json') ? ' (legacy path)' : path.startsWith(rpcPath) ? ' (under the endpoint)' : ''}, served bare (not enveloped)`,
       response: cardSchema,
-      handler: async ({ response }) => {
+      handler: async ({ request, response }) => {
         response.setHeader('Cache-Control', 'public, max-age=300');
-        response.json(agentCard(config));
+        response.setHeader('Vary', 'A2A-Version');
+        response.json(agentCard(config, generationOfHeader(request.get('a2a-version'))));
         return handled;
       },
     }),

@@ -9,7 +9,7 @@ import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts'
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, fromAppError, parseErrorResponse, toRpcError } from './errors.ts';
-import type { RpcContext } from './methods.ts';
+import { type RpcContext, streamingMethods } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
 import { clientAddress } from '../rest/route.ts';
@@ -21,7 +21,8 @@ import { sendRetryAfter } from '../rest/envelope.ts';
  * 1. Body over 1 MiB: HTTP 413, error -32113 with data.code 4130 (the body is never parsed).
  * 2. Credentials, exactly as REST (X-Api-Key + X-Platform-User-Id, or a bearer token). A failure
  *    is answered with a JSON-RPC error (4010 -> -32110, 4011 -> -32111, with the envelope in
- *    `data`) under the REST status: HTTP 401 for missing or bad credentials, 400 for mixed ones.
+ *    `data`) under the REST status: HTTP 401 for missing or bad credentials, 400 for mixed ones
+ *    (without an A2A-Version header, with no `jsonrpc` member: see reply()).
  *    Auth is a property of the HTTP exchange, not of one call in a batch, and a non-2xx status is
  *    what HTTP clients and @a2a-js/sdk recognize as an auth failure (its JSON-RPC transport still
  *    reads the error object from the body; its auth helper retries on 401). Credentials are
@@ -32,6 +33,13 @@ import { sendRetryAfter } from '../rest/envelope.ts';
  * 4. Everything after that is HTTP 200: -32700, -32600, -32601, -32602 and marketplace errors.
  *    A request made only of notifications gets HTTP 204 and no body.
  * 5. A single streaming method answers as SSE; each `data:` is a JSON-RPC response with the id.
+ *    When it fails before its stream starts (bad params, unknown task, the stream caps), the
+ *    answer is still `text/event-stream`: one `event: error` frame carrying the JSON-RPC error,
+ *    then the end, as the reference server of @a2a-js/sdk 0.3 does; SDK 0.2/0.3, the v0.1
+ *    samples' SSE library and the conformance kit accept nothing else. Callers sending
+ *    `A2A-Version: 1.0` or later get the plain JSON error instead, as the reference server of
+ *    @a2a-js/sdk 1.x answers them (its client then raises the typed error). Failures of the
+ *    whole exchange (steps 1 to 3) keep their JSON body under their non-2xx status.
  */
 /** `address`: the client's, to count authentication failures by; absent when a socket checks again. */
 export async function authenticateHeaders(engine: Engine, headers: IncomingHttpHeaders, address?: string) {
@@ -77,7 +85,21 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-const reply = (response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) => response.status(status).json(body);
+/**
+ * A refusal under a non-2xx status (401, 400, 413, 429) to a caller that sent no A2A-Version
+ * header leaves out the `jsonrpc` member: @a2a-js/sdk 0.2.x reads a non-2xx body as text and, when
+ * it finds `jsonrpc` there, reads the body a second time and crashes ("Body has already been
+ * read") instead of reporting the error. Without the member it reports code and message; 0.3.x
+ * and the v0.1 samples still see the status and the error object. Callers that send the header
+ * (@a2a-js/sdk 1.x) get the complete JSON-RPC response.
+ */
+function reply(response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) {
+  if (status >= 300 && !response.req.get('a2a-version') && !Array.isArray(body)) {
+    const { jsonrpc: _jsonrpc, ...rest } = body;
+    return response.status(status).json(rest);
+  }
+  return response.status(status).json(body);
+}
 
 /** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
 export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request: Request, response: Response) {
@@ -112,21 +134,38 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   } catch (error) {
     return reply(response, 200, errorResponse(idOf(parsed.value), toRpcError(error, log)));
   }
+  const answer = answerOf(response, errorsAsSse(parsed.value, context));
   const afterSequence = parseLastEventId(request.get('last-event-id'));
   if (afterSequence === null) {
     const error = new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
-    return reply(response, 200, errorResponse(idOf(parsed.value), fromAppError(error)));
+    return answer(errorResponse(idOf(parsed.value), fromAppError(error)));
   }
   const result = await dispatcher.dispatch(parsed.value, context, { streamsInBatch: false });
   if (result === null) return response.status(204).end();
   if (!Array.isArray(result) && result.result instanceof StreamStart) {
-    return streamOverSse(engine, context, result.id, result.result, afterSequence, request, response);
+    return streamOverSse(engine, context, result.id, result.result, afterSequence, request, response, answer);
   }
-  return reply(response, 200, result);
+  return answer(result);
 }
 
-/** Subscribes first, so that a failure is still a plain JSON-RPC error; then switches to SSE. */
-async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, request: Request, response: Response) {
+/** A single call of a streaming method, from a client that reads its errors from the stream. */
+function errorsAsSse(body: unknown, context: RpcContext): boolean {
+  const method = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { method?: unknown }).method : undefined;
+  return typeof method === 'string' && streamingMethods.has(method) && context.headerGeneration !== 'v1.0';
+}
+
+/** Writes an HTTP 200 answer: JSON, or for `sse` one SSE error frame and the end of the stream. */
+function answerOf(response: Response, sse: boolean) {
+  return (body: JSONRPCResponse | JSONRPCResponse[]) => {
+    if (!sse) return reply(response, 200, body);
+    const stream = openSse(response, () => {});
+    stream.send(JSON.stringify(body), undefined, 'error');
+    stream.close();
+  };
+}
+
+/** Subscribes first, so that a failure is still one error answer (see 5 above); then switches to SSE. */
+async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, request: Request, response: Response, answer: ReturnType<typeof answerOf>) {
   let sse: SseStream | null = null;
   let ended = false;
   const early: [string, string | undefined][] = [];
@@ -150,7 +189,7 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
     });
   } catch (error) {
     release();
-    return reply(response, 200, errorResponse(id, toRpcError(error, context.log ?? engine.dependencies.log)));
+    return answer(errorResponse(id, toRpcError(error, context.log ?? engine.dependencies.log)));
   }
   sse = openSse(response, () => {
     release();

@@ -1,17 +1,15 @@
 import { JSONRPCServer } from 'json-rpc-2.0';
 import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
-import type { TransactionStatus } from '../src/domain/escrow.ts';
-import { limits } from '../src/limits.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
 import { DecoratedError, RpcError, asNotCancelable, errorResponse, pushNotificationsNotSupported, toRpcError, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
-import { type Generation, nameOf, statusForState, taskOf } from './shapes.ts';
+import { type Generation, nameOf, taskOf } from './shapes.ts';
+import { listTasks } from './list-tasks.ts';
 import { StreamStart } from './task-stream.ts';
-import { isUuid } from '../src/domain/ids.ts';
 
 /**
  * The method table of the three A2A generations (decisions section 9), all on the one engine.
@@ -60,30 +58,6 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
 async function lookUp(engine: Engine, params: unknown, context: RpcContext) {
   const { id } = parse(schemas.taskQuery, params);
   return { id, view: await engine.transactions.findForCaller(context.principal, id) };
-}
-
-/** v1.0 ListTasks over the engine's keyset list; filters the engine cannot apply are refused, not ignored. */
-async function listTasks(engine: Engine, params: unknown, context: RpcContext) {
-  const input = parse(schemas.listTasks, params);
-  // Every contextId this server hands out is a transaction's context_id (a UUID); any other
-  // value names no task here.
-  if (input.contextId && !isUuid(input.contextId)) return { tasks: [], nextPageToken: '', pageSize: input.pageSize ?? limits.pageSizeDefault, totalSize: 0 };
-  if (input.statusTimestampAfter) throw unsupportedOperation('ListTasks cannot filter by statusTimestampAfter');
-  let status: TransactionStatus | undefined;
-  if (input.status && input.status !== 'TASK_STATE_UNSPECIFIED') {
-    status = statusForState(input.status);
-    if (!status) throw unsupportedOperation(`ListTasks can filter only by a state that names one marketplace status (not ${input.status}); read metadata.marketplace.status instead`);
-  }
-  const page = await engine.transactions.list(context.principal, {
-    role: '', status, page: 1, page_size: input.pageSize ?? limits.pageSizeDefault, cursor: input.pageToken || undefined,
-    ...(input.contextId ? { context_id: input.contextId.toLowerCase() } : {}),
-  });
-  return {
-    tasks: page.items.map((view) => taskOf(view, 'v1.0', { taskId: view.id }, { artifacts: input.includeArtifacts === true })),
-    nextPageToken: page.next_cursor ?? '',
-    pageSize: page.page_size,
-    totalSize: page.total,
-  };
 }
 
 function sendMethods(engine: Engine, generation: SendGeneration): [Method, Method] {

@@ -3,6 +3,7 @@ import { limits } from '../src/limits.ts';
 import { uuid } from '../src/schemas/common.ts';
 import { idempotencyKey } from '../src/schemas/transactions.ts';
 import { validationError } from '../src/schemas/validation.ts';
+import { dateTime } from '../src/schemas/common.ts';
 
 /**
  * The params of every method, validated with zod (failures: -32602 with the 4000 details).
@@ -68,14 +69,29 @@ export const sendV10 = z.object({
 /** tasks/get, tasks/cancel, tasks/resubscribe (all generations) and GetTask, CancelTask, SubscribeToTask. */
 export const taskQuery = z.object({ id: taskId, tenant: z.string().nullish(), historyLength, metadata });
 
+/** A2A v1.0 TaskState names, in the order of their proto enum numbers (proto-JSON may send either). */
+export const taskStates = [
+  'TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED',
+] as const;
+
+const taskState = z.union(
+  [z.enum(taskStates), z.number().int().min(0).max(taskStates.length - 1).transform((number) => taskStates[number]!)],
+  { error: `must be a v1.0 TaskState (${taskStates.join(', ')}) or its number` },
+);
+
+/** RFC 3339 with a zone (proto-JSON Timestamp), and a real instant. */
+const timestamp = dateTime.refine((text) => !Number.isNaN(Date.parse(text)), 'must be a real instant');
+
+/** A2A v1.0 ListTasks; an empty string is the proto default (no filter, first page). */
 export const listTasks = z.object({
   tenant: z.string().nullish(),
-  contextId: z.string().nullish(),
-  status: z.string().nullish(),
+  contextId: z.string().max(limits.clientTaskIdLengthMax).nullish(),
+  status: taskState.nullish(),
   pageSize: z.number().int().min(1).max(limits.pageSizeMax).nullish(),
   pageToken: z.string().max(limits.clientTaskIdLengthMax).nullish(),
   historyLength,
-  statusTimestampAfter: z.string().nullish(),
+  statusTimestampAfter: z.union([z.literal(''), timestamp], { error: 'must be an RFC 3339 timestamp with a zone, e.g. 2024-03-15T10:00:00Z' }).nullish(),
   includeArtifacts: z.boolean().nullish(),
 });
 

@@ -96,11 +96,14 @@ function marketplaceMetadata(view: TransactionView, name: TaskName) {
   };
 }
 
+// Hybrid parts carry v0.3's `kind` and v0.1's `type`, so that clients of either parse them.
 const textPart = (text: string, generation: Generation) =>
-  generation === 'v1.0' ? { text } : generation === 'v0.1' ? { type: 'text', text } : { kind: 'text', text };
+  generation === 'v1.0' ? { text } : generation === 'v0.1' ? { type: 'text', text } : generation === 'hybrid' ? { kind: 'text', type: 'text', text } : { kind: 'text', text };
 
 const dataPart = (data: Record<string, unknown>, generation: Generation) =>
-  generation === 'v1.0' ? { data, mediaType: 'application/json' } : generation === 'v0.1' ? { type: 'data', data } : { kind: 'data', data };
+  generation === 'v1.0'
+    ? { data, mediaType: 'application/json' }
+    : generation === 'v0.1' ? { type: 'data', data } : generation === 'hybrid' ? { kind: 'data', type: 'data', data } : { kind: 'data', data };
 
 function statusMessage(view: TransactionView, generation: Generation, name: TaskName) {
   const parts = [textPart(statusText[view.status], generation)];
@@ -121,7 +124,8 @@ function artifact(view: TransactionView, generation: Generation) {
   return generation === 'v0.1' ? { ...common, index: 0 } : { artifactId: `${view.id}:result`, ...common };
 }
 
-export function taskOf(view: TransactionView, generation: Generation, name: TaskName, options: { artifacts?: boolean } = {}) {
+/** `historyLength` is what the client asked for (ListTasks passes it on; absent: all). */
+export function taskOf(view: TransactionView, generation: Generation, name: TaskName, options: { artifacts?: boolean; historyLength?: number } = {}) {
   const result = artifact(view, generation);
   const artifacts = result && options.artifacts !== false ? [result] : [];
   const metadata = marketplaceMetadata(view, name);
@@ -156,12 +160,6 @@ export function artifactEvent(view: TransactionView, generation: Generation, nam
   const event = { taskId: name.taskId, contextId: view.context_id, artifact: result, append: false, lastChunk: true, metadata };
   if (generation === 'v1.0') return { artifactUpdate: event };
   return { kind: 'artifact-update', ...event, ...(generation === 'hybrid' ? { id: name.taskId } : {}) };
-}
-
-/** A2A v1.0 ListTasks status filter -> the one marketplace status it names, when it names one. */
-export function statusForState(state: string): TransactionStatus | undefined {
-  const matches = (Object.keys(stateOfStatus) as TransactionStatus[]).filter((status) => a2aState(status, 'v1.0') === state);
-  return matches.length === 1 ? matches[0] : undefined;
 }
 
 /** `A2A-Version` header -> the generation whose shapes the shared `tasks/*` names answer with. */

@@ -12,6 +12,8 @@ export const limits = {
   eventFieldInlineBytesMax: 16 * 1024,
   pageSizeDefault: 20,
   pageSizeMax: 100,
+  /** A2A v1.0 ListTasks without pageSize (the protocol's default; its maximum is pageSizeMax). */
+  a2aListTasksPageSizeDefault: 50,
   pageNumberMax: 1_000_000,
   idempotencyKeyLengthMax: 64,
   idempotencyRetentionMs: 24 * 60 * 60 * 1000,

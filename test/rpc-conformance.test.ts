@@ -17,6 +17,10 @@ const post = (body: unknown, headers: Record<string, string> = caller.headers) =
 
 const call = (method: string, params?: unknown, id: unknown = 1) => post({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
 
+/** The JSON-RPC answer, read from the one SSE error frame when a streaming method failed early. */
+const answerOf = (response: { headers: Record<string, string>; text: string; body: unknown }) =>
+  /^text\/event-stream/.test(response.headers['content-type'] ?? '') ? JSON.parse(/^data: (.*)$/m.exec(response.text)![1]!) : response.body;
+
 describe('JSON-RPC framing', () => {
   it('answers malformed JSON with -32700 and id null, HTTP 200', async () => {
     const response = await post('{"jsonrpc": "2.0", "method": ').expect(200);
@@ -63,9 +67,9 @@ describe('JSON-RPC framing', () => {
       ['message/send', { message: { ...message, messageId: randomUUID(), contextId: 'not-a-uuid' } }],
     ];
     for (const [method, params] of cases) {
-      const response = await call(method, params, method).expect(200);
-      expect(response.body, `${method} ${JSON.stringify(params)}`).toMatchObject({ id: method, error: { code: -32602, data: { code: 4000 } } });
-      expect(response.body.error.data.data.errors.length).toBeGreaterThan(0);
+      const answer = answerOf(await call(method, params, method).expect(200));
+      expect(answer, `${method} ${JSON.stringify(params)}`).toMatchObject({ id: method, error: { code: -32602, data: { code: 4000 } } });
+      expect(answer.error.data.data.errors.length).toBeGreaterThan(0);
     }
   });
 
@@ -90,10 +94,14 @@ describe('task errors', () => {
     expect((await call('GetTask', { id: 'client-chosen-id' }).expect(200)).body.error).toEqual(missing.error);
   });
 
-  it('answers a streaming method that fails before its stream starts with a plain JSON-RPC error', async () => {
-    const response = await call('message/stream', { message: { role: 'user', messageId: randomUUID(), parts: [{ kind: 'data', data: { capability_id: randomUUID() } }] } }).expect(200);
-    expect(response.headers['content-type']).toMatch(/^application\/json/);
-    expect(response.body.error).toMatchObject({ code: -32001, data: { code: 4040 } });
+  it('answers a streaming method that fails before its stream starts with one SSE error frame, and v1.0 callers with JSON', async () => {
+    const params = { message: { role: 'user', messageId: randomUUID(), parts: [{ kind: 'data', data: { capability_id: randomUUID() } }] } };
+    const response = await call('message/stream', params).expect(200);
+    expect(response.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(answerOf(response).error).toMatchObject({ code: -32001, data: { code: 4040 } });
+    const v10 = await post({ jsonrpc: '2.0', id: 1, method: 'message/stream', params }, { ...caller.headers, 'A2A-Version': '1.0' }).expect(200);
+    expect(v10.headers['content-type']).toMatch(/^application\/json/);
+    expect(v10.body.error).toMatchObject({ code: -32001, data: { code: 4040 } });
   });
 
   it('answers cancelling a settled task with -32002 carrying the 4090 details', async () => {
@@ -109,7 +117,7 @@ describe('task errors', () => {
 });
 
 describe('ListTasks', () => {
-  it('pages with pageToken, filters by a state that names one status, and refuses filters it cannot apply', async () => {
+  it('pages with pageToken, filters by state and context', async () => {
     const { buyer, capability } = await agentMarket(test);
     const ids: string[] = [];
     const contextIds: string[] = [];
@@ -128,7 +136,7 @@ describe('ListTasks', () => {
     expect(first.tasks[0].status.state).toBe('TASK_STATE_SUBMITTED');
 
     expect((await list({ status: 'TASK_STATE_COMPLETED' })).body.result.tasks).toEqual([]);
-    expect((await list({ status: 'TASK_STATE_SUBMITTED' })).body.error).toMatchObject({ code: -32004 });
+    expect((await list({ status: 'TASK_STATE_SUBMITTED' })).body.result.totalSize).toBe(3);
     expect((await list({ contextId: randomUUID() })).body.result).toMatchObject({ tasks: [], totalSize: 0 });
     expect((await list({ contextId: 'not-one-of-ours' })).body.result).toMatchObject({ tasks: [], totalSize: 0 });
     const inContext = (await list({ contextId: contextIds[1] })).body.result;
@@ -179,8 +187,15 @@ describe('authentication', () => {
   const request = { jsonrpc: '2.0', id: 11, method: 'ListTasks', params: {} };
 
   it('answers missing credentials with HTTP 401 and a JSON-RPC error carrying 4010', async () => {
-    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').send(JSON.stringify(request)).expect(401);
+    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').set('A2A-Version', '1.0').send(JSON.stringify(request)).expect(401);
     expect(response.body).toMatchObject({ jsonrpc: '2.0', id: 11, error: { code: -32110, data: { code: 4010, message: 'unauthenticated' } } });
+  });
+
+  it('leaves jsonrpc out of a non-2xx refusal to a caller without A2A-Version, which @a2a-js/sdk 0.2 would otherwise read twice and crash on', async () => {
+    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').send(JSON.stringify(request)).expect(401);
+    expect(response.body).toEqual({ id: 11, error: expect.objectContaining({ code: -32110, data: expect.objectContaining({ code: 4010 }) }) });
+    const mixed = await post(request, { ...caller.headers, Authorization: 'Bearer x.y.z' }).expect(400);
+    expect(mixed.body.jsonrpc).toBeUndefined();
   });
 
   it('answers a bad key with HTTP 401, and mixed credentials with HTTP 400 and 4011', async () => {
@@ -217,7 +232,7 @@ describe('limits', () => {
 
   it('answers an invalid Last-Event-ID with -32602', async () => {
     const response = await test.http.post('/api/v1/rpc').set(caller.headers).set('Last-Event-ID', 'yesterday').send(request()).expect(200);
-    expect(response.body.error).toMatchObject({ code: -32602, data: { code: 4000 } });
+    expect(answerOf(response).error).toMatchObject({ code: -32602, data: { code: 4000 } });
     function request() {
       return { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 'x' } };
     }
