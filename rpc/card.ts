@@ -90,19 +90,26 @@ function v10Card(config: Config) {
   };
 }
 
-/** The agent card for a caller of `generation` (from its `A2A-Version` header; none: hybrid). */
-export function agentCard(config: Config, generation: Generation) {
+const v01Authentication = { schemes: ['apiKey', 'bearer'] };
+
+/**
+ * The agent card for a caller of `generation` (from its `A2A-Version` header; none: hybrid).
+ * `legacyPath`: asked at `agent.json`, the path of v0.1/v0.2, whose clients send no header and
+ * learn the credentials from v0.1's `authentication.schemes`; clients that read the v1.0 card
+ * without a header (the TCK) ask `agent-card.json` and never see that v0.1 object.
+ */
+export function agentCard(config: Config, generation: Generation, legacyPath = false) {
   const card = v10Card(config);
   if (generation === 'v1.0') return card;
   const url = card.supportedInterfaces[0]!.url;
   const locators = { url, protocolVersion: '0.3.0', preferredTransport: 'JSONRPC', additionalInterfaces: [{ url, transport: 'JSONRPC' }] };
-  if (generation === 'hybrid') return { ...card, ...locators };
+  if (generation === 'hybrid') return legacyPath ? { ...card, ...locators, authentication: v01Authentication } : { ...card, ...locators };
   const { securityRequirements: _requirements, supportedInterfaces: _interfaces, ...rest } = card;
   return {
     ...rest,
     ...locators,
     capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
-    authentication: { schemes: ['apiKey', 'bearer'] },
+    authentication: v01Authentication,
     securitySchemes: v03SecuritySchemes,
     security: [{ apiKey: [], platformUserId: [] }, { bearer: [] }],
   };
@@ -132,7 +139,7 @@ export const cardRoutes = (config: Config): RouteSpec[] =>
       handler: async ({ request, response }) => {
         response.setHeader('Cache-Control', 'public, max-age=300');
         response.setHeader('Vary', 'A2A-Version');
-        response.json(agentCard(config, generationOfHeader(request.get('a2a-version'))));
+        response.json(agentCard(config, generationOfHeader(request.get('a2a-version')), path.endsWith('/agent.json')));
         return handled;
       },
     }),

@@ -184,7 +184,10 @@ describe('agent card', () => {
     expect(plain).not.toHaveProperty('security');
     expect(plain).not.toHaveProperty('authentication');
     expect(await card({}, '/api/v1/rpc/.well-known/agent-card.json')).toEqual(plain);
-    expect(await card({}, '/api/v1/rpc/.well-known/agent.json')).toEqual(plain);
+    // The legacy path is where v0.1 clients look, with no header: they also get v0.1's authentication.
+    const legacy = { ...plain, authentication: { schemes: ['apiKey', 'bearer'] } };
+    expect(await card({}, '/api/v1/rpc/.well-known/agent.json')).toEqual(legacy);
+    expect(await card({}, '/.well-known/agent.json')).toEqual(legacy);
   });
 
   it('gives A2A-Version 0.x callers the v0.3 flat schemes with security and v0.1 authentication', async () => {
