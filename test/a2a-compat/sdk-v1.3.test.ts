@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Message, Role, type SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { type Message, type Part, Role, type SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Actor } from './helpers/actors.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
-import { act, agentMarket, balance, createCapability } from './helpers/market.ts';
+import type { Actor } from '../helpers/actors.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { act, agentMarket, balance, createCapability } from '../helpers/market.ts';
+import { type ConversationClient, type Outgoing, type TaskView, textFlow } from './flows.ts';
+import { wrongCredentials } from './harness.ts';
 
 /** The official A2A client (@a2a-js/sdk, v1.0 protocol) against a listening server. */
 let test: TestApp;
@@ -170,5 +172,63 @@ describe('@a2a-js/sdk client', () => {
     for await (const event of client.sendMessageStream(message({ action: 'confirm' }, { taskId: bought.id }))) events.push(event);
     expect(events).toHaveLength(1);
     expect((events[0]!.payload!.value as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+});
+
+/**
+ * The rest of the compatibility suite (test/a2a-compat/flows.ts) for the 1.3 client: the data-part
+ * steps are the tests above; the text conversation and the errors below complete the list.
+ */
+function request(outgoing: Outgoing): SendMessageRequest {
+  const part = (content: NonNullable<Part['content']>): Part => ({ content, metadata: undefined, filename: '', mediaType: '' });
+  const parts = [
+    ...(outgoing.text !== undefined ? [part({ $case: 'text', value: outgoing.text })] : []),
+    ...(outgoing.data ? [part({ $case: 'data', value: outgoing.data })] : []),
+  ];
+  const body: Message = { messageId: randomUUID(), contextId: outgoing.contextId ?? '', taskId: outgoing.taskId ?? '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return { tenant: '', message: body, configuration: undefined, metadata: undefined };
+}
+
+const textsOf = (parts: Part[] = []) => parts.flatMap((part) => (part.content?.$case === 'text' ? [part.content.value] : []));
+const dataOf = (parts: Part[] = []) => parts.flatMap((part) => (part.content?.$case === 'data' ? [part.content.value as unknown] : []));
+
+function view(task: Task): TaskView {
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    state: TaskState[task.status!.state],
+    marketplace: marketplace(task),
+    texts: textsOf(task.status?.message?.parts),
+    data: dataOf(task.status?.message?.parts),
+    artifactData: task.artifacts.flatMap((artifact) => dataOf(artifact.parts)),
+    history: task.history.map((entry) => ({ role: Role[entry.role], texts: textsOf(entry.parts), data: dataOf(entry.parts) })),
+  };
+}
+
+const adapter: ConversationClient = {
+  states: { submitted: 'TASK_STATE_SUBMITTED', working: 'TASK_STATE_WORKING', inputRequired: 'TASK_STATE_INPUT_REQUIRED', completed: 'TASK_STATE_COMPLETED', canceled: 'TASK_STATE_CANCELED' },
+  newContextId: () => undefined,
+  conversationContextId: () => `chat ${randomUUID().slice(0, 8)}`,
+  clientNamesTasks: false,
+  userRole: 'ROLE_USER',
+  send: async (actor, outgoing) => view(asTask(await (await clientFor(actor)).sendMessage(request(outgoing)))),
+  get: async (actor, id, historyLength) => view(await (await clientFor(actor)).getTask({ tenant: '', id, historyLength })),
+};
+
+describe('@a2a-js/sdk 1.3 in the compatibility suite', () => {
+  textFlow(() => ({ test }), () => adapter, (number) => `buy ${number}`);
+
+  it('surfaces an unknown task on resubscribe as TaskNotFoundError', async () => {
+    const { buyer } = await agentMarket(test, '0');
+    const resubscribe = async () => {
+      for await (const event of (await clientFor(buyer)).resubscribeTask({ tenant: '', id: randomUUID() })) throw new Error(`no event expected, got ${JSON.stringify(event)}`);
+    };
+    await expect(resubscribe()).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
+  });
+
+  it('surfaces wrong credentials as a JSON-RPC auth error', async () => {
+    const { buyer } = await agentMarket(test, '0');
+    const client = await factoryFor(wrongCredentials(buyer)).createFromUrl(baseUrl);
+    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ envelopeCode: -32110, data: { code: 4010 } });
   });
 });
