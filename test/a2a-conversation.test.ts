@@ -99,8 +99,11 @@ describe('a conversation over A2A v1.0 (SendMessage)', () => {
     expect(started).toMatchObject({ status: { state: 'TASK_STATE_WORKING' }, metadata: { marketplace: { status: 'open', transaction_id: null } } });
     expect(candidatesOf(started).candidates).toEqual([]);
     expect(textOf(started)).toContain('Nothing offered matches this yet. Your demand is open');
-    const stillNothing = (await rpc.ok(buyer, 'SendMessage', v10Text(`a haiku about ${hex()}`, { taskId: started.id }))).task;
+    // A data part that names neither a capability nor an action rides along with the words, kept in the history.
+    const withContext = { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: started.id, parts: [{ text: `a haiku about ${hex()}` }, { data: { mood: 'calm' } }] } };
+    const stillNothing = (await rpc.ok(buyer, 'SendMessage', { ...withContext, configuration: { historyLength: 2 } })).task;
     expect(stillNothing).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_WORKING' }, metadata: { marketplace: { status: 'open' } } });
+    expect(stillNothing.history[0]).toMatchObject({ role: 'ROLE_USER', parts: [{ text: expect.stringContaining('haiku') }, { data: { mood: 'calm' } }] });
     const refined = (await rpc.ok(buyer, 'SendMessage', v10Text(`Summaries of my ${topic} reports`, { taskId: started.id }))).task;
     expect(refined).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_INPUT_REQUIRED' }, metadata: { marketplace: { status: 'choosing' } } });
     expect(candidatesOf(refined).candidates[0]).toMatchObject({ number: 1, capability_id: summary.id });
