@@ -29,9 +29,11 @@ export const rpcPath = '/api/v1/rpc';
 export const cardPaths = ['/.well-known/agent-card.json', '/.well-known/agent.json', `${rpcPath}/.well-known/agent-card.json`, `${rpcPath}/.well-known/agent.json`] as const;
 
 const agentDescription =
-  'A marketplace where AI agents and humans buy and sell work. Send a message with a data part ' +
-  '{"capability_id": "<uuid>"} to buy a capability: the price is frozen in escrow, the seller accepts and delivers, ' +
-  'and you confirm with a message {"action": "confirm"} on the task (or dispute it).';
+  'A marketplace where AI agents and humans buy and sell work. Say what you need in a text message: it becomes your ' +
+  'demand, and the answer lists the best matching capabilities, numbered; reply with a number to buy one, or in other ' +
+  'words to look again (when nothing matches yet, the task stays working and your demand stays open to sellers). Or ' +
+  'buy directly with a data part {"capability_id": "<uuid>"}. Either way the price is frozen in escrow, the seller ' +
+  'accepts and delivers, and you reply "confirm" (or {"action": "confirm"}) on the task, or "dispute <reason>".';
 
 const schemes = {
   apiKey: { name: 'X-Api-Key', description: 'Platform API key (agent callers); send X-Platform-User-Id with it.' },
@@ -74,6 +76,19 @@ function v10Card(config: Config) {
     defaultInputModes: modes,
     defaultOutputModes: modes,
     skills: [
+      {
+        id: 'buy-by-conversation',
+        name: 'Find and buy by conversation',
+        description:
+          'Send text only, in your own words. The task answers input-required with up to 5 candidates (a numbered text ' +
+          'and a data part {demand_id, candidates}); reply "1" (or "buy 2", or a capability id) to buy, or describe the ' +
+          'need differently to match again. When nothing matches, the task is working: your demand is open to sellers; ' +
+          'send other words to match again, or cancel the task. After a pick the same task follows the purchase.',
+        tags: ['marketplace', 'search', 'conversation', 'purchase'],
+        examples: ['Translate a 10-page PDF contract from German to English', '1', 'confirm'],
+        inputModes: modes,
+        outputModes: modes,
+      },
       {
         id: 'buy-capability',
         name: 'Buy a capability',

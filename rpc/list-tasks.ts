@@ -1,20 +1,23 @@
-import { type TransactionStatus, transactionStatuses } from '../src/domain/escrow.ts';
+import { transactionStatuses } from '../src/domain/escrow.ts';
 import { contextIdOf } from '../src/domain/a2a.ts';
 import { AppError } from '../src/errors.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { limits } from '../src/limits.ts';
 import type { RpcContext } from './methods.ts';
 import { listTasks as listTasksParams, parse } from './params.ts';
-import { a2aState } from './shapes.ts';
+import { a2aState, conversationState, openPhases } from './shapes.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
 /**
- * A2A v1.0 ListTasks over the engine's one transaction list (decisions section "A2A protocol
- * surface"). Every filter of the protocol is applied, none is ignored:
+ * A2A v1.0 ListTasks over the engine's task list (decisions sections "A2A protocol surface" and
+ * "A2A conformance"): the caller's conversations and transactions, each once. Every filter of the
+ * protocol is applied, none is ignored:
  *
- * - `status`: a TaskState; one state may name several marketplace statuses (WORKING is accepted
- *   or disputed, SUBMITTED is pending_freeze or frozen, CANCELED is cancelled_by_buyer or
- *   refunded), AUTH_REQUIRED names none (an empty list), UNSPECIFIED or absent: every status.
+ * - `status`: a TaskState; one state may name several phases (WORKING is an accepted or disputed
+ *   transaction or an open conversation, SUBMITTED is pending_freeze or frozen, INPUT_REQUIRED is
+ *   delivered or a conversation choosing among candidates, CANCELED is cancelled_by_buyer,
+ *   refunded or a cancelled conversation), AUTH_REQUIRED names none (an empty list),
+ *   UNSPECIFIED or absent: every status.
  * - `contextId`: the tasks of one context; any non-empty string is accepted.
  * - `statusTimestampAfter`: tasks whose status changed at or after that instant.
  * - `pageSize` 1..100 (default 50), `pageToken` from `nextPageToken`.
@@ -25,10 +28,13 @@ import { nameFor, renderTask } from './tasks.ts';
  * page (what the conformance kit checks); `nextPageToken` is empty on the last page.
  */
 
-/** The marketplace statuses a v1.0 TaskState stands for (UNSPECIFIED: undefined, no filter). */
-function statusesOf(state: string | undefined): TransactionStatus[] | undefined {
+/** The phases a v1.0 TaskState stands for (UNSPECIFIED: undefined, no filter). */
+function phasesOf(state: string | undefined): string[] | undefined {
   if (!state || state === 'TASK_STATE_UNSPECIFIED') return undefined;
-  return transactionStatuses.filter((status) => a2aState(status, 'v1.0') === state);
+  return [
+    ...transactionStatuses.filter((status) => a2aState(status, 'v1.0') === state),
+    ...openPhases.filter((phase) => conversationState(phase, 'v1.0') === state),
+  ];
 }
 
 /** The engine's cursor refusal, said about the parameter the client actually sent. */
@@ -41,25 +47,22 @@ export async function listTasks(engine: Engine, params: unknown, context: RpcCon
   const input = parse(listTasksParams, params);
   // A client's context id maps to the stored uuid as it did when the task was sent (domain/a2a.ts).
   const contextId = input.contextId ? contextIdOf(input.contextId) : undefined;
-  const page = await engine.transactions
+  const historyLength = input.historyLength ?? undefined;
+  const page = await engine.a2a
     .list(context.principal, {
-      role: '',
-      statuses: statusesOf(input.status ?? undefined),
+      phases: phasesOf(input.status ?? undefined),
       ...(contextId ? { context_id: contextId } : {}),
       ...(input.statusTimestampAfter ? { updated_since: input.statusTimestampAfter } : {}),
-      order: 'updated',
-      page: 1,
       page_size: input.pageSize ?? limits.a2aListTasksPageSizeDefault,
       cursor: input.pageToken || undefined,
+      history_length: historyLength,
     })
     .catch((error: unknown) => {
       throw input.pageToken ? asPageTokenError(error) : error;
     });
   const includeArtifacts = input.includeArtifacts === true;
-  const found = await engine.a2a.tasksOf(context.principal, page.items);
-  const tasks = page.items.map((view) => {
-    const task = found.get(view.id)!;
-    const rendered = renderTask(task, 'v1.0', nameFor(task, view.id), { artifacts: includeArtifacts, historyLength: input.historyLength ?? undefined });
+  const tasks = page.items.map(({ id, task }) => {
+    const rendered = renderTask(task, 'v1.0', nameFor(task, id), { artifacts: includeArtifacts, historyLength });
     const { artifacts, ...rest } = rendered as typeof rendered & { artifacts?: unknown };
     return includeArtifacts ? { ...rest, artifacts } : rest;
   });

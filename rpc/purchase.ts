@@ -20,7 +20,8 @@ import { nameFor } from './tasks.ts';
  *   engine creates the transaction and the buyer's freeze follows at once (an instant per_query
  *   capability is invoked instead). Text parts become the buyer's note; `contextId` (v0.1
  *   `sessionId`) becomes the transaction's context, echoed as sent.
- * - A message with only text parts starts a conversation: a demand, answered with candidates.
+ * - A message with only text parts starts a conversation: a demand, answered with candidates
+ *   (a data part beside the text that names neither a capability nor an action rides along).
  * - A message on an existing task (v0.2+: `message.taskId`; v0.1: the same task `id`) picks or
  *   rewords in a conversation, or answers a delivery: a data part `{action: "confirm" |
  *   "dispute", reason?}` or the same in words.
@@ -92,7 +93,7 @@ function classifyParts(parts: Record<string, unknown>[]) {
 export async function sendMessage(engine: Engine, principal: Principal, request: SendRequest): Promise<SendOutcome> {
   const { note, data, parts } = classifyParts(request.message.parts);
   if (data.length > 1) throw invalid(partsPath, 'at most one data part: {capability_id, ...} to buy, or {action} on a delivered task');
-  const part = data[0];
+  const part = commandOf(data[0], note);
   const existing = await existingTask(engine, principal, request, part);
   const message = messageOf(request, parts, existing !== undefined);
   if (existing !== undefined) {
@@ -117,6 +118,17 @@ export async function sendMessage(engine: Engine, principal: Principal, request:
   };
   const { task, failure } = await engine.a2a.purchase(principal, command, { message, clientContextId, mode: request.mode });
   return named(task, request.clientTaskId, failure);
+}
+
+/**
+ * The data part a message acts by: one naming a capability (to buy) or an action, or any data
+ * part sent alone (so that a mistyped purchase is refused naming its fields). Beside words, a data
+ * part naming neither is context for the words: the words are what the buyer needs, the data part
+ * stays in the task's history.
+ */
+function commandOf(part: { value: Record<string, unknown>; path: string } | undefined, note: string | undefined) {
+  if (!part) return undefined;
+  return note === undefined || 'capability_id' in part.value || 'action' in part.value ? part : undefined;
 }
 
 /** A failed freeze is reported with the task it left behind (the transaction in pending_freeze). */

@@ -42,12 +42,23 @@ const statusText: Record<TransactionStatus, string> = {
   refunded: 'Refunded to the buyer after a dispute.',
 };
 
-export function a2aState(status: TransactionStatus, generation: Generation): string {
-  const state = stateOfStatus[status];
+/**
+ * A conversation before its pick: choosing among candidates waits for the buyer; open (nothing
+ * matched) is the demand at work in the market, waiting for sellers; cancelled.
+ */
+export type OpenPhase = 'choosing' | 'open' | 'cancelled';
+const stateOfPhase: Record<OpenPhase, A2AState> = { choosing: 'input-required', open: 'working', cancelled: 'canceled' };
+export const openPhases = Object.keys(stateOfPhase) as OpenPhase[];
+
+function spelled(state: A2AState, generation: Generation): string {
   if (generation === 'v1.0') return `TASK_STATE_${state.toUpperCase().replace('-', '_')}`;
   if (generation === 'v0.1' && state === 'rejected') return 'canceled';
   return state;
 }
+
+export const a2aState = (status: TransactionStatus, generation: Generation) => spelled(stateOfStatus[status], generation);
+
+export const conversationState = (phase: OpenPhase, generation: Generation) => spelled(stateOfPhase[phase], generation);
 
 /** A stream ends once the task waits for the buyer (input-required) or can no longer change. */
 export const closesStream = (status: TransactionStatus) => !['submitted', 'working'].includes(stateOfStatus[status]);

@@ -2,7 +2,7 @@ import { type NeutralPart, milestonesOf } from '../src/domain/a2a.ts';
 import type { A2ATask } from '../src/engine/a2a/index.ts';
 import { limits } from '../src/limits.ts';
 import type { TransactionView } from '../src/schemas/transactions.ts';
-import { type Generation, type TaskName, dataPart, messageOf, stateMessage, taskOf, textPart } from './shapes.ts';
+import { type Generation, type OpenPhase, type TaskName, conversationState, dataPart, messageOf, stateMessage, taskOf, textPart } from './shapes.ts';
 
 /**
  * Engine tasks (engine/a2a) -> A2A Task shapes, beside shapes.ts, which renders transactions:
@@ -48,17 +48,17 @@ export function historyOf(task: A2ATask, view: TransactionView | null, generatio
   return entries.slice(-wanted).map((entry) => entry.render());
 }
 
-/** A conversation before its pick: input-required with the candidates, or canceled. */
+/** A conversation before its pick: input-required with the candidates, working when none matched (open), or canceled. */
 function conversationTaskOf(task: A2ATask, generation: Generation, name: TaskName, history: unknown[]) {
   const conversation = task.conversation!;
-  const cancelled = conversation.status === 'cancelled';
+  const phase = conversation.status as OpenPhase;
   const contextId = name.contextId ?? task.contextId;
-  const state = generation === 'v1.0' ? (cancelled ? 'TASK_STATE_CANCELED' : 'TASK_STATE_INPUT_REQUIRED') : cancelled ? 'canceled' : 'input-required';
+  const state = conversationState(phase, generation);
   const message = conversation.statusMessage
     ? messageOf({ ...conversation.statusMessage, parts: partsOf(conversation.statusMessage.parts, generation) }, generation, name, contextId)
     : undefined;
   const marketplace = {
-    conversation_id: conversation.id, demand_id: conversation.demand_id, transaction_id: null, status: cancelled ? 'cancelled' : 'choosing',
+    conversation_id: conversation.id, demand_id: conversation.demand_id, transaction_id: null, status: phase,
     context_id: task.contextId, ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}),
   };
   const base = { id: name.taskId, status: { state, ...(message ? { message } : {}), timestamp: conversation.updated_at }, artifacts: [], history, metadata: { marketplace } };

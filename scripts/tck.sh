@@ -4,8 +4,8 @@
 # The kit's code never enters this repository: it is cloned (or reused) in TCK_DIR, outside it.
 # The server runs from this checkout on a fresh embedded database in a temporary DATA_DIR, seeded
 # through the CLI with a buyer (credited 1000 UT), a seller and one platform API key linked to
-# both; the seller offers two capabilities so that a text message has something to match. The kit
-# calls as the buyer, an agent caller (X-Api-Key + X-Platform-User-Id), over JSON-RPC with the
+# both; the seller offers three capabilities whose words the kit's texts do not use (see below).
+# The kit calls as the buyer, an agent caller (X-Api-Key + X-Platform-User-Id), over JSON-RPC with the
 # v1.0 method names. See docs/a2a-conformance.md for the results and what each failure means.
 #
 # Usage: scripts/tck.sh [category ...]   (default: mandatory capabilities)
@@ -53,11 +53,20 @@ for _ in $(seq 1 60); do
   sleep 1
 done
 
-for title in 'Answer a question in plain text' 'Summarize a document'; do
+# The seller's offers are those of a real-looking market whose words share nothing with the kit's
+# generic texts ("Task for history test", "hello", ...): a text-only message then matches nothing,
+# its task is TASK_STATE_WORKING (the demand is open to sellers), which is the state the kit's
+# ListTasks tests wait for. Were the kit's words to match an offer, its tasks would be
+# TASK_STATE_INPUT_REQUIRED (choose a candidate) and those tests would wait in vain
+# (docs/a2a-conformance.md).
+offer() {
   curl -sf -X POST "http://127.0.0.1:$port/api/v1/capabilities" -H "X-Api-Key: $api_key" -H "X-Platform-User-Id: $seller" \
     -H 'Content-Type: application/json' \
-    -d "{\"title\":\"$title\",\"description\":\"$title for any hello, test or sample message\",\"category\":\"ai_automation\",\"capability_type\":\"service\",\"pricing_model\":\"per_use\",\"price_ut\":\"1.00\",\"callback_url\":\"https://seller.example/tck\"}" >/dev/null
-done
+    -d "{\"title\":\"$1\",\"description\":\"$2\",\"category\":\"$3\",\"capability_type\":\"service\",\"pricing_model\":\"per_use\",\"price_ut\":\"$4\",\"callback_url\":\"https://seller.example/tck\"}" >/dev/null
+}
+offer 'Appraise antique furniture' 'Valuation of antique chairs, cabinets and clocks for insurance or sale' other 40.00
+offer 'Plan vegetarian meals for a week' 'Seven days of vegetarian breakfasts, lunches and dinners with recipes' health 15.00
+offer 'Knitting pattern for a wool sweater' 'A knitting pattern sized to your measurements, with yarn quantities' design 8.00
 
 export A2A_AUTH_HEADERS="{\"X-Api-Key\": \"$api_key\", \"X-Platform-User-Id\": \"$buyer\"}"
 mkdir -p "$reports"

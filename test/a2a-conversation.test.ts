@@ -93,13 +93,19 @@ describe('a conversation over A2A v1.0 (SendMessage)', () => {
     expect((await transactionsOf(buyer)).total).toBe(1);
   });
 
-  it('rewords a demand when the words are not a pick, and matches it again', async () => {
+  it('answers working with the demand open when nothing matches; other words match again, none keeps it working', async () => {
     const { topic, buyer, summary } = await market();
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`a sonnet about ${hex()}`))).task;
+    expect(started).toMatchObject({ status: { state: 'TASK_STATE_WORKING' }, metadata: { marketplace: { status: 'open', transaction_id: null } } });
     expect(candidatesOf(started).candidates).toEqual([]);
-    expect(textOf(started)).toContain('Nothing offered matches this yet');
+    expect(textOf(started)).toContain('Nothing offered matches this yet. Your demand is open');
+    // A data part that names neither a capability nor an action rides along with the words, kept in the history.
+    const withContext = { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: started.id, parts: [{ text: `a haiku about ${hex()}` }, { data: { mood: 'calm' } }] } };
+    const stillNothing = (await rpc.ok(buyer, 'SendMessage', { ...withContext, configuration: { historyLength: 2 } })).task;
+    expect(stillNothing).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_WORKING' }, metadata: { marketplace: { status: 'open' } } });
+    expect(stillNothing.history[0]).toMatchObject({ role: 'ROLE_USER', parts: [{ text: expect.stringContaining('haiku') }, { data: { mood: 'calm' } }] });
     const refined = (await rpc.ok(buyer, 'SendMessage', v10Text(`Summaries of my ${topic} reports`, { taskId: started.id }))).task;
-    expect(refined).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_INPUT_REQUIRED' } });
+    expect(refined).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_INPUT_REQUIRED' }, metadata: { marketplace: { status: 'choosing' } } });
     expect(candidatesOf(refined).candidates[0]).toMatchObject({ number: 1, capability_id: summary.id });
     const demand = (await test.http.get(`/api/v1/demands/${candidatesOf(refined).demand_id}`).set(buyer.headers).expect(200)).body.data;
     expect(demand).toMatchObject({ status: 'open', description: `Summaries of my ${topic} reports` });
@@ -152,7 +158,7 @@ describe('a conversation over A2A v0.3 (message/send) and v0.1 (tasks/send)', ()
     const { topic, buyer, translation } = await market();
     const [taskId, sessionId] = [hex(), hex()];
     const started = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `a limerick about ${hex()}`));
-    expect(started).toMatchObject({ id: taskId, sessionId, status: { state: 'input-required', message: { role: 'agent', parts: [{ type: 'text' }, { type: 'data' }] } } });
+    expect(started).toMatchObject({ id: taskId, sessionId, status: { state: 'working', message: { role: 'agent', parts: [{ type: 'text' }, { type: 'data' }] } } });
     const refined = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `translate ${topic} PDF documents`));
     expect(candidatesOf(refined).candidates[0]!.capability_id).toBe(translation.id);
     const picked = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `#${numberOf(refined, translation.id)}`));
@@ -172,6 +178,16 @@ describe('cancelling a conversation, and who may touch it', () => {
     expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: { code: 4090 } });
     expect((await rpc.call(buyer, 'message/send', v03Text('1', { taskId: started.id }))).error).toMatchObject({ code: -32190 });
     expect((await transactionsOf(buyer)).total).toBe(0);
+  });
+
+  it('cancels an open conversation (working, nothing matched) with its demand; again is -32002', async () => {
+    const { buyer } = await market();
+    const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`an ode about ${hex()}`))).task;
+    expect(started.status.state).toBe('TASK_STATE_WORKING');
+    const cancelled = await rpc.ok(buyer, 'CancelTask', { id: started.id });
+    expect(cancelled).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_CANCELED' }, metadata: { marketplace: { status: 'cancelled' } } });
+    expect((await test.http.get(`/api/v1/demands/${cancelled.metadata.marketplace.demand_id}`).set(buyer.headers).expect(200)).body.data.status).toBe('cancelled');
+    expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: { code: 4090 } });
   });
 
   it('hides a conversation from everyone else (-32001), and refuses calls without credentials', async () => {

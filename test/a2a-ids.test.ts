@@ -90,7 +90,7 @@ describe('context and session ids', () => {
     const contextId = `conversation-${hex()}`;
     const bought = await rpc.ok(buyer, 'message/send', buyV03(capability.id, { contextId }));
     const started = await rpc.ok(buyer, 'message/send', v03Text('a translation of my letters', { contextId }));
-    expect(started).toMatchObject({ contextId, status: { state: 'input-required' } });
+    expect(started).toMatchObject({ contextId, metadata: { marketplace: { conversation_id: started.id, transaction_id: null } } });
     expect(started.metadata.marketplace.context_id).toBe(await storedContextOf(test, buyer.headers, bought.id));
     expect(await rpc.ok(buyer, 'tasks/get', { id: started.id })).toMatchObject({ contextId, sessionId: contextId });
   });

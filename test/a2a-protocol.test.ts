@@ -107,6 +107,52 @@ describe('ListTasks', () => {
   });
 });
 
+describe('ListTasks with conversations', () => {
+  // Three conversations of one buyer, in this order: X nothing matched (working), Y candidates
+  // (input-required, context "chat-y"), Z picked a candidate (its transaction, submitted).
+  let market: Awaited<ReturnType<typeof agentMarket>>;
+  const ids: Record<'x' | 'y' | 'z' | 'transaction', string> = { x: '', y: '', z: '', transaction: '' };
+  const text = (words: string, extra: Record<string, unknown> = {}) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], ...extra } });
+  beforeAll(async () => {
+    const topic = `topic${randomUUID().slice(0, 8)}`;
+    market = await agentMarket(test, '100.00', { title: `Summarize ${topic} reports` });
+    const { buyer } = market;
+    ids.x = (await call(buyer, 'SendMessage', text(`an elegy about ${randomUUID()}`))).result.task.id;
+    ids.y = (await call(buyer, 'SendMessage', text(`${topic} reports summarized`, { contextId: 'chat-y' }))).result.task.id;
+    ids.z = (await call(buyer, 'SendMessage', text(`summaries of ${topic} reports`))).result.task.id;
+    const picked = (await call(buyer, 'SendMessage', text(market.capability.id, { taskId: ids.z }))).result.task;
+    ids.transaction = picked.metadata.marketplace.transaction_id;
+  });
+
+  const list = async (params: Record<string, unknown>, actor = market.buyer) => (await call(actor, 'ListTasks', params)).result;
+  const idsOf = (result: { tasks: { id: string }[] }) => result.tasks.map((task) => task.id);
+
+  it('lists each conversation once under its own id, a bought one showing its transaction, newest change first, in pages', async () => {
+    const all = await list({});
+    expect(idsOf(all)).toEqual([ids.z, ids.y, ids.x]);
+    expect(all.tasks.map((task: { status: { state: string } }) => task.status.state)).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING']);
+    expect(all.tasks[0].metadata.marketplace).toMatchObject({ conversation_id: ids.z, transaction_id: ids.transaction, status: 'frozen' });
+    expect(all).toMatchObject({ totalSize: 3, pageSize: 3, nextPageToken: '' });
+    const first = await list({ pageSize: 2 });
+    expect(idsOf(first)).toEqual([ids.z, ids.y]);
+    expect(idsOf(await list({ pageSize: 2, pageToken: first.nextPageToken }))).toEqual([ids.x]);
+  });
+
+  it("filters conversations by their state, context and time; the seller lists the purchase under the transaction's id", async () => {
+    expect(idsOf(await list({ status: 'TASK_STATE_WORKING' }))).toEqual([ids.x]);
+    expect(idsOf(await list({ status: 'TASK_STATE_INPUT_REQUIRED' }))).toEqual([ids.y]);
+    expect(idsOf(await list({ status: 'TASK_STATE_SUBMITTED' }))).toEqual([ids.z]);
+    const inContext = await list({ contextId: 'chat-y', historyLength: 1 });
+    expect(inContext).toMatchObject({ totalSize: 1, tasks: [{ id: ids.y, contextId: 'chat-y', history: [{ role: 'ROLE_AGENT' }] }] });
+    const sinceY = (await call(market.buyer, 'GetTask', { id: ids.y })).result.status.timestamp;
+    expect(idsOf(await list({ statusTimestampAfter: sinceY }))).toEqual([ids.z, ids.y]);
+    expect(await list({}, market.seller)).toMatchObject({ totalSize: 1, tasks: [{ id: ids.transaction, status: { state: 'TASK_STATE_SUBMITTED' } }] });
+    await call(market.buyer, 'CancelTask', { id: ids.x });
+    expect(idsOf(await list({ status: 'TASK_STATE_CANCELED' }))).toEqual([ids.x]);
+    expect(idsOf(await list({ status: 'TASK_STATE_WORKING' }))).toEqual([]);
+  });
+});
+
 describe('hybrid shapes', () => {
   it('gives every part type beside kind when no A2A-Version is sent, and the v0.3 shape when 0.3 is', async () => {
     const { buyer, seller, capability } = await agentMarket(test);

@@ -9,7 +9,7 @@ import { buyCapability } from './access/capabilities.ts';
 import { linkPurchaseTo } from './access/demands.ts';
 import { authorize } from './access/rules.ts';
 import { canSee, partyOf, visibleScope } from './access/transactions.ts';
-import type { TransactionEventView, TransactionListQuery, TransactionView } from '../schemas/transactions.ts';
+import type { ListTransactionsInput, TransactionEventView, TransactionView } from '../schemas/transactions.ts';
 import { type TransactionRow, findTransaction, listQuery } from '../store/transactions.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
@@ -227,21 +227,14 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     return transactionView(partyOf(principal, await findTransaction(db, id)).row);
   }
 
-  /**
-   * Newest first (by creation, or by the last status change with order `updated`); with a cursor,
-   * keyset pagination on (that time, id), which inserts cannot shift.
-   */
-  async function list(principal: Principal, query: TransactionListQuery) {
-    const filter = {
-      ...visibleScope(principal), role: query.role, contextId: query.context_id, updatedSince: query.updated_since,
-      statuses: query.statuses ?? (query.status ? [query.status] : undefined),
-    };
-    const column = query.order === 'updated' ? 'updated_at' : 'created_at';
+  /** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
+  async function list(principal: Principal, query: ListTransactionsInput) {
+    const filter = { ...visibleScope(principal), role: query.role, status: query.status, contextId: query.context_id };
     const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
-    const page = listQuery(db, filter).orderBy([{ column, order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    const page = listQuery(db, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
     if (query.cursor) {
-      const [at, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw(`(${column}, id) < (?::timestamptz, ?::uuid)`, [at!, id!]);
+      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
+      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
     } else {
       page.offset((query.page - 1) * query.page_size);
     }
@@ -255,7 +248,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       page: query.page,
       page_size: query.page_size,
       has_more: hasMore,
-      next_cursor: hasMore && last ? encodeCursor([new Date(last[column]).toISOString(), last.id]) : null,
+      next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
     };
   }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type TransactionStatus, transactionStatuses } from '../domain/escrow.ts';
+import { transactionStatuses } from '../domain/escrow.ts';
 import { limits } from '../limits.ts';
 import { dateTime, uuid } from './common.ts';
 import { amountOutput, currency } from './money.ts';
@@ -89,15 +89,3 @@ export type TransactionView = z.infer<typeof transactionResponse>;
 export type TransactionEventView = z.infer<typeof transactionEventView>;
 export type OmittedField = z.infer<typeof omittedField>;
 export type ListTransactionsInput = z.output<typeof listTransactionsQuery>;
-
-/**
- * What the engine's one transaction list takes: the REST query, plus what A2A ListTasks needs.
- * `statuses` replaces `status` when given (one A2A state names several statuses);
- * `updated_since` keeps rows whose status changed at or after that instant; `order` `updated`
- * sorts by the last status change instead of creation, newest first either way.
- */
-export type TransactionListQuery = ListTransactionsInput & {
-  statuses?: readonly TransactionStatus[];
-  updated_since?: string;
-  order?: 'created' | 'updated';
-};

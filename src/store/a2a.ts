@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { NeutralPart } from '../domain/a2a.ts';
 import { isUuid } from '../domain/ids.ts';
+import { listQuery } from './transactions.ts';
 
 /** Rows of the A2A gateway's tables (migration 013) and the queries the engine's a2a module runs. */
 export type ConversationStatus = 'choosing' | 'bought' | 'cancelled';
@@ -106,4 +107,48 @@ export async function ensurePurchaseRow(trx: Knex, row: Pick<A2ATaskRow, 'id' | 
     .insert({ ...fields, kind: 'purchase', transaction_id: row.id, status: null, created_at: at, updated_at: at })
     .onConflict(['id'])
     .ignore();
+}
+
+export interface TaskListFilter {
+  userId: string;
+  space: 'agent' | 'human';
+  /** Any of these phases: a transaction's status, or `choosing` / `open` / `cancelled` of a conversation before its pick. */
+  phases?: readonly string[];
+  contextId?: string;
+  /** Only tasks whose status changed at or after this instant (ISO 8601 with a zone). */
+  updatedSince?: string;
+}
+
+/** One row of the task list: the id the task is listed as, its transaction if any, and what it is filtered and ordered by. */
+export interface TaskListRow {
+  task_id: string;
+  transaction_id: string | null;
+  phase: string;
+  context_id: string;
+  updated_at: Date;
+}
+
+/**
+ * The A2A tasks a user sees, as one relation (ListTasks): the user's own conversations (listed by
+ * the conversation's id; once bought, with the transaction's status and time), and every other
+ * transaction the user is a party to (listed by its id). A bought conversation's transaction is
+ * thus listed once, under the conversation, to its owner; its seller sees the transaction.
+ * A conversation without candidates is `open` (see engine/a2a phaseOf).
+ */
+export function taskListQuery(db: Knex, filter: TaskListFilter) {
+  const owner = { 'c.kind': 'conversation', 'c.owner_user_id': filter.userId, 'c.owner_type': filter.space };
+  const conversations = db('a2a_tasks as c')
+    .leftJoin('transactions as t', 't.id', 'c.transaction_id')
+    .where(owner)
+    .select('c.id as task_id', 'c.transaction_id', 'c.context_id')
+    .select(db.raw(`CASE WHEN t.id IS NOT NULL THEN t.status::text WHEN c.status = 'choosing' AND json_array_length(c.candidates) = 0 THEN 'open' ELSE c.status::text END AS phase`))
+    .select(db.raw('COALESCE(t.updated_at, c.updated_at) AS updated_at'));
+  const transactions = listQuery(db, { userId: filter.userId, space: filter.space, role: '' })
+    .whereNotExists(db('a2a_tasks as c').where(owner).whereRaw('c.transaction_id = transactions.id').select(db.raw('1')))
+    .select('id as task_id', 'id as transaction_id', 'context_id', db.raw('status::text AS phase'), 'updated_at');
+  const query = db.from(db.raw('(? UNION ALL ?) AS tasks', [conversations, transactions]));
+  if (filter.phases) query.whereIn('phase', [...filter.phases]);
+  if (filter.contextId) query.where({ context_id: filter.contextId });
+  if (filter.updatedSince) query.where('updated_at', '>=', filter.updatedSince);
+  return query;
 }

@@ -50,11 +50,8 @@ export interface ListFilter {
   userId: string;
   space: 'agent' | 'human';
   role?: 'buyer' | 'seller' | '';
-  /** Any of these statuses (an empty set matches nothing); absent: every status. */
-  statuses?: readonly TransactionStatus[];
+  status?: TransactionStatus;
   contextId?: string;
-  /** Only rows whose status changed at or after this instant (ISO 8601 with a zone). */
-  updatedSince?: string;
 }
 
 export function listQuery(db: Knex, filter: ListFilter) {
@@ -62,8 +59,7 @@ export function listQuery(db: Knex, filter: ListFilter) {
   if (filter.role === 'buyer') query.where({ buyer_user_id: filter.userId });
   else if (filter.role === 'seller') query.where({ seller_user_id: filter.userId });
   else query.where((where) => where.where({ buyer_user_id: filter.userId }).orWhere({ seller_user_id: filter.userId }));
-  if (filter.statuses) query.whereIn('status', [...filter.statuses]);
+  if (filter.status) query.where({ status: filter.status });
   if (filter.contextId) query.where({ context_id: filter.contextId });
-  if (filter.updatedSince) query.where('updated_at', '>=', filter.updatedSince);
   return query;
 }

@@ -5,7 +5,11 @@ import { withTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
-import { type A2AMessageRow, type A2ATaskRow, ensurePurchaseRow, findConversation, insertMessages, newestMessages, taskRowsOfTransactions } from '../../store/a2a.ts';
+import { type A2AMessageRow, type A2ATaskRow, type TaskListRow, ensurePurchaseRow, findConversation, insertMessages, newestMessages, taskListQuery, taskRowsOfTransactions } from '../../store/a2a.ts';
+import type { TransactionRow } from '../../store/transactions.ts';
+import { visibleScope } from '../access/transactions.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from '../cursor.ts';
+import { transactionView } from '../views.ts';
 import type { DemandEngine } from '../demands.ts';
 import type { EngineDependencies, Principal } from '../dependencies.ts';
 import { type Idempotency, fingerprintOf } from '../idempotency.ts';
@@ -14,14 +18,14 @@ import type { MatchingEngine } from '../matching.ts';
 import type { CreateTransactionCommand, TransactionEngine } from '../transactions.ts';
 import { type BuyOutcome, createBuying } from './buying.ts';
 import { type Selection, type StartInput, createConversations } from './conversations.ts';
-import type { A2ATask, IncomingMessage, SendMode, StoredMessage } from './types.ts';
+import type { A2ATask, ConversationPhase, IncomingMessage, ListedTask, SendMode, StoredMessage, TaskListQuery } from './types.ts';
 
 /**
  * The A2A gateway's use cases (docs/decisions.md "A2A conversations, ids and history"): finding a
  * task by any name a client may use, conversations, purchases and follow-up messages, with the
  * messages every task keeps. rpc/ parses and renders; everything that reads or writes is here.
  */
-export type { A2ATask, IncomingMessage, SendMode, StoredMessage } from './types.ts';
+export type { A2ATask, ConversationPhase, IncomingMessage, ListedTask, SendMode, StoredMessage, TaskListQuery } from './types.ts';
 
 /** What a follow-up message asks, read from its data part (rpc/ parses those) or from its words (read here). */
 export type Intent =
@@ -38,6 +42,9 @@ const finalStatuses = new Set(['settled', 'cancelled_by_buyer', 'rejected_by_sel
 
 const storedOf = (row: A2AMessageRow): StoredMessage => ({ messageId: row.message_id, role: row.role, parts: row.parts, at: new Date(row.created_at).toISOString() });
 
+/** A choosing conversation without candidates is open: nothing matched, the demand waits for sellers. */
+const phaseOf = (row: A2ATaskRow): ConversationPhase => (row.status === 'choosing' && (row.candidates ?? []).length === 0 ? 'open' : row.status!);
+
 const isOwner = (principal: Principal, row: Pick<A2ATaskRow, 'owner_user_id' | 'owner_type'>) => row.owner_user_id === principal.user_id && row.owner_type === principal.caller_type;
 
 export function createA2AEngine(
@@ -53,7 +60,7 @@ export function createA2AEngine(
     const stored = row && isOwner(principal, row) ? messages.map(storedOf) : [];
     const conversation = row?.kind === 'conversation'
       ? {
-        id: row.id, demand_id: row.demand_id!, status: row.status!, candidates: row.candidates ?? [], updated_at: new Date(row.updated_at).toISOString(),
+        id: row.id, demand_id: row.demand_id!, status: phaseOf(row), candidates: row.candidates ?? [], updated_at: new Date(row.updated_at).toISOString(),
         statusMessage: stored.findLast((message) => message.role === 'agent') ?? null,
       }
       : null;
@@ -89,15 +96,42 @@ export function createA2AEngine(
     });
   }
 
-  /** A page of transactions (ListTasks) as tasks: their contexts as sent and their messages, in two queries. */
-  async function tasksOf(principal: Principal, views: TransactionView[]): Promise<Map<string, A2ATask>> {
-    const rows = new Map((await taskRowsOfTransactions(db, views.map((view) => view.id))).map((row) => [row.transaction_id!, row]));
-    const owned = [...rows.values()].filter((row) => isOwner(principal, row)).map((row) => row.id);
-    const messages = await newestMessages(db, owned, limits.a2aHistoryLengthMax);
-    return new Map(views.map((view) => {
-      const row = rows.get(view.id);
-      return [view.id, assemble(principal, row, view, (row && messages.get(row.id)) ?? [])];
-    }));
+  /**
+   * ListTasks: the caller's tasks (conversations and transactions, each once; store/a2a.ts
+   * taskListQuery) newest status change first, keyset-paged on (that time, id), with each task's
+   * transaction, context as sent and newest messages read in three more queries for the page.
+   */
+  async function list(principal: Principal, query: TaskListQuery) {
+    const filter = { ...visibleScope(principal), phases: query.phases, contextId: query.context_id, updatedSince: query.updated_since };
+    const [counted] = await taskListQuery(db, filter).count<{ count: string }[]>('* as count');
+    const page = taskListQuery(db, filter).select('*').orderBy([{ column: 'updated_at', order: 'desc' }, { column: 'task_id', order: 'desc' }]).limit(query.page_size + 1);
+    if (query.cursor) {
+      const [at, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
+      page.whereRaw('(updated_at, task_id) < (?::timestamptz, ?::uuid)', [at!, id!]);
+    }
+    const rows = (await page) as TaskListRow[];
+    const listed = rows.slice(0, query.page_size);
+    const last = listed.at(-1);
+    return {
+      items: await tasksOfRows(principal, listed, Math.min(query.history_length ?? limits.a2aHistoryLengthMax, limits.a2aHistoryLengthMax)),
+      total: Number(counted?.count ?? 0),
+      next_cursor: rows.length > query.page_size && last ? encodeCursor([new Date(last.updated_at).toISOString(), last.task_id]) : null,
+    };
+  }
+
+  async function tasksOfRows(principal: Principal, listed: TaskListRow[], historyMax: number): Promise<ListedTask[]> {
+    const transactionIds = listed.flatMap((row) => (row.transaction_id ? [row.transaction_id] : []));
+    const views = new Map((await db<TransactionRow>('transactions').whereIn('id', transactionIds)).map((row) => [row.id, transactionView(row)]));
+    const taskRows = await db<A2ATaskRow>('a2a_tasks').whereIn('id', listed.map((row) => row.task_id)).orWhereIn('transaction_id', transactionIds);
+    const byId = new Map(taskRows.map((row) => [row.id, row]));
+    const byTransaction = new Map(taskRows.filter((row) => row.transaction_id).map((row) => [row.transaction_id!, row]));
+    const owned = taskRows.filter((row) => isOwner(principal, row)).map((row) => row.id);
+    const messages = await newestMessages(db, owned, historyMax);
+    return listed.map((listedRow) => {
+      const row = byId.get(listedRow.task_id) ?? (listedRow.transaction_id ? byTransaction.get(listedRow.transaction_id) : undefined);
+      const view = listedRow.transaction_id ? views.get(listedRow.transaction_id)! : null;
+      return { id: listedRow.task_id, task: assemble(principal, row, view, (row && messages.get(row.id)) ?? []) };
+    });
   }
 
   /** A message that started nothing new is kept on its task, with the time it arrived. */
@@ -185,7 +219,7 @@ export function createA2AEngine(
     return find(principal, task.id);
   }
 
-  return { find, findIfAny, tasksOf, start, purchase, followUp, cancel };
+  return { find, findIfAny, list, start, purchase, followUp, cancel };
 }
 
 /** Words that pick a candidate: its number, its capability id, or a prefix of one candidate's id. */

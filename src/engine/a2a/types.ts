@@ -1,6 +1,6 @@
 import type { NeutralPart } from '../../domain/a2a.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
-import type { Candidate, ConversationStatus } from '../../store/a2a.ts';
+import type { Candidate } from '../../store/a2a.ts';
 
 /**
  * What the engine's A2A module answers with: tasks and messages in no generation's spelling.
@@ -22,10 +22,17 @@ export interface StoredMessage {
   at: string;
 }
 
+/**
+ * Where a conversation stands: `choosing` among its candidates, `open` when nothing matched (the
+ * demand waits for sellers; stored as choosing with no candidates), `bought` once a pick bought,
+ * `cancelled`.
+ */
+export type ConversationPhase = 'choosing' | 'open' | 'bought' | 'cancelled';
+
 export interface ConversationState {
   id: string;
   demand_id: string;
-  status: ConversationStatus;
+  status: ConversationPhase;
   candidates: Candidate[];
   updated_at: string;
   /** The agent's latest message: the candidates offered, or why the conversation ended. */
@@ -52,4 +59,24 @@ export interface A2ATask {
 /** How a send wants its answer: at once (the task as created) or once an instant invoke is done. */
 export interface SendMode {
   wait: boolean;
+}
+
+/** What ListTasks asks the engine (rpc/list-tasks.ts maps the protocol's filters to these). */
+export interface TaskListQuery {
+  /** Transaction statuses and conversation phases (`choosing`, `open`, `cancelled`); absent: all. */
+  phases?: readonly string[];
+  /** The stored context uuid. */
+  context_id?: string;
+  /** ISO 8601 with a zone: tasks whose status changed at or after it. */
+  updated_since?: string;
+  page_size: number;
+  cursor?: string;
+  /** The most messages of each task's history the page will show (fewer are read). */
+  history_length?: number;
+}
+
+/** A listed task and the id it is listed as (a seller sees a conversation's purchase as the transaction). */
+export interface ListedTask {
+  id: string;
+  task: A2ATask;
 }
