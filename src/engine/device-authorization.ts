@@ -21,6 +21,7 @@ const pending = (interval: number) => new AppError('authorization_pending', 'the
 
 /** Timestamps arrive as Date from PostgreSQL and PGlite alike; `new Date` also accepts text. */
 const at = (value: Date | string) => new Date(value);
+const isUnknownCode = (error: unknown) => error instanceof AppError && error.errorName === 'not_found';
 
 export function createDeviceAuthorizationEngine({ db, config, now }: EngineDependencies, admission: Admission) {
   const verificationUrl = new URL('/device', config.publicBaseUrl).toString();
@@ -62,7 +63,7 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
         if (issued) return issued;
         continue;
       }
-      if (await store.claimPoll(db, row.id, time)) throw pending(row.interval_seconds);
+      if (await store.claimPoll(db, row.id, time, limits.devicePollGraceMs)) throw pending(row.interval_seconds);
       const interval = await store.slowDown(db, row.id, time, limits.devicePollIntervalStepSeconds, limits.devicePollIntervalSecondsMax);
       if (interval !== null) throw new AppError('slow_down', `polled faster than every ${row.interval_seconds} s; wait ${interval} s between polls from now on`, { status: 'pending', interval });
     }
@@ -83,17 +84,24 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
 
   /**
    * Every user code tried, right or wrong, takes a token from the per-address and per-code
-   * buckets before the lookup, so guessing costs the same whatever the answer.
+   * buckets before the lookup, so guessing costs the same whatever the answer. A wrong code (no
+   * such code) also keeps a token of the person's failure bucket, which is held during the lookup
+   * and refuses before it once empty, so a right guess then is refused like a wrong one.
    */
   async function findPending(principal: Principal, typed: string, address: string) {
     const code = normalizeUserCode(typed);
     if (code === null) throw notFound('device request');
-    const hash = hashCode(code);
-    await admission.consume(['userCodeAttemptsPerAddress', 'userCodeAttemptsPerCode'], { address, principal, userCode: hash });
-    const row = await store.findByUserCodeHash(db, hash);
-    if (!row) throw notFound('device request');
+    const requester = { address, principal, userCode: hashCode(code) };
+    await admission.consume(['userCodeAttemptsPerAddress', 'userCodeAttemptsPerCode'], requester);
+    const row = await admission.underFailureLimits(['userCodeFailuresPerAccount'], requester, 'too many wrong user codes', () => findByUserCode(requester.userCode), isUnknownCode);
     if (row.status !== 'pending' || at(row.expires_at) <= now()) throw new AppError('expired_token', 'this code has expired or was already used; start again on the device');
     return { row, code };
+  }
+
+  async function findByUserCode(hash: string) {
+    const row = await store.findByUserCodeHash(db, hash);
+    if (!row) throw notFound('device request');
+    return row;
   }
 
   const view = (row: store.DeviceAuthorizationRow, code: string, status: RequestView['status']): RequestView => ({
