@@ -9,7 +9,7 @@ import { apiKeyRevokedChannel } from '../src/engine/key-revocations.ts';
 import { limits } from '../src/limits.ts';
 import { startTestApp, withBrokenBus, type TestApp } from './helpers/app.ts';
 import { createAgent, signUpHuman } from './helpers/actors.ts';
-import { buy, createCapability, credit } from './helpers/market.ts';
+import { buy, createCapability } from './helpers/market.ts';
 
 /**
  * Two server instances on one database: the test app (A) and a second engine and app (B). With
@@ -156,9 +156,8 @@ describe('two instances', () => {
       expect(rest.status).toBe(401);
       expect(((await rest.json()) as { code: number }).code).toBe(4010);
 
-      // A JSON-RPC stream needs a task of the caller's: a purchase made with the key.
+      // A JSON-RPC stream needs a task of the caller's: a purchase made with the key (unfunded will do).
       const buyer = await keyThroughBothInstances();
-      await credit(test, buyer.human.userId, '50.00');
       const capability = await createCapability(test, await createAgent(test));
       const purchase = await buy(test, { userId: buyer.human.userId, headers: buyer.headers }, capability.id);
       const rpc = await fetch(`${testUrl}/api/v1/rpc`, {
