@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raceTest, startTestApp, type TestApp } from './helpers/app.ts';
 import { createAgent, createApiKey, signUpHuman } from './helpers/actors.ts';
@@ -57,6 +57,17 @@ describe('starting', () => {
     const other = (await start().expect(201)).body.data;
     expect(other.device_code).not.toBe(data.device_code);
     expect(other.user_code).not.toBe(data.user_code);
+  });
+
+  it('stores neither code, and the user code not as a plain hash that trying all 20^8 codes would reverse', async () => {
+    const data = (await start().expect(201)).body.data;
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const [row, ...none] = await test.runtime.engine.dependencies.db('device_authorizations').where({ device_code_hash: sha256(data.device_code) });
+    expect(none).toEqual([]);
+    const userCode = data.user_code.replace('-', '');
+    expect(JSON.stringify(row)).not.toContain(data.device_code);
+    expect(JSON.stringify(row)).not.toContain(userCode);
+    expect(row.user_code_hash).not.toBe(sha256(userCode));
   });
 
   it('defaults the platform to custom_mcp and refuses unknown platforms and bodies', async () => {

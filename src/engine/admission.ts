@@ -45,7 +45,7 @@ export interface Requester {
   principal: Principal | null;
   /** The email a login names, for the per-account buckets. */
   account?: string;
-  /** The hash of the device user code tried, for the per-code bucket (the code itself stays out of Redis). */
+  /** The device user code tried, in its keyed hash (see userCodeHasher), for the per-code bucket. */
   userCode?: string;
 }
 

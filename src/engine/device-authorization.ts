@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction } from '../db/transaction.ts';
 import {
-  type AgentPlatformType, agentPlatformNames, formatUserCode, generateDeviceCode, generateUserCode, hashCode, normalizeUserCode,
+  type AgentPlatformType, agentPlatformNames, formatUserCode, generateDeviceCode, generateUserCode, hashCode, normalizeUserCode, userCodeHasher,
 } from '../domain/device-codes.ts';
 import { AppError, notFound } from '../errors.ts';
 import { limits } from '../limits.ts';
@@ -25,6 +25,7 @@ const isUnknownCode = (error: unknown) => error instanceof AppError && error.err
 
 export function createDeviceAuthorizationEngine({ db, config, now }: EngineDependencies, admission: Admission) {
   const verificationUrl = new URL('/device', config.publicBaseUrl).toString();
+  const hashUserCode = userCodeHasher(config);
 
   async function start(input: StartInput) {
     const createdAt = now();
@@ -33,7 +34,7 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
     for (let draw = 0; draw < limits.userCodeDrawsMax; draw++) {
       const userCode = generateUserCode();
       const inserted = await store.insertDeviceAuthorization(db, {
-        id: randomUUID(), device_code_hash: hashCode(deviceCode), user_code_hash: hashCode(userCode), agent_platform_type: input.agent_platform_type,
+        id: randomUUID(), device_code_hash: hashCode(deviceCode), user_code_hash: hashUserCode(userCode), agent_platform_type: input.agent_platform_type,
         interval_seconds: limits.devicePollIntervalSeconds, created_at: createdAt, expires_at: expiresAt,
       });
       if (!inserted) continue;
@@ -91,7 +92,7 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
   async function findPending(principal: Principal, typed: string, address: string) {
     const code = normalizeUserCode(typed);
     if (code === null) throw notFound('device request');
-    const requester = { address, principal, userCode: hashCode(code) };
+    const requester = { address, principal, userCode: hashUserCode(code) };
     await admission.consume(['userCodeAttemptsPerAddress', 'userCodeAttemptsPerCode'], requester);
     const row = await admission.underFailureLimits(['userCodeFailuresPerAccount'], requester, 'too many wrong user codes', () => findByUserCode(requester.userCode), isUnknownCode);
     if (row.status !== 'pending' || at(row.expires_at) <= now()) throw new AppError('expired_token', 'this code has expired or was already used; start again on the device');
