@@ -174,11 +174,12 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
   let release = () => {};
   try {
     await engine.admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: clientAddress(request), principal: context.principal });
-    // A revocation of the caller's API key ends the stream.
+    // A revocation of the caller's API key ends the stream, even one heard before it got here.
     release = engine.admission.sseStreams.open(context.principal, () => {
       ended = true;
       sse?.close();
     });
+    await engine.identity.refuseIfRevokedSince(context.principal);
     stream = await openTaskStream(engine, context.principal, start, afterSequence, {
       emit: (result, sequence) => {
         const data = JSON.stringify({ jsonrpc: '2.0', id, result });

@@ -145,6 +145,11 @@ export const limits = {
      */
     userCodeAttemptsPerAddress: { requests: 30, windowSeconds: 900 },
     userCodeAttemptsPerCode: { requests: 10, windowSeconds: 900 },
+    /**
+     * Wrong user codes (no such code) one signed-in person may try, from any address: one holder
+     * of many addresses (an IPv6 /48 is 65,536 /64 buckets) still guesses this slowly.
+     */
+    userCodeFailuresPerAccount: { requests: 30, windowSeconds: 900 },
   },
   /** Open SSE streams (REST and JSON-RPC) of one credential, of one API key's users together, and of all, per instance. */
   sseStreamsPerCredentialMax: 20,
@@ -235,6 +240,12 @@ export const limits = {
   devicePollIntervalSeconds: 5,
   devicePollIntervalStepSeconds: 5,
   devicePollIntervalSecondsMax: 60,
+  /**
+   * A poll this much earlier than the interval still counts as on time: a client polling on a
+   * fixed timer (its timer and network jitter, instances' clocks a little apart) is not answered
+   * slow_down, and its interval does not grow, for arriving a few milliseconds early.
+   */
+  devicePollGraceMs: 1_000,
   /** Random user codes may collide with a live one; a new one is drawn at most this many times. */
   userCodeDrawsMax: 5,
   /** Requests past their expiry are kept this long (a late poll still hears 4803), then deleted. */

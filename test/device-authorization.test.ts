@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raceTest, startTestApp, type TestApp } from './helpers/app.ts';
 import { createAgent, createApiKey, signUpHuman } from './helpers/actors.ts';
@@ -12,6 +12,7 @@ let test: TestApp;
 beforeAll(async () => {
   test = await startTestApp({
     TRUST_PROXY: 'true', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_ADDRESS: '5/900', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_CODE: '4/900', RATE_LIMIT_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '3/3600',
+    RATE_LIMIT_USER_CODE_FAILURES_PER_ACCOUNT: '6/900',
   });
 });
 afterAll(() => test.close());
@@ -58,6 +59,17 @@ describe('starting', () => {
     expect(other.user_code).not.toBe(data.user_code);
   });
 
+  it('stores neither code, and the user code not as a plain hash that trying all 20^8 codes would reverse', async () => {
+    const data = (await start().expect(201)).body.data;
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const [row, ...none] = await test.runtime.engine.dependencies.db('device_authorizations').where({ device_code_hash: sha256(data.device_code) });
+    expect(none).toEqual([]);
+    const userCode = data.user_code.replace('-', '');
+    expect(JSON.stringify(row)).not.toContain(data.device_code);
+    expect(JSON.stringify(row)).not.toContain(userCode);
+    expect(row.user_code_hash).not.toBe(sha256(userCode));
+  });
+
   it('defaults the platform to custom_mcp and refuses unknown platforms and bodies', async () => {
     expect((await start({}).expect(201)).body.data.agent_platform_type).toBe('custom_mcp');
     const unknown = await start({ agent_platform_type: 'someone_else' }).expect(400);
@@ -89,6 +101,15 @@ describe('polling', () => {
     expect((await poll(flow.device_code)).body).toMatchObject({ code: 4802, data: { interval: 15 } });
     test.clock.advanceMs(15_000);
     expect((await poll(flow.device_code)).body).toMatchObject({ code: 4801, data: { interval: 15 } });
+  });
+
+  it('counts a poll up to a second early as on time (a fixed timer, a little jitter), not earlier', async () => {
+    const flow = await started();
+    expect((await poll(flow.device_code)).body.code).toBe(4801);
+    test.clock.advanceMs(flow.interval * 1000 - 500);
+    expect((await poll(flow.device_code)).body).toMatchObject({ code: 4801, data: { interval: 5 } });
+    test.clock.advanceMs(flow.interval * 1000 - 1500);
+    expect((await poll(flow.device_code)).body).toMatchObject({ code: 4802, data: { interval: 10 } });
   });
 
   it('answers the key once on approval; the key acts for the approver only; a second poll is 4803', async () => {
@@ -225,6 +246,33 @@ describe('the verification page calls', () => {
     expect(refused.body).toMatchObject({ code: 4290, data: { retry_after_seconds: expect.any(Number) } });
     expect(refused.headers['retry-after']).toBeDefined();
     expect((await page('lookup', human, { user_code: flow.user_code }, '203.0.113.78')).body.code).toBe(0);
+  });
+
+  it('limit wrong user codes per person, from any address; right codes do not count, and an exhausted person is refused even a right one', async () => {
+    const human = await signUpHuman(test);
+    const wrong = (index: number) => page('lookup', human, { user_code: `BBBB-BC${'BCDFGHJK'[index]}B` });
+    for (let attempt = 0; attempt < 5; attempt++) expect((await wrong(attempt)).body.code).toBe(4040);
+    const right = await started();
+    for (let attempt = 0; attempt < 2; attempt++) expect((await page('lookup', human, { user_code: right.user_code })).body.code).toBe(0);
+    // The sixth wrong code, each from an address of its own: the per-address buckets never fill.
+    expect((await wrong(5)).body.code).toBe(4040);
+    expect((await wrong(6).expect(429)).body.code).toBe(4290);
+    expect((await page('confirm', human, { user_code: right.user_code, decision: 'approve' }).expect(429)).body.code).toBe(4290);
+    // Another person is not affected.
+    expect((await page('confirm', await signUpHuman(test), { user_code: right.user_code, decision: 'approve' })).body.code).toBe(0);
+  });
+
+  it(raceTest('let exactly one of an approval and a denial sent at once stand'), async () => {
+    const human = await signUpHuman(test);
+    const flows = await Promise.all([started(), started()]);
+    for (const flow of flows) {
+      const answers = await Promise.all((['approve', 'deny'] as const).map((decision) => page('confirm', human, { user_code: flow.user_code, decision })));
+      const [approval, denial] = answers.map((answer) => answer.body.code);
+      expect([approval, denial].sort()).toEqual([0, 4803]);
+      // The client hears the answer that stood.
+      test.clock.advanceMs(10_000);
+      expect((await poll(flow.device_code)).body.code).toBe(approval === 0 ? 0 : 4804);
+    }
   });
 
   it('limit attempts on one code from any address', async () => {

@@ -91,10 +91,11 @@ async function serve(input: RouteInput<unknown, { last_event_id?: string }, unkn
     stream?.close();
   };
   // A stream over the caps is refused (4290) before it subscribes, so it costs nothing. A
-  // revocation of its API key ends it.
+  // revocation of its API key ends it, even one heard before it got here (refuseIfRevokedSince).
   const release = engine.admission.sseStreams.open(input.principal!, end);
   let subscription: Subscription;
   try {
+    await engine.identity.refuseIfRevokedSince(input.principal!);
     subscription = await open(input.principal!, afterSequence, {
       onEvent: (item) => send(sharedFrame(item)),
       onTooOld: (gap) => void send(tooOldFrame(gap, engine.dependencies.config.OUTBOX_RETENTION_HOURS, currentState)),

@@ -1,11 +1,12 @@
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 
 /**
  * The codes of device authorization (RFC 8628, docs/decisions.md "Device authorization"). The
  * device code is the client's secret: 32 random bytes, base64url. The user code is what a person
  * reads off one screen and types into another, so its alphabet has no vowels (no words), no
  * digits and none of the letters people confuse (I, O, U, Y): twenty consonants, eight of them,
- * shown as two groups of four. Both are stored only as SHA-256 hashes.
+ * shown as two groups of four. Both are stored only hashed: the device code as SHA-256, the user
+ * code as an HMAC with a server secret.
  */
 export const userCodeAlphabet = 'BCDFGHJKLMNPQRSTVWXZ';
 export const userCodeLength = 8;
@@ -47,4 +48,16 @@ export function normalizeUserCode(typed: string): string | null {
   return code;
 }
 
+/** The device code's stored form: 256 random bits need no secret to stay unguessable. */
 export const hashCode = (code: string) => createHash('sha256').update(code).digest('hex');
+
+/**
+ * The user code's stored form. About 34.6 bits are few enough to try them all against a plain
+ * hash, so it is an HMAC under a key derived from the server's secrets: someone who reads the
+ * database or Redis, but not the configuration, cannot recover the codes. Every instance has the
+ * same secrets, so each computes the same form.
+ */
+export function userCodeHasher(secrets: { ADMIN_TOKEN: string; JWT_SECRET: string }) {
+  const key = createHash('sha256').update(`device user codes\0${secrets.ADMIN_TOKEN}\0${secrets.JWT_SECRET}`).digest();
+  return (code: string) => createHmac('sha256', key).update(code).digest('hex');
+}

@@ -36,6 +36,7 @@ export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'ap
   deviceAuthorizationsPerAddress: 'address',
   userCodeAttemptsPerAddress: 'address',
   userCodeAttemptsPerCode: 'userCode',
+  userCodeFailuresPerAccount: 'credential',
 };
 
 /** Who is asking, as far as the buckets care. */
@@ -44,7 +45,7 @@ export interface Requester {
   principal: Principal | null;
   /** The email a login names, for the per-account buckets. */
   account?: string;
-  /** The hash of the device user code tried, for the per-code bucket (the code itself stays out of Redis). */
+  /** The device user code tried, in its keyed hash (see userCodeHasher), for the per-code bucket. */
   userCode?: string;
 }
 
@@ -163,34 +164,42 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
   const giveBack = (names: readonly RateLimitName[], requester: Requester) => eachBucket(names, requester, (limiter, key) => limiter.reward(key, 1));
 
   /**
-   * A login under the failure buckets (docs/decisions.md "Rate limits and stream caps"): the
-   * attempt holds a token of each while its password is checked, so parallel attempts cannot
-   * overrun them; a wrong password (4010) keeps them, anything else gives them back, and a
-   * success clears the account's two buckets. A refused attempt leaves no count behind, so
-   * hammering an exhausted bucket does not keep it exhausted.
+   * Runs `check` holding a token of each bucket, so parallel attempts cannot overrun them; a
+   * failure (as `failed` says) keeps the tokens, anything else gives them back. An empty bucket
+   * refuses (4290) before `check`, whatever its answer, and leaves no count behind.
    */
-  async function underLoginLimits<T>(requester: Requester, check: () => Promise<T>): Promise<T> {
+  async function underFailureLimits<T>(names: readonly RateLimitName[], requester: Requester, detail: string, check: () => Promise<T>, failed: (error: unknown) => boolean): Promise<T> {
     const held: RateLimitName[] = [];
     try {
       // The refusing bucket counted the attempt too, so it is held (and given back) like the others.
-      await eachBucket(loginFailureBuckets, requester, async (limiter, key, name) => {
+      await eachBucket(names, requester, async (limiter, key, name) => {
         held.push(name);
         await limiter.consume(key, 1);
       });
     } catch (outcome) {
       await giveBack(held, requester);
       if (!(outcome instanceof RateLimiterRes)) throw outcome;
-      throw rateLimited(outcome.msBeforeNext, 'too many failed logins');
+      throw rateLimited(outcome.msBeforeNext, detail);
     }
     try {
       const result = await check();
-      await giveBack(['loginFailuresPerAddress'], requester);
-      await eachBucket(['loginFailuresPerAccountAndAddress', 'loginFailuresPerAccount'], requester, (limiter, key) => limiter.delete(key));
+      await giveBack(names, requester);
       return result;
     } catch (error) {
-      if (!(error instanceof AppError && error.errorName === 'unauthenticated')) await giveBack(held, requester);
+      if (!failed(error)) await giveBack(names, requester);
       throw error;
     }
+  }
+
+  /**
+   * A login under the failure buckets (docs/decisions.md "Rate limits and stream caps"): only a
+   * wrong password (4010) counts, and a success also clears the account's two buckets.
+   */
+  async function underLoginLimits<T>(requester: Requester, check: () => Promise<T>): Promise<T> {
+    const wrongPassword = (error: unknown) => error instanceof AppError && error.errorName === 'unauthenticated';
+    const result = await underFailureLimits(loginFailureBuckets, requester, 'too many failed logins', check, wrongPassword);
+    await eachBucket(['loginFailuresPerAccountAndAddress', 'loginFailuresPerAccount'], requester, (limiter, key) => limiter.delete(key));
+    return result;
   }
 
   /** Takes a token for a failed authentication; how long the address is then blocked, or null if it is not. */
@@ -210,6 +219,7 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
 
   return {
     consume,
+    underFailureLimits,
     underLoginLimits,
     authenticationFailures: createFailureGate(chargeAuthenticationFailure),
     sseStreams: createConnectionCap('SSE streams', limits.sseStreamsPerCredentialMax, limits.sseStreamsPerApiKeyMax, limits.sseStreamsPerInstanceMax),
@@ -287,5 +297,6 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     for (const end of [...(endsByApiKey.get(apiKeyId) ?? [])]) end();
   }
 
-  return { open, endApiKey, get openTotal() { return openTotal; } };
+  // openApiKeyIds: the API keys with something open here, which a revocation would end.
+  return { open, endApiKey, openApiKeyIds: () => [...endsByApiKey.keys()], get openTotal() { return openTotal; } };
 }

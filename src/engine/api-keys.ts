@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { agentPlatformNames, type AgentPlatformType } from '../domain/device-codes.ts';
 import { notFound } from '../errors.ts';
+import { limits } from '../limits.ts';
 import type { ApiKeyView } from '../schemas/device-authorization.ts';
 import * as store from '../store/identity.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
@@ -12,7 +13,7 @@ import type { IdentityEngine } from './identity.ts';
  * A person's own API keys: the ones their device approvals issued (docs/decisions.md "Device
  * authorization"). They list them and revoke them; a revoked key stops working at once on every
  * instance, because the revocation is announced on the bus and each instance forgets the key it
- * had cached and ends the streams open with it.
+ * had cached and ends the streams open with it (engine/key-revocations.ts).
  */
 const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
 
@@ -53,7 +54,11 @@ export function createApiKeyEngine({ db, log, now }: EngineDependencies, identit
   async function revoke(principal: Principal, id: string) {
     const row = await store.revokeOwnedApiKey(db, principal.user_id, id, now());
     if (!row) throw notFound('API key');
-    // Announced again on a repeated revoke, so that a retry repairs a lost announcement.
+    // A repeated revoke announces again only while an instance may still have the key cached, so
+    // that a retry can repair a lost announcement; later there is nothing left to repair (open
+    // streams are ended by each instance's periodic check), and announcing would only make every
+    // instance forget its cached keys again, as often as someone repeats the DELETE.
+    if (now().getTime() - new Date(row.revoked_at!).getTime() >= limits.credentialCacheTtlMs) return apiKeyView(row);
     try {
       await identity.announceRevocation({ key_prefix: row.key_prefix, api_key_id: row.id });
     } catch (error) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction } from '../db/transaction.ts';
 import {
-  type AgentPlatformType, agentPlatformNames, formatUserCode, generateDeviceCode, generateUserCode, hashCode, normalizeUserCode,
+  type AgentPlatformType, agentPlatformNames, formatUserCode, generateDeviceCode, generateUserCode, hashCode, normalizeUserCode, userCodeHasher,
 } from '../domain/device-codes.ts';
 import { AppError, notFound } from '../errors.ts';
 import { limits } from '../limits.ts';
@@ -21,9 +21,11 @@ const pending = (interval: number) => new AppError('authorization_pending', 'the
 
 /** Timestamps arrive as Date from PostgreSQL and PGlite alike; `new Date` also accepts text. */
 const at = (value: Date | string) => new Date(value);
+const isUnknownCode = (error: unknown) => error instanceof AppError && error.errorName === 'not_found';
 
 export function createDeviceAuthorizationEngine({ db, config, now }: EngineDependencies, admission: Admission) {
   const verificationUrl = new URL('/device', config.publicBaseUrl).toString();
+  const hashUserCode = userCodeHasher(config);
 
   async function start(input: StartInput) {
     const createdAt = now();
@@ -32,7 +34,7 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
     for (let draw = 0; draw < limits.userCodeDrawsMax; draw++) {
       const userCode = generateUserCode();
       const inserted = await store.insertDeviceAuthorization(db, {
-        id: randomUUID(), device_code_hash: hashCode(deviceCode), user_code_hash: hashCode(userCode), agent_platform_type: input.agent_platform_type,
+        id: randomUUID(), device_code_hash: hashCode(deviceCode), user_code_hash: hashUserCode(userCode), agent_platform_type: input.agent_platform_type,
         interval_seconds: limits.devicePollIntervalSeconds, created_at: createdAt, expires_at: expiresAt,
       });
       if (!inserted) continue;
@@ -62,7 +64,7 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
         if (issued) return issued;
         continue;
       }
-      if (await store.claimPoll(db, row.id, time)) throw pending(row.interval_seconds);
+      if (await store.claimPoll(db, row.id, time, limits.devicePollGraceMs)) throw pending(row.interval_seconds);
       const interval = await store.slowDown(db, row.id, time, limits.devicePollIntervalStepSeconds, limits.devicePollIntervalSecondsMax);
       if (interval !== null) throw new AppError('slow_down', `polled faster than every ${row.interval_seconds} s; wait ${interval} s between polls from now on`, { status: 'pending', interval });
     }
@@ -83,17 +85,24 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
 
   /**
    * Every user code tried, right or wrong, takes a token from the per-address and per-code
-   * buckets before the lookup, so guessing costs the same whatever the answer.
+   * buckets before the lookup, so guessing costs the same whatever the answer. A wrong code (no
+   * such code) also keeps a token of the person's failure bucket, which is held during the lookup
+   * and refuses before it once empty, so a right guess then is refused like a wrong one.
    */
   async function findPending(principal: Principal, typed: string, address: string) {
     const code = normalizeUserCode(typed);
     if (code === null) throw notFound('device request');
-    const hash = hashCode(code);
-    await admission.consume(['userCodeAttemptsPerAddress', 'userCodeAttemptsPerCode'], { address, principal, userCode: hash });
-    const row = await store.findByUserCodeHash(db, hash);
-    if (!row) throw notFound('device request');
+    const requester = { address, principal, userCode: hashUserCode(code) };
+    await admission.consume(['userCodeAttemptsPerAddress', 'userCodeAttemptsPerCode'], requester);
+    const row = await admission.underFailureLimits(['userCodeFailuresPerAccount'], requester, 'too many wrong user codes', () => findByUserCode(requester.userCode), isUnknownCode);
     if (row.status !== 'pending' || at(row.expires_at) <= now()) throw new AppError('expired_token', 'this code has expired or was already used; start again on the device');
     return { row, code };
+  }
+
+  async function findByUserCode(hash: string) {
+    const row = await store.findByUserCodeHash(db, hash);
+    if (!row) throw notFound('device request');
+    return row;
   }
 
   const view = (row: store.DeviceAuthorizationRow, code: string, status: RequestView['status']): RequestView => ({

@@ -9,6 +9,7 @@ import type { Admission } from './admission.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { uuidPattern } from '../domain/ids.ts';
 import { limits } from '../limits.ts';
+import { createKeyRevocations } from './key-revocations.ts';
 import { TtlCache } from './ttl-cache.ts';
 
 /** Raw credential headers, as the transport found them. */
@@ -18,63 +19,27 @@ export interface Credentials {
   authorization?: string;
 }
 
-
-/** Every instance hears on this channel which key was revoked, and forgets it at once. */
-export const apiKeyRevokedChannel = 'identity.api-key-revoked';
-
-export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, admission: Admission) {
+export function createIdentityEngine(dependencies: EngineDependencies, admission: Admission) {
+  const { db, jwt } = dependencies;
   // Only positive answers are cached: a new key, link or user works at once, and a failed
   // lookup is never remembered.
   const keysByPrefix = new TtlCache<store.ApiKeyRow>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownLinks = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownUsers = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
-  // Counts the revocations heard. A lookup that started before a revocation and ends after it
-  // may have read the key before it was revoked, so its answer is not cached.
-  let revocationsHeard = 0;
+  const revocations = createKeyRevocations(dependencies, admission, {
+    forget: (prefix) => keysByPrefix.delete(prefix),
+    forgetAll: () => keysByPrefix.clear(),
+  });
 
   async function findKey(prefix: string) {
     const cached = keysByPrefix.get(prefix);
     if (cached) return cached;
-    const heardBefore = revocationsHeard;
+    // A lookup that started before a revocation was heard and ends after it may have read the key
+    // before it was revoked, so its answer is not cached.
+    const heardBefore = revocations.heard;
     const key = await store.findApiKeyByPrefix(db, prefix);
-    if (key && heardBefore === revocationsHeard) keysByPrefix.set(prefix, key);
+    if (key && heardBefore === revocations.heard) keysByPrefix.set(prefix, key);
     return key;
-  }
-
-  /**
-   * This instance stops accepting the key at once (its row is read again, and found revoked),
-   * and ends the streams and WebSocket connections it has open with the key.
-   */
-  function forgetApiKey(revoked: { key_prefix: string; api_key_id: string }) {
-    revocationsHeard += 1;
-    keysByPrefix.delete(revoked.key_prefix);
-    admission.sseStreams.endApiKey(revoked.api_key_id);
-    admission.webSockets.endApiKey(revoked.api_key_id);
-  }
-
-  /**
-   * Revocations reach the other instances over the bus. A message lost while the bus
-   * reconnects could leave a revoked key cached, so a reconnection forgets every key.
-   */
-  async function listenForRevocations(): Promise<() => Promise<void>> {
-    bus.onReconnect(() => {
-      revocationsHeard += 1;
-      keysByPrefix.clear();
-    });
-    return bus.subscribe(apiKeyRevokedChannel, (message) => {
-      try {
-        const revoked = JSON.parse(message) as { key_prefix: unknown; api_key_id: unknown };
-        forgetApiKey({ key_prefix: String(revoked.key_prefix), api_key_id: String(revoked.api_key_id) });
-      } catch (error) {
-        log.warn('unreadable API key revocation on the bus', { error });
-      }
-    });
-  }
-
-  /** Announces a committed revocation: here at once, elsewhere through the bus. */
-  async function announceRevocation(revoked: { key_prefix: string; api_key_id: string }) {
-    forgetApiKey(revoked);
-    await bus.publish(apiKeyRevokedChannel, JSON.stringify(revoked));
   }
 
   async function isLinkedCached(apiKeyId: string, userId: string) {
@@ -131,6 +96,7 @@ export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, 
 
   async function authenticateApiKey(apiKey: string | undefined, platformUserId: string | undefined): Promise<Principal> {
     if (!apiKey || !platformUserId) throw unauthenticated('X-Api-Key and X-Platform-User-Id are both required');
+    const heardBefore = revocations.heard;
     const prefix = parseApiKeyPrefix(apiKey);
     const key = prefix ? await findKey(prefix) : undefined;
     if (!key || !apiKeyMatches(apiKey, key.key_hash)) throw unauthenticated('unknown API key');
@@ -140,7 +106,9 @@ export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, 
       if (!key.auto_provision) throw unauthenticated('this API key may not act for that user');
       await provisionLinkedUser(key.id, userId);
     }
-    return { user_id: userId, caller_type: 'agent', platform: key.agent_platform_type, api_key_id: key.id };
+    const principal: Principal = { user_id: userId, caller_type: 'agent', platform: key.agent_platform_type, api_key_id: key.id };
+    revocations.noteAuthenticated(principal, heardBefore);
+    return principal;
   }
 
   /**
@@ -240,7 +208,10 @@ export function createIdentityEngine({ db, jwt, bus, log }: EngineDependencies, 
     return { user_id: userId, access_token: token, token_type: 'Bearer' as const, expires_in: expiresInSeconds };
   }
 
-  return { authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken, listenForRevocations, announceRevocation };
+  return {
+    authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken,
+    listenForRevocations: revocations.listen, announceRevocation: revocations.announce, refuseIfRevokedSince: revocations.refuseIfRevokedSince,
+  };
 }
 
 export type IdentityEngine = ReturnType<typeof createIdentityEngine>;

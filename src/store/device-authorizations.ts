@@ -32,13 +32,14 @@ export const findByUserCodeHash = (db: Knex, hash: string) => db<DeviceAuthoriza
 
 /**
  * Records a poll that kept the interval: it succeeds only if the row is still pending and the
- * previous poll is at least `interval_seconds` old at `now`, so that of two polls at once only one
- * counts as on time.
+ * previous poll is at least `interval_seconds` less `graceMs` old at `now`, so that of two polls
+ * at once only one counts as on time.
  */
-export async function claimPoll(db: Knex, id: string, now: Date): Promise<boolean> {
+export async function claimPoll(db: Knex, id: string, now: Date, graceMs: number): Promise<boolean> {
   const claimed = await db(table)
     .where({ id, status: 'pending' })
-    .andWhere((query) => query.whereNull('last_polled_at').orWhereRaw(`last_polled_at + interval_seconds * interval '1 second' <= ?`, [now]))
+    .andWhere((query) =>
+      query.whereNull('last_polled_at').orWhereRaw(`last_polled_at + interval_seconds * interval '1 second' - ? * interval '1 millisecond' <= ?`, [graceMs, now]))
     .update({ last_polled_at: now })
     .returning('id');
   return claimed.length === 1;

@@ -28,6 +28,13 @@ export const findUserByEmail = (db: Knex, email: string) => db<UserRow>('users')
 export const findApiKeyByPrefix = (db: Knex, prefix: string) =>
   db<ApiKeyRow>('api_keys').where({ key_prefix: prefix }).whereNull('revoked_at').first();
 export const findApiKeyById = (db: Knex, id: string) => db<ApiKeyRow>('api_keys').where({ id }).first();
+/**
+ * Which of these keys are revoked. The ids are those of the keys with streams or sockets open on
+ * one instance: at most sseStreamsPerInstanceMax + webSocketsPerInstanceMax (40,000), within the
+ * 65,535 parameters of one statement.
+ */
+export const findRevokedApiKeys = (db: Knex, ids: string[]) =>
+  db<ApiKeyRow>('api_keys').whereIn('id', ids).whereNotNull('revoked_at').select('id', 'key_prefix');
 export const insertApiKey = (db: Knex, row: Omit<ApiKeyRow, 'created_at' | 'revoked_at' | 'owner_user_id'> & { owner_user_id?: string }) =>
   db('api_keys').insert(row).returning('*') as Promise<ApiKeyRow[]>;
 

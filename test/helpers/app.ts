@@ -4,7 +4,7 @@ import { createApp } from '../../src/app.ts';
 import { openRuntime, type Runtime } from '../../src/bootstrap.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type DatabaseHandle, openPglite, openPostgres } from '../../src/db/database.ts';
-import { createInProcessBus, createRedisBus } from '../../src/events/bus.ts';
+import { createInProcessBus, createRedisBus, type EventBus } from '../../src/events/bus.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { CallbackNetwork } from '../../src/callbacks/client.ts';
 import { cloneTemplate } from './databases.ts';
@@ -85,11 +85,12 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
 }
 
 /**
- * Runs `work` while the bus misbehaves: `lose` drops messages silently (published, never
- * delivered), `fail` makes every publish throw (as if the instance died before publishing).
+ * Runs `work` while the bus (the test app's, or the one given) misbehaves: `lose` drops messages
+ * silently (published, never delivered), `fail` makes every publish throw (as if the instance
+ * died before publishing, or Redis did not answer).
  */
-export async function withBrokenBus<T>(test: TestApp, mode: 'lose' | 'fail', work: () => Promise<T>): Promise<T> {
-  const bus = test.runtime.bus;
+export async function withBrokenBus<T>(target: TestApp | EventBus, mode: 'lose' | 'fail', work: () => Promise<T>): Promise<T> {
+  const bus = 'runtime' in target ? target.runtime.bus : target;
   const publish = bus.publish;
   bus.publish = mode === 'lose' ? async () => {} : async () => {
     throw new Error('the bus is down');
