@@ -12,6 +12,7 @@ export default defineConfig({
     exclude: realBackends ? [] : ['test/multi-instance.test.ts'],
     pool: 'forks',
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/file-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],

@@ -8,6 +8,7 @@ import { createInProcessBus, createRedisBus } from '../../src/events/bus.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { CallbackNetwork } from '../../src/callbacks/client.ts';
 import { cloneTemplate } from './databases.ts';
+import { openApps } from './open-apps.ts';
 import { openTestPglite } from './pglite-template.ts';
 
 export const testAdminToken = 'test-admin-token-0123456789abcdef';
@@ -86,17 +87,20 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
     callbackNetwork: options.callbackNetwork,
   });
   const app = createApp(runtime.engine);
-  return {
+  const test: TestApp = {
     runtime,
     config,
     app,
     http: supertest(app),
     clock,
     async close() {
+      openApps.delete(test);
       await runtime.close();
       await clone?.drop();
     },
   };
+  openApps.add(test);
+  return test;
 }
 
 /**
