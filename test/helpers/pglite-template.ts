@@ -42,7 +42,25 @@ export async function buildPgliteTemplate(directory: string): Promise<string> {
   }
 }
 
-// Read once per test worker: every app of a test file loads the same bytes.
+/**
+ * The dump as PGlite reads it: PGlite asks the Blob for arrayBuffer(), which Node implements by
+ * streaming the Blob's 40 MB in small chunks (a third of a second of CPU per app); this Blob hands
+ * over a copy of bytes already in memory instead. A copy, because each app gets its own database.
+ */
+class DumpBlob extends Blob {
+  readonly #dump: Uint8Array;
+
+  constructor(dump: Uint8Array) {
+    super([], { type: 'application/x-tar' });
+    this.#dump = dump;
+  }
+
+  override async arrayBuffer(): Promise<ArrayBuffer> {
+    return new Uint8Array(this.#dump).buffer;
+  }
+}
+
+// Read once per test worker: every app of the worker loads the same bytes.
 let templateBytes: Promise<Blob> | undefined;
 
 /**
@@ -52,6 +70,6 @@ let templateBytes: Promise<Blob> | undefined;
 export async function openTestPglite(): Promise<{ database: DatabaseHandle; migrated: boolean }> {
   const file = process.env[templateVariable];
   if (!file) return { database: await openPglite('memory'), migrated: false };
-  templateBytes ??= readFile(file).then((bytes) => new Blob([bytes]));
+  templateBytes ??= readFile(file).then((bytes) => new DumpBlob(bytes));
   return { database: await openPglite('memory', { loadDataDir: await templateBytes }), migrated: true };
 }
