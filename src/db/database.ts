@@ -59,14 +59,15 @@ export async function openPostgres(connectionString: string, poolSizeMax: number
 
 /**
  * Opens embedded PGlite. With a directory the data survives restarts and a lockfile guards it;
- * with `memory` it is a throwaway instance for tests. PGlite is one connection, so the pool has
- * exactly one: transactions serialize, which is correct if slow.
+ * with `memory` it is a throwaway instance for tests, which may start from `loadDataDir` (a
+ * dumpDataDir tarball) instead of running initdb, several times faster. PGlite is one connection,
+ * so the pool has exactly one: transactions serialize, which is correct if slow.
  */
-export async function openPglite(location: { directory: string } | 'memory'): Promise<DatabaseHandle> {
+export async function openPglite(location: { directory: string } | 'memory', options: { loadDataDir?: Blob } = {}): Promise<DatabaseHandle> {
   let releaseLock = () => {};
   let pglite: PGlite;
   if (location === 'memory') {
-    pglite = new PGlite();
+    pglite = new PGlite({ loadDataDir: options.loadDataDir });
   } else {
     const directory = path.resolve(location.directory);
     mkdirSync(directory, { recursive: true });

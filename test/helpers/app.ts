@@ -3,11 +3,13 @@ import supertest from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { openRuntime, type Runtime } from '../../src/bootstrap.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { type DatabaseHandle, openPglite, openPostgres } from '../../src/db/database.ts';
+import { type DatabaseHandle, openPostgres } from '../../src/db/database.ts';
 import { createInProcessBus, createRedisBus, type EventBus } from '../../src/events/bus.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { CallbackNetwork } from '../../src/callbacks/client.ts';
 import { cloneTemplate } from './databases.ts';
+import { openApps } from './open-apps.ts';
+import { openTestPglite } from './pglite-template.ts';
 
 export const testAdminToken = 'test-admin-token-0123456789abcdef';
 export const testJwtSecret = 'test-jwt-secret-0123456789abcdef';
@@ -31,14 +33,24 @@ export const usingRealBackends = () => Boolean(process.env.TEST_DATABASE_URL);
  */
 export const raceTest = (name: string) => (usingRealBackends() ? name : `${name} [embedded database: requests serialised, outcome only, no overlap]`);
 
+export interface TestAppOptions {
+  /** The log (at LOG_LEVEL, default info then) is collected here for the test to read. */
+  logLines?: string[];
+  callbackNetwork?: Partial<CallbackNetwork>;
+  /** A database of the test's own instead of a migrated copy of the run's template. */
+  database?: DatabaseHandle;
+  /** Whether the app migrates at start; by default only a `database` of the test's own is migrated. */
+  migrate?: boolean;
+}
+
 /**
  * Starts the whole application on a database of its own: a clone of the migrated template on
- * PostgreSQL when TEST_DATABASE_URL is set, an in-memory PGlite otherwise; Redis when
- * TEST_REDIS_URL is set, with a channel prefix of its own. With `options.logLines`, the log
- * (at LOG_LEVEL, default info then) is collected there for the test to read.
+ * PostgreSQL when TEST_DATABASE_URL is set, an in-memory PGlite loaded from the migrated template
+ * dump otherwise (test/helpers/pglite-template.ts); Redis when TEST_REDIS_URL is set, with a
+ * channel prefix of its own.
  */
-export async function startTestApp(environment: Record<string, string> = {}, options: { logLines?: string[]; callbackNetwork?: Partial<CallbackNetwork> } = {}): Promise<TestApp> {
-  const clone = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
+export async function startTestApp(environment: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
+  const clone = !options.database && process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
   const config = loadConfig({
     NODE_ENV: 'test',
     JWT_SECRET: testJwtSecret,
@@ -52,7 +64,11 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...environment,
   });
-  const database: DatabaseHandle = clone ? await openPostgres(clone.url) : await openPglite('memory');
+  const { database, migrated } = options.database
+    ? { database: options.database, migrated: false }
+    : clone
+      ? { database: await openPostgres(clone.url), migrated: true }
+      : await openTestPglite();
   const bus = config.REDIS_URL ? createRedisBus(config.REDIS_URL, `test:${randomBytes(4).toString('hex')}:`) : createInProcessBus();
   const clock = {
     now: new Date(),
@@ -67,21 +83,24 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
     database,
     bus,
     now: () => new Date(clock.now.getTime() + (Date.now() - startedAt)),
-    migrate: !clone,
+    migrate: options.migrate ?? !migrated,
     callbackNetwork: options.callbackNetwork,
   });
   const app = createApp(runtime.engine);
-  return {
+  const test: TestApp = {
     runtime,
     config,
     app,
     http: supertest(app),
     clock,
     async close() {
+      openApps.delete(test);
       await runtime.close();
       await clone?.drop();
     },
   };
+  openApps.add(test);
+  return test;
 }
 
 /**

@@ -4,18 +4,29 @@ import path from 'node:path';
 import { openPostgres } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import { adminConnection, databaseUrl, dropRunDatabases, dropStaleDatabases, newDatabaseName } from './databases.ts';
+import { buildPgliteTemplate } from './pglite-template.ts';
 
 /**
  * Prepares what every test file of this run shares, and removes it at the end: a temporary root
- * directory (test/helpers/temporary.ts) and, on real PostgreSQL, the migrated template database.
- * Workers are started after global setup, so they inherit both names through the environment.
+ * directory (test/helpers/temporary.ts) and the migrated template every test app starts from: a
+ * template database on real PostgreSQL, a dump of a migrated PGlite (in the temporary root) on the
+ * embedded database. Workers are started after global setup, so they inherit the names through
+ * the environment.
  */
 export default async function globalSetup() {
   const temporaryRoot = mkdtempSync(path.join(tmpdir(), 'marketplace-test-'));
   process.env.TEST_TEMPORARY_ROOT = temporaryRoot;
   const removeTemporaryRoot = () => rmSync(temporaryRoot, { recursive: true, force: true });
   const base = process.env.TEST_DATABASE_URL;
-  if (!base) return removeTemporaryRoot;
+  if (!base) {
+    try {
+      await buildPgliteTemplate(temporaryRoot);
+    } catch (error) {
+      removeTemporaryRoot();
+      throw error;
+    }
+    return removeTemporaryRoot;
+  }
   await dropStaleDatabases(base);
   const template = newDatabaseName('tpl');
   const admin = adminConnection(base);

@@ -1,0 +1,4 @@
+import { failOnAppsLeftOpen } from './open-apps.ts';
+
+// Runs before every test file (vitest.config.ts setupFiles).
+failOnAppsLeftOpen();
