@@ -172,7 +172,9 @@ describe('CLI against the database', () => {
     } finally {
       await empty.drop();
     }
-  });
+    // Three CLI processes, each opening a new embedded database and migrating it: on a loaded
+    // machine this alone has taken over 20 s, so it gets more than the default 30 s.
+  }, 90_000);
 
   it('create-user prints the new user as JSON', async () => {
     const result = await runCli(['create-user', '--email', email.toUpperCase(), '--password', password, '--display-name', 'Operator']);
