@@ -14,7 +14,7 @@ import { type TransactionRow, findTransaction, listQuery } from '../store/transa
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
-import { type ActionExtra, type Transitions } from './transitions.ts';
+import { type ActionExtra, type Transitions, taskIdTaken } from './transitions.ts';
 import { InsufficientBalance } from '../store/ledger.ts';
 import { type CapabilityRow, transactionView, withOmittedFields } from './views.ts';
 import { isUuid } from '../domain/ids.ts';
@@ -144,8 +144,9 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       if (command.max_price !== undefined && price > command.max_price) throw new AppError('conflict', 'the price changed above the budget');
       const at = now();
       if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
-        // The idempotency key (24 h) has expired but the task id lives on: it names that task.
-        throw new AppError('conflict', 'a task with this id already exists; choose a new id');
+        // The idempotency key (24 h) has expired but the task id lives on: it names that task
+        // (unless a retry took this request's claim over and made it: then 4091).
+        throw await taskIdTaken(unit);
       }
       // Counted once even if the statement is retried; given back if the purchase is not written.
       taken ??= await takeCapabilityUsage(db, capability, at);

@@ -1,6 +1,7 @@
 import { type Actor, type Transition, type TransactionAction, type TransactionStatus, invalidTransition, nextState } from '../domain/escrow.ts';
 import { feeOf } from '../domain/money.ts';
 import type { UnitOfWork } from '../db/transaction.ts';
+import { claimIsHeld } from '../store/claims.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Publisher } from '../events/publisher.ts';
 import { systemAccountId, userAccountId } from '../store/accounts.ts';
@@ -147,7 +148,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       outcome = await commitChange(unit.trx, change);
     } catch (error) {
       // Not enough money (InsufficientBalance) goes up to transactions.act, which answers it.
-      if (isClientTaskIdTaken(error)) throw new AppError('conflict', 'a task with this id already exists; choose a new id');
+      if (isClientTaskIdTaken(error)) throw await taskIdTaken(unit);
       throw error;
     }
     if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
@@ -228,3 +229,15 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
 }
 
 export type Transitions = ReturnType<typeof createTransitions>;
+
+/**
+ * The client task id is already a task's. When this request's idempotency claim was taken over
+ * by a retry, that task is the retry's, made under the same key: the answer is 4091 (the retry
+ * owns the request; ask again with the key for its outcome), not "choose a new id".
+ */
+export async function taskIdTaken(unit: UnitOfWork): Promise<AppError> {
+  if (unit.claim && !(await claimIsHeld(unit.trx, unit.claim))) {
+    return new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+  }
+  return new AppError('conflict', 'a task with this id already exists; choose a new id');
+}

@@ -42,3 +42,13 @@ export async function completeClaim(executor: Knex, claim: ClaimCompletion): Pro
   const [row] = await prepared<{ held: number }>(executor, `WITH ${clauses.join(',\n')} SELECT (SELECT count(*) FROM claim_held)::int AS held`, bindings);
   return row?.held === 1;
 }
+
+/** Whether `claim` is still this request's (a read, no lock): false once a retry has taken it over. */
+export async function claimIsHeld(executor: Knex, claim: { scopeHash: string; token: string }): Promise<boolean> {
+  const [row] = await prepared<{ held: number }>(
+    executor,
+    `SELECT count(*)::int AS held FROM idempotency_keys WHERE scope_hash = ? AND state = 'in_flight' AND claim_token = ?`,
+    [claim.scopeHash, claim.token],
+  );
+  return row?.held === 1;
+}
