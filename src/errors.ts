@@ -14,6 +14,9 @@ export const errorTable = {
   invalid_state_transition: { code: 4090, httpStatus: 409, rpcCode: -32190 },
   idempotency_in_progress: { code: 4091, httpStatus: 409, rpcCode: -32191 },
   conflict: { code: 4092, httpStatus: 409, rpcCode: -32192 },
+  // The price to pay is above the buyer's ceiling (max_price, or the price the buyer was shown):
+  // refused before any money moves, with data {currency, price, max_price} in major units.
+  price_above_ceiling: { code: 4093, httpStatus: 409, rpcCode: -32193 },
   idempotency_key_reused: { code: 4220, httpStatus: 422, rpcCode: -32122 },
   insufficient_balance: { code: 4020, httpStatus: 402, rpcCode: -32120 },
   payload_too_large: { code: 4130, httpStatus: 413, rpcCode: -32113 },

@@ -62,12 +62,12 @@ describe('auto_accept races', () => {
     return { requester, seller, demand, capability };
   }
 
-  it('a purchase with max_price refuses a price above it (4092, nothing written) and buys at exactly it', async () => {
+  it('a purchase with max_price refuses a price above it (4093 with both prices, nothing written) and buys at exactly it', async () => {
     const { requester, capability } = await market();
     const purchase = (max: bigint, key: string) => test.runtime.engine.transactions.purchase(principalOf(requester), { capability_id: capability.id, max_price: max }, key);
     const refusal = await purchase(2999n, 'max-price-below').catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(AppError);
-    expect(refusal).toMatchObject({ errorName: 'conflict', code: 4092, message: 'the price changed above the budget' });
+    expect(refusal).toMatchObject({ errorName: 'price_above_ceiling', code: 4093, data: { currency: 'UT', price: '30.00', max_price: '29.99' } });
     expect(await db()('transactions').where({ buyer_user_id: requester.userId }).count<{ count: string }[]>('* as count')).toEqual([{ count: '0' }]);
     expect(await balance(test, requester)).toMatchObject({ available: '100.00', frozen: '0.00' });
     const { view, failure } = await purchase(3000n, 'max-price-equal');

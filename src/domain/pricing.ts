@@ -1,5 +1,5 @@
 import { AppError } from '../errors.ts';
-import type { MinorUnits } from './money.ts';
+import { type Currency, type MinorUnits, formatAmount } from './money.ts';
 
 /** Price rules of decisions section 4: the price of a transaction at creation. */
 export const pricingModels = ['per_use', 'per_query', 'per_hour', 'per_day', 'subscription'] as const;
@@ -23,4 +23,16 @@ export function transactionPrice(model: PricingModel, unitPrice: MinorUnits, boo
     });
   }
   return unitPrice;
+}
+
+/**
+ * A buyer is never charged above the ceiling it agreed to (an explicit max_price, or the price it
+ * was shown). Checked on the price read inside the purchase's own statement or transaction, so a
+ * seller's change between the buyer's look and the charge is refused with nothing written.
+ */
+export function assertWithinCeiling(price: MinorUnits, ceiling: MinorUnits | undefined, currency: Currency): void {
+  if (ceiling === undefined || price <= ceiling) return;
+  throw new AppError('price_above_ceiling', 'the price is above the most the buyer agreed to pay', {
+    currency, price: formatAmount(price), max_price: formatAmount(ceiling),
+  });
 }

@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type CallbackNetwork, type CallbackOutcome, callCallback, systemResolver } from '../callbacks/client.ts';
 import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
 import { withSingleStatement } from '../db/transaction.ts';
-import { formatAmount } from '../domain/money.ts';
-import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
+import { currencyOfSpace, formatAmount } from '../domain/money.ts';
+import { type PricingModel, assertWithinCeiling, transactionPrice } from '../domain/pricing.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import { InsufficientBalance } from '../store/ledger.ts';
@@ -37,6 +37,8 @@ export interface InvokeCommand {
   client_task_id?: string;
   demand_id?: string;
   note?: string;
+  /** The most the buyer will pay, checked on the price read inside the hold's transaction (4093 above it). */
+  max_price?: bigint;
 }
 
 /** Told the transaction's id once its hold committed (or was found by a retry), before the callback's outcome. */
@@ -92,8 +94,9 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
           const capability = authorize(invokeCapability, principal, read, 'capability');
           if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
           const at = now();
-          await takeCapabilityUsage(unit.trx, capability, at);
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
+          assertWithinCeiling(price, command.max_price, currencyOfSpace(principal.caller_type));
+          await takeCapabilityUsage(unit.trx, capability, at);
           const timeoutMs = capability.callback_timeout_sec * 1000;
           const row: TransactionRow = {
             ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactionAction } from '../domain/escrow.ts';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
-import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
+import { type PricingModel, assertWithinCeiling, transactionPrice } from '../domain/pricing.ts';
 import { prepared } from '../db/prepared.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { AppError, notFound } from '../errors.ts';
@@ -35,7 +35,7 @@ export interface CreateTransactionCommand {
   /**
    * The most the caller will pay (auto_accept passes the demand's max_price). The price is read
    * again inside the purchase's statement, so a seller who raised it since the caller's check is
-   * refused (4092) with nothing written, instead of freezing more than the budget.
+   * refused (4093, price_above_ceiling) with nothing written, instead of freezing more than the budget.
    */
   max_price?: bigint;
 }
@@ -141,7 +141,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       const capability = authorize(buyCapability, principal, read, 'capability');
       if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
       const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
-      if (command.max_price !== undefined && price > command.max_price) throw new AppError('conflict', 'the price changed above the budget');
+      assertWithinCeiling(price, command.max_price, currencyOfSpace(principal.caller_type));
       const at = now();
       if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
         // The idempotency key (24 h) has expired but the task id lives on: it names that task
