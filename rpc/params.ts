@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { limits } from '../src/limits.ts';
 import { uuid } from '../src/schemas/common.ts';
 import { idempotencyKey } from '../src/schemas/transactions.ts';
+import { amountInput } from '../src/schemas/money.ts';
 import { validationError } from '../src/schemas/validation.ts';
 import { dateTime } from '../src/schemas/common.ts';
 
@@ -109,6 +110,8 @@ export const purchasePart = z.strictObject({
   demand_id: uuid.optional(),
   booked_hours: z.number().int().min(limits.bookedHoursMin).max(limits.bookedHoursMax).optional(),
   input: z.record(z.string(), z.unknown()).optional(),
+  // The most the buyer agrees to pay, as REST's max_price: a decimal string ("0.10") or number.
+  max_price: amountInput.optional(),
 });
 
 /** The data part of a follow-up message on a delivered task. */

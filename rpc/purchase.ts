@@ -16,7 +16,7 @@ import { nameFor } from './tasks.ts';
  * A message to the marketplace agent, translated into engine calls (engine/a2a decides; no
  * business logic here):
  *
- * - A message with a data part `{capability_id, demand_id?, booked_hours?, input?}` buys: the
+ * - A message with a data part `{capability_id, demand_id?, booked_hours?, input?, max_price?}` buys: the
  *   engine creates the transaction and the buyer's freeze follows at once (an instant per_query
  *   capability is invoked instead). Text parts become the buyer's note; `contextId` (v0.1
  *   `sessionId`) becomes the transaction's context, echoed as sent.
@@ -162,6 +162,6 @@ function messageOf(request: SendRequest, parts: NeutralPart[], followUp: boolean
 
 function intentOf(part: { value: Record<string, unknown>; path: string }): Intent {
   if ('action' in part.value) return { kind: 'action', ...parseAt(actionPart, part.value, part.path) };
-  const { capability_id, booked_hours, input } = parseAt(purchasePart, part.value, part.path);
-  return { kind: 'buy', selection: { capability_id, ...(booked_hours ? { booked_hours } : {}), ...(input ? { input } : {}) } };
+  const { capability_id, booked_hours, input, max_price } = parseAt(purchasePart, part.value, part.path);
+  return { kind: 'buy', selection: { capability_id, ...(booked_hours ? { booked_hours } : {}), ...(input ? { input } : {}), ...(max_price === undefined ? {} : { max_price }) } };
 }

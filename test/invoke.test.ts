@@ -91,9 +91,9 @@ describe('invoke with loopback callbacks trusted (and every other internal range
     }
   });
 
-  it('accepts a null result, and the body may be left out entirely (input {} is sent)', async () => {
+  it('accepts a null result, and an empty body {} (input {} is sent)', async () => {
     const { buyer, capability } = await perQueryMarket(test, callbacks.url('/null'));
-    const response = await test.http.post(`/api/v1/capabilities/${capability.id}/invoke`).set(buyer.headers).set('Idempotency-Key', randomUUID());
+    const response = await test.http.post(`/api/v1/capabilities/${capability.id}/invoke`).set(buyer.headers).set('Idempotency-Key', randomUUID()).send({});
     expect(response.status, JSON.stringify(response.body)).toBe(200);
     expect(response.body.data).toMatchObject({ result: null, charged_ut: '2.00', status: 'settled' });
     expect(JSON.parse(callbacks.receivedFor(response.body.data.transaction_id)[0]!.body).input).toEqual({});

@@ -21,7 +21,7 @@ const actionRoute = (engine: Engine, action: PartyAction, summary: string, body:
 
 export const transactionRoutes = (engine: Engine) => [
   route({
-    method: 'post', path: base, tag: 'transactions', auth: 'user', successStatus: 201, errors: [4030, 4040, 4091, 4220],
+    method: 'post', path: base, tag: 'transactions', auth: 'user', successStatus: 201, errors: [4030, 4040, 4091, 4093, 4220],
     summary: 'Buy a capability: creates a transaction in pending_freeze (agents must send Idempotency-Key)',
     body: schemas.createTransactionBody, response: schemas.transactionResponse,
     handler: async ({ principal, body, request, response }) => {

@@ -14,6 +14,7 @@ import * as capabilityListing from './migrations/010_capability_listing.ts';
 import * as invoke from './migrations/011_invoke.ts';
 import * as a2aConversations from './migrations/013_a2a_conversations.ts';
 import * as deviceAuthorization from './migrations/014_device_authorization.ts';
+import * as purchaseCeilings from './migrations/015_purchase_ceilings.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -34,6 +35,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '011_invoke': invoke,
   '013_a2a_conversations': a2aConversations,
   '014_device_authorization': deviceAuthorization,
+  '015_purchase_ceilings': purchaseCeilings,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -3,8 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type CallbackNetwork, type CallbackOutcome, callCallback, systemResolver } from '../callbacks/client.ts';
 import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
 import { withSingleStatement } from '../db/transaction.ts';
-import { currencyOfSpace, formatAmount } from '../domain/money.ts';
-import { type PricingModel, assertWithinCeiling, transactionPrice } from '../domain/pricing.ts';
+import { formatAmount } from '../domain/money.ts';
+import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
+import { assertBuyerCeiling } from './ceilings.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import { InsufficientBalance } from '../store/ledger.ts';
@@ -37,6 +38,8 @@ export interface InvokeCommand {
   client_task_id?: string;
   demand_id?: string;
   note?: string;
+  /** The A2A conversation buying (unique: a conversation buys once). */
+  conversation_id?: string;
   /** The most the buyer will pay, checked on the price read inside the hold's transaction (4093 above it). */
   max_price?: bigint;
 }
@@ -95,7 +98,7 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
           if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
           const at = now();
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
-          assertWithinCeiling(price, command.max_price, currencyOfSpace(principal.caller_type));
+          await assertBuyerCeiling(unit.trx, principal, capability, price, command);
           await takeCapabilityUsage(unit.trx, capability, at);
           const timeoutMs = capability.callback_timeout_sec * 1000;
           const row: TransactionRow = {

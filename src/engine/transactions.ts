@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactionAction } from '../domain/escrow.ts';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
-import { type PricingModel, assertWithinCeiling, transactionPrice } from '../domain/pricing.ts';
+import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
 import { prepared } from '../db/prepared.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { AppError, notFound } from '../errors.ts';
@@ -17,6 +17,7 @@ import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf 
 import { type ActionExtra, type Transitions, taskIdTaken } from './transitions.ts';
 import { InsufficientBalance } from '../store/ledger.ts';
 import { type CapabilityRow, transactionView, withOmittedFields } from './views.ts';
+import { assertBuyerCeiling } from './ceilings.ts';
 import { isUuid } from '../domain/ids.ts';
 import { limits } from '../limits.ts';
 import type { Knex } from 'knex';
@@ -38,6 +39,8 @@ export interface CreateTransactionCommand {
    * refused (4093, price_above_ceiling) with nothing written, instead of freezing more than the budget.
    */
   max_price?: bigint;
+  /** The A2A conversation buying: unique among transactions, so a conversation buys at most once. */
+  conversation_id?: string;
 }
 
 /** A new transaction in pending_freeze; the fee rate is fixed now, as part of the purchase's terms. */
@@ -58,6 +61,7 @@ export function newTransactionRow(principal: Principal, command: CreateTransacti
     status: 'pending_freeze',
     note: command.note ?? null,
     client_task_id: command.client_task_id ?? null,
+    conversation_id: command.conversation_id ?? null,
     fee_bps: feeBps,
     dispute_reason: null,
     input: command.input ?? null,
@@ -141,7 +145,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       const capability = authorize(buyCapability, principal, read, 'capability');
       if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
       const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
-      assertWithinCeiling(price, command.max_price, currencyOfSpace(principal.caller_type));
+      await assertBuyerCeiling(unit.trx, principal, capability, price, command);
       const at = now();
       if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
         // The idempotency key (24 h) has expired but the task id lives on: it names that task

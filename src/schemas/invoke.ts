@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { uuid } from './common.ts';
 import { amountOutput } from './money.ts';
-import { idempotencyKey } from './transactions.ts';
+import { idempotencyKey, maxPriceInput } from './transactions.ts';
 
 /** Invoke request and answer (specification "Invoke request and response"; decisions section 7). */
 export const invokeBody = z
   .strictObject({
     input: z.record(z.string(), z.unknown()).optional().meta({ description: 'Passed to the capability\'s callback as `input` ({} when absent)' }),
+    max_price: maxPriceInput,
     idempotency_key: idempotencyKey.optional().meta({ description: 'Or the Idempotency-Key header (both and different: 4000). Agent callers must send one.' }),
   })
   .meta({ id: 'InvokeRequest' });

@@ -2,10 +2,20 @@ import { z } from 'zod';
 import { transactionStatuses } from '../domain/escrow.ts';
 import { limits } from '../limits.ts';
 import { dateTime, uuid } from './common.ts';
-import { amountOutput, currency } from './money.ts';
+import { amountInput, amountOutput, currency } from './money.ts';
 import { pageQuery, pagedList } from './pagination.ts';
 
 export const idempotencyKey = z.string().min(1).max(limits.idempotencyKeyLengthMax).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+
+/**
+ * The buyer's ceiling (docs/decisions.md "Price ceilings"): the most this purchase may cost. A
+ * price above it is refused with 4093 and nothing is frozen or charged. Without it a repeat buyer
+ * is held to the unit price it paid last time.
+ */
+export const maxPriceInput = amountInput.optional().meta({
+  description: 'The most you agree to pay, e.g. "0.10" (the price you were shown). A higher price is refused with 4093 price_above_ceiling and nothing is charged. Without it, a capability you bought before is refused with 4093 if its price rose since.',
+  examples: ['0.10'],
+});
 
 export const createTransactionBody = z
   .strictObject({
@@ -15,6 +25,7 @@ export const createTransactionBody = z
     booked_hours: z.number().int().min(limits.bookedHoursMin).max(limits.bookedHoursMax).optional(),
     input: z.record(z.string(), z.unknown()).optional().meta({ description: 'Input for the seller (what A2A clients send in a data part)' }),
     note: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
+    max_price: maxPriceInput,
     idempotency_key: idempotencyKey.optional(),
   })
   .meta({ id: 'TransactionCreate' });

@@ -19,6 +19,7 @@ export interface TransactionRow {
   status: TransactionStatus;
   note: string | null;
   client_task_id: string | null;
+  conversation_id: string | null;
   fee_bps: number;
   dispute_reason: string | null;
   input: Record<string, unknown> | null;

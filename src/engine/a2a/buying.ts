@@ -42,7 +42,7 @@ export function createBuying({ db, log }: EngineDependencies, transactions: Tran
    */
   async function invokeNow(principal: Principal, command: CreateTransactionCommand, key: string, mode: SendMode): Promise<BuyOutcome> {
     const request = { key, operation: 'purchase create', fingerprint: fingerprintOf(command) };
-    const { capability_id: capabilityId, booked_hours: _hours, max_price: _budget, ...rest } = command;
+    const { capability_id: capabilityId, booked_hours: _hours, ...rest } = command;
     let held: (id: string) => void = () => {};
     const heldId = new Promise<string>((resolve) => {
       held = resolve;

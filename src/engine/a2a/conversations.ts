@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { titleOf } from '../../domain/a2a.ts';
-import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
+import { currencyOfSpace, formatAmount, parseAmount } from '../../domain/money.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
@@ -11,6 +11,7 @@ import type { DemandEngine } from '../demands.ts';
 import type { EngineDependencies, Principal } from '../dependencies.ts';
 import { type Idempotency, fingerprintOf } from '../idempotency.ts';
 import type { MatchingEngine } from '../matching.ts';
+import type { TransactionEngine } from '../transactions.ts';
 import type { Buying, BuyOutcome } from './buying.ts';
 import type { IncomingMessage, SendMode } from './types.ts';
 import { cancelledParts, candidatesParts } from './wording.ts';
@@ -35,11 +36,15 @@ export interface Selection {
   capability_id: string;
   booked_hours?: number;
   input?: Record<string, unknown>;
+  /** The buyer's own ceiling from a data part; without one, the price the candidate was shown at. */
+  max_price?: bigint;
 }
 
 const notChoosing = (status: string) => new AppError('invalid_state_transition', `the conversation is ${status}`, { status, action: 'message' });
 
-export function createConversations({ db, now }: EngineDependencies, idempotency: Idempotency, matching: MatchingEngine, demands: DemandEngine, buying: Buying) {
+export function createConversations(
+  { db, now }: EngineDependencies, idempotency: Idempotency, matching: MatchingEngine, demands: DemandEngine, buying: Buying, transactions: TransactionEngine,
+) {
   /** The best offered capabilities for the words, ranked by the matcher as a demand of the caller's would be. */
   async function candidatesFor(principal: Principal, text: string, title: string): Promise<Candidate[]> {
     const at = now();
@@ -105,23 +110,18 @@ export function createConversations({ db, now }: EngineDependencies, idempotency
   }
 
   /**
-   * A pick buys once per conversation: the purchase (or invoke) is keyed by the conversation, for
-   * the user rather than the credential (as auto-accept buys), so identical picks, concurrent or
-   * resent, and picks through another of the user's keys, all land on the one transaction, and a
-   * different candidate picked meanwhile is refused (4092). Recording the pick is then idempotent.
+   * A pick buys once per conversation, ever. The purchase (or invoke) is keyed by the conversation,
+   * for the user rather than the credential (as auto-accept buys), so identical picks, concurrent or
+   * resent, and picks through another of the user's keys, land on the one transaction, and a
+   * different candidate picked meanwhile is refused (4092). Once that key has expired, the
+   * transaction's unique conversation_id still finds it: a pick then re-freezes the conversation's
+   * own transaction (after a failed freeze) instead of buying again. The ceiling is the price the
+   * candidate was shown at, unless the buyer's data part sent its own max_price.
    */
   async function pick(principal: Principal, conversation: A2ATaskRow, selection: Selection, message: IncomingMessage, mode: SendMode): Promise<BuyOutcome> {
     const arrivedAt = now();
-    const demand = (await db<DemandRow>('demands').where({ id: conversation.demand_id! }).first('description'))!;
     const buyer: Principal = { ...principal, api_key_id: null };
-    const command = { ...selection, demand_id: conversation.demand_id!, context_id: conversation.context_id, note: demand.description.slice(0, limits.noteLengthMax) };
-    let outcome: BuyOutcome;
-    try {
-      outcome = await buying.buy(buyer, command, `a2a-pick:${conversation.id}`, { ...mode, waitForTwin: true });
-    } catch (error) {
-      if (error instanceof AppError && error.errorName === 'idempotency_key_reused') throw new AppError('conflict', 'another candidate is already being bought in this conversation');
-      throw error;
-    }
+    const outcome = (await buyAgain(buyer, conversation, selection)) ?? (await buyFirst(buyer, conversation, selection, mode));
     const transactionId = outcome.view.id;
     await withTransaction(db, async ({ trx }) => {
       const at = now();
@@ -131,6 +131,41 @@ export function createConversations({ db, now }: EngineDependencies, idempotency
       await insertMessages(trx, [{ task_id: conversation.id, message_id: message.messageId, role: 'user', parts: message.parts, created_at: arrivedAt }]);
     });
     return outcome;
+  }
+
+  async function buyFirst(buyer: Principal, conversation: A2ATaskRow, selection: Selection, mode: SendMode): Promise<BuyOutcome> {
+    const demand = (await db<DemandRow>('demands').where({ id: conversation.demand_id! }).first('description'))!;
+    const shown = (conversation.candidates ?? []).find((candidate) => candidate.capability_id === selection.capability_id);
+    const ceiling = selection.max_price ?? (shown ? parseAmount(shown.price) ?? undefined : undefined);
+    const command = {
+      ...selection, ...(ceiling === undefined ? {} : { max_price: ceiling }),
+      demand_id: conversation.demand_id!, context_id: conversation.context_id, conversation_id: conversation.id, note: demand.description.slice(0, limits.noteLengthMax),
+    };
+    try {
+      return await buying.buy(buyer, command, `a2a-pick:${conversation.id}`, { ...mode, waitForTwin: true });
+    } catch (error) {
+      if (error instanceof AppError && error.errorName === 'idempotency_key_reused') throw new AppError('conflict', 'another candidate is already being bought in this conversation');
+      // Two picks after the key expired: the unique conversation_id let one of them buy.
+      const bought = await buyAgain(buyer, conversation, selection);
+      if (bought) return bought;
+      throw error;
+    }
+  }
+
+  /** The conversation's own transaction, if it bought already: frozen again when its freeze had failed. */
+  async function buyAgain(buyer: Principal, conversation: A2ATaskRow, selection: Selection): Promise<BuyOutcome | null> {
+    const own = await db('transactions').where({ conversation_id: conversation.id }).first('id', 'capability_id', 'status');
+    if (!own) return null;
+    if (own.capability_id !== selection.capability_id) throw new AppError('conflict', 'another candidate was already bought in this conversation');
+    if (own.status !== 'pending_freeze') return { view: await transactions.get(buyer, own.id) };
+    try {
+      return { view: await transactions.act(buyer, own.id, 'freeze', {}, null).then((outcome) => outcome.data) };
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      // Frozen meanwhile by a twin pick (4090): the task shows it; a failed freeze (4020, ...) is reported beside it.
+      const view = await transactions.get(buyer, own.id);
+      return error.errorName === 'invalid_state_transition' ? { view } : { view, failure: error };
+    }
   }
 
   /** Before a pick: the conversation and its demand are cancelled together; again is 4090. */

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { actionOf, pickOf } from '../../domain/a2a.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { withTransaction } from '../../db/transaction.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
 import { type A2AMessageRow, type A2ATaskRow, type TaskListRow, ensurePurchaseRow, findConversation, insertMessages, newestMessages, taskListQuery, taskRowsOfTransactions } from '../../store/a2a.ts';
@@ -53,12 +53,14 @@ export function createA2AEngine(
   const { db, now } = dependencies;
   const { transactions } = parts;
   const buying = createBuying(dependencies, transactions, parts.invoke);
-  const conversations = createConversations(dependencies, idempotency, parts.matching, parts.demands, buying);
+  const conversations = createConversations(dependencies, idempotency, parts.matching, parts.demands, buying, transactions);
 
   /** A task from its rows: only its owner reads its stored messages (a seller sees the states). */
   function assemble(principal: Principal, row: A2ATaskRow | undefined, view: TransactionView | null, messages: A2AMessageRow[]): A2ATask {
-    const stored = row && isOwner(principal, row) ? messages.map(storedOf) : [];
-    const conversation = row?.kind === 'conversation'
+    const owner = row !== undefined && isOwner(principal, row);
+    const stored = owner ? messages.map(storedOf) : [];
+    // Only the buyer sees (and may continue) a conversation; the seller sees the transaction.
+    const conversation = owner && row.kind === 'conversation'
       ? {
         id: row.id, demand_id: row.demand_id!, status: phaseOf(row), candidates: row.candidates ?? [], updated_at: new Date(row.updated_at).toISOString(),
         statusMessage: stored.findLast((message) => message.role === 'agent') ?? null,
@@ -164,6 +166,8 @@ export function createA2AEngine(
   /** A message on an existing task: a pick or other words in a conversation, an answer to a delivery, or a note. */
   async function followUp(principal: Principal, id: string, input: { message: IncomingMessage; intent: Intent; mode: SendMode }): Promise<SendOutcome> {
     const task = await find(principal, id);
+    // Only the buyer continues a task; to anyone else it is not there to write to (-32001).
+    if (!task.conversation && task.transaction?.buyer_user_id !== principal.user_id) throw notFound('task');
     const { intent, message } = input;
     const { conversation, transaction } = task;
     // A pick whose freeze failed (4020) is picked again, as a purchase is resent: the freeze is retried.
@@ -191,7 +195,6 @@ export function createA2AEngine(
   /** On a purchase: confirm or dispute (in words or a data part); other words are kept as a note while the task is open. */
   async function answerDelivery(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
     const view = task.transaction!;
-    if (view.buyer_user_id !== principal.user_id) throw new AppError('forbidden', "only the task's buyer sends it messages");
     if (intent.kind === 'buy') {
       throw new AppError('validation_error', 'request failed validation', { errors: [{ path: 'params.message.parts', message: 'this task has bought already; send {action: "confirm" | "dispute"} or words once it is delivered' }] });
     }
