@@ -37,6 +37,14 @@ function lengthScore(text: string, language: ClarityLanguage): number {
   return size >= full ? 1 : size >= half ? 0.5 : 0;
 }
 
+/*
+ * Every pattern here runs on user text up to demandDescriptionLengthMax characters, so each must
+ * run in linear time. An unanchored run such as `\d+` followed by something that may not come
+ * would be tried from every position inside a long run of digits, each attempt scanning to the
+ * run's end: quadratic (10,000 digits took 0.9 s). A lookbehind `(?<!\d)` lets a run start only
+ * where it really starts, which finds the same matches, since a run's full length is tried first.
+ * test/adversarial-text.test.ts feeds every analyser such inputs at the maximum size.
+ */
 const criteria: readonly Criterion[] = [
   {
     name: 'length', weight: 0.15, met: lengthScore,
@@ -58,7 +66,7 @@ const criteria: readonly Criterion[] = [
     name: 'quantity', weight: 0.15,
     met: any({
       en: /\b\d+(?:[.,]\d+)?[\s-]*(?:k\b|words?|pages?|items?|images?|pictures?|photos?|minutes?|mins?|hours?|seconds?|screens?|languages?|rows?|records?|files?|slides?|articles?|posts?|products?|endpoints?|characters?|px|x\d+|mb|gb|%)/i,
-      zh: /(\d+|[一二三四五六七八九十百千万两]+)\s*(个|页|张|字|篇|分钟|小时|秒|条|份|套|幅|种|行|款|件|万字|千字|屏|集|首|人)/,
+      zh: /((?<!\d)\d+|(?<![一二三四五六七八九十百千万两])[一二三四五六七八九十百千万两]+)\s*(个|页|张|字|篇|分钟|小时|秒|条|份|套|幅|种|行|款|件|万字|千字|屏|集|首|人)/,
     }),
     found: { en: 'It gives a quantity or size.', zh: '给出了数量或规模。' },
     missing: { en: 'It gives no quantity or size.', zh: '没有给出数量或规模。' },
@@ -78,7 +86,7 @@ const criteria: readonly Criterion[] = [
     name: 'deadline', weight: 0.15,
     met: any({
       en: /\b(deadline|due|by (monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|the end|end of|next|\d)|within \d+|in \d+ (hours?|days?|weeks?)|tomorrow|next week|\d{4}-\d{2}-\d{2}|asap|urgent)\b/i,
-      zh: /(截止|之前|以前|天内|周内|小时内|明天|后天|下周|本周|月底|月初|期限|交付时间|工期|\d+月\d+日|\d+号|加急|尽快)/,
+      zh: /(截止|之前|以前|天内|周内|小时内|明天|后天|下周|本周|月底|月初|期限|交付时间|工期|(?<!\d)\d+月\d+日|(?<!\d)\d+号|加急|尽快)/,
     }),
     found: { en: 'It sets a deadline.', zh: '给出了截止时间。' },
     missing: { en: 'It sets no deadline.', zh: '没有给出截止时间。' },
@@ -88,7 +96,7 @@ const criteria: readonly Criterion[] = [
     name: 'budget', weight: 0.1,
     met: any({
       en: /(\bbudget\b|\$\s?\d|¥\s?\d|\b\d+(?:\.\d+)?\s*(usd|cny|rmb|ut|dollars?|yuan)\b|\bprice\b|\bpay\b)/i,
-      zh: /(预算|\d+\s*(元|块|UT)|报酬|价格|费用|酬劳)/i,
+      zh: /(预算|(?<!\d)\d+\s*(元|块|UT)|报酬|价格|费用|酬劳)/i,
     }),
     found: { en: 'It states a budget.', zh: '说明了预算。' },
     missing: { en: 'It states no budget.', zh: '没有说明预算。' },
