@@ -217,6 +217,8 @@ export const limits = {
   /** A stream must send its first delta within aiChatTimeoutMs and finish within this. */
   aiChatStreamTimeoutMs: 120_000,
   aiEmbeddingTimeoutMs: 10_000,
+  /** Every chat call asks for at most this many tokens (max_tokens) unless its caller asks for fewer: answers here are a paragraph or a small JSON object. */
+  aiChatMaxTokens: 1_024,
   aiFailureCooldownMs: 30_000,
   aiChatResponseBytesMax: 256 * 1024,
   aiChatStreamBytesMax: 1024 * 1024,

@@ -2,6 +2,7 @@ import type { Engine } from '../../src/engine/index.ts';
 import * as schemas from '../../src/schemas/demands.ts';
 import * as matching from '../../src/schemas/matching.ts';
 import { idempotencyRequestOf, renderOutcome } from '../idempotency.ts';
+import { clientGoneSignal } from '../client-gone.ts';
 import { route } from '../route.ts';
 
 const base = '/api/v1/demands';
@@ -38,7 +39,7 @@ export const demandRoutes = (engine: Engine) => [
     method: 'post', path: `${base}/:demand_id/evaluate-clarity`, tag: 'demands', auth: 'user', errors: [4040],
     summary: "How clearly the demand says what is wanted: a score 0..1 with reasons and suggestions in the demand's language (readable as its details)",
     params: schemas.demandIdParams, body: schemas.evaluateClarityBody.optional(), response: schemas.clarityResponse,
-    handler: ({ principal, params }) => engine.demands.evaluateClarity(principal!, params.demand_id),
+    handler: ({ principal, params, response }) => engine.demands.evaluateClarity(principal!, params.demand_id, clientGoneSignal(response)),
   }),
   route({
     method: 'post', path: `${base}/:demand_id/cancel`, tag: 'demands', auth: 'user', errors: [4030, 4040, 4090, 4091, 4092, 4220],

@@ -151,7 +151,8 @@ export function createAiProvider(settings: AiSettings, log: Logger, options: AiP
       messages: messages.map((message) => ({ role: message.role, content: message.content.slice(0, limits.aiPromptTextLengthMax) })),
       stream,
       ...(chatOptions.temperature === undefined ? {} : { temperature: chatOptions.temperature }),
-      ...(chatOptions.maxTokens === undefined ? {} : { max_tokens: chatOptions.maxTokens }),
+      // Every call is bounded: a model that would write on and on costs tokens and time we never use.
+      max_tokens: Math.min(chatOptions.maxTokens ?? limits.aiChatMaxTokens, limits.aiChatMaxTokens),
     };
   }
 

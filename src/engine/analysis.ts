@@ -48,7 +48,7 @@ export function createAnalysisEngine({ ai, log }: { ai: AiProvider; log: Logger 
    * language. Text past `limits.clarityTextLengthMax` is not read (a demand's description is
    * bounded well below it when it is stored).
    */
-  async function evaluateClarity(text: string): Promise<ClarityEvaluation> {
+  async function evaluateClarity(text: string, signal?: AbortSignal): Promise<ClarityEvaluation> {
     const bounded = text.slice(0, limits.clarityTextLengthMax);
     const builtIn = analyseClarity(bounded);
     // Without a model the provider answers null at once and logs why (once at info level).
@@ -58,7 +58,7 @@ export function createAnalysisEngine({ ai, log }: { ai: AiProvider; log: Logger 
         { role: 'system', content: clarityPrompt(builtIn.language) },
         { role: 'user', content: bounded },
       ],
-      { purpose: 'clarity', temperature: 0 },
+      { purpose: 'clarity', temperature: 0, signal },
     );
     if (answer === null) return { ...builtIn, basis: 'built_in' };
     const parsed = modelClarity.safeParse(jsonOfAnswer(answer));

@@ -100,9 +100,9 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
    * its requester always, others of its space while it is open). A read: nothing is stored, so
    * no idempotency key; a model, when configured, may answer differently on a second call.
    */
-  async function evaluateClarity(principal: Principal, id: string): Promise<ClarityEvaluation & { demand_id: string }> {
+  async function evaluateClarity(principal: Principal, id: string, signal?: AbortSignal): Promise<ClarityEvaluation & { demand_id: string }> {
     const row = authorize(seeDemand, principal, seen(await findDemand(db, id)), 'demand');
-    return { demand_id: row.id, ...(await analysis.evaluateClarity(clarityTextOf(row))) };
+    return { demand_id: row.id, ...(await analysis.evaluateClarity(clarityTextOf(row), signal)) };
   }
 
   /** Only the requester cancels, and only an open demand (4090 otherwise, with its status). */

@@ -17,7 +17,7 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
  * model may add an explanation, never an amount.
  */
 export function createPricingSuggestionEngine({ db, config }: EngineDependencies, ai: AiProvider) {
-  async function suggest(principal: Principal, input: PricingSuggestionInput): Promise<PricingSuggestion> {
+  async function suggest(principal: Principal, input: PricingSuggestionInput, signal?: AbortSignal): Promise<PricingSuggestion> {
     const space = principal.caller_type;
     const currency = currencyOfSpace(space);
     const scope = { space, category: input.category, pricingModel: input.pricing_model };
@@ -48,11 +48,11 @@ export function createPricingSuggestionEngine({ db, config }: EngineDependencies
       description_weighted: descriptionWords.size > 0 && basis !== 'no_market_data',
       explanation: null,
     };
-    return { ...suggestion, explanation: await explanation(suggestion, input.description) };
+    return { ...suggestion, explanation: await explanation(suggestion, input.description, signal) };
   }
 
   /** One short paragraph from the model, in the description's language; null when there is no model. */
-  async function explanation(suggestion: PricingSuggestion, description: string | undefined): Promise<string | null> {
+  async function explanation(suggestion: PricingSuggestion, description: string | undefined, signal?: AbortSignal): Promise<string | null> {
     const language = detectLanguage(description ?? '') === 'zh' ? 'Simplified Chinese' : 'English';
     const { explanation: _none, ...facts } = suggestion;
     const answer = await ai.chat(
@@ -60,7 +60,7 @@ export function createPricingSuggestionEngine({ db, config }: EngineDependencies
         { role: 'system', content: `Explain this marketplace pricing suggestion to a seller in one short paragraph in ${language}. Use only the amounts given; do not invent others.` },
         { role: 'user', content: JSON.stringify({ ...facts, description: description ?? null }) },
       ],
-      { purpose: 'pricing explanation', temperature: 0 },
+      { purpose: 'pricing explanation', temperature: 0, signal },
     );
     const text = answer?.trim().slice(0, limits.aiExplanationLengthMax);
     return text ? text : null;
