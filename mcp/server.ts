@@ -80,7 +80,7 @@ function listingOf(tools: readonly McpTool[]): Tool[] {
 async function callTool(engine: Engine, principal: Principal, tool: McpTool, args: unknown, request: Request): Promise<CallToolResult> {
   try {
     const parsed = tool.input.safeParse(args);
-    if (!parsed.success) throw validationError(parsed.error, 'arguments');
+    if (!parsed.success) throw validationError(parsed.error, 'arguments', args);
     const data = (await tool.handler(engine, principal, parsed.data)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
   } catch (error) {

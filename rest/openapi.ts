@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorTable } from '../src/errors.ts';
+import { limits } from '../src/limits.ts';
 import { envelope, errorEnvelope } from '../src/schemas/common.ts';
 import { type RouteSpec, rateLimitsOf } from './route.ts';
 
@@ -55,10 +56,18 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string) {
   };
 }
 
+/** Declared on every operation that honours a key (the route table's `idempotent`). */
+const idempotencyKeyParameter = {
+  name: 'Idempotency-Key', in: 'header', required: false,
+  description: 'Retry-safe key (1 to 64 printable ASCII characters; or `idempotency_key` in the body, which must then be the same). The same key and request within 24 hours answers the first outcome again without a second effect; the same key with another request is 4220; while the first is still running, 4091. Agent callers must send one on purchases and invoke.',
+  schema: { type: 'string', minLength: 1, maxLength: limits.idempotencyKeyLengthMax, pattern: '^[\\x21-\\x7e]+$' },
+};
+
 function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | 'output') => JsonSchema) {
   const parameters = [
     ...objectParameters(spec.params, 'path', convert),
     ...objectParameters(spec.query, 'query', convert),
+    ...(spec.idempotent ? [idempotencyKeyParameter] : []),
   ];
   const successContent = spec.rawResponse
     ? { [spec.rawResponse.contentType]: { schema: convert(spec.response, 'output') } }

@@ -2,6 +2,8 @@ import type { NextFunction, Request, Response, Router } from 'express';
 import type { z } from 'zod';
 import type { RateLimitName, Requester } from '../src/engine/admission.ts';
 import type { Principal } from '../src/engine/dependencies.ts';
+import type { IdempotencyRequest } from '../src/engine/idempotency.ts';
+import { idempotencyRequestOf } from './idempotency.ts';
 import { AppError } from '../src/errors.ts';
 import { sendData } from './envelope.ts';
 import { validationError } from '../src/schemas/validation.ts';
@@ -17,6 +19,8 @@ export interface RouteInput<B, Q, P> {
   query: Q;
   params: P;
   principal: Principal | null;
+  /** The request's idempotency key (header or body), on routes declared `idempotent` only. */
+  idempotency: IdempotencyRequest | null;
   request: Request;
   response: Response;
 }
@@ -51,6 +55,12 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * or a handler that limits in its own protocol).
    */
   rateLimits?: readonly RateLimitName[];
+  /**
+   * The route honours an Idempotency-Key (header, or `idempotency_key` in the body): the handler
+   * receives it as `idempotency`, and the OpenAPI document declares the header. Handlers get the
+   * key only this way, so the document cannot leave out a route that honours one.
+   */
+  idempotent?: boolean;
   /** A handler that writes the response itself (streams, redirects) returns `handled`. */
   handler(input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>): Promise<unknown>;
 }
@@ -79,15 +89,28 @@ export const clientAddress = (request: Request) => request.ip ?? request.socket.
 const emailOf = (body: unknown) =>
   body !== null && typeof body === 'object' && typeof (body as { email?: unknown }).email === 'string' ? (body as { email: string }).email : undefined;
 
+/**
+ * A body that arrived but that the JSON parser left alone was sent with another content type
+ * (curl -d without -H sends application/x-www-form-urlencoded, fetch with a string text/plain):
+ * say so, rather than that the body is not a JSON object, or, on a route whose body is optional,
+ * silently ignoring it.
+ */
+function assertJsonContentType(request: Request) {
+  const sentBody = request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+  if (!sentBody || request.body !== undefined) return;
+  const sentAs = request.headers['content-type'] ?? 'no Content-Type';
+  throw new AppError('invalid_json', `the body must be JSON sent with Content-Type: application/json (it was sent as ${sentAs})`);
+}
+
 function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'body' | 'query' | 'params') {
   if (!schema) return value;
   // An endpoint whose body is optional accepts a request with no body at all.
   if (location === 'body' && value === undefined && schema.safeParse(undefined).success) return undefined;
   if (location === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
-    throw new AppError('invalid_json', 'request body must be a JSON object');
+    throw new AppError('invalid_json', value === undefined ? 'this request needs a JSON object body ({} at least)' : 'request body must be a JSON object');
   }
   const result = schema.safeParse(value);
-  if (!result.success) throw validationError(result.error, location);
+  if (!result.success) throw validationError(result.error, location, value);
   return result.data;
 }
 
@@ -98,13 +121,16 @@ export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: A
       try {
         // Authentication comes first so an anonymous caller learns nothing from validation errors.
         const principal = await authenticate(request, spec.auth);
+        // The JSON-RPC and MCP endpoints (raw responses) read their bodies themselves, in their protocols.
+        if (spec.body && !spec.rawResponse) assertJsonContentType(request);
         const body = parsePart(spec.body, request.body, 'body');
         const query = parsePart(spec.query, request.query, 'query');
         const params = parsePart(spec.params, request.params, 'params');
         // After parsing, so a login is counted against the email it names; before the handler, so a
         // refused attempt costs no password hash.
         if (rateLimits.length > 0) await limit(rateLimits, { address: clientAddress(request), principal, account: emailOf(body) });
-        const data = await spec.handler({ body, query, params, principal, request, response });
+        const idempotency = spec.idempotent ? idempotencyRequestOf(request) : null;
+        const data = await spec.handler({ body, query, params, principal, idempotency, request, response });
         if (data !== handled) sendData(response, spec.successStatus ?? 200, data);
       } catch (error) {
         next(error);

@@ -13,7 +13,7 @@ import { dateTime } from '../src/schemas/common.ts';
  */
 export function parse<T extends z.ZodType>(schema: T, params: unknown): z.output<T> {
   const result = schema.safeParse(params);
-  if (!result.success) throw validationError(result.error, 'params');
+  if (!result.success) throw validationError(result.error, 'params', params);
   return result.data;
 }
 

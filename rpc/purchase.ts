@@ -57,7 +57,7 @@ const invalid = (path: string, message: string) => new AppError('validation_erro
 
 function parseAt<T extends z.ZodType>(schema: T, value: unknown, path: string): z.output<T> {
   const result = schema.safeParse(value);
-  if (!result.success) throw validationError(result.error, path);
+  if (!result.success) throw validationError(result.error, path, value);
   return result.data;
 }
 

@@ -129,6 +129,9 @@ describe('invoke with loopback callbacks trusted (and every other internal range
     const first = await invoke(test, literal.buyer, literal.capability.id);
     await expectFailedInvoke(test, first, 5020, literal.buyer, literal.seller);
     expect(first.body.data.detail).toMatch(/private or reserved address/);
+    // The refusal names the operator's setting that would allow it.
+    expect(first.body.data.setting).toBe('CALLBACK_ALLOW_PRIVATE');
+    expect(first.body.data.detail).toContain('CALLBACK_ALLOW_PRIVATE=true');
 
     const named = await perQueryMarket(test, callbacks.url('/redirect-name'));
     const second = await invoke(test, named.buyer, named.capability.id);

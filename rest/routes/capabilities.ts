@@ -1,18 +1,18 @@
 import type { Engine } from '../../src/engine/index.ts';
 import * as schemas from '../../src/schemas/capabilities.ts';
-import { idempotencyRequestOf, renderOutcome } from '../idempotency.ts';
+import { renderOutcome } from '../idempotency.ts';
 import { route } from '../route.ts';
 
 const base = '/api/v1/capabilities';
 
 export const capabilityRoutes = (engine: Engine) => [
   route({
-    method: 'post', path: base, tag: 'capabilities', auth: 'user', successStatus: 201, errors: [4091, 4220],
+    method: 'post', path: base, idempotent: true, tag: 'capabilities', auth: 'user', successStatus: 201, errors: [4091, 4220],
     summary: 'Register a capability; its owner and space come from the credentials',
     body: schemas.createCapabilityBody, response: schemas.createdCapabilityResponse,
-    handler: async ({ principal, body, request, response }) => {
+    handler: async ({ principal, body, idempotency, response }) => {
       const { idempotency_key: _key, ...input } = body;
-      return renderOutcome(response, await engine.capabilities.create(principal!, input, idempotencyRequestOf(request)));
+      return renderOutcome(response, await engine.capabilities.create(principal!, input, idempotency));
     },
   }),
   route({
@@ -23,11 +23,11 @@ export const capabilityRoutes = (engine: Engine) => [
   }),
   // Declared before /:cap_id routes so that "batch" is never read as an id.
   route({
-    method: 'post', path: `${base}/batch`, tag: 'capabilities', auth: 'user', errors: [4091, 4220],
+    method: 'post', path: `${base}/batch`, idempotent: true, tag: 'capabilities', auth: 'user', errors: [4091, 4220],
     summary: 'Register 1 to 50 capabilities; each item succeeds or fails on its own (200 with per-item results)',
     body: schemas.batchCapabilityBody, response: schemas.batchCapabilityResponse,
-    handler: async ({ principal, body, request, response }) =>
-      renderOutcome(response, await engine.capabilities.batch(principal!, body.items, idempotencyRequestOf(request))),
+    handler: async ({ principal, body, idempotency, response }) =>
+      renderOutcome(response, await engine.capabilities.batch(principal!, body.items, idempotency)),
   }),
   route({
     method: 'get', path: `${base}/:cap_id`, tag: 'capabilities', auth: 'user', errors: [4040],

@@ -1,7 +1,8 @@
+import { invokablePricingModels } from '../../src/engine/access/invoke.ts';
 import type { Engine } from '../../src/engine/index.ts';
 import { capabilityIdParams } from '../../src/schemas/capabilities.ts';
 import { invokeBody, invokeResponse } from '../../src/schemas/invoke.ts';
-import { idempotencyRequestOf, renderOutcome } from '../idempotency.ts';
+import { renderOutcome } from '../idempotency.ts';
 import { route } from '../route.ts';
 
 /**
@@ -12,12 +13,12 @@ import { route } from '../route.ts';
  */
 export const invokeRoutes = (engine: Engine) => [
   route({
-    method: 'post', path: '/api/v1/capabilities/:cap_id/invoke', tag: 'capabilities', auth: 'agent',
+    method: 'post', path: '/api/v1/capabilities/:cap_id/invoke', idempotent: true, tag: 'capabilities', auth: 'agent',
     errors: [4000, 4001, 4010, 4011, 4020, 4030, 4040, 4091, 4093, 4220, 4290, 4291, 5020, 5040],
-    summary: 'Buy and run a per-query capability: freeze, call its signed callback, settle (or release and fail)',
+    summary: `Buy and run a capability priced ${invokablePricingModels.join(' or ')} that has a callback_url (other pricing models: 4030, buy them with a transaction): freeze, call its signed callback, settle (or release and fail)`,
     params: capabilityIdParams, body: invokeBody, response: invokeResponse,
-    handler: async ({ principal, params, body, request, response }) => {
-      const outcome = await engine.invoke.invoke(principal!, params.cap_id, { input: body.input, max_price: body.max_price }, idempotencyRequestOf(request));
+    handler: async ({ principal, params, body, idempotency, response }) => {
+      const outcome = await engine.invoke.invoke(principal!, params.cap_id, { input: body.input, max_price: body.max_price }, idempotency);
       return renderOutcome(response, outcome);
     },
   }),

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { Engine } from '../../src/engine/index.ts';
 import type { PartyAction } from '../../src/engine/transactions.ts';
 import * as schemas from '../../src/schemas/transactions.ts';
-import { idempotencyRequestOf, renderOutcome } from '../idempotency.ts';
+import { renderOutcome } from '../idempotency.ts';
 import { route } from '../route.ts';
 
 const base = '/api/v1/transactions';
@@ -10,23 +10,23 @@ const base = '/api/v1/transactions';
 /** One route per party action; they differ only in the body they accept. */
 const actionRoute = (engine: Engine, action: PartyAction, summary: string, body: z.ZodType = schemas.actionBody.optional()) =>
   route({
-    method: 'post', path: `${base}/:tx_id/${action}`, tag: 'transactions', auth: 'user', errors: [4020, 4030, 4040, 4090, 4091, 4220],
+    method: 'post', path: `${base}/:tx_id/${action}`, idempotent: true, tag: 'transactions', auth: 'user', errors: [4020, 4030, 4040, 4090, 4091, 4220],
     summary, params: schemas.transactionIdParams, body, response: schemas.transactionResponse,
-    handler: async ({ principal, params, body: input, request, response }) => {
+    handler: async ({ principal, params, body: input, idempotency, response }) => {
       const extra = (input ?? {}) as { result_payload?: Record<string, unknown>; reason?: string };
-      const outcome = await engine.transactions.act(principal!, params.tx_id, action, extra, idempotencyRequestOf(request));
+      const outcome = await engine.transactions.act(principal!, params.tx_id, action, extra, idempotency);
       return renderOutcome(response, outcome);
     },
   });
 
 export const transactionRoutes = (engine: Engine) => [
   route({
-    method: 'post', path: base, tag: 'transactions', auth: 'user', successStatus: 201, errors: [4030, 4040, 4091, 4093, 4220],
+    method: 'post', path: base, idempotent: true, tag: 'transactions', auth: 'user', successStatus: 201, errors: [4030, 4040, 4091, 4093, 4220],
     summary: 'Buy a capability: creates a transaction in pending_freeze (agents must send Idempotency-Key)',
     body: schemas.createTransactionBody, response: schemas.transactionResponse,
-    handler: async ({ principal, body, request, response }) => {
+    handler: async ({ principal, body, idempotency, response }) => {
       const { idempotency_key: _key, ...command } = body;
-      return renderOutcome(response, await engine.transactions.create(principal!, command, idempotencyRequestOf(request)));
+      return renderOutcome(response, await engine.transactions.create(principal!, command, idempotency));
     },
   }),
   actionRoute(engine, 'freeze', "Buyer freezes the price from the available balance"),
@@ -49,10 +49,10 @@ export const transactionRoutes = (engine: Engine) => [
     handler: ({ principal, params }) => engine.transactions.get(principal!, params.tx_id),
   }),
   route({
-    method: 'post', path: '/api/v1/admin/transactions/:tx_id/resolve', tag: 'admin', auth: 'admin', errors: [4040, 4090],
+    method: 'post', path: '/api/v1/admin/transactions/:tx_id/resolve', idempotent: true, tag: 'admin', auth: 'admin', errors: [4040, 4090],
     summary: 'Resolve a dispute: settle to the seller or refund the buyer',
     params: schemas.transactionIdParams, body: schemas.resolveBody, response: schemas.transactionResponse,
-    handler: async ({ params, body, request, response }) =>
-      renderOutcome(response, await engine.transactions.resolve(params.tx_id, body.outcome, idempotencyRequestOf(request))),
+    handler: async ({ params, body, idempotency, response }) =>
+      renderOutcome(response, await engine.transactions.resolve(params.tx_id, body.outcome, idempotency)),
   }),
 ];

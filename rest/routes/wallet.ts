@@ -1,7 +1,7 @@
 
 import type { Engine } from '../../src/engine/index.ts';
 import * as schemas from '../../src/schemas/wallet.ts';
-import { idempotencyRequestOf, renderOutcome } from '../idempotency.ts';
+import { renderOutcome } from '../idempotency.ts';
 import { route } from '../route.ts';
 
 const base = '/api/v1/wallet';
@@ -43,10 +43,10 @@ export const walletRoutes = (engine: Engine) => [
     handler: async () => engine.wallet.rates(),
   }),
   route({
-    method: 'post', path: '/api/v1/admin/wallet/credit', tag: 'admin', auth: 'admin', errors: [4040, 4091, 4220],
+    method: 'post', path: '/api/v1/admin/wallet/credit', idempotent: true, tag: 'admin', auth: 'admin', errors: [4040, 4091, 4220],
     summary: "Credit a user's wallet (a deposit ledger entry); the only way money enters",
     body: schemas.creditBody, response: schemas.creditResponse,
-    handler: async ({ body, request, response }) => renderOutcome(response, await engine.wallet.credit(body, idempotencyRequestOf(request))),
+    handler: async ({ body, idempotency, response }) => renderOutcome(response, await engine.wallet.credit(body, idempotency)),
   }),
 ];
 

@@ -35,7 +35,10 @@ export interface CallbackCall {
 export type CallbackOutcome = { kind: 'answered'; result: Record<string, unknown> | null } | { kind: 'failed'; reason: string } | { kind: 'timeout' };
 
 class CallbackProblem extends Error {}
-const refusedAddress = () => new CallbackProblem('the callback address resolves to a private or reserved address, which is refused');
+/** The reason a callback to an internal address fails; the operator's setting that allows it is named beside it. */
+export const privateAddressRefusal = 'the callback address resolves to a private or reserved address, which is refused (a server operator may allow private addresses with CALLBACK_ALLOW_PRIVATE=true)';
+export const privateAddressSetting = 'CALLBACK_ALLOW_PRIVATE';
+const refusedAddress = () => new CallbackProblem(privateAddressRefusal);
 
 interface HopAnswer {
   status: number;

@@ -19,6 +19,13 @@ export function parseAmount(input: string | number): MinorUnits | null {
   return minor > limits.amountMinorUnitsMax ? null : minor;
 }
 
+/** Why an input is not an amount, in words a client can act on (the maximum when it is only too large). */
+export function amountProblem(input: string | number): string {
+  const text = typeof input === 'number' ? (Number.isFinite(input) ? String(input) : '') : input.trim();
+  if (/^\d+(?:\.\d{1,2})?$/.test(text)) return `must be at most ${formatAmount(limits.amountMinorUnitsMax)}`;
+  return 'must be a non-negative amount like "12.50", with at most two fraction digits';
+}
+
 export function formatAmount(minor: MinorUnits | string | number): string {
   const value = BigInt(minor);
   const sign = value < 0n ? '-' : '';

@@ -47,7 +47,7 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
   function batch(principal: Principal, items: unknown[], request: IdempotencyRequest | null): Promise<Outcome<BatchCapabilityView>> {
     const checked = items.map((item, index) => {
       const parsed = batchItem.safeParse(item);
-      return parsed.success ? { index, input: parsed.data } : { index, error: errorBody(validationError(parsed.error, `body.items.${index}`)) };
+      return parsed.success ? { index, input: parsed.data } : { index, error: errorBody(validationError(parsed.error, `body.items.${index}`, item)) };
     });
     return idempotency.run(principal, request, 200, async ({ trx }) => {
       const valid = checked.filter((entry) => entry.input !== undefined);

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type CallbackNetwork, type CallbackOutcome, callCallback, systemResolver } from '../callbacks/client.ts';
+import { type CallbackNetwork, type CallbackOutcome, callCallback, privateAddressRefusal, privateAddressSetting, systemResolver } from '../callbacks/client.ts';
 import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
 import { withSingleStatement } from '../db/transaction.ts';
 import { formatAmount } from '../domain/money.ts';
@@ -174,7 +174,8 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
     }
     const errorName = row.invoke_error ?? 'callback_failed';
     const detail = row.invoke_error_detail ?? 'the callback failed';
-    throw new AppError(errorName, detail, { transaction_id: row.id, charged_ut: '0.00', status: row.status, detail });
+    const setting = detail === privateAddressRefusal ? { setting: privateAddressSetting } : {};
+    throw new AppError(errorName, detail, { transaction_id: row.id, charged_ut: '0.00', status: row.status, detail, ...setting });
   }
 
   return { invoke };

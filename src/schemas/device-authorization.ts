@@ -6,7 +6,7 @@ import { pagedList, pageQuery } from './pagination.ts';
 /** Device authorization (issue 11): the client's two calls, the page's two calls, and the person's keys. */
 const platformType = z.enum(agentPlatformTypes).meta({ description: `One of ${agentPlatformTypes.join(', ')}; custom_mcp when left out.` });
 
-export const startBody = z.object({ agent_platform_type: platformType.default('custom_mcp') }).meta({ id: 'DeviceAuthorizationRequest' });
+export const startBody = z.strictObject({ agent_platform_type: platformType.default('custom_mcp') }).meta({ id: 'DeviceAuthorizationRequest' });
 
 export const startResponse = z
   .object({
@@ -21,7 +21,7 @@ export const startResponse = z
   .meta({ id: 'DeviceAuthorization' });
 
 export const pollBody = z
-  .object({ device_code: z.string().regex(deviceCodePattern, 'must be the device_code the start call returned') })
+  .strictObject({ device_code: z.string().regex(deviceCodePattern, 'must be the device_code the start call returned') })
   .meta({ id: 'DevicePollRequest' });
 
 export const pollResponse = z
@@ -34,10 +34,10 @@ const userCode = z
   .max(32)
   .refine((value) => new RegExp(`^[${userCodeAlphabet}]{${userCodeLength}}$`).test(value.toUpperCase().replace(/[\s-]/g, '')), 'must be the eight-letter code the device shows, like WDJB-MJHT');
 
-export const lookupBody = z.object({ user_code: userCode }).meta({ id: 'DeviceLookupRequest' });
+export const lookupBody = z.strictObject({ user_code: userCode }).meta({ id: 'DeviceLookupRequest' });
 
 export const confirmBody = z
-  .object({ user_code: userCode, decision: z.enum(['approve', 'deny']) })
+  .strictObject({ user_code: userCode, decision: z.enum(['approve', 'deny']) })
   .meta({ id: 'DeviceConfirmRequest' });
 
 export const requestView = z

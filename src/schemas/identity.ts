@@ -12,10 +12,10 @@ const password = z
   .refine((value) => /[A-Za-z]/.test(value) && /[^A-Za-z]/.test(value), 'must mix letters with digits or symbols');
 
 export const signupBody = z
-  .object({ email, password, display_name: z.string().trim().min(1).max(limits.displayNameLengthMax).optional() })
+  .strictObject({ email, password, display_name: z.string().trim().min(1).max(limits.displayNameLengthMax).optional() })
   .meta({ id: 'SignupRequest' });
 
-export const loginBody = z.object({ email, password: z.string().min(1).max(limits.passwordLengthMax) }).meta({ id: 'LoginRequest' });
+export const loginBody = z.strictObject({ email, password: z.string().min(1).max(limits.passwordLengthMax) }).meta({ id: 'LoginRequest' });
 
 export const accessTokenResponse = z
   .object({ user_id: uuid, access_token: z.string(), token_type: z.literal('Bearer'), expires_in: z.number().int() })
@@ -34,7 +34,7 @@ export const agentPlatformType = z
   .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'lowercase letters, digits, dot, dash or underscore, at most 64');
 
 export const createApiKeyBody = z
-  .object({
+  .strictObject({
     agent_platform_type: agentPlatformType,
     name: z.string().trim().min(1).max(limits.apiKeyNameLengthMax).optional(),
     auto_provision: z.boolean().optional(),
@@ -53,7 +53,7 @@ export const apiKeyCreatedResponse = z
   })
   .meta({ id: 'ApiKeyCreated' });
 
-export const linkUserBody = z.object({ user_id: uuid }).meta({ id: 'LinkUserRequest' });
+export const linkUserBody = z.strictObject({ user_id: uuid }).meta({ id: 'LinkUserRequest' });
 export const linkResponse = z.object({ api_key_id: uuid, user_id: uuid }).meta({ id: 'ApiKeyLink' });
 export const apiKeyIdParams = z.object({ id: uuid });
 

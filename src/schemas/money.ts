@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseAmount } from '../domain/money.ts';
+import { amountProblem, parseAmount } from '../domain/money.ts';
 
 /** An amount in a request: a number or a string with at most two fraction digits, parsed to minor units. */
 export const amountInput = z
@@ -7,7 +7,7 @@ export const amountInput = z
   .transform((value, context) => {
     const minor = parseAmount(value);
     if (minor === null) {
-      context.addIssue({ code: 'custom', message: 'must be a non-negative amount with at most two fraction digits' });
+      context.addIssue({ code: 'custom', message: amountProblem(value) });
       return z.NEVER;
     }
     return minor;
