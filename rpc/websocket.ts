@@ -195,29 +195,53 @@ class RpcSockets {
       throw new AppError('conflict', `at most ${subscriptionsPerSocketMax} subscriptions per connection`);
     }
     await this.engine.admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: connection.address, principal: context.principal });
+    // A subscription is a stream like an SSE one: it counts against the same per-credential,
+    // per-key and per-instance caps (so sockets times subscriptions cannot multiply them), and is
+    // given back when it ends, is unsubscribed or its socket closes.
+    let stream: { close(): void } | undefined;
+    let ended = false;
     const subscription = randomUUID();
+    const release = this.engine.admission.sseStreams.open(context.principal, () => {
+      stream?.close();
+      release();
+      connection.subscriptions.delete(subscription);
+    });
     const queued: unknown[] = [];
     let attached = false;
     let lastWasFinal = false;
-    let ended = false;
     const notify = (params: Record<string, unknown>) => {
       const message = { jsonrpc: '2.0', method: updateMethod, params: { subscription, ...params } };
       if (attached) return send(connection, message);
       queued.push(message);
       return true;
     };
-    const stream = await openTaskStream(this.engine, context.principal, start, undefined, {
-      emit: (result, sequence, final) => {
-        lastWasFinal = final;
-        return notify({ ...(sequence ? { sequence } : {}), final, result });
-      },
-      end: (reason?: StreamEndReason) => {
-        ended = true;
-        connection.subscriptions.delete(subscription);
-        if (!lastWasFinal && reason && reason !== 'slow_consumer') notify({ final: true, reason });
-      },
-    });
-    if (!ended) connection.subscriptions.set(subscription, stream);
+    try {
+      stream = await openTaskStream(this.engine, context.principal, start, undefined, {
+        emit: (result, sequence, final) => {
+          lastWasFinal = final;
+          return notify({ ...(sequence ? { sequence } : {}), final, result });
+        },
+        end: (reason?: StreamEndReason) => {
+          ended = true;
+          release();
+          connection.subscriptions.delete(subscription);
+          if (!lastWasFinal && reason && reason !== 'slow_consumer') notify({ final: true, reason });
+        },
+      });
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const opened = stream;
+    if (ended) release();
+    else {
+      connection.subscriptions.set(subscription, {
+        close: () => {
+          opened.close();
+          release();
+        },
+      });
+    }
     const flush = () => {
       attached = true;
       for (const message of queued.splice(0)) send(connection, message);

@@ -8,7 +8,8 @@ import { limits } from '../limits.ts';
  */
 export interface JwtService {
   sign(userId: string, lifetimeSeconds?: number): { token: string; expiresInSeconds: number };
-  verify(token: string): string | null;
+  /** The token's subject and expiry, or null when it is not one of ours or has expired. */
+  verify(token: string): { subject: string; expiresAtMs: number } | null;
 }
 
 export function createJwtService(config: Pick<Config, 'JWT_ALGORITHM' | 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_PRIVATE_KEY' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>): JwtService {
@@ -35,7 +36,7 @@ export function createJwtService(config: Pick<Config, 'JWT_ALGORITHM' | 'JWT_SEC
           ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
         });
         if (typeof payload !== 'object' || typeof payload.exp !== 'number' || typeof payload.sub !== 'string') return null;
-        return payload.sub;
+        return { subject: payload.sub, expiresAtMs: payload.exp * 1000 };
       } catch {
         return null;
       }

@@ -256,6 +256,9 @@ export type Admission = ReturnType<typeof createAdmission>;
  * stream or connection ends. `end`, when given, ends the stream or connection: `endApiKey` calls
  * it for everything opened with an API key that was just revoked.
  */
+/** setTimeout's largest delay (about 24.8 days); longer waits are armed again. */
+const timerDelayMsMax = 2 ** 31 - 1;
+
 export function createConnectionCap(what: string, perCredentialMax: number, perApiKeyMax: number, perInstanceMax: number) {
   const openByCredential = new Map<string, number>();
   const openByApiKey = new Map<string, number>();
@@ -269,6 +272,24 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     else counts.set(key, count);
   };
 
+  /**
+   * A stream lasts no longer than its credential: one opened with a JWT ends at the token's exp,
+   * as a WebSocket's periodic check ends its socket. A timer longer than setTimeout allows is armed
+   * again when it fires early.
+   */
+  function endAtExpiry(expiresAtMs: number | undefined, end: (() => void) | undefined): (() => void) | null {
+    if (expiresAtMs === undefined || !end) return null;
+    let timer: NodeJS.Timeout;
+    const arm = () => {
+      const leftMs = expiresAtMs - Date.now();
+      if (leftMs <= 0) return end();
+      timer = setTimeout(arm, Math.min(leftMs, timerDelayMsMax));
+      timer.unref();
+    };
+    arm();
+    return () => clearTimeout(timer);
+  }
+
   function open(principal: Principal, end?: () => void): () => void {
     const credential = credentialOf(principal);
     const apiKey = principal.api_key_id;
@@ -281,9 +302,11 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     const ends = apiKey && end ? (endsByApiKey.get(apiKey) ?? endsByApiKey.set(apiKey, new Set()).get(apiKey)!) : null;
     ends?.add(end!);
     let released = false;
+    const stopExpiry = endAtExpiry(principal.expires_at_ms, end);
     return () => {
       if (released) return;
       released = true;
+      stopExpiry?.();
       openTotal -= 1;
       add(openByCredential, credential, -1);
       add(openByApiKey, apiKey, -1);

@@ -34,4 +34,6 @@ export interface Principal {
   caller_type: CallerType;
   platform: string | null;
   api_key_id: string | null;
+  /** When the credential stops being valid (a JWT's exp, in ms since the epoch); API keys last until revoked. */
+  expires_at_ms?: number;
 }

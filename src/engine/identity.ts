@@ -87,11 +87,11 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
 
   async function authenticateBearer(header: string): Promise<Principal> {
     const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/.exec(header.trim());
-    const userId = match ? jwt.verify(match[1]!) : null;
-    if (!userId || !uuidPattern.test(userId)) throw unauthenticated('invalid or expired bearer token');
-    const id = userId.toLowerCase();
+    const verified = match ? jwt.verify(match[1]!) : null;
+    if (!verified || !uuidPattern.test(verified.subject)) throw unauthenticated('invalid or expired bearer token');
+    const id = verified.subject.toLowerCase();
     if (!(await userExists(id))) throw unauthenticated('invalid or expired bearer token');
-    return { user_id: id, caller_type: 'human', platform: null, api_key_id: null };
+    return { user_id: id, caller_type: 'human', platform: null, api_key_id: null, expires_at_ms: verified.expiresAtMs };
   }
 
   async function authenticateApiKey(apiKey: string | undefined, platformUserId: string | undefined): Promise<Principal> {
