@@ -222,7 +222,9 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
     underFailureLimits,
     underLoginLimits,
     authenticationFailures: createFailureGate(chargeAuthenticationFailure),
-    sseStreams: createConnectionCap('SSE streams', limits.sseStreamsPerCredentialMax, limits.sseStreamsPerApiKeyMax, limits.sseStreamsPerInstanceMax),
+    // Streams (SSE, and WebSocket subscriptions) end at their JWT's exp; a socket instead re-checks
+    // its credentials on every message and heartbeat and closes with 1008, which its client understands.
+    sseStreams: createConnectionCap('streams', limits.sseStreamsPerCredentialMax, limits.sseStreamsPerApiKeyMax, limits.sseStreamsPerInstanceMax, true),
     webSockets: createConnectionCap('WebSocket connections', limits.webSocketsPerCredentialMax, limits.webSocketsPerApiKeyMax, limits.webSocketsPerInstanceMax),
   };
 }
@@ -259,7 +261,7 @@ export type Admission = ReturnType<typeof createAdmission>;
 /** setTimeout's largest delay (about 24.8 days); longer waits are armed again. */
 const timerDelayMsMax = 2 ** 31 - 1;
 
-export function createConnectionCap(what: string, perCredentialMax: number, perApiKeyMax: number, perInstanceMax: number) {
+export function createConnectionCap(what: string, perCredentialMax: number, perApiKeyMax: number, perInstanceMax: number, endsWithCredential = false) {
   const openByCredential = new Map<string, number>();
   const openByApiKey = new Map<string, number>();
   const endsByApiKey = new Map<string, Set<() => void>>();
@@ -302,7 +304,7 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
     const ends = apiKey && end ? (endsByApiKey.get(apiKey) ?? endsByApiKey.set(apiKey, new Set()).get(apiKey)!) : null;
     ends?.add(end!);
     let released = false;
-    const stopExpiry = endAtExpiry(principal.expires_at_ms, end);
+    const stopExpiry = endsWithCredential ? endAtExpiry(principal.expires_at_ms, end) : null;
     return () => {
       if (released) return;
       released = true;
