@@ -201,8 +201,15 @@ export const limits = {
    * (or its server died), and the sweeper or a waiting retry releases the hold.
    */
   invokeDeadlineMarginMs: 15_000,
-  /** A retry that finds its invoke still running checks the transaction this often. */
+  /** A retry that finds its invoke's hold still being written (4091) tries again this often. */
   invokeWaitPollMs: 100,
+  /**
+   * A retry that finds its invoke still running waits for the transaction's next event on the bus,
+   * and reads the row again after this long at the latest, doubling up to the maximum: a lost bus
+   * message costs latency, never an answer, and a hundred waiting retries cost a few reads each.
+   */
+  invokeWaitCheckMinMs: 100,
+  invokeWaitCheckMaxMs: 2_000,
   /** How long a retry waits for the first request's hold to commit (4091 while it does) before giving up. */
   invokeClaimWaitMs: 10_000,
   /** Counts of capability usage windows are kept this long after the window started, then pruned. */

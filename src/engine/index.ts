@@ -50,12 +50,12 @@ export async function createEngine(dependencies: EngineDependencies, options: En
   const demands = createDemandEngine(dependencies, idempotency, createAutoAccept(dependencies, transactions, matching), analysis);
   const capabilities = withDemandAutoAccept(createCapabilityEngine(dependencies, idempotency), demands.autoAcceptFor);
   const wallet = createWalletEngine(dependencies, idempotency);
-  const invoke = createInvokeEngine(dependencies, idempotency, transitions);
+  const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
+  await hub.start();
+  const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies);
   const retention = createRetention(dependencies);
-  const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
-  await hub.start();
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
   const pricing = createPricingSuggestionEngine(dependencies, ai);

@@ -8,6 +8,7 @@ import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
 import { assertBuyerCeiling } from './ceilings.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
+import type { EventHub } from '../events/hub.ts';
 import { InsufficientBalance } from '../store/ledger.ts';
 import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import { invokeCapability } from './access/invoke.ts';
@@ -65,7 +66,7 @@ interface PreparedCall {
   payload: { transaction_id: string; capability_id: string; input: Record<string, unknown>; buyer_user_id: string };
 }
 
-export function createInvokeEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
+export function createInvokeEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions, hub: Pick<EventHub, 'nextEventOf'>) {
   const { db, now, config, log } = dependencies;
   const network: CallbackNetwork = {
     allowAddress: dependencies.callbackNetwork?.allowAddress ?? (config.CALLBACK_ALLOW_PRIVATE ? privateAddressesAllowed : publicAddressesOnly),
@@ -154,16 +155,22 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
   }
 
   /**
-   * A retry's answer: waits (polling the row, so it works across instances) until the first
+   * A retry's answer: waits for the transaction's next event (heard from any instance through the
+   * bus), reading the row again at a doubling interval in case a message was lost, until the first
    * request has recorded its outcome. Past the deadline the first request's server is gone, and
    * the retry releases the hold itself, as the sweeper would.
    */
   async function answerWhenDone(id: string): Promise<InvokeAnswer> {
-    for (;;) {
-      const row = (await findTransaction(db, id))!;
-      if (row.status !== 'frozen') return answerOf(row);
-      if (row.invoke_deadline !== null && now() >= new Date(row.invoke_deadline)) await record(id, 'fail', { invoke: overdueInvoke });
-      else await sleep(limits.invokeWaitPollMs);
+    for (let checkMs: number = limits.invokeWaitCheckMinMs; ; checkMs = Math.min(checkMs * 2, limits.invokeWaitCheckMaxMs)) {
+      const next = hub.nextEventOf(id, checkMs);
+      try {
+        const row = (await findTransaction(db, id))!;
+        if (row.status !== 'frozen') return answerOf(row);
+        if (row.invoke_deadline !== null && now() >= new Date(row.invoke_deadline)) await record(id, 'fail', { invoke: overdueInvoke });
+        else await next.arrived;
+      } finally {
+        next.stop();
+      }
     }
   }
 

@@ -21,9 +21,35 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     for (const subscriber of index.get(key) ?? []) subscriber.offer(event);
   };
 
+  /** Waiters for a transaction's next event (a retry waiting for an invoke's outcome), woken once. */
+  const watchers = new Map<string, Set<() => void>>();
+
+  /**
+   * Resolves at the transaction's next event heard on this instance, or after `timeoutMs`,
+   * whichever comes first. Registered before the caller reads the row, so an event that lands
+   * between the read and the wait still wakes it; a lost message costs at most the timeout.
+   */
+  function nextEventOf(transactionId: string, timeoutMs: number): { arrived: Promise<void>; stop(): void } {
+    let wake: () => void = () => {};
+    let timer: NodeJS.Timeout | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      wake = () => {
+        clearTimeout(timer);
+        const set = watchers.get(transactionId);
+        set?.delete(wake);
+        if (set?.size === 0) watchers.delete(transactionId);
+        resolve();
+      };
+    });
+    (watchers.get(transactionId) ?? watchers.set(transactionId, new Set()).get(transactionId)!).add(wake);
+    timer = setTimeout(wake, timeoutMs);
+    timer.unref();
+    return { arrived, stop: wake };
+  }
+
   function onMessage(message: string) {
-    // An instance that holds no streams (one serving only API calls) need not read the event.
-    if (byTransaction.size === 0 && byUser.size === 0) return;
+    // An instance that holds no streams nor waiters (one serving only API calls) need not read the event.
+    if (byTransaction.size === 0 && byUser.size === 0 && watchers.size === 0) return;
     let event: PublishedEvent;
     try {
       event = JSON.parse(message) as PublishedEvent;
@@ -32,6 +58,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       log.warn('unreadable event on the bus', { error });
       return;
     }
+    for (const wake of [...(watchers.get(event.transaction_id) ?? [])]) wake();
     deliver(byTransaction, event.transaction_id, event);
     deliver(byUser, event.buyer_user_id, event);
     if (event.seller_user_id !== event.buyer_user_id) deliver(byUser, event.seller_user_id, event);
@@ -133,7 +160,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     }
   }
 
-  return { start, subscribe, stop };
+  return { start, subscribe, nextEventOf, stop };
 }
 
 export type EventHub = ReturnType<typeof createEventHub>;
