@@ -61,8 +61,10 @@ export async function listTasks(engine: Engine, params: unknown, context: RpcCon
       throw input.pageToken ? asPageTokenError(error) : error;
     });
   const includeArtifacts = input.includeArtifacts === true;
+  // One page's histories share one bound, so pageSize x historyLength cannot build gigabytes.
+  const historyBytesMax = Math.min(limits.a2aHistoryAnswerBytesMax, Math.floor(limits.a2aListHistoryBytesMax / Math.max(1, page.items.length)));
   const tasks = page.items.map(({ id, task }) => {
-    const rendered = renderTask(task, 'v1.0', nameFor(task, id), { artifacts: includeArtifacts, historyLength });
+    const rendered = renderTask(task, 'v1.0', nameFor(task, id), { artifacts: includeArtifacts, historyLength, historyBytesMax });
     const { artifacts, ...rest } = rendered as typeof rendered & { artifacts?: unknown };
     return includeArtifacts ? { ...rest, artifacts } : rest;
   });

@@ -156,12 +156,15 @@ function artifact(view: TransactionView, generation: Generation) {
 export interface TaskOptions {
   artifacts?: boolean;
   history?: unknown[];
+  /** Older messages the history's byte bound left out: said in metadata.marketplace.history_cut. */
+  historyCut?: number;
 }
 
 export function taskOf(view: TransactionView, generation: Generation, name: TaskName, options: TaskOptions = {}) {
   const result = artifact(view, generation);
   const artifacts = result && options.artifacts !== false ? [result] : [];
   const metadata = marketplaceMetadata(view, name);
+  if (options.historyCut) Object.assign(metadata.marketplace, { history_cut: options.historyCut });
   const contextId = contextOf(view, name);
   const base = { id: name.taskId, status: status(view, generation, name), artifacts, ...(options.history ? { history: options.history } : {}), metadata };
   if (generation === 'v0.1') return { ...base, sessionId: contextId };

@@ -122,7 +122,7 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
   const sendTask = (view: TransactionView, sequence: string | undefined) => {
     current = view;
     const history = historyOf(start.task, view, generation, name, start.options.historyLength);
-    emit(taskEvent(view, generation, name, { history }), sequence, closesStream(view.status));
+    emit(taskEvent(view, generation, name, { history: history.messages, historyCut: history.cut }), sequence, closesStream(view.status));
   };
   const sendUpdate = (view: TransactionView, sequence: string) => {
     const delivered = view.result_payload && !current?.result_payload ? artifactEvent(view, generation, name) : null;

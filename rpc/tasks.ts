@@ -28,15 +28,25 @@ export function nameFor(task: A2ATask, requestedId?: string): TaskName {
 const partsOf = (parts: NeutralPart[], generation: Generation) =>
   parts.map((part) => (part.kind === 'text' ? textPart(part.text, generation) : dataPart(part.data, generation)));
 
+/** A task's history in one answer, and how many older messages the byte bound left out. */
+export interface History {
+  messages: unknown[];
+  cut: number;
+}
+
 /**
  * The task's messages, oldest first: what the buyer sent and the conversation's answers (stored),
  * merged with the states its transaction reached (derived from the transaction, which keeps its
  * timestamps for good). A stored message goes first on a tie: a buyer's message precedes what it
  * caused. `historyLength` keeps the newest ones; absent, all up to limits.a2aHistoryLengthMax.
+ * The newest are kept up to `bytesMax` of JSON; the older ones beyond are cut and counted, so one
+ * answer stays bounded however large the messages were.
  */
-export function historyOf(task: A2ATask, view: TransactionView | null, generation: Generation, name: TaskName, historyLength?: number | null): unknown[] {
+export function historyOf(
+  task: A2ATask, view: TransactionView | null, generation: Generation, name: TaskName, historyLength?: number | null, bytesMax: number = limits.a2aHistoryAnswerBytesMax,
+): History {
   const wanted = Math.min(historyLength ?? limits.a2aHistoryLengthMax, limits.a2aHistoryLengthMax);
-  if (wanted === 0) return [];
+  if (wanted === 0) return { messages: [], cut: 0 };
   const contextId = name.contextId ?? task.contextId;
   const entries = [
     ...task.messages.map((message, index) => ({ at: Date.parse(message.at), order: index, render: () => messageOf({ ...message, parts: partsOf(message.parts, generation) }, generation, name, contextId) })),
@@ -45,11 +55,20 @@ export function historyOf(task: A2ATask, view: TransactionView | null, generatio
     })),
   ];
   entries.sort((left, right) => left.at - right.at || left.order - right.order);
-  return entries.slice(-wanted).map((entry) => entry.render());
+  const newest = entries.slice(-wanted).reverse();
+  const kept: unknown[] = [];
+  let bytes = 0;
+  for (const entry of newest) {
+    const message = entry.render();
+    bytes += Buffer.byteLength(JSON.stringify(message));
+    if (bytes > bytesMax) break;
+    kept.push(message);
+  }
+  return { messages: kept.reverse(), cut: newest.length - kept.length };
 }
 
 /** A conversation before its pick: input-required with the candidates, working when none matched (open), or canceled. */
-function conversationTaskOf(task: A2ATask, generation: Generation, name: TaskName, history: unknown[]) {
+function conversationTaskOf(task: A2ATask, generation: Generation, name: TaskName, history: History) {
   const conversation = task.conversation!;
   const phase = conversation.status as OpenPhase;
   const contextId = name.contextId ?? task.contextId;
@@ -59,9 +78,9 @@ function conversationTaskOf(task: A2ATask, generation: Generation, name: TaskNam
     : undefined;
   const marketplace = {
     conversation_id: conversation.id, demand_id: conversation.demand_id, transaction_id: null, status: phase,
-    context_id: task.contextId, ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}),
+    context_id: task.contextId, ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}), ...(history.cut > 0 ? { history_cut: history.cut } : {}),
   };
-  const base = { id: name.taskId, status: { state, ...(message ? { message } : {}), timestamp: conversation.updated_at }, artifacts: [], history, metadata: { marketplace } };
+  const base = { id: name.taskId, status: { state, ...(message ? { message } : {}), timestamp: conversation.updated_at }, artifacts: [], history: history.messages, metadata: { marketplace } };
   if (generation === 'v0.1') return { ...base, sessionId: contextId };
   if (generation === 'v1.0') return { ...base, contextId };
   if (generation === 'hybrid') return { kind: 'task', ...base, contextId, sessionId: contextId };
@@ -71,12 +90,14 @@ function conversationTaskOf(task: A2ATask, generation: Generation, name: TaskNam
 export interface RenderOptions {
   historyLength?: number | null;
   artifacts?: boolean;
+  /** The history's byte bound (ListTasks shares its own bound out between the tasks of a page). */
+  historyBytesMax?: number;
 }
 
 /** The task as of `view` (a stream may hold a newer state of its transaction than the task read). */
 export function renderTask(task: A2ATask, generation: Generation, name: TaskName, options: RenderOptions = {}, view: TransactionView | null = task.transaction) {
-  const history = historyOf(task, view, generation, name, options.historyLength);
-  if (view) return taskOf(view, generation, name, { artifacts: options.artifacts, history });
+  const history = historyOf(task, view, generation, name, options.historyLength, options.historyBytesMax);
+  if (view) return taskOf(view, generation, name, { artifacts: options.artifacts, history: history.messages, historyCut: history.cut });
   return conversationTaskOf(task, generation, name, history);
 }
 

@@ -270,6 +270,14 @@ export const limits = {
   a2aDemandTitleLengthMax: 80,
   /** Messages a task's history answers at most (the newest ones), whatever historyLength asks. */
   a2aHistoryLengthMax: 100,
+  /** A message's parts are stored up to this many bytes of JSON; a part beyond is kept as a marker of its size. */
+  a2aStoredPartsBytesMax: 16 * 1024,
+  /** One task's history in one answer: the newest messages up to this many bytes of JSON, older ones cut. */
+  a2aHistoryAnswerBytesMax: 256 * 1024,
+  /** All the histories of one ListTasks page together (shared out evenly between its tasks). */
+  a2aListHistoryBytesMax: 1024 * 1024,
+  /** Stored messages one ListTasks page reads, shared out between its tasks (each at most a2aStoredPartsBytesMax of parts). */
+  a2aListHistoryMessagesMax: 1_000,
   /** A pick that finds the same pick still buying waits this long for it, checking this often. */
   a2aPickWaitMs: 10_000,
   a2aPickWaitPollMs: 100,

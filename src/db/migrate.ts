@@ -15,6 +15,7 @@ import * as invoke from './migrations/011_invoke.ts';
 import * as a2aConversations from './migrations/013_a2a_conversations.ts';
 import * as deviceAuthorization from './migrations/014_device_authorization.ts';
 import * as purchaseCeilings from './migrations/015_purchase_ceilings.ts';
+import * as a2aRetention from './migrations/016_a2a_retention.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -36,6 +37,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '013_a2a_conversations': a2aConversations,
   '014_device_authorization': deviceAuthorization,
   '015_purchase_ceilings': purchaseCeilings,
+  '016_a2a_retention': a2aRetention,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -44,6 +44,30 @@ export const v01MessageIdOf = (taskId: string, parts: unknown) => hashed('v01', 
 /** A text part or a data part, in no generation's spelling (each renders its own). */
 export type NeutralPart = { kind: 'text'; text: string } | { kind: 'data'; data: Record<string, unknown> };
 
+/**
+ * The parts of a message as history keeps them: at most `bytesMax` of JSON in all. A part that
+ * would go over is kept as a marker saying what was left out (a text part: its beginning and the
+ * size cut), so a buyer's 900 kB data part costs the history a few bytes, while the purchase it
+ * made keeps its whole input on the transaction.
+ */
+export function partsForHistory(parts: readonly NeutralPart[], bytesMax: number): NeutralPart[] {
+  let used = 0;
+  return parts.map((part) => {
+    const bytes = Buffer.byteLength(JSON.stringify(part));
+    if (used + bytes <= bytesMax) {
+      used += bytes;
+      return part;
+    }
+    const note = { history_omitted_bytes: bytes, reason: `history keeps at most ${bytesMax} bytes of parts per message` };
+    if (part.kind === 'data') return { kind: 'data', data: note };
+    // A character takes at most 4 bytes of UTF-8 (6 as a JSON escape, rare in words), and the marker about 100.
+    const keptCharacters = Math.max(0, Math.floor((bytesMax - used - 200) / 6));
+    const text = `${part.text.slice(0, keptCharacters)}… [${bytes} bytes cut: ${note.reason}]`;
+    used += Buffer.byteLength(text);
+    return { kind: 'text', text };
+  });
+}
+
 /** A demand's title: the text's first line, cut at a word boundary within `lengthMax`. */
 export function titleOf(text: string, lengthMax: number): string {
   const line = text.trim().split('\n')[0]!.trim();

@@ -50,14 +50,39 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     );
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; idempotencyKeys: number; deviceAuthorizations: number }> {
+  /**
+   * A2A history follows the events' retention: stored messages older than the window go (a task's
+   * states stay, derived from its transaction), and so does a conversation that never bought
+   * anything once its last change is older and its messages are gone. A conversation that bought
+   * keeps its row: it is the name its transaction's task answers to.
+   */
+  function pruneA2AHistory(): Promise<number> {
+    const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
+    return inBatches(() =>
+      db('a2a_messages').whereIn('sequence', victims('a2a_messages', 'sequence', (query) => query.where('created_at', '<', cutoff))).del(),
+    );
+  }
+
+  function pruneUnboughtConversations(): Promise<number> {
+    const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
+    const unbought = (query: Knex.QueryBuilder) =>
+      query.where({ kind: 'conversation' }).whereNull('transaction_id').where('updated_at', '<', cutoff)
+        .whereNotExists(db('a2a_messages').select(db.raw('1')).whereRaw('a2a_messages.task_id = a2a_tasks.id'));
+    return inBatches(() => db('a2a_tasks').whereIn('id', victims('a2a_tasks', 'id', unbought)).del());
+  }
+
+  async function runOnce(): Promise<{ outboxEvents: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
     const outboxEvents = await pruneOutbox();
     const idempotencyKeys = await deleteExpiredKeys();
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
-    if (outboxEvents + idempotencyKeys + deviceAuthorizations > 0) {
-      log.info('retention deleted old rows', { outbox_events: outboxEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations });
+    const a2aMessages = await pruneA2AHistory();
+    const conversations = await pruneUnboughtConversations();
+    if (outboxEvents + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+      log.info('retention deleted old rows', {
+        outbox_events: outboxEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+      });
     }
-    return { outboxEvents, idempotencyKeys, deviceAuthorizations };
+    return { outboxEvents, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
   }
 
   const schedule = periodic('retention', runOnce, log);

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { NeutralPart } from '../domain/a2a.ts';
+import { type NeutralPart, partsForHistory } from '../domain/a2a.ts';
+import { limits } from '../limits.ts';
 import { isUuid } from '../domain/ids.ts';
 import { listQuery } from './transactions.ts';
 
@@ -66,11 +67,11 @@ export const findTaskRow = (db: Knex, id: string): Promise<A2ATaskRow | undefine
 export const taskRowsOfTransactions = (db: Knex, transactionIds: string[]): Promise<A2ATaskRow[]> =>
   transactionIds.length === 0 ? Promise.resolve([]) : db<A2ATaskRow>('a2a_tasks').whereIn('transaction_id', transactionIds);
 
-/** Stored once: a retried message (same task, role and id) is ignored. */
+/** Stored once: a retried message (same task, role and id) is ignored; its parts are bounded in bytes. */
 export async function insertMessages(trx: Knex, messages: NewMessage[]) {
   if (messages.length === 0) return;
   await trx('a2a_messages')
-    .insert(messages.map((message) => ({ ...message, parts: JSON.stringify(message.parts) })))
+    .insert(messages.map((message) => ({ ...message, parts: JSON.stringify(partsForHistory(message.parts, limits.a2aStoredPartsBytesMax)) })))
     .onConflict(['task_id', 'role', 'message_id'])
     .ignore();
 }

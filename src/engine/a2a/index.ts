@@ -115,7 +115,8 @@ export function createA2AEngine(
     const listed = rows.slice(0, query.page_size);
     const last = listed.at(-1);
     return {
-      items: await tasksOfRows(principal, listed, Math.min(query.history_length ?? limits.a2aHistoryLengthMax, limits.a2aHistoryLengthMax)),
+      // A page reads at most a2aListHistoryMessagesMax stored messages, shared out between its tasks.
+      items: await tasksOfRows(principal, listed, Math.min(query.history_length ?? limits.a2aHistoryLengthMax, limits.a2aHistoryLengthMax, Math.floor(limits.a2aListHistoryMessagesMax / Math.max(1, listed.length)))),
       total: Number(counted?.count ?? 0),
       next_cursor: rows.length > query.page_size && last ? encodeCursor([new Date(last.updated_at).toISOString(), last.task_id]) : null,
     };
