@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { createJwtService } from './auth/jwt.ts';
 import type { Config } from './config.ts';
 import { type DatabaseHandle, openPglite, openPostgres } from './db/database.ts';
@@ -26,9 +27,23 @@ export interface RuntimeOptions {
   callbackNetwork?: Partial<CallbackNetwork>;
 }
 
+/** The configured database, saying what it opens and how long that took (the embedded one's first start initialises it). */
+async function openConfiguredDatabase(config: Config, log: Logger): Promise<DatabaseHandle> {
+  const startedAt = performance.now();
+  if (config.DATABASE_URL) {
+    log.info('opening PostgreSQL (DATABASE_URL)');
+    const database = await openPostgres(config.DATABASE_URL);
+    log.info('PostgreSQL open', { took_ms: Math.round(performance.now() - startedAt) });
+    return database;
+  }
+  log.info('opening the embedded database (no DATABASE_URL); a first start creates it, which takes a few seconds', { directory: config.DATA_DIR });
+  const database = await openPglite({ directory: config.DATA_DIR });
+  log.info('embedded database open', { took_ms: Math.round(performance.now() - startedAt) });
+  return database;
+}
+
 export async function openRuntime(config: Config, log: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
-  const database =
-    options.database ?? (config.DATABASE_URL ? await openPostgres(config.DATABASE_URL) : await openPglite({ directory: config.DATA_DIR }));
+  const database = options.database ?? (await openConfiguredDatabase(config, log));
   const bus = options.bus ?? (config.REDIS_URL ? createRedisBus(config.REDIS_URL) : createInProcessBus());
   try {
     if (options.migrate !== false) await migrateToLatest(database.db, (line) => log.info(line));

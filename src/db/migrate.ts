@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Knex } from 'knex';
 import type { Database } from './database.ts';
 import * as identity from './migrations/001_identity.ts';
@@ -21,7 +22,7 @@ import * as a2aRetention from './migrations/016_a2a_retention.ts';
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
  * same way under tsx, vitest and any bundler, on PostgreSQL and on PGlite alike.
  */
-const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> }> = {
+const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void>; config?: { transaction?: boolean } }> = {
   '001_identity': identity,
   '002_money': money,
   '003_client_task_ids': clientTaskIds,
@@ -46,8 +47,34 @@ export const migrationSource: Knex.MigrationSource<string> = {
   getMigration: async (name) => migrations[name]!,
 };
 
+/**
+ * The same migrations, each saying when it starts and how long it took: a first start on the
+ * embedded database migrates for many seconds, and a newcomer should see it working, not wait in
+ * silence.
+ */
+function reportingSource(log: (line: string) => void): Knex.MigrationSource<string> {
+  return {
+    ...migrationSource,
+    getMigration: async (name) => {
+      const migration = migrations[name]!;
+      // Everything else of the migration (its `config`, such as transaction: false) is kept.
+      return {
+        ...migration,
+        up: async (knex: Knex) => {
+          log(`migrating: ${name}`);
+          const startedAt = performance.now();
+          await migration.up(knex);
+          log(`migrated: ${name} in ${Math.round(performance.now() - startedAt)} ms`);
+        },
+      };
+    },
+  };
+}
+
 export async function migrateToLatest(db: Database, log: (line: string) => void = () => {}): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
-  for (const name of applied) log(`migration applied: ${name}`);
+  const startedAt = performance.now();
+  const [, applied] = (await db.migrate.latest({ migrationSource: reportingSource(log) })) as [number, string[]];
+  const tookMs = Math.round(performance.now() - startedAt);
+  log(applied.length > 0 ? `migrations: ${applied.length} applied in ${tookMs} ms` : `migrations: the database is up to date (checked in ${tookMs} ms)`);
   return applied;
 }
