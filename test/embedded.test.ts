@@ -35,9 +35,16 @@ describe('configuration', () => {
     expect(JSON.parse(line!).files).toEqual([path.resolve(directory, 'jwt-secret'), path.resolve(directory, 'admin-token')]);
     expect(first.output()).not.toContain(adminToken);
     expect(first.output()).not.toContain(jwtSecret);
+    // Each step of the first start is said as it happens, in order: no silent seconds.
+    const steps = first.output().split('\n').filter((text) => text.startsWith('{')).map((text) => JSON.parse(text).message as string);
+    const order = ['generated missing secrets', 'opening the embedded database', 'embedded database open', 'migrating: 001_identity', 'migrated: 001_identity in', 'migrations: ', 'backends ready', 'listening'];
+    const positions = order.map((step) => steps.findIndex((message) => message.startsWith(step)));
+    expect(positions.every((position) => position >= 0), JSON.stringify(steps)).toBe(true);
+    expect([...positions].sort((a, b) => a - b)).toEqual(positions);
     const second = await startServer(environment);
     await second.stop();
     expect(second.output()).not.toContain('generated missing secrets');
+    expect(second.output()).toContain('migrations: the database is up to date');
   });
 
   it('refuses more than one worker without PostgreSQL and Redis, which workers share', () => {
