@@ -10,7 +10,7 @@ const capability = (id: string, title: string, description: string): CapabilityM
 });
 const demand = (description: string): DemandRow => ({
   id: 'demand', owner_user_id: 'buyer', owner_type: 'agent', title: null, description, category: null, tags: [], max_price: null, auto_accept: false, demand_type: 'explicit',
-  status: 'open', expires_at: null, transaction_id: null, auto_accept_claimed_at: null, auto_accept_attempts: 0, cancelled_at: null, created_at: new Date(), updated_at: new Date(),
+  status: 'open', expires_at: null, transaction_id: null, auto_accept_claimed_at: null, auto_accept_attempts: 0, auto_accept_failure: null, cancelled_at: null, created_at: new Date(), updated_at: new Date(),
 });
 const silentLog = { debug() {}, info() {}, warn() {}, error() {} };
 const dependencies = { now: () => new Date(), log: silentLog } as unknown as EngineDependencies;

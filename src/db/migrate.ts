@@ -17,6 +17,7 @@ import * as a2aConversations from './migrations/013_a2a_conversations.ts';
 import * as deviceAuthorization from './migrations/014_device_authorization.ts';
 import * as purchaseCeilings from './migrations/015_purchase_ceilings.ts';
 import * as a2aRetention from './migrations/016_a2a_retention.ts';
+import * as autoAcceptFailure from './migrations/017_auto_accept_failure.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -39,6 +40,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '014_device_authorization': deviceAuthorization,
   '015_purchase_ceilings': purchaseCeilings,
   '016_a2a_retention': a2aRetention,
+  '017_auto_accept_failure': autoAcceptFailure,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

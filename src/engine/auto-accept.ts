@@ -1,5 +1,5 @@
 import { autoAcceptScoreMin } from '../domain/scoring.ts';
-import { currencyOfSpace } from '../domain/money.ts';
+import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { searchQueryOf } from '../domain/text.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
@@ -46,13 +46,22 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
   const release = (demandId: string, at: Date) => db('demands').where({ id: demandId, auto_accept_claimed_at: at }).update({ auto_accept_claimed_at: null });
 
   /**
+   * Why this attempt did not buy, kept on the demand for its owner to read (point 14 of issue 15):
+   * the refusal as the purchase said it, and the capability it was for. A later purchase clears it.
+   */
+  const recordFailure = (demandId: string, capabilityId: string, refusal: Pick<AppError, 'code' | 'errorName' | 'data'>) =>
+    db('demands').where({ id: demandId }).update({
+      auto_accept_failure: JSON.stringify({ code: refusal.code, message: refusal.errorName, data: refusal.data ?? null, capability_id: capabilityId, at: now().toISOString() }),
+    });
+
+  /**
    * Marks the demand fulfilled only while this attempt still holds it: an attempt slower than the
    * stale window may have lost the demand to a cancel or to another attempt, whose outcome must
    * not be overwritten. Answers whether the demand was marked.
    */
   async function finish(demandId: string, held: { at: Date }, transactionId: string): Promise<boolean> {
     const updated = await db('demands').where({ id: demandId, status: 'open', auto_accept_claimed_at: held.at })
-      .update({ status: 'fulfilled', transaction_id: transactionId, auto_accept_claimed_at: null, updated_at: now() });
+      .update({ status: 'fulfilled', transaction_id: transactionId, auto_accept_claimed_at: null, auto_accept_failure: null, updated_at: now() });
     return Number(updated) === 1;
   }
 
@@ -78,6 +87,7 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
       // The capability changed since it was scored (a price above the budget, withdrawn): nothing was written.
       if (!(error instanceof AppError)) throw error;
       log.info('auto-accept refused by the purchase; the demand stays open', { demand_id: demand.id, capability_id: capability.id, code: error.code, message: error.message });
+      await recordFailure(demand.id, capability.id, error);
       return null;
     }
     const { view, failure } = outcome;
@@ -85,6 +95,7 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
       // The balance changed since the check: the unfunded transaction is withdrawn, no money moved.
       if (view.status === 'pending_freeze') await transactions.act(principal, view.id, 'cancel', {}, null);
       log.info('auto-accept failed to freeze; the demand stays open', { demand_id: demand.id, capability_id: capability.id, code: failure?.code });
+      if (failure) await recordFailure(demand.id, capability.id, failure);
       return null;
     }
     return view.id;
@@ -108,6 +119,10 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
       const account = await db('accounts').where({ id: userAccountId(demand.owner_user_id, currencyOfSpace(demand.owner_type)) }).first('available');
       if (BigInt(account?.available ?? 0) < BigInt(capability.price)) {
         log.info('auto-accept skipped: insufficient balance; the demand stays open', { demand_id: demand.id, capability_id: capability.id });
+        const currency = currencyOfSpace(demand.owner_type);
+        await recordFailure(demand.id, capability.id, new AppError('insufficient_balance', 'not enough money to buy the match', {
+          currency, available: formatAmount(account?.available ?? 0), required: formatAmount(capability.price),
+        }));
         await release(demand.id, held.at);
         return 'skipped';
       }
@@ -131,6 +146,16 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
     }
   }
 
+  /** A good match that costs more than the demand's budget is why nothing was bought: say so. */
+  async function sayOverBudget(demand: DemandRow, ranked: Awaited<ReturnType<MatchingEngine['rankFor']>>) {
+    const over = ranked.find(({ row, parts }) => parts.score >= autoAcceptScoreMin && unitPricedModels.has(row.pricing_model) && row.owner_user_id !== demand.owner_user_id);
+    if (!over || BigInt(over.row.price) <= BigInt(demand.max_price!)) return;
+    const refusal = new AppError('price_above_ceiling', 'the best match costs more than max_price_ut', {
+      currency: currencyOfSpace(demand.owner_type), price: formatAmount(over.row.price), max_price: formatAmount(demand.max_price!),
+    });
+    await recordFailure(demand.id, over.row.id, refusal);
+  }
+
   /** Called after a demand with auto_accept is created: the best qualifying capabilities, in turn. */
   async function forDemand(demandId: string): Promise<void> {
     try {
@@ -141,6 +166,7 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
       for (const { row } of qualifying) {
         if ((await attempt(demand, row)) !== 'skipped') return;
       }
+      if (qualifying.length === 0) await sayOverBudget(demand, ranked);
     } catch (error) {
       log.warn('auto-accept for a demand failed; the demand stays open', { demand_id: demandId, error: String(error) });
     }

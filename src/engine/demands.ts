@@ -33,6 +33,7 @@ export function demandView(row: DemandRow, now: Date): DemandView {
     status: effectiveStatus(row.status, row.expires_at, now),
     expires_at: iso(row.expires_at),
     transaction_id: row.transaction_id,
+    auto_accept_failure: row.auto_accept_failure ?? null,
     cancelled_at: iso(row.cancelled_at),
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,

@@ -42,6 +42,16 @@ export const demandResponse = z
     status: z.enum(demandStatuses),
     expires_at: dateTime.nullable(),
     transaction_id: uuid.nullable().meta({ description: 'The transaction auto_accept created (status fulfilled)' }),
+    auto_accept_failure: z
+      .object({
+        code: z.number().int().meta({ description: 'The refusal: 4020 not enough money, 4093 the price above max_price_ut, 4291 the daily limit, ...' }),
+        message: z.string(),
+        data: z.record(z.string(), z.unknown()).nullable().meta({ description: 'As the refusal says it, e.g. {currency, available, required} for 4020' }),
+        capability_id: uuid.meta({ description: 'The capability it tried to buy' }),
+        at: dateTime,
+      })
+      .nullable()
+      .meta({ description: 'Why auto_accept could not buy the last time it tried (the demand stays open); null once it bought or when it never failed' }),
     cancelled_at: dateTime.nullable(),
     created_at: dateTime,
     updated_at: dateTime,

@@ -18,15 +18,25 @@ export interface DemandRow {
   transaction_id: string | null;
   auto_accept_claimed_at: Date | null;
   auto_accept_attempts: number;
+  /** Why the last auto-accept attempt did not buy; null once one bought or none failed. */
+  auto_accept_failure: AutoAcceptFailure | null;
   cancelled_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
+export interface AutoAcceptFailure {
+  code: number;
+  message: string;
+  data: Record<string, unknown> | null;
+  capability_id: string;
+  at: string;
+}
+
 /** Every column but the search vector, which only the database reads. */
 export const demandColumns = [
   'id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'max_price', 'auto_accept', 'demand_type', 'status',
-  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'cancelled_at', 'created_at', 'updated_at',
+  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'auto_accept_failure', 'cancelled_at', 'created_at', 'updated_at',
 ] as const;
 
 /** The capability columns matching needs (not the search vector, nor callback details). */

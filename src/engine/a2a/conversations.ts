@@ -51,7 +51,7 @@ export function createConversations(
     const draft: DemandRow = {
       id: randomUUID(), owner_user_id: principal.user_id, owner_type: principal.caller_type, title, description: text, category: null, tags: [],
       max_price: null, auto_accept: false, demand_type: 'explicit', status: 'open', expires_at: null, transaction_id: null,
-      auto_accept_claimed_at: null, auto_accept_attempts: 0, cancelled_at: null, created_at: at, updated_at: at,
+      auto_accept_claimed_at: null, auto_accept_attempts: 0, auto_accept_failure: null, cancelled_at: null, created_at: at, updated_at: at,
     };
     const ranked = await matching.rankFor(draft, limits.a2aCandidatesMax);
     return ranked.map(({ row, parts }, index) => ({
