@@ -178,6 +178,8 @@ export const limits = {
   matchCandidatePoolMax: 1_000,
   /** Terms of one text sent to the database's search; the rest of a very long text adds little. */
   matchQueryTermsMax: 64,
+  /** Terms kept in a row's stored term vector (the heaviest): a 10,000-character text costs a match no more than a short one. */
+  matchTermsPerTextMax: 200,
   alignmentCapabilitiesMax: 50,
   /** An auto-accept attempt holds its demand at most this long; a crashed attempt frees it then. */
   autoAcceptClaimStaleMs: 60_000,

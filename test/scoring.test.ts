@@ -6,7 +6,7 @@ import { createMatchingEngine } from '../src/engine/matching.ts';
 import type { CapabilityMatchRow, DemandRow } from '../src/store/demands.ts';
 
 const capability = (id: string, title: string, description: string): CapabilityMatchRow => ({
-  id, owner_user_id: 'seller', owner_type: 'agent', title, description, category: 'other', tags: [], pricing_model: 'per_use', price: '1000', quality_score: '0.00', available: true,
+  id, owner_user_id: 'seller', owner_type: 'agent', title, description, category: 'other', tags: [], pricing_model: 'per_use', price: '1000', quality_score: '0.00', available: true, term_vector: null,
 });
 const demand = (description: string): DemandRow => ({
   id: 'demand', owner_user_id: 'buyer', owner_type: 'agent', title: null, description, category: null, tags: [], max_price: null, auto_accept: false, demand_type: 'explicit',

@@ -1,4 +1,4 @@
-import { conceptById, languageOf, termsOf } from './text.ts';
+import { type TextTerms, conceptById, languageOf, termsOf } from './text.ts';
 import { formatAmount } from './money.ts';
 
 /**
@@ -95,17 +95,16 @@ export function combine(similarity: number, alignment: number, quality: number):
 export const blendedSimilarity = (lexical: number, embedding: number | null) => (embedding === null ? lexical : (lexical + embedding) / 2);
 
 /** What the two texts share, in the demand's words where it can: for the explanation. */
-export function sharedTerms(demand: MatchText, capability: MatchText, language: 'zh' | 'en', max = 5): string[] {
-  const demandTerms = termsOf(`${demand.title ?? ''} ${(demand.tags ?? []).join(' ')} ${demand.description}`);
-  const capabilityTerms = termsOf(`${capability.title ?? ''} ${(capability.tags ?? []).join(' ')} ${capability.description}`);
+export function sharedTerms(demandTerms: TextTerms, capability: { terms: readonly (readonly [string, number])[] }, language: 'zh' | 'en', max = 5): string[] {
+  // The capability's side is its stored term vector (domain/term-vectors.ts): its text is not read again.
+  const capabilityTerms = new Set(capability.terms.map(([term]) => term));
   const shared = new Set<string>();
   for (const [concept, surface] of demandTerms.concepts) {
-    if (!capabilityTerms.concepts.has(concept)) continue;
+    if (!capabilityTerms.has(`c:${concept}`)) continue;
     const entry = conceptById.get(concept)!;
     shared.add(language === 'zh' && /[a-z]/.test(surface) ? entry.chinese[0]! : surface);
   }
-  const capabilityWords = new Set(capabilityTerms.words);
-  demandTerms.rawWords.forEach((word, index) => capabilityWords.has(demandTerms.words[index]!) && shared.add(word));
+  demandTerms.rawWords.forEach((word, index) => capabilityTerms.has(`w:${demandTerms.words[index]!}`) && shared.add(word));
   return [...shared].slice(0, max);
 }
 

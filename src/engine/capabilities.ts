@@ -1,3 +1,4 @@
+import { storedVectorOf } from '../domain/term-vectors.ts';
 import type { Knex } from 'knex';
 import { categoryCodes } from '../domain/categories.ts';
 import { withTransaction } from '../db/transaction.ts';
@@ -118,6 +119,12 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
       if ('pricing_model' in columns || 'callback_url' in columns) {
         const callbackUrl = 'callback_url' in columns ? (columns.callback_url as string | null) : row.callback_url;
         requireCallbackAfterUpdate((columns.pricing_model as string | undefined) ?? row.pricing_model, callbackUrl);
+      }
+      // New words, new vector: computed once here, read by every match after.
+      if ('title' in columns || 'description' in columns || 'tags' in columns) {
+        const words = { ...row, ...columns } as { title: string; description: string; tags: string[] | string };
+        const tags = typeof words.tags === 'string' ? (JSON.parse(words.tags) as string[]) : words.tags;
+        columns.term_vector = JSON.stringify(storedVectorOf({ title: words.title, description: words.description, tags }));
       }
       const [updated] = (await trx('capabilities').where({ id }).update({ ...columns, updated_at: now() }).returning('*')) as CapabilityRow[];
       return viewWithSales(trx, updated!);

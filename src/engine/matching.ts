@@ -1,9 +1,10 @@
 import { effectiveStatus, requireOpen } from '../domain/demands.ts';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import {
-  type MatchText, type ScoreParts, blendedSimilarity, combine, cosine, denseCosine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms, vectorOf,
+  type MatchText, type ScoreParts, blendedSimilarity, combine, denseCosine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms,
 } from '../domain/scoring.ts';
-import { searchQueryOf } from '../domain/text.ts';
+import { cosineWithStored, storedOrComputed, vectorOfStored } from '../domain/term-vectors.ts';
+import { searchQueryOf, termsOf } from '../domain/text.ts';
 import { limits } from '../limits.ts';
 import type { AlignmentItem, MatchCandidate } from '../schemas/matching.ts';
 import { type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabilityMatchColumns, demandCandidates, findDemand } from '../store/demands.ts';
@@ -29,40 +30,63 @@ const textOfDemand = (demand: DemandRow): MatchText => ({ title: demand.title, d
 const textOfCapability = (row: CapabilityMatchRow): MatchText => ({ title: row.title, description: row.description, tags: row.tags });
 const flat = (text: MatchText) => `${text.title ?? ''} ${(text.tags ?? []).join(' ')} ${text.description}`;
 
+/** Whether the embeddings refined this answer's similarity, and if not, why not. */
+export type EmbeddingsUse = 'used' | 'not_configured' | 'failed';
+
 export function createMatchingEngine({ db, now, log }: EngineDependencies, options: MatchingOptions = {}) {
-  /** Embedding cosines of `one` against each of `others`, or nulls when there is no embedder or it fails. */
-  async function embeddingSimilarities(one: MatchText, others: MatchText[]): Promise<(number | null)[]> {
-    const none = others.map(() => null);
+  /**
+   * Embedding cosines of `one` against each of `others` (null where there is none), in calls of
+   * at most aiEmbeddingTextsMax texts each, so a long candidate list is embedded in several
+   * batches instead of not at all.
+   */
+  async function embeddingSimilarities(one: MatchText, others: MatchText[]): Promise<{ similarities: (number | null)[]; use: EmbeddingsUse }> {
+    const none = { similarities: others.map(() => null), use: 'not_configured' as EmbeddingsUse };
     if (!options.embed || others.length === 0) return none;
+    const perCall = limits.aiEmbeddingTextsMax - 1;
+    const similarities: (number | null)[] = [];
     try {
-      const vectors = await options.embed([flat(one), ...others.map(flat)]);
-      if (!vectors || vectors.length !== others.length + 1) return none;
-      return others.map((_, index) => denseCosine(vectors[0]!, vectors[index + 1]!));
+      for (let start = 0; start < others.length; start += perCall) {
+        const chunk = others.slice(start, start + perCall);
+        const vectors = await options.embed([flat(one), ...chunk.map(flat)]);
+        if (!vectors || vectors.length !== chunk.length + 1) return { ...none, use: 'failed' };
+        similarities.push(...chunk.map((_, index) => denseCosine(vectors[0]!, vectors[index + 1]!)));
+      }
+      return { similarities, use: 'used' };
     } catch (error) {
       log.warn('embeddings failed; matching uses text similarity only', { error: String(error) });
-      return none;
+      return { ...none, use: 'failed' };
     }
   }
 
-  /** Scores capabilities for a demand, best first (ties by id, so every instance answers the same). */
-  async function scoreCapabilities(demand: DemandRow, rows: CapabilityMatchRow[]): Promise<ScoredCapability[]> {
+  /**
+   * Scores capabilities for a demand, best first (ties by id, so every instance answers the same),
+   * from the term vectors stored with the rows: no candidate's text is analysed again here.
+   */
+  async function scoreWithUse(demand: DemandRow, rows: CapabilityMatchRow[]): Promise<{ scored: ScoredCapability[]; embeddings: EmbeddingsUse }> {
     const demandText = textOfDemand(demand);
-    const demandVector = vectorOf(demandText);
+    const demandStored = storedOrComputed({ ...demandText, term_vector: demand.term_vector });
+    const demandVector = vectorOfStored(demandStored);
     const embedded = await embeddingSimilarities(demandText, rows.map(textOfCapability));
     const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
     const scored = rows.map((row, index) => {
-      const similarity = blendedSimilarity(cosine(demandVector, vectorOf(textOfCapability(row))), embedded[index]!);
+      const similarity = blendedSimilarity(cosineWithStored(demandVector, demandStored.norm, storedOrComputed(row)), embedded.similarities[index]!);
       return { row, parts: combine(similarity, priceAlignment(BigInt(row.price), maxPrice), normalizedQuality(Number(row.quality_score))) };
     });
-    return scored.sort((left, right) => right.parts.score - left.parts.score || (left.row.id < right.row.id ? -1 : 1));
+    scored.sort((left, right) => right.parts.score - left.parts.score || (left.row.id < right.row.id ? -1 : 1));
+    return { scored, embeddings: embedded.use };
   }
 
+  const scoreCapabilities = async (demand: DemandRow, rows: CapabilityMatchRow[]) => (await scoreWithUse(demand, rows)).scored;
+
   /** The best capabilities for a demand among those offered in its space by others. */
-  async function rankFor(demand: DemandRow, topK: number): Promise<ScoredCapability[]> {
+  async function rankWithUse(demand: DemandRow, topK: number): Promise<{ ranked: ScoredCapability[]; embeddings: EmbeddingsUse }> {
     const query = searchQueryOf(flat(textOfDemand(demand)), limits.matchQueryTermsMax);
     const rows = await capabilityCandidates(db, { query, space: demand.owner_type, excludeOwner: demand.owner_user_id, limit: Math.max(limits.matchCandidatesMax, topK), poolSize: limits.matchCandidatePoolMax });
-    return (await scoreCapabilities(demand, rows)).filter((entry) => entry.parts.similarity > 0).slice(0, topK);
+    const { scored, embeddings } = await scoreWithUse(demand, rows);
+    return { ranked: scored.filter((entry) => entry.parts.similarity > 0).slice(0, topK), embeddings };
   }
+
+  const rankFor = async (demand: DemandRow, topK: number) => (await rankWithUse(demand, topK)).ranked;
 
   /** A demand the caller may see, that is still open (expired ones stop matching: 4090). */
   async function openDemandFor(principal: Principal, demandId: string): Promise<DemandRow> {
@@ -75,11 +99,11 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
 
   async function match(principal: Principal, input: { demand_id: string; top_k: number }) {
     const demand = await openDemandFor(principal, input.demand_id);
-    const ranked = await rankFor(demand, input.top_k);
+    const { ranked, embeddings } = await rankWithUse(demand, input.top_k);
     const candidates: MatchCandidate[] = ranked.map(({ row, parts }) => ({
       entity_id: row.id, title: row.title, description: row.description, ...parts, price_ut: formatAmount(row.price), category: row.category,
     }));
-    return { demand_id: demand.id, candidates };
+    return { demand_id: demand.id, candidates, embeddings };
   }
 
   async function discoverDemands(principal: Principal, capabilityId: string, input: { top_k: number }) {
@@ -89,7 +113,17 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
     const capabilityText = textOfCapability(capability);
     const query = searchQueryOf(flat(capabilityText), limits.matchQueryTermsMax);
     const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: Math.max(limits.matchCandidatesMax, input.top_k) });
-    const scored = await Promise.all(demands.map(async (demand) => ({ demand, parts: (await scoreCapabilities(demand, [capability]))[0]!.parts })));
+    // One batch of embeddings for all the demands (not one call per demand), and each demand's
+    // stored vector against the capability's: the capability's text is not analysed again.
+    const capabilityStored = storedOrComputed(capability);
+    const embedded = await embeddingSimilarities(capabilityText, demands.map(textOfDemand));
+    const scored = demands.map((demand, index) => {
+      const demandStored = storedOrComputed({ ...textOfDemand(demand), term_vector: demand.term_vector });
+      const lexical = cosineWithStored(vectorOfStored(demandStored), demandStored.norm, capabilityStored);
+      const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
+      const parts = combine(blendedSimilarity(lexical, embedded.similarities[index]!), priceAlignment(BigInt(capability.price), maxPrice), normalizedQuality(Number(capability.quality_score)));
+      return { demand, parts };
+    });
     const candidates: MatchCandidate[] = scored
       .filter((entry) => entry.parts.similarity > 0)
       .sort((left, right) => right.parts.score - left.parts.score || (left.demand.id < right.demand.id ? -1 : 1))
@@ -98,7 +132,7 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
         entity_id: demand.id, title: demand.title ?? demand.description.slice(0, 80), description: demand.description, ...parts,
         price_ut: demand.max_price === null ? null : formatAmount(demand.max_price), category: demand.category,
       }));
-    return { capability_id: capability.id, candidates };
+    return { capability_id: capability.id, candidates, embeddings: embedded.use };
   }
 
   /** One demand against chosen capabilities of its space: the score parts and a sentence each. */
@@ -108,16 +142,18 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
     const rows = await db<CapabilityMatchRow>('capabilities').whereIn('id', ids).select(...capabilityMatchColumns);
     const byId = new Map(rows.map((row) => [row.id, row]));
     const visible = ids.map((id) => authorize(alignWith, principal, byId.get(id), 'capability'));
-    const scored = new Map((await scoreCapabilities(demand, visible)).map((entry) => [entry.row.id, entry.parts]));
+    const { scored: scoredRows, embeddings } = await scoreWithUse(demand, visible);
+    const scored = new Map(scoredRows.map((entry) => [entry.row.id, entry.parts]));
     const language = languageOf(demand.description);
+    const demandTerms = termsOf(flat(textOfDemand(demand)));
     const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
     const results: AlignmentItem[] = visible.map((row) => {
       const parts = scored.get(row.id)!;
       const price = BigInt(row.price);
-      const explanation = explain({ parts, shared: sharedTerms(textOfDemand(demand), textOfCapability(row), language), price, maxPrice, currency: currencyOfSpace(demand.owner_type), language });
+      const explanation = explain({ parts, shared: sharedTerms(demandTerms, storedOrComputed(row), language), price, maxPrice, currency: currencyOfSpace(demand.owner_type), language });
       return { capability_id: row.id, title: row.title, ...parts, price_ut: formatAmount(price), within_budget: maxPrice === null || price <= maxPrice, explanation };
     });
-    return { demand_id: demand.id, language, results };
+    return { demand_id: demand.id, language, results, embeddings };
   }
 
   return { match, discoverDemands, evaluateAlignment, rankFor, scoreCapabilities };

@@ -1,3 +1,4 @@
+import type { StoredTermVector } from '../domain/term-vectors.ts';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import type { CapabilityView } from '../schemas/capabilities.ts';
 import { limits } from '../limits.ts';
@@ -105,6 +106,8 @@ export interface CapabilityRow {
   deleted_at: Date | null;
   available: boolean;
   quality_score: string;
+  /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
+  term_vector: StoredTermVector | null;
   created_at: Date;
   updated_at: Date;
 }

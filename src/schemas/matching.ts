@@ -29,14 +29,19 @@ export const matchCandidate = z
   })
   .meta({ id: 'MatchCandidate' });
 
-export const matchResponse = z.object({ demand_id: uuid, candidates: z.array(matchCandidate) }).meta({ id: 'MatchResult' });
-export const discoverResponse = z.object({ capability_id: uuid, candidates: z.array(matchCandidate) }).meta({ id: 'DiscoverDemandsResult' });
+/** Says whether a model's embeddings refined the similarity, so a silent fallback is never mistaken for their use. */
+const embeddingsUse = z.enum(['used', 'not_configured', 'failed']).meta({
+  description: 'used: embeddings refined the similarity; not_configured: no embedding model is set (text similarity only); failed: the model did not answer, so this answer used text similarity only',
+});
+
+export const matchResponse = z.object({ demand_id: uuid, candidates: z.array(matchCandidate), embeddings: embeddingsUse }).meta({ id: 'MatchResult' });
+export const discoverResponse = z.object({ capability_id: uuid, candidates: z.array(matchCandidate), embeddings: embeddingsUse }).meta({ id: 'DiscoverDemandsResult' });
 
 export const alignmentItem = z
   .object({ capability_id: uuid, title: z.string(), ...scoreParts, price_ut: amountOutput, within_budget: z.boolean(), explanation: z.string() })
   .meta({ id: 'AlignmentResult' });
 export const alignmentResponse = z
-  .object({ demand_id: uuid, language: z.enum(['zh', 'en']), results: z.array(alignmentItem) })
+  .object({ demand_id: uuid, language: z.enum(['zh', 'en']), results: z.array(alignmentItem), embeddings: embeddingsUse })
   .meta({ id: 'EvaluateAlignmentResult' });
 
 export type MatchCandidate = z.infer<typeof matchCandidate>;

@@ -1,3 +1,4 @@
+import type { StoredTermVector } from '../domain/term-vectors.ts';
 import type { CapabilityRow } from '../engine/views.ts';
 import type { Knex } from 'knex';
 import type { StoredDemandStatus } from '../domain/demands.ts';
@@ -20,6 +21,8 @@ export interface DemandRow {
   auto_accept_attempts: number;
   /** Why the last auto-accept attempt did not buy; null once one bought or none failed. */
   auto_accept_failure: AutoAcceptFailure | null;
+  /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
+  term_vector?: StoredTermVector | null;
   cancelled_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -36,11 +39,11 @@ export interface AutoAcceptFailure {
 /** Every column but the search vector, which only the database reads. */
 export const demandColumns = [
   'id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'max_price', 'auto_accept', 'demand_type', 'status',
-  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'auto_accept_failure', 'cancelled_at', 'created_at', 'updated_at',
+  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'auto_accept_failure', 'term_vector', 'cancelled_at', 'created_at', 'updated_at',
 ] as const;
 
 /** The capability columns matching needs (not the search vector, nor callback details). */
-export const capabilityMatchColumns = ['id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'pricing_model', 'price', 'quality_score', 'available'] as const;
+export const capabilityMatchColumns = ['id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'pricing_model', 'price', 'quality_score', 'available', 'term_vector'] as const;
 
 /** Derived from the column list, so that the list and the type cannot drift apart. */
 export type CapabilityMatchRow = Pick<CapabilityRow, (typeof capabilityMatchColumns)[number]>;
