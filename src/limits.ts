@@ -187,6 +187,11 @@ export const limits = {
   autoAcceptDemandsPerCapabilityMax: 100,
   /** Candidates one demand tries to buy in turn before it waits for the next capability. */
   autoAcceptAttemptsPerRunMax: 3,
+  /** Auto-accept jobs (a capability offered anew) one run claims at once, and how often every instance looks for due ones. */
+  autoAcceptJobsPerRunMax: 20,
+  autoAcceptJobIntervalMs: 1_000,
+  /** A job claimed this many times without finishing (its instance kept dying) is given up, with a log line. */
+  autoAcceptJobAttemptsMax: 5,
   // Capabilities surface (issue 9): list filters and batch registration.
   /** The list's text query `q`: its length, and the words in it (each must match). */
   capabilitySearchQueryLengthMax: 200,

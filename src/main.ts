@@ -28,6 +28,7 @@ async function runServer(config: Config, log: Logger) {
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
   runtime.engine.relay.start();
   runtime.engine.retention.start();
+  runtime.engine.autoAcceptJobs.start();
 
   const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

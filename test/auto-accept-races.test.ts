@@ -57,6 +57,8 @@ describe('auto_accept races', () => {
     await credit(test, requester.userId, '100.00');
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '60.00')).expect(201)).body.data as { id: string };
+    // The auto-accept job of that offer has run (and bought nothing, above the budget) before the price changes underneath.
+    await test.runtime.engine.autoAcceptJobs.idle();
     await db()('capabilities').where({ id: capability.id }).update({ price: '3000' });
     expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data.status).toBe('open');
     return { requester, seller, demand, capability };

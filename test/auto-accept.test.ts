@@ -8,6 +8,12 @@ const offer = (title: string, price: string, extra: Record<string, unknown> = {}
   title, description: 'Professional translation of documents from English into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: price, callback_url: 'https://seller.example/callback', ...extra,
 });
 
+/**
+ * Auto-accept for a capability offered anew runs as a job after the request (engine/auto-accept-jobs.ts):
+ * wait until this instance's runner has nothing left before reading what it bought.
+ */
+const jobsDone = (app: TestApp) => app.runtime.engine.autoAcceptJobs.idle();
+
 describe('auto_accept on a demand', () => {
   let test: TestApp;
   beforeAll(async () => {
@@ -50,6 +56,7 @@ describe('auto_accept on a demand', () => {
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     expect(demand.status).toBe('open');
     await test.http.put(`/api/v1/capabilities/${pricey.id}`).set(seller.headers).send({ price_ut: '35.00' }).expect(200);
+    await jobsDone(test);
     const [bought] = await transactionsOf(requester);
     expect(bought).toMatchObject({ status: 'frozen', demand_id: demand.id, price_ut: '35.00' });
 
@@ -58,6 +65,7 @@ describe('auto_accept on a demand', () => {
     const batch = await test.http.post('/api/v1/capabilities/batch').set(seller.headers)
       .send({ items: [{ title: 'x' }, offer('Chinese translation of brochures', '25.00')] }).expect(200);
     expect(batch.body.data).toMatchObject({ succeeded: 1, failed: 1 });
+    await jobsDone(test);
     const purchases = await transactionsOf(requester);
     expect(purchases).toHaveLength(2);
     expect(purchases.find((purchase) => purchase.demand_id === second.id)).toMatchObject({ status: 'frozen', price_ut: '25.00' });
@@ -92,6 +100,7 @@ describe('auto_accept on a demand', () => {
       await credit(logged, requester.userId, '50.00');
       // The capability side: a new capability that fits is bought at its creation.
       const later = (await logged.http.post('/api/v1/capabilities').set(seller.headers).send(offer('Chinese translation service', '25.00')).expect(201)).body.data;
+      await jobsDone(logged);
       const after = (await logged.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data;
       expect(after.status).toBe('fulfilled');
       const bought = (await logged.http.get(`/api/v1/transactions/${after.transaction_id}`).set(requester.headers).expect(200)).body.data;
@@ -109,6 +118,7 @@ describe('auto_accept on a demand', () => {
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true, expires_at: expiresAt });
     test.clock.advanceMs(120_000);
     await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '30.00')).expect(201);
+    await jobsDone(test);
     expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data.status).toBe('expired');
     expect(await transactionsOf(requester)).toHaveLength(0);
   });
@@ -122,6 +132,7 @@ describe('auto_accept on a demand', () => {
       test.http.post('/api/v1/capabilities').set(sellerA.headers).send(offer('English to Chinese translation', '30.00')).expect(201),
       test.http.post('/api/v1/capabilities').set(sellerB.headers).send(offer('English to Chinese translation', '30.00')).expect(201),
     ]);
+    await jobsDone(test);
     const bought = await transactionsOf(requester);
     expect(bought).toHaveLength(1);
     expect(bought[0]).toMatchObject({ status: 'frozen', demand_id: demand.id });

@@ -1,3 +1,4 @@
+import { enqueueAutoAccept } from '../store/auto-accept-jobs.ts';
 import { storedVectorOf } from '../domain/term-vectors.ts';
 import type { Knex } from 'knex';
 import { categoryCodes } from '../domain/categories.ts';
@@ -32,6 +33,8 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
     const at = now();
     const planned = inputs.map((input) => newCapabilityRow(principal, input, at));
     const rows = (await trx('capabilities').insert(planned).returning('*')) as CapabilityRow[];
+    // Open auto-accept demands may wait for these: the job (engine/auto-accept-jobs.ts) commits with them.
+    await enqueueAutoAccept(trx, rows.filter((row) => row.available).map((row) => row.id), at);
     const byId = new Map(rows.map((row) => [row.id, row]));
     return planned.map(({ id }) => {
       const row = byId.get(id)!;
@@ -126,7 +129,10 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
         const tags = typeof words.tags === 'string' ? (JSON.parse(words.tags) as string[]) : words.tags;
         columns.term_vector = JSON.stringify(storedVectorOf({ title: words.title, description: words.description, tags }));
       }
-      const [updated] = (await trx('capabilities').where({ id }).update({ ...columns, updated_at: now() }).returning('*')) as CapabilityRow[];
+      const at = now();
+      const [updated] = (await trx('capabilities').where({ id }).update({ ...columns, updated_at: at }).returning('*')) as CapabilityRow[];
+      // Offered after the change (a re-offer, a new price or text): auto-accept demands look again.
+      if (updated!.available) await enqueueAutoAccept(trx, [id], at);
       return viewWithSales(trx, updated!);
     });
   }

@@ -161,14 +161,7 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
     };
   }
 
-  /**
-   * To be called after a capability is created, updated or offered again (and committed): open
-   * auto-accept demands of its space that it matches well enough, within budget, buy it. Never
-   * throws: a failure is logged and leaves the demands open.
-   */
-  const autoAcceptFor = (capabilityId: string) => autoAccept.forCapability(capabilityId);
-
-  return { create, get, cancel, list, evaluateClarity, autoAcceptFor, insertWithin, rewordWithin };
+  return { create, get, cancel, list, evaluateClarity, insertWithin, rewordWithin };
 }
 
 export type DemandEngine = ReturnType<typeof createDemandEngine>;

@@ -1,4 +1,5 @@
 import { createEventHub } from '../events/hub.ts';
+import { createAutoAcceptJobs } from './auto-accept-jobs.ts';
 import { createPublisher } from '../events/publisher.ts';
 import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
@@ -47,8 +48,10 @@ export async function createEngine(dependencies: EngineDependencies, options: En
   const matching = createMatchingEngine(dependencies, { embed: options.embed ?? ai.embed });
   // The language model is optional: every feature that uses it has a built-in fallback.
   const analysis = createAnalysisEngine({ ai, log: dependencies.log });
-  const demands = createDemandEngine(dependencies, idempotency, createAutoAccept(dependencies, transactions, matching), analysis);
-  const capabilities = withDemandAutoAccept(createCapabilityEngine(dependencies, idempotency), demands.autoAcceptFor);
+  const autoAccept = createAutoAccept(dependencies, transactions, matching);
+  const demands = createDemandEngine(dependencies, idempotency, autoAccept, analysis);
+  const autoAcceptJobs = createAutoAcceptJobs(dependencies, autoAccept);
+  const capabilities = withAutoAcceptKicks(createCapabilityEngine(dependencies, idempotency), autoAcceptJobs.kick);
   const wallet = createWalletEngine(dependencies, idempotency);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
   await hub.start();
@@ -75,37 +78,36 @@ export async function createEngine(dependencies: EngineDependencies, options: En
     relay.stop();
     sweeper.stop();
     retention.stop();
+    autoAcceptJobs.stop();
     await hub.stop();
     await stopRevocations();
-    await Promise.all([relay.idle(), sweeper.idle(), retention.idle()]);
+    await Promise.all([relay.idle(), sweeper.idle(), retention.idle(), autoAcceptJobs.idle()]);
     await publisher.close();
   }
 
-  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**
  * A capability that is newly offered may be what an auto-accept demand waits for. The capability
- * engine knows nothing of demands, so the composition adds the step after each change that offers
- * a capability commits: a create, each item a batch created, and an update that leaves it offered
- * (a re-offer, or a new price or text that may now match). Replays changed nothing, so they
- * trigger nothing.
+ * engine records a job with each change that offers one (a create, each item of a batch, an update
+ * that leaves it offered); the composition kicks this instance's job runner once the change has
+ * committed, so the request answers without scoring any demand. Replays changed nothing.
  */
-function withDemandAutoAccept(capabilities: ReturnType<typeof createCapabilityEngine>, autoAcceptFor: (capabilityId: string) => Promise<void>) {
+function withAutoAcceptKicks(capabilities: ReturnType<typeof createCapabilityEngine>, kick: () => void) {
   const create: typeof capabilities.create = async (...args) => {
     const outcome = await capabilities.create(...args);
-    if (!outcome.replayed) await autoAcceptFor(outcome.data.id);
+    if (!outcome.replayed) kick();
     return outcome;
   };
   const batch: typeof capabilities.batch = async (...args) => {
     const outcome = await capabilities.batch(...args);
-    if (outcome.replayed) return outcome;
-    for (const result of outcome.data.results) if (result.success && result.data) await autoAcceptFor(result.data.id);
+    if (!outcome.replayed) kick();
     return outcome;
   };
   const update: typeof capabilities.update = async (...args) => {
     const view = await capabilities.update(...args);
-    if (view.available) await autoAcceptFor(view.id);
+    if (view.available) kick();
     return view;
   };
   return { ...capabilities, create, batch, update };
