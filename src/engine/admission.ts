@@ -147,18 +147,26 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
     }
   }
 
-  /** Takes `points` from each named bucket in turn; the first that is empty refuses with 4290. */
+  /**
+   * Takes `points` from every named bucket at once: their Redis commands leave together (one
+   * round trip on the auto-pipelined connection) instead of one after another. If any is empty the
+   * request is refused with 4290 naming the first such bucket, and the points the others took are
+   * given back, so a refused request costs nothing.
+   */
   async function consume(names: readonly RateLimitName[], requester: Requester, points = 1): Promise<void> {
-    let current: RateLimitName | undefined;
-    try {
-      await eachBucket(names, requester, (limiter, key, name) => {
-        current = name;
-        return limiter.consume(key, points);
-      });
-    } catch (outcome) {
-      if (!(outcome instanceof RateLimiterRes)) throw outcome;
-      throw rateLimited(outcome.msBeforeNext, `rate limit ${current} reached`);
-    }
+    const applying = names.flatMap((name) => {
+      // A bucket that is off costs nothing, not even its key (which parses the address).
+      const bucket = buckets.get(name);
+      const key = bucket ? keyFor(name, requester) : null;
+      return bucket && key !== null ? [{ name, bucket, key }] : [];
+    });
+    const outcomes = await Promise.allSettled(applying.map(({ bucket, key }) => inBucket(bucket, (limiter) => limiter.consume(key, points))));
+    const refusedAt = outcomes.findIndex((outcome) => outcome.status === 'rejected');
+    if (refusedAt < 0) return;
+    await Promise.all(applying.map(({ bucket, key }, index) => (outcomes[index]!.status === 'fulfilled' ? inBucket(bucket, (limiter) => limiter.reward(key, points)) : null)));
+    const reason = (outcomes[refusedAt] as PromiseRejectedResult).reason;
+    if (!(reason instanceof RateLimiterRes)) throw reason;
+    throw rateLimited(reason.msBeforeNext, `rate limit ${applying[refusedAt]!.name} reached`);
   }
 
   const giveBack = (names: readonly RateLimitName[], requester: Requester) => eachBucket(names, requester, (limiter, key) => limiter.reward(key, 1));
