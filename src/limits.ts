@@ -240,6 +240,17 @@ export const limits = {
   aiEmbeddingTextsMax: 100,
   /** Longer texts are cut before they are sent: models have input limits and we pay per token. */
   aiEmbeddingTextLengthMax: 8_000,
+  /**
+   * Stored embeddings (docs/decisions.md "Stored embeddings"): rows written on this instance wait
+   * here to be embedded after their commit, at most this many (more are left to the periodic sweep,
+   * which looks for rows without a present embedding every embeddingSweepIntervalMs, a few batches
+   * at a time, so a model change re-embeds a large catalogue over minutes, not in one burst).
+   */
+  embeddingPendingRowsMax: 10_000,
+  embeddingSweepIntervalMs: 60_000,
+  embeddingSweepBatchesPerRunMax: 10,
+  /** The longest a vector may be (dimensions) to be stored: 8,192 float32 are 32 KiB a row. */
+  embeddingDimensionsMax: 8_192,
   aiPromptTextLengthMax: 8_000,
   /** What a model's clarity answer or pricing explanation may hold before it is refused as invalid. */
   aiAnswerItemsMax: 10,

@@ -29,6 +29,7 @@ async function runServer(config: Config, log: Logger) {
   runtime.engine.relay.start();
   runtime.engine.retention.start();
   runtime.engine.autoAcceptJobs.start();
+  runtime.engine.embeddings.start();
 
   const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

@@ -29,3 +29,34 @@ export function periodic(name: string, job: () => Promise<unknown>, log: Logger)
 
   return { start, stop, idle: () => running ?? Promise.resolve() };
 }
+
+/**
+ * Runs `pass` at once when kicked (after a commit that left work), again while a pass reports
+ * work done, and once more when kicked during a run, never two passes at a time in one instance.
+ * A failed pass is logged; the periodic run of the same work picks up what it left.
+ */
+export function kickedRunner(name: string, pass: () => Promise<boolean>, log: Logger) {
+  let running: Promise<void> | null = null;
+  let kickedAgain = false;
+  function kick(): void {
+    if (running) {
+      kickedAgain = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        kickedAgain = false;
+        while (await pass());
+      } while (kickedAgain);
+    })()
+      .catch((error: unknown) => log.error(`${name} failed; the periodic run retries`, { error }))
+      .finally(() => {
+        running = null;
+      });
+  }
+  /** Resolves when no pass is in progress on this instance. */
+  async function idle(): Promise<void> {
+    while (running) await running;
+  }
+  return { kick, idle };
+}

@@ -38,6 +38,8 @@ export interface AiProvider {
   chat(messages: ChatMessage[], options?: ChatOptions): Promise<string | null>;
   /** Text deltas as they arrive; stops at `[DONE]`, at the end of the stream, or on abort. */
   chatStream(messages: ChatMessage[], options?: ChatStreamOptions): AsyncIterable<string>;
+  /** The model embeddings are asked of (LLM_EMBEDDING_MODEL with a chat endpoint), or null: none. */
+  readonly embeddingModel: string | null;
   /** One vector per text, in order, or null when not configured or on failure. */
   embed(texts: string[]): Promise<number[][] | null>;
 }
@@ -236,7 +238,7 @@ export function createAiProvider(settings: AiSettings, log: Logger, options: AiP
     }
   }
 
-  return { configured: chatMissing === null, chat, chatStream, embed };
+  return { configured: chatMissing === null, embeddingModel: embedMissing === null ? settings.embeddingModel! : null, chat, chatStream, embed };
 }
 
 /** The vectors in input order: one per text, all of one dimension, or the answer is refused. */

@@ -20,6 +20,7 @@ import * as a2aRetention from './migrations/016_a2a_retention.ts';
 import * as autoAcceptFailure from './migrations/017_auto_accept_failure.ts';
 import * as termVectors from './migrations/018_term_vectors.ts';
 import * as autoAcceptJobs from './migrations/019_auto_accept_jobs.ts';
+import * as rowEmbeddings from './migrations/020_row_embeddings.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -45,6 +46,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '017_auto_accept_failure': autoAcceptFailure,
   '018_term_vectors': termVectors,
   '019_auto_accept_jobs': autoAcceptJobs,
+  '020_row_embeddings': rowEmbeddings,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { limits } from '../limits.ts';
 import { type MatchText, type TermVector, vectorOf } from './scoring.ts';
 
@@ -38,3 +39,21 @@ export const normOf = (vector: TermVector) => Math.sqrt([...vector.values()].red
 
 /** The stored vector, or one computed now for a row written before vectors were stored. */
 export const storedOrComputed = (row: MatchText & { term_vector?: StoredTermVector | null }): StoredTermVector => row.term_vector ?? storedVectorOf(row);
+
+/**
+ * The one text a row's words make for a model (title, tags, description), the text its stored
+ * embedding was made from.
+ */
+export const flatTextOf = (text: MatchText) => `${text.title ?? ''} ${(text.tags ?? []).join(' ')} ${text.description}`;
+
+/**
+ * A digest of the words, stored with the row when its words are written. A stored embedding keeps
+ * the digest of the words it was made from, so an embedding of older words never matches the row
+ * again, whatever order a rewording and an embedding write commit in.
+ */
+export const wordsDigestOf = (text: MatchText) => createHash('sha256').update(flatTextOf(text)).digest('base64url');
+
+/** The columns a write of a row's words sets with them: the term vector and the words' digest. */
+export function wordColumnsOf(text: MatchText): { term_vector: string; words_sha: string } {
+  return { term_vector: JSON.stringify(storedVectorOf(text)), words_sha: wordsDigestOf(text) };
+}

@@ -1,5 +1,5 @@
 import { limits } from '../limits.ts';
-import { periodic } from '../periodic.ts';
+import { kickedRunner, periodic } from '../periodic.ts';
 import { claimAutoAcceptJobs, finishAutoAcceptJob } from '../store/auto-accept-jobs.ts';
 import type { AutoAccept } from './auto-accept.ts';
 import type { EngineDependencies } from './dependencies.ts';
@@ -28,35 +28,16 @@ export function createAutoAcceptJobs({ db, now, log }: EngineDependencies, autoA
   }
 
   /** Runs until no job is due; a kick during a run makes it look once more. */
-  let running: Promise<void> | null = null;
-  let kickedAgain = false;
-  function kick(): void {
-    if (running) {
-      kickedAgain = true;
-      return;
-    }
-    running = (async () => {
-      do {
-        kickedAgain = false;
-        while ((await runOnce()) > 0);
-      } while (kickedAgain);
-    })()
-      .catch((error: unknown) => log.error('auto-accept jobs failed; the periodic run retries them', { error }))
-      .finally(() => {
-        running = null;
-      });
-  }
+  const runner = kickedRunner('auto-accept jobs', async () => (await runOnce()) > 0, log);
 
-  const schedule = periodic('auto-accept jobs', async () => kick(), log);
+  const schedule = periodic('auto-accept jobs', async () => runner.kick(), log);
   return {
     runOnce,
-    kick,
+    kick: runner.kick,
     start: (intervalMs: number = limits.autoAcceptJobIntervalMs) => schedule.start(intervalMs),
     stop: schedule.stop,
     /** Resolves when no run is in progress on this instance. */
-    idle: async () => {
-      while (running) await running;
-    },
+    idle: runner.idle,
   };
 }
 

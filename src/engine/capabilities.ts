@@ -1,5 +1,5 @@
 import { enqueueAutoAccept } from '../store/auto-accept-jobs.ts';
-import { storedVectorOf } from '../domain/term-vectors.ts';
+import { wordColumnsOf } from '../domain/term-vectors.ts';
 import type { Knex } from 'knex';
 import { categoryCodes } from '../domain/categories.ts';
 import { withTransaction } from '../db/transaction.ts';
@@ -127,7 +127,7 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
       if ('title' in columns || 'description' in columns || 'tags' in columns) {
         const words = { ...row, ...columns } as { title: string; description: string; tags: string[] | string };
         const tags = typeof words.tags === 'string' ? (JSON.parse(words.tags) as string[]) : words.tags;
-        columns.term_vector = JSON.stringify(storedVectorOf({ title: words.title, description: words.description, tags }));
+        Object.assign(columns, wordColumnsOf({ title: words.title, description: words.description, tags }));
       }
       const at = now();
       const [updated] = (await trx('capabilities').where({ id }).update({ ...columns, updated_at: at }).returning('*')) as CapabilityRow[];

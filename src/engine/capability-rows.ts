@@ -1,4 +1,4 @@
-import { storedVectorOf } from '../domain/term-vectors.ts';
+import { wordColumnsOf } from '../domain/term-vectors.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
@@ -36,7 +36,7 @@ export function newCapabilityRow(principal: Principal, input: CreateCapabilityIn
     callback_url: input.callback_url ?? null,
     callback_timeout_sec: input.callback_timeout_sec ?? limits.callbackTimeoutSecondsDefault,
     callback_secret: newCallbackSecret(),
-    term_vector: JSON.stringify(storedVectorOf({ title: input.title, description: input.description, tags: input.tags ?? [] })),
+    ...wordColumnsOf({ title: input.title, description: input.description, tags: input.tags ?? [] }),
     created_at: at,
     updated_at: at,
   };

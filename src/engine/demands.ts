@@ -1,4 +1,4 @@
-import { storedVectorOf } from '../domain/term-vectors.ts';
+import { wordColumnsOf } from '../domain/term-vectors.ts';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { effectiveStatus, requireOpen } from '../domain/demands.ts';
@@ -85,7 +85,7 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
         demand_type: input.demand_type ?? 'explicit',
         status: 'open',
         expires_at: input.expires_at ? new Date(input.expires_at) : null,
-        term_vector: JSON.stringify(storedVectorOf({ title: input.title ?? null, description: input.description, tags: input.tags ?? [] })),
+        ...wordColumnsOf({ title: input.title ?? null, description: input.description, tags: input.tags ?? [] }),
         created_at: at,
         updated_at: at,
       })
@@ -130,8 +130,8 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
    */
   const insertWithin = insert;
   async function rewordWithin(trx: Knex, id: string, words: { title: string; description: string }): Promise<boolean> {
-    const term_vector = JSON.stringify(storedVectorOf({ title: words.title, description: words.description, tags: [] }));
-    const updated = await trx('demands').where({ id, status: 'open' }).update({ ...words, term_vector, updated_at: now() });
+    const columns = wordColumnsOf({ title: words.title, description: words.description, tags: [] });
+    const updated = await trx('demands').where({ id, status: 'open' }).update({ ...words, ...columns, updated_at: now() });
     return updated === 1;
   }
 

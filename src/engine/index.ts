@@ -12,7 +12,8 @@ import { createAutoAccept } from './auto-accept.ts';
 import { createAnalysisEngine } from './analysis.ts';
 import { createCapabilityEngine } from './capabilities.ts';
 import { createDemandEngine } from './demands.ts';
-import { createMatchingEngine, type MatchingOptions } from './matching.ts';
+import { createMatchingEngine } from './matching.ts';
+import { createRowEmbeddings, type RowEmbeddings } from './embeddings.ts';
 import type { EngineDependencies } from './dependencies.ts';
 import { createIdempotency } from './idempotency.ts';
 import { createIdentityEngine } from './identity.ts';
@@ -26,12 +27,7 @@ import { createTransitions } from './transitions.ts';
 import { createWalletEngine } from './wallet.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
-export interface EngineOptions {
-  /** Embeddings that refine matching's similarity instead of the AI provider's (tests). */
-  embed?: MatchingOptions['embed'];
-}
-
-export async function createEngine(dependencies: EngineDependencies, options: EngineOptions = {}) {
+export async function createEngine(dependencies: EngineDependencies) {
   // Losing a published mark in a crash only makes the relay publish that row again.
   const publisher = createPublisher(dependencies.bus, dependencies.asyncCommitDb, dependencies.log);
   const idempotency = createIdempotency(dependencies);
@@ -43,15 +39,16 @@ export async function createEngine(dependencies: EngineDependencies, options: En
   const deviceAuthorization = createDeviceAuthorizationEngine(dependencies, admission);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const ai = dependencies.ai ?? createAiProvider(aiSettingsFromConfig(dependencies.config), dependencies.log);
-  // The provider's embeddings refine matching when LLM_EMBEDDING_MODEL is set; otherwise embed
-  // answers null at once and matching uses text similarity alone.
-  const matching = createMatchingEngine(dependencies, { embed: options.embed ?? ai.embed });
+  // The provider's embeddings, stored with the rows, refine matching when LLM_EMBEDDING_MODEL is
+  // set; otherwise matching uses text similarity alone.
+  const embeddings = createRowEmbeddings(dependencies, ai);
+  const matching = createMatchingEngine(dependencies, { embeddings });
   // The language model is optional: every feature that uses it has a built-in fallback.
   const analysis = createAnalysisEngine({ ai, log: dependencies.log });
   const autoAccept = createAutoAccept(dependencies, transactions, matching);
-  const demands = createDemandEngine(dependencies, idempotency, autoAccept, analysis);
+  const demands = withEmbeddingNotes(createDemandEngine(dependencies, idempotency, autoAccept, analysis), embeddings);
   const autoAcceptJobs = createAutoAcceptJobs(dependencies, autoAccept);
-  const capabilities = withAutoAcceptKicks(createCapabilityEngine(dependencies, idempotency), autoAcceptJobs.kick);
+  const capabilities = withAfterWriteKicks(createCapabilityEngine(dependencies, idempotency), autoAcceptJobs.kick, embeddings);
   const wallet = createWalletEngine(dependencies, idempotency);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
   await hub.start();
@@ -79,38 +76,56 @@ export async function createEngine(dependencies: EngineDependencies, options: En
     sweeper.stop();
     retention.stop();
     autoAcceptJobs.stop();
+    embeddings.stop();
     await hub.stop();
     await stopRevocations();
-    await Promise.all([relay.idle(), sweeper.idle(), retention.idle(), autoAcceptJobs.idle()]);
+    await Promise.all([relay.idle(), sweeper.idle(), retention.idle(), autoAcceptJobs.idle(), embeddings.idle()]);
     await publisher.close();
   }
 
-  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**
- * A capability that is newly offered may be what an auto-accept demand waits for. The capability
- * engine records a job with each change that offers one (a create, each item of a batch, an update
- * that leaves it offered); the composition kicks this instance's job runner once the change has
- * committed, so the request answers without scoring any demand. Replays changed nothing.
+ * After a change to capabilities has committed, the composition kicks the work it leaves for later,
+ * so the request answers without doing it: a capability that is newly offered may be what an
+ * auto-accept demand waits for (the capability engine recorded a job with each change that offers
+ * one; the kick runs it on this instance), and new words are to be embedded. Replays changed nothing.
  */
-function withAutoAcceptKicks(capabilities: ReturnType<typeof createCapabilityEngine>, kick: () => void) {
+function withAfterWriteKicks(capabilities: ReturnType<typeof createCapabilityEngine>, kickAutoAccept: () => void, embeddings: RowEmbeddings) {
   const create: typeof capabilities.create = async (...args) => {
     const outcome = await capabilities.create(...args);
-    if (!outcome.replayed) kick();
+    if (!outcome.replayed) {
+      kickAutoAccept();
+      embeddings.note('capability', [outcome.data.id]);
+    }
     return outcome;
   };
   const batch: typeof capabilities.batch = async (...args) => {
     const outcome = await capabilities.batch(...args);
-    if (!outcome.replayed) kick();
+    if (!outcome.replayed) {
+      kickAutoAccept();
+      embeddings.note('capability', outcome.data.results.flatMap((result) => (result.success ? [result.data!.id] : [])));
+    }
     return outcome;
   };
   const update: typeof capabilities.update = async (...args) => {
     const view = await capabilities.update(...args);
-    if (view.available) kick();
+    if (view.available) kickAutoAccept();
+    embeddings.note('capability', [view.id]);
     return view;
   };
   return { ...capabilities, create, batch, update };
+}
+
+/** A new demand's words are embedded after its commit, off the request path. */
+function withEmbeddingNotes(demands: ReturnType<typeof createDemandEngine>, embeddings: RowEmbeddings) {
+  const create: typeof demands.create = async (...args) => {
+    const outcome = await demands.create(...args);
+    if (!outcome.replayed) embeddings.note('demand', [outcome.data.id]);
+    return outcome;
+  };
+  return { ...demands, create };
 }
 
 export type Engine = Awaited<ReturnType<typeof createEngine>>;

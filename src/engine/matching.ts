@@ -1,9 +1,9 @@
 import { effectiveStatus, requireOpen } from '../domain/demands.ts';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import {
-  type MatchText, type ScoreParts, blendedSimilarity, combine, denseCosine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms,
+  type MatchText, type ScoreParts, blendedSimilarity, combine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms,
 } from '../domain/scoring.ts';
-import { cosineWithStored, storedOrComputed, vectorOfStored } from '../domain/term-vectors.ts';
+import { cosineWithStored, flatTextOf, storedOrComputed, vectorOfStored, wordsDigestOf } from '../domain/term-vectors.ts';
 import { searchQueryOf, termsOf } from '../domain/text.ts';
 import { limits } from '../limits.ts';
 import type { AlignmentItem, MatchCandidate } from '../schemas/matching.ts';
@@ -11,14 +11,15 @@ import { type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabili
 import { alignWith, discoverFor, seeDemand } from './access/demands.ts';
 import { authorize } from './access/rules.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import type { EmbeddingItem, EmbeddingsUse, RowEmbeddings } from './embeddings.ts';
 
 /**
  * Matching (docs/matching.md): the database finds candidates through the search-vector index,
- * then the engine reranks them precisely with the pure formula of domain/scoring.ts. An `embed`
- * function (the AI provider's embeddings), when given and when it answers, refines similarity.
+ * then the engine reranks them precisely with the pure formula of domain/scoring.ts, from the term
+ * vectors and, when an embedding model is configured, the embeddings stored with the rows.
  */
 export interface MatchingOptions {
-  embed?: (texts: string[]) => Promise<number[][] | null>;
+  embeddings?: RowEmbeddings;
 }
 
 export interface ScoredCapability {
@@ -28,35 +29,18 @@ export interface ScoredCapability {
 
 const textOfDemand = (demand: DemandRow): MatchText => ({ title: demand.title, description: demand.description, tags: demand.tags });
 const textOfCapability = (row: CapabilityMatchRow): MatchText => ({ title: row.title, description: row.description, tags: row.tags });
-const flat = (text: MatchText) => `${text.title ?? ''} ${(text.tags ?? []).join(' ')} ${text.description}`;
+/** A row without a digest of its words is not stored as it stands (a conversation's draft demand): its vector is not kept. */
+function embeddingItem(kind: EmbeddingItem['kind'], id: string, text: MatchText, wordsSha: string | null | undefined): EmbeddingItem {
+  return { kind, row: { id, ...text, words_sha: wordsSha ?? wordsDigestOf(text) }, ...(wordsSha ? {} : { transient: true }) };
+}
+const demandItem = (demand: DemandRow) => embeddingItem('demand', demand.id, textOfDemand(demand), demand.words_sha);
+const capabilityItem = (row: CapabilityMatchRow) => embeddingItem('capability', row.id, textOfCapability(row), row.words_sha);
 
-/** Whether the embeddings refined this answer's similarity, and if not, why not. */
-export type EmbeddingsUse = 'used' | 'not_configured' | 'failed';
+export type { EmbeddingsUse };
 
-export function createMatchingEngine({ db, now, log }: EngineDependencies, options: MatchingOptions = {}) {
-  /**
-   * Embedding cosines of `one` against each of `others` (null where there is none), in calls of
-   * at most aiEmbeddingTextsMax texts each, so a long candidate list is embedded in several
-   * batches instead of not at all.
-   */
-  async function embeddingSimilarities(one: MatchText, others: MatchText[]): Promise<{ similarities: (number | null)[]; use: EmbeddingsUse }> {
-    const none = { similarities: others.map(() => null), use: 'not_configured' as EmbeddingsUse };
-    if (!options.embed || others.length === 0) return none;
-    const perCall = limits.aiEmbeddingTextsMax - 1;
-    const similarities: (number | null)[] = [];
-    try {
-      for (let start = 0; start < others.length; start += perCall) {
-        const chunk = others.slice(start, start + perCall);
-        const vectors = await options.embed([flat(one), ...chunk.map(flat)]);
-        if (!vectors || vectors.length !== chunk.length + 1) return { ...none, use: 'failed' };
-        similarities.push(...chunk.map((_, index) => denseCosine(vectors[0]!, vectors[index + 1]!)));
-      }
-      return { similarities, use: 'used' };
-    } catch (error) {
-      log.warn('embeddings failed; matching uses text similarity only', { error: String(error) });
-      return { ...none, use: 'failed' };
-    }
-  }
+export function createMatchingEngine({ db, now }: EngineDependencies, options: MatchingOptions = {}) {
+  const embeddingSimilarities = (one: EmbeddingItem, others: EmbeddingItem[]) =>
+    options.embeddings ? options.embeddings.similarities(one, others) : Promise.resolve({ similarities: others.map(() => null), use: 'not_configured' as EmbeddingsUse });
 
   /**
    * Scores capabilities for a demand, best first (ties by id, so every instance answers the same),
@@ -66,7 +50,7 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
     const demandText = textOfDemand(demand);
     const demandStored = storedOrComputed({ ...demandText, term_vector: demand.term_vector });
     const demandVector = vectorOfStored(demandStored);
-    const embedded = await embeddingSimilarities(demandText, rows.map(textOfCapability));
+    const embedded = await embeddingSimilarities(demandItem(demand), rows.map(capabilityItem));
     const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
     const scored = rows.map((row, index) => {
       const similarity = blendedSimilarity(cosineWithStored(demandVector, demandStored.norm, storedOrComputed(row)), embedded.similarities[index]!);
@@ -80,7 +64,7 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
 
   /** The best capabilities for a demand among those offered in its space by others. */
   async function rankWithUse(demand: DemandRow, topK: number): Promise<{ ranked: ScoredCapability[]; embeddings: EmbeddingsUse }> {
-    const query = searchQueryOf(flat(textOfDemand(demand)), limits.matchQueryTermsMax);
+    const query = searchQueryOf(flatTextOf(textOfDemand(demand)), limits.matchQueryTermsMax);
     const rows = await capabilityCandidates(db, { query, space: demand.owner_type, excludeOwner: demand.owner_user_id, limit: Math.max(limits.matchCandidatesMax, topK), poolSize: limits.matchCandidatePoolMax });
     const { scored, embeddings } = await scoreWithUse(demand, rows);
     return { ranked: scored.filter((entry) => entry.parts.similarity > 0).slice(0, topK), embeddings };
@@ -111,12 +95,12 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
     const found = await db<CapabilityMatchRow & { deleted_at: Date | null }>('capabilities').where({ id: capabilityId }).first(...capabilityMatchColumns, 'deleted_at');
     const capability = authorize(discoverFor, principal, found, 'capability');
     const capabilityText = textOfCapability(capability);
-    const query = searchQueryOf(flat(capabilityText), limits.matchQueryTermsMax);
+    const query = searchQueryOf(flatTextOf(capabilityText), limits.matchQueryTermsMax);
     const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: Math.max(limits.matchCandidatesMax, input.top_k) });
     // One batch of embeddings for all the demands (not one call per demand), and each demand's
     // stored vector against the capability's: the capability's text is not analysed again.
     const capabilityStored = storedOrComputed(capability);
-    const embedded = await embeddingSimilarities(capabilityText, demands.map(textOfDemand));
+    const embedded = await embeddingSimilarities(capabilityItem(capability), demands.map(demandItem));
     const scored = demands.map((demand, index) => {
       const demandStored = storedOrComputed({ ...textOfDemand(demand), term_vector: demand.term_vector });
       const lexical = cosineWithStored(vectorOfStored(demandStored), demandStored.norm, capabilityStored);
@@ -145,7 +129,7 @@ export function createMatchingEngine({ db, now, log }: EngineDependencies, optio
     const { scored: scoredRows, embeddings } = await scoreWithUse(demand, visible);
     const scored = new Map(scoredRows.map((entry) => [entry.row.id, entry.parts]));
     const language = languageOf(demand.description);
-    const demandTerms = termsOf(flat(textOfDemand(demand)));
+    const demandTerms = termsOf(flatTextOf(textOfDemand(demand)));
     const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
     const results: AlignmentItem[] = visible.map((row) => {
       const parts = scored.get(row.id)!;

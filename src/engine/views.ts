@@ -108,6 +108,8 @@ export interface CapabilityRow {
   quality_score: string;
   /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
   term_vector: StoredTermVector | null;
+  /** The digest of the words, which a stored embedding must carry to be used. */
+  words_sha?: string | null;
   created_at: Date;
   updated_at: Date;
 }

@@ -23,6 +23,8 @@ export interface DemandRow {
   auto_accept_failure: AutoAcceptFailure | null;
   /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
   term_vector?: StoredTermVector | null;
+  /** The digest of the words (domain/term-vectors.ts wordsDigestOf), which a stored embedding must carry to be used. */
+  words_sha?: string | null;
   cancelled_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -39,11 +41,11 @@ export interface AutoAcceptFailure {
 /** Every column but the search vector, which only the database reads. */
 export const demandColumns = [
   'id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'max_price', 'auto_accept', 'demand_type', 'status',
-  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'auto_accept_failure', 'term_vector', 'cancelled_at', 'created_at', 'updated_at',
+  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'auto_accept_failure', 'term_vector', 'words_sha', 'cancelled_at', 'created_at', 'updated_at',
 ] as const;
 
 /** The capability columns matching needs (not the search vector, nor callback details). */
-export const capabilityMatchColumns = ['id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'pricing_model', 'price', 'quality_score', 'available', 'term_vector'] as const;
+export const capabilityMatchColumns = ['id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'pricing_model', 'price', 'quality_score', 'available', 'term_vector', 'words_sha'] as const;
 
 /** Derived from the column list, so that the list and the type cannot drift apart. */
 export type CapabilityMatchRow = Pick<CapabilityRow, (typeof capabilityMatchColumns)[number]>;
