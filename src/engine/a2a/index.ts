@@ -5,9 +5,9 @@ import { withTransaction } from '../../db/transaction.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
-import { type A2AMessageRow, type A2ATaskRow, type TaskListRow, ensurePurchaseRow, findConversation, insertMessages, newestMessages, taskListQuery, taskRowsOfTransactions } from '../../store/a2a.ts';
+import { type A2AMessageRow, type A2ATaskRow, type TaskListRow, ensurePurchaseRow, findConversation, findTask, insertMessages, newestMessages, taskListQuery, taskRowsOfTransactions } from '../../store/a2a.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
-import { visibleScope } from '../access/transactions.ts';
+import { canSee, partyOf, visibleScope } from '../access/transactions.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from '../cursor.ts';
 import { transactionView } from '../views.ts';
 import type { DemandEngine } from '../demands.ts';
@@ -82,13 +82,21 @@ export function createA2AEngine(
     return assemble(principal, row, view, messages);
   }
 
-  /** By a conversation's id or v0.1 client id, or a transaction's id or v0.1 client id; 4040 otherwise. */
+  /**
+   * By a conversation's id or v0.1 client id, or a transaction's id or v0.1 client id; 4040
+   * otherwise. One query (store/a2a.ts findTask); the rules of who sees what are applied here.
+   */
   async function find(principal: Principal, id: string): Promise<A2ATask> {
-    const conversation = await findConversation(db, principal, id);
-    if (conversation) return withRow(principal, conversation, conversation.transaction_id ? await transactions.get(principal, conversation.transaction_id) : null);
-    const view = await transactions.findForCaller(principal, id);
-    const [row] = await taskRowsOfTransactions(db, [view.id]);
-    return withRow(principal, row, view);
+    const found = await findTask(db, principal, id, limits.a2aHistoryLengthMax);
+    const conversation = found.find((entry) => entry.via === 'conversation');
+    if (conversation) {
+      const view = conversation.transaction ? transactionView(partyOf(principal, conversation.transaction).row) : null;
+      return assemble(principal, conversation.task!, view, conversation.messages);
+    }
+    // A client task id names a task only among the buyer's own, and only one the caller may see.
+    const chosen = found.find((entry) => entry.via === 'client_id' && canSee(principal, entry.transaction!)) ?? found.find((entry) => entry.via === 'id');
+    const { row } = partyOf(principal, chosen?.transaction ?? undefined);
+    return assemble(principal, chosen!.task ?? undefined, transactionView(row), chosen!.messages);
   }
 
   async function findIfAny(principal: Principal, id: string): Promise<A2ATask | null> {
