@@ -45,7 +45,7 @@ describe('reading a task', () => {
     const rest = await roundTrips(() => test.http.get(`/api/v1/transactions/${bought.id}`).set(buyer.headers).expect(200));
     expect(rest).toBeGreaterThanOrEqual(1);
     for (const [method, id] of [['tasks/get', bought.id], ['GetTask', bought.id], ['tasks/get', clientTaskId], ['GetTask', conversation.id]] as const) {
-      let answer: { id: string } | undefined;
+      let answer: Record<string, unknown> | undefined;
       expect(await roundTrips(async () => (answer = await rpc.ok(buyer, method, { id })))).toBe(rest);
       expect(answer!.id).toBe(id === clientTaskId ? legacy.id : id);
     }
