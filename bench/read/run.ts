@@ -7,9 +7,9 @@ import { benchAdminToken } from '../lifecycle/server.ts';
 
 /**
  * The hot read paths against bare servers doing the same SELECT, in the same run (issue 15,
- * point 10): REST `GET /transactions/{id}`, JSON-RPC `tasks/get` and `GetTask` of the product
- * (PostgreSQL, Redis, every rate-limit bucket checked), against a bare express 5 handler and a bare
- * node:http handler that run `SELECT * FROM transactions WHERE id = $1` over a pg pool. Each server
+ * point 10; issue 16, point 5): REST `GET /transactions/{id}`, JSON-RPC `tasks/get` and `GetTask`,
+ * and `GET /wallet` of the product (PostgreSQL, Redis, every rate-limit bucket checked), against
+ * bare express 5 and bare node:http handlers that run the same SELECT over a pg pool. Each server
  * runs in a process of its own (bench/read/server.ts); the client sends from `--clients` keep-alive
  * connections for `--seconds` per target, the targets taking turns over `--rounds` rounds (each
  * round in another order), so that drift of the machine spreads over all of them.
@@ -79,12 +79,17 @@ const rpc = (method: string) => async (client: ReturnType<typeof createHttpClien
   const response = await client.request('POST', '/api/v1/rpc', buyer.headers, { jsonrpc: '2.0', id: 1, method, params: { id } });
   return response.status === 200 && response.body.result !== undefined;
 };
+const get = (path: (id: string) => string, headers: Record<string, string> = {}) => async (client: ReturnType<typeof createHttpClient>, id: string) =>
+  (await client.request('GET', path(id), headers)).status === 200;
 const targets: Target[] = [
-  { name: 'bare node:http, same SELECT', url: httpUrl, send: async (client, id) => (await client.request('GET', `/transactions/${id}`, {})).status === 200 },
-  { name: 'bare express 5, same SELECT', url: expressUrl, send: async (client, id) => (await client.request('GET', `/transactions/${id}`, {})).status === 200 },
-  { name: 'REST GET /api/v1/transactions/{id}', url: appUrl, send: async (client, id) => (await client.request('GET', `/api/v1/transactions/${id}`, buyer.headers)).status === 200 },
+  { name: 'bare node:http: SELECT a transaction', url: httpUrl, send: get((id) => `/transactions/${id}`) },
+  { name: 'bare express 5: SELECT a transaction', url: expressUrl, send: get((id) => `/transactions/${id}`) },
+  { name: 'REST GET /api/v1/transactions/{id}', url: appUrl, send: get((id) => `/api/v1/transactions/${id}`, buyer.headers) },
   { name: 'JSON-RPC tasks/get', url: appUrl, send: rpc('tasks/get') },
   { name: 'JSON-RPC GetTask', url: appUrl, send: rpc('GetTask') },
+  { name: 'bare node:http: SELECT the accounts', url: httpUrl, send: get(() => `/wallet/${buyer.id}`) },
+  { name: 'bare express 5: SELECT the accounts', url: expressUrl, send: get(() => `/wallet/${buyer.id}`) },
+  { name: 'REST GET /api/v1/wallet/', url: appUrl, send: get(() => '/api/v1/wallet/', buyer.headers) },
 ];
 
 /** `clients` connections each sending back to back for `seconds`: requests per second and each latency. */
@@ -123,14 +128,15 @@ for (const child of children) child.kill('SIGTERM');
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const percentile = (values: number[], share: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(values.length * share) - 1)]!;
-const expressRate = median(results.get('bare express 5, same SELECT')!.perSecond);
+// Each product read is compared with the bare express handler of the same SELECT.
+const expressRate = (target: Target) => median(results.get(target.name.includes('wallet') || target.name.includes('accounts') ? 'bare express 5: SELECT the accounts' : 'bare express 5: SELECT a transaction')!.perSecond);
 console.log(`\nHot reads: ${clients} keep-alive clients, ${seconds} s per target and round, ${rounds} rounds; PostgreSQL and Redis on this machine`);
 console.log('| target | requests/s (median of rounds) | vs bare express | p50 | p99 | failed |');
 console.log('|---|---:|---:|---:|---:|---:|');
 for (const target of targets) {
   const result = results.get(target.name)!;
   const rate = median(result.perSecond);
-  console.log(`| ${target.name} | ${Math.round(rate)} | ${(rate / expressRate).toFixed(2)}x | ${percentile(result.latencies, 0.5).toFixed(2)} ms | ${percentile(result.latencies, 0.99).toFixed(2)} ms | ${result.failed} |`);
+  console.log(`| ${target.name} | ${Math.round(rate)} | ${(rate / expressRate(target)).toFixed(2)}x | ${percentile(result.latencies, 0.5).toFixed(2)} ms | ${percentile(result.latencies, 0.99).toFixed(2)} ms | ${result.failed} |`);
 }
 const failures = [...results.values()].reduce((sum, result) => sum + result.failed, 0);
 if (failures > 0) process.exitCode = 1;

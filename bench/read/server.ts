@@ -6,6 +6,7 @@ import { createApp } from '../../src/app.ts';
 import { openRuntime } from '../../src/bootstrap.ts';
 import { loadConfig, rateLimitNames, rateLimitVariable } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
+import { userAccountId } from '../../src/store/accounts.ts';
 import { benchAdminToken, benchJwtSecret } from '../lifecycle/server.ts';
 
 /**
@@ -13,8 +14,8 @@ import { benchAdminToken, benchJwtSecret } from '../lifecycle/server.ts';
  * URL, Redis URL), so that no two share a thread with each other or with the client:
  * - app: the product as src/main.ts starts it, on PostgreSQL and Redis, with every rate-limit
  *   bucket on (set far above the load, so each request still pays for checking them);
- * - express: a bare express 5 handler that runs the same SELECT of one transaction over a pg
- *   pool and answers it as JSON: no authentication, no rate limits, no envelope;
+ * - express: bare express 5 handlers that run the same SELECT (one transaction; a user's
+ *   accounts) over a pg pool and answer it as JSON: no authentication, no rate limits;
  * - http: the same on node:http alone.
  * Prints `listening <url>`.
  */
@@ -36,17 +37,24 @@ if (mode === 'app') {
 } else {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   const read = async (id: string) => (await pool.query({ name: 'read-transaction', text: 'SELECT * FROM transactions WHERE id = $1', values: [id] })).rows[0];
+  // The wallet's read: the caller's two accounts (UT and CNY) by their derived ids.
+  const wallet = async (userId: string) =>
+    (await pool.query({ name: 'read-wallet', text: 'SELECT * FROM accounts WHERE id = ANY($1::uuid[])', values: [[userAccountId(userId, 'UT'), userAccountId(userId, 'CNY')]] })).rows;
   let server: ReturnType<typeof createServer>;
   if (mode === 'express') {
     const app = express();
     app.get('/transactions/:id', async (request, response) => {
       response.json({ code: 0, data: await read(request.params.id) });
     });
+    app.get('/wallet/:userId', async (request, response) => {
+      response.json({ code: 0, data: await wallet(request.params.userId) });
+    });
     server = createServer(app);
   } else {
     server = createServer((request, response) => {
-      void read(request.url!.split('/')[2]!).then((row) => {
-        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 0, data: row }));
+      const [, kind, id] = request.url!.split('/') as [string, string, string];
+      void (kind === 'wallet' ? wallet(id) : read(id)).then((data) => {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 0, data }));
       });
     });
   }

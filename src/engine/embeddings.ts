@@ -1,23 +1,30 @@
 import type { AiProvider } from '../ai/provider.ts';
-import { denseCosine } from '../domain/scoring.ts';
+import { type MatchText, denseCosine } from '../domain/scoring.ts';
 import { flatTextOf } from '../domain/term-vectors.ts';
 import { limits } from '../limits.ts';
 import { kickedRunner, periodic } from '../periodic.ts';
-import { type EmbeddableRow, type EmbeddedKind, rowsWithoutEmbedding, saveEmbeddings, storedEmbeddings } from '../store/embeddings.ts';
+import { type EmbeddableRow, type EmbeddedKind, embeddableRows, rowsWithoutEmbedding, saveEmbeddings, storedEmbeddings } from '../store/embeddings.ts';
 import type { EngineDependencies } from './dependencies.ts';
 
 /** Whether embeddings refined an answer's similarity, and if not, why not. */
 export type EmbeddingsUse = 'used' | 'not_configured' | 'failed';
 
-export interface EmbeddingItem {
+/**
+ * A row to have a vector of: a stored row by its id and the digest of its present words (its text
+ * is read only if it must be embedded now), or a draft's words that are no row's (a conversation's
+ * demand before it is stored), embedded and never kept.
+ */
+export type EmbeddingItem = { kind: EmbeddedKind; id: string; words_sha: string; draft?: undefined } | { kind: EmbeddedKind; id: string; draft: MatchText };
+
+/** Words to embed now, and whether the vector is kept with a row. */
+interface Embeddable {
   kind: EmbeddedKind;
   row: EmbeddableRow;
-  /** Words that are not a stored row's (a conversation's draft demand): embedded, never stored. */
-  transient?: boolean;
+  keep: boolean;
 }
 
 const kinds: EmbeddedKind[] = ['capability', 'demand'];
-const keyOf = (item: EmbeddingItem) => `${item.kind}:${item.row.id}`;
+const keyOf = (item: { kind: EmbeddedKind; id: string }) => `${item.kind}:${item.id}`;
 
 /**
  * Embeddings stored with the rows (docs/decisions.md "Stored embeddings"). A row's words are
@@ -30,15 +37,15 @@ export function createRowEmbeddings({ db, now, log }: EngineDependencies, ai: Pi
   const model = ai.embeddingModel;
 
   /** Vectors for these rows in one call per batch of texts, stored; null when the model did not answer. */
-  async function embedAndStore(items: EmbeddingItem[]): Promise<Map<string, number[]> | null> {
+  async function embedAndStore(items: Embeddable[]): Promise<Map<string, number[]> | null> {
     const made = new Map<string, number[]>();
     for (let start = 0; start < items.length; start += limits.aiEmbeddingTextsMax) {
       const chunk = items.slice(start, start + limits.aiEmbeddingTextsMax);
       const vectors = await ai.embed(chunk.map((item) => flatTextOf(item.row)));
       if (!vectors || vectors.length !== chunk.length || vectors.some((vector) => vector.length > limits.embeddingDimensionsMax)) return null;
-      chunk.forEach((item, index) => made.set(keyOf(item), vectors[index]!));
+      chunk.forEach((item, index) => made.set(keyOf({ kind: item.kind, id: item.row.id }), vectors[index]!));
       for (const kind of kinds) {
-        const entries = chunk.flatMap((item, index) => (item.kind === kind && !item.transient ? [{ row: item.row, vector: vectors[index]! }] : []));
+        const entries = chunk.flatMap((item, index) => (item.kind === kind && item.keep ? [{ row: item.row, vector: vectors[index]! }] : []));
         // A row deleted meanwhile only loses its stored vector; this answer still has it.
         await saveEmbeddings(db, kind, model!, entries, now()).catch((error: unknown) => log.warn('storing embeddings failed', { kind, error: String(error) }));
       }
@@ -49,17 +56,24 @@ export function createRowEmbeddings({ db, now, log }: EngineDependencies, ai: Pi
   /** Each item's vector: the stored one of its present words, else made now (and stored). */
   async function vectorsOf(items: EmbeddingItem[]): Promise<number[][] | null> {
     const vectors = new Map<string, number[]>();
+    const missing: Embeddable[] = [];
     for (const kind of kinds) {
-      const ids = [...new Set(items.filter((item) => item.kind === kind && !item.transient).map((item) => item.row.id))];
+      const rows = items.filter((item) => item.kind === kind);
+      const ids = [...new Set(rows.flatMap((item) => (item.draft ? [] : [item.id])))];
       for (const [id, vector] of await storedEmbeddings(db, kind, model!, ids)) vectors.set(`${kind}:${id}`, vector);
+      // The words of rows without a present vector are read now: a match reads no candidate's text otherwise.
+      const unembedded = ids.filter((id) => !vectors.has(`${kind}:${id}`));
+      for (const row of await embeddableRows(db, kind, unembedded)) missing.push({ kind, row, keep: true });
+      for (const item of rows) if (item.draft) missing.push({ kind, row: { id: item.id, ...item.draft, words_sha: '' }, keep: false });
     }
-    const missing = [...new Map(items.filter((item) => !vectors.has(keyOf(item))).map((item) => [keyOf(item), item])).values()];
     if (missing.length > 0) {
       const made = await embedAndStore(missing);
       if (!made) return null;
       for (const [key, vector] of made) vectors.set(key, vector);
     }
-    return items.map((item) => vectors.get(keyOf(item))!);
+    const ordered = items.map((item) => vectors.get(keyOf(item)));
+    // A row gone meanwhile has no words to embed: no candidate is scored on a different scale.
+    return ordered.every((vector) => vector !== undefined) ? (ordered as number[][]) : null;
   }
 
   /**
@@ -85,7 +99,7 @@ export function createRowEmbeddings({ db, now, log }: EngineDependencies, ai: Pi
       ids.forEach((id) => pending[kind].delete(id));
       const rows = await rowsWithoutEmbedding(db, kind, model!, ids, ids.length);
       // The model is down: the sweep embeds these later, so the noted rows are not kept.
-      if (rows.length > 0 && !(await embedAndStore(rows.map((row) => ({ kind, row }))))) return false;
+      if (rows.length > 0 && !(await embedAndStore(rows.map((row) => ({ kind, row, keep: true }))))) return false;
       return true;
     }
     return false;
@@ -98,7 +112,7 @@ export function createRowEmbeddings({ db, now, log }: EngineDependencies, ai: Pi
       for (let batch = 0; batch < limits.embeddingSweepBatchesPerRunMax; batch++) {
         const rows = await rowsWithoutEmbedding(db, kind, model!, null, limits.aiEmbeddingTextsMax);
         if (rows.length === 0) break;
-        if (!(await embedAndStore(rows.map((row) => ({ kind, row }))))) return embedded;
+        if (!(await embedAndStore(rows.map((row) => ({ kind, row, keep: true }))))) return embedded;
         embedded += rows.length;
       }
     }

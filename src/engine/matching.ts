@@ -3,11 +3,13 @@ import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import {
   type MatchText, type ScoreParts, blendedSimilarity, combine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms,
 } from '../domain/scoring.ts';
-import { cosineWithStored, flatTextOf, storedOrComputed, vectorOfStored, wordsDigestOf } from '../domain/term-vectors.ts';
+import { cosineWithStored, flatTextOf, storedOrComputed, storedVectorOf, vectorOfStored } from '../domain/term-vectors.ts';
 import { searchQueryOf, termsOf } from '../domain/text.ts';
 import { limits } from '../limits.ts';
 import type { AlignmentItem, MatchCandidate } from '../schemas/matching.ts';
-import { type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabilityMatchColumns, demandCandidates, findDemand } from '../store/demands.ts';
+import {
+  type CapabilityCandidateRow, type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabilityDescriptions, capabilityMatchColumns, demandCandidates, findDemand,
+} from '../store/demands.ts';
 import { alignWith, discoverFor, seeDemand } from './access/demands.ts';
 import { authorize } from './access/rules.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
@@ -22,19 +24,19 @@ export interface MatchingOptions {
   embeddings?: RowEmbeddings;
 }
 
-export interface ScoredCapability {
-  row: CapabilityMatchRow;
+export interface ScoredCapability<Row extends CapabilityCandidateRow = CapabilityCandidateRow> {
+  row: Row;
   parts: ScoreParts;
 }
 
 const textOfDemand = (demand: DemandRow): MatchText => ({ title: demand.title, description: demand.description, tags: demand.tags });
 const textOfCapability = (row: CapabilityMatchRow): MatchText => ({ title: row.title, description: row.description, tags: row.tags });
-/** A row without a digest of its words is not stored as it stands (a conversation's draft demand): its vector is not kept. */
-function embeddingItem(kind: EmbeddingItem['kind'], id: string, text: MatchText, wordsSha: string | null | undefined): EmbeddingItem {
-  return { kind, row: { id, ...text, words_sha: wordsSha ?? wordsDigestOf(text) }, ...(wordsSha ? {} : { transient: true }) };
-}
-const demandItem = (demand: DemandRow) => embeddingItem('demand', demand.id, textOfDemand(demand), demand.words_sha);
-const capabilityItem = (row: CapabilityMatchRow) => embeddingItem('capability', row.id, textOfCapability(row), row.words_sha);
+/** A demand without a digest of its words is no stored row (a conversation's draft): its words are embedded as they are. */
+const demandItem = (demand: DemandRow): EmbeddingItem =>
+  demand.words_sha ? { kind: 'demand', id: demand.id, words_sha: demand.words_sha } : { kind: 'demand', id: demand.id, draft: textOfDemand(demand) };
+const capabilityItem = (row: CapabilityCandidateRow): EmbeddingItem => ({ kind: 'capability', id: row.id, words_sha: row.words_sha ?? '' });
+/** Every stored row has its vector since migration 018; the words are the fallback of a row older than that. */
+const vectorOfCandidate = (row: CapabilityCandidateRow & { description?: string }) => row.term_vector ?? storedVectorOf({ ...row, description: row.description ?? '' });
 
 export type { EmbeddingsUse };
 
@@ -46,28 +48,30 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
    * Scores capabilities for a demand, best first (ties by id, so every instance answers the same),
    * from the term vectors stored with the rows: no candidate's text is analysed again here.
    */
-  async function scoreWithUse(demand: DemandRow, rows: CapabilityMatchRow[]): Promise<{ scored: ScoredCapability[]; embeddings: EmbeddingsUse }> {
+  async function scoreWithUse<Row extends CapabilityCandidateRow>(demand: DemandRow, rows: Row[]): Promise<{ scored: ScoredCapability<Row>[]; embeddings: EmbeddingsUse }> {
     const demandText = textOfDemand(demand);
     const demandStored = storedOrComputed({ ...demandText, term_vector: demand.term_vector });
     const demandVector = vectorOfStored(demandStored);
     const embedded = await embeddingSimilarities(demandItem(demand), rows.map(capabilityItem));
     const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
     const scored = rows.map((row, index) => {
-      const similarity = blendedSimilarity(cosineWithStored(demandVector, demandStored.norm, storedOrComputed(row)), embedded.similarities[index]!);
+      const similarity = blendedSimilarity(cosineWithStored(demandVector, demandStored.norm, vectorOfCandidate(row)), embedded.similarities[index]!);
       return { row, parts: combine(similarity, priceAlignment(BigInt(row.price), maxPrice), normalizedQuality(Number(row.quality_score))) };
     });
     scored.sort((left, right) => right.parts.score - left.parts.score || (left.row.id < right.row.id ? -1 : 1));
     return { scored, embeddings: embedded.use };
   }
 
-  const scoreCapabilities = async (demand: DemandRow, rows: CapabilityMatchRow[]) => (await scoreWithUse(demand, rows)).scored;
+  const scoreCapabilities = async <Row extends CapabilityCandidateRow>(demand: DemandRow, rows: Row[]) => (await scoreWithUse(demand, rows)).scored;
 
-  /** The best capabilities for a demand among those offered in its space by others. */
-  async function rankWithUse(demand: DemandRow, topK: number): Promise<{ ranked: ScoredCapability[]; embeddings: EmbeddingsUse }> {
+  /** The best capabilities for a demand among those offered in its space by others, with their descriptions. */
+  async function rankWithUse(demand: DemandRow, topK: number): Promise<{ ranked: ScoredCapability<CapabilityMatchRow>[]; embeddings: EmbeddingsUse }> {
     const query = searchQueryOf(flatTextOf(textOfDemand(demand)), limits.matchQueryTermsMax);
     const rows = await capabilityCandidates(db, { query, space: demand.owner_type, excludeOwner: demand.owner_user_id, limit: Math.max(limits.matchCandidatesMax, topK), poolSize: limits.matchCandidatePoolMax });
     const { scored, embeddings } = await scoreWithUse(demand, rows);
-    return { ranked: scored.filter((entry) => entry.parts.similarity > 0).slice(0, topK), embeddings };
+    const best = scored.filter((entry) => entry.parts.similarity > 0).slice(0, topK);
+    const descriptions = await capabilityDescriptions(db, best.map((entry) => entry.row.id));
+    return { ranked: best.map(({ row, parts }) => ({ row: { ...row, description: descriptions.get(row.id) ?? '' }, parts })), embeddings };
   }
 
   const rankFor = async (demand: DemandRow, topK: number) => (await rankWithUse(demand, topK)).ranked;
@@ -134,7 +138,7 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
     const results: AlignmentItem[] = visible.map((row) => {
       const parts = scored.get(row.id)!;
       const price = BigInt(row.price);
-      const explanation = explain({ parts, shared: sharedTerms(demandTerms, storedOrComputed(row), language), price, maxPrice, currency: currencyOfSpace(demand.owner_type), language });
+      const explanation = explain({ parts, shared: sharedTerms(demandTerms, vectorOfCandidate(row), language), price, maxPrice, currency: currencyOfSpace(demand.owner_type), language });
       return { capability_id: row.id, title: row.title, ...parts, price_ut: formatAmount(price), within_budget: maxPrice === null || price <= maxPrice, explanation };
     });
     return { demand_id: demand.id, language, results, embeddings };

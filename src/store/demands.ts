@@ -50,6 +50,14 @@ export const capabilityMatchColumns = ['id', 'owner_user_id', 'owner_type', 'tit
 /** Derived from the column list, so that the list and the type cannot drift apart. */
 export type CapabilityMatchRow = Pick<CapabilityRow, (typeof capabilityMatchColumns)[number]>;
 
+/**
+ * A candidate's columns: all matching needs but the description, which only the few answered
+ * candidates need (read for them afterwards). 200 descriptions of 10,000 characters were half of
+ * a match's time in the candidate query.
+ */
+export const capabilityCandidateColumns = capabilityMatchColumns.filter((column) => column !== 'description');
+export type CapabilityCandidateRow = Omit<CapabilityMatchRow, 'description'>;
+
 export async function findDemand(db: Knex, id: string): Promise<DemandRow | undefined> {
   return db<DemandRow>('demands').where({ id }).first(...demandColumns);
 }
@@ -84,10 +92,10 @@ export function demandListQuery(db: Knex, filter: DemandListFilter) {
  * `poolSize` rows sharing a term, an older listing must share more of the demand's terms than a
  * newer one to be seen, which favours offers that are still fresh (docs/matching.md).
  */
-export async function capabilityCandidates(db: Knex, input: { query: string; space: string; excludeOwner: string; limit: number; poolSize: number }): Promise<CapabilityMatchRow[]> {
+export async function capabilityCandidates(db: Knex, input: { query: string; space: string; excludeOwner: string; limit: number; poolSize: number }): Promise<CapabilityCandidateRow[]> {
   if (input.query === '') return [];
   const result = await db.raw(
-    `SELECT ${capabilityMatchColumns.join(', ')} FROM (
+    `SELECT ${capabilityCandidateColumns.join(', ')} FROM (
         SELECT * FROM capabilities
          WHERE search_vector @@ to_tsquery('english', ?) AND owner_type = ? AND available AND owner_user_id <> ?
          ORDER BY created_at DESC, id DESC LIMIT ?
@@ -95,7 +103,14 @@ export async function capabilityCandidates(db: Knex, input: { query: string; spa
       ORDER BY ts_rank(search_vector, query) DESC, id LIMIT ?`,
     [input.query, input.space, input.excludeOwner, input.poolSize, input.query, input.limit],
   );
-  return result.rows as CapabilityMatchRow[];
+  return result.rows as CapabilityCandidateRow[];
+}
+
+/** The descriptions of the candidates a match answers with. */
+export async function capabilityDescriptions(db: Knex, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = (await db('capabilities').whereIn('id', ids).select('id', 'description')) as { id: string; description: string }[];
+  return new Map(rows.map((row) => [row.id, row.description]));
 }
 
 /** The same for open, unexpired demands of one space (discover-demands, auto-accept). */

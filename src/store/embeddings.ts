@@ -55,6 +55,15 @@ export async function saveEmbeddings(db: Knex, kind: EmbeddedKind, model: string
     .merge(['words_sha', 'vector', 'created_at']);
 }
 
+const withTagsParsed = (row: EmbeddableRow & { tags: string[] | string }): EmbeddableRow => ({ ...row, tags: typeof row.tags === 'string' ? (JSON.parse(row.tags) as string[]) : row.tags });
+
+/** These rows' words and digests, to embed them. */
+export async function embeddableRows(db: Knex, kind: EmbeddedKind, ids: string[]): Promise<EmbeddableRow[]> {
+  if (ids.length === 0) return [];
+  const rows = (await db(places[kind].rows).whereIn('id', ids).whereNotNull('words_sha').select('id', 'title', 'description', 'tags', 'words_sha')) as (EmbeddableRow & { tags: string[] | string })[];
+  return rows.map(withTagsParsed);
+}
+
 /**
  * Live rows (capabilities not deleted, open demands) with no embedding by `model` of their present
  * words: among `ids` when given, else any, up to `limit`.
@@ -71,5 +80,5 @@ export async function rowsWithoutEmbedding(db: Knex, kind: EmbeddedKind, model: 
     .select('r.id', 'r.title', 'r.description', 'r.tags', 'r.words_sha');
   if (ids) query.whereIn('r.id', ids);
   const rows = (await query) as (EmbeddableRow & { tags: string[] | string })[];
-  return rows.map((row) => ({ ...row, tags: typeof row.tags === 'string' ? (JSON.parse(row.tags) as string[]) : row.tags }));
+  return rows.map(withTagsParsed);
 }
