@@ -30,6 +30,8 @@ const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const progress = (message: string) => process.stderr.write(`${message}\n`);
 
 const children: ChildProcess[] = [];
+// A failed run must not leave its servers behind.
+process.on('exit', () => children.forEach((child) => child.kill('SIGKILL')));
 async function startServer(mode: 'app' | 'express' | 'http'): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/read/server.ts', mode, databaseUrl, redisUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
@@ -65,7 +67,7 @@ const capability = await app.call<{ id: string }>('POST', '/api/v1/capabilities'
 }, 201);
 const transactionIds: string[] = [];
 for (let index = 0; index < clients; index++) {
-  const bought = await app.call<{ id: string }>('POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id }, 201);
+  const bought = await app.call<{ id: string }>('POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id, booked_hours: 1 }, 201);
   transactionIds.push(bought.id);
 }
 progress(`market ready: ${clients} transactions`);

@@ -33,7 +33,10 @@ if (mode === 'app') {
   const server = createServer(createApp(runtime.engine));
   server.keepAliveTimeout = 120_000;
   announce(server);
-  process.on('SIGTERM', () => server.close(() => void runtime.close().then(() => process.exit(0))));
+  process.on('SIGTERM', () => {
+    server.closeAllConnections();
+    server.close(() => void runtime.close().then(() => process.exit(0)));
+  });
 } else {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
   const read = async (id: string) => (await pool.query({ name: 'read-transaction', text: 'SELECT * FROM transactions WHERE id = $1', values: [id] })).rows[0];
@@ -60,5 +63,8 @@ if (mode === 'app') {
   }
   server.keepAliveTimeout = 120_000;
   announce(server);
-  process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));
+  process.on('SIGTERM', () => {
+    server.closeAllConnections();
+    server.close(() => void pool.end().then(() => process.exit(0)));
+  });
 }
