@@ -54,8 +54,8 @@ async function whoAmI(apiKey: string, userId: string) {
 }
 
 /** A page that fails the test on any script error or Content-Security-Policy violation. */
-async function openPage(url: string): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser.context.newPage();
+async function openPage(url: string, using: Awaited<ReturnType<typeof launchChromium>> = browser): Promise<{ page: Page; problems: string[] }> {
+  const page = await using.context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
   // Chromium logs every 4xx answer as an error; the page expects those (a wrong code is a 4040).
@@ -159,6 +159,30 @@ describe('the device verification page', () => {
     const collected = await poll(flow.device_code);
     expect(collected.code).toBe(0);
     expect((await whoAmI(collected.data.api_key!, human.userId)).data.caller_type).toBe('agent');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('in the Chromium an npm package ships (a fresh machine without one installed)', () => {
+  let bundled: Awaited<ReturnType<typeof launchChromium>>;
+  beforeAll(async () => {
+    bundled = await launchChromium('bundled');
+  }, 60_000);
+  afterAll(() => bundled?.close());
+
+  it('signs in and approves; the client collects its key', async () => {
+    expect(bundled.source).toBe('@sparticuz/chromium');
+    const human = await signUpHuman(test);
+    const flow = await startFlow('cursor');
+    const { page, problems } = await openPage(flow.verification_url_complete, bundled);
+    await page.getByLabel('Email').fill(human.email);
+    await page.getByLabel('Password').fill(human.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await eventually(() => page.getByRole('heading', { name: 'Approve this application?' }).isVisible()).toBe(true);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await eventually(() => page.getByRole('heading', { name: 'Approved' }).isVisible()).toBe(true);
+    expect(await poll(flow.device_code)).toMatchObject({ code: 0, data: { status: 'approved', user_id: human.userId } });
     expect(problems).toEqual([]);
     await page.close();
   });
