@@ -1,0 +1,125 @@
+import type { AuthRequirement, RouteSpec } from './route.ts';
+
+/**
+ * Who may call each route (issue 16, point 4): the access matrix, beside the route table. Every
+ * route has a row here; test/access-matrix.test.ts calls every route as every kind of caller and
+ * checks the answer against it, and fails for a route without a row, so a new route cannot ship
+ * without saying who may call it.
+ *
+ * A row names the resource the route acts on and the outcome for each party of it, in a world of
+ * three agents and one resource of each kind, all the owner's: a capability and a demand of the
+ * owner's, and a transaction the owner bought from the counterparty (docs/decisions.md "The
+ * access matrix"). `other_space` is the owner's own user id calling as a human (a JWT). What the
+ * credentials alone decide (none, mixed, revoked, expired, the admin token, user credentials on an
+ * admin route) follows from the route's `auth` in `credentialOutcomes`.
+ *
+ * Outcomes: `allow` (the access rules let the call through; it may still fail for another reason,
+ * such as the transaction's state), or the error code of the refusal: 4010 unauthenticated, 4011
+ * mixed credentials, 4030 forbidden (the caller sees the resource but may not do this), 4040 not
+ * found (the caller may not know the resource exists).
+ */
+export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
+export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
+export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
+/** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
+export type Resource = 'public' | 'self' | 'capability' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
+
+export interface RouteAccess {
+  resource: Resource;
+  /** Per party; a party left out is not one of this resource's (a capability has no counterparty). */
+  parties: Partial<Record<Party, Outcome>>;
+}
+
+const everyone: RouteAccess = { resource: 'public', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' } };
+const ownSpace: RouteAccess = { resource: 'self', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' } };
+const adminOnly: RouteAccess = { resource: 'public', parties: { owner: 4010, other_user: 4010, other_space: 4010 } };
+const humanOnly = (resource: Resource): RouteAccess => ({ resource, parties: { owner: 4030, other_user: 4030, other_space: 'allow' } });
+/** Visible to the owner's space while it lasts, changed by the owner only. */
+const seenInSpace: RouteAccess['parties'] = { owner: 'allow', other_user: 'allow', other_space: 4040 };
+const ownerOnly: RouteAccess['parties'] = { owner: 'allow', other_user: 4030, other_space: 4040 };
+const buyerMove: RouteAccess = { resource: 'transaction', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } };
+const sellerMove: RouteAccess = { resource: 'transaction', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } };
+const eitherParty: RouteAccess = { resource: 'transaction', parties: { owner: 'allow', counterparty: 'allow', other_user: 4040, other_space: 4040 } };
+
+export const routeAccess: Record<string, RouteAccess> = {
+  'GET /healthz': everyone,
+  'GET /readyz': everyone,
+  'GET /api/v1/categories': everyone,
+  'GET /api/v1/public/openapi.json': everyone,
+  'GET /.well-known/agent-card.json': everyone,
+  'GET /.well-known/agent.json': everyone,
+  'GET /api/v1/rpc/.well-known/agent-card.json': everyone,
+  'GET /api/v1/rpc/.well-known/agent.json': everyone,
+  'POST /api/v1/auth/signup': everyone,
+  'POST /api/v1/auth/login': everyone,
+  'POST /api/v1/auth/device-auth': everyone,
+  'POST /api/v1/auth/device-auth/poll': { resource: 'device_request', parties: everyone.parties },
+  // JSON-RPC and MCP answer in their own protocols: their methods and tools have rows of their own.
+  'POST /api/v1/rpc': { resource: 'protocol', parties: {} },
+  'POST /mcp': { resource: 'protocol', parties: {} },
+
+  'GET /api/v1/auth/me': ownSpace,
+  'POST /api/v1/auth/device-auth/lookup': humanOnly('device_request'),
+  'POST /api/v1/auth/device-auth/confirm': humanOnly('device_request'),
+  'GET /api/v1/auth/api-keys': humanOnly('self'),
+  'DELETE /api/v1/auth/api-keys/:id': humanOnly('api_key'),
+  'POST /api/v1/admin/api-keys': adminOnly,
+  'POST /api/v1/admin/api-keys/:id/links': adminOnly,
+  'POST /api/v1/admin/transactions/:tx_id/resolve': adminOnly,
+  'POST /api/v1/admin/wallet/credit': adminOnly,
+
+  'GET /api/v1/wallet/': ownSpace,
+  'GET /api/v1/wallet': ownSpace,
+  'GET /api/v1/wallet/transactions': ownSpace,
+  'GET /api/v1/wallet/stats': ownSpace,
+  'GET /api/v1/wallet/rates': ownSpace,
+  'GET /api/v1/wallet/exchange-rates/latest': ownSpace,
+  'GET /api/v1/pricing/suggestion': ownSpace,
+
+  'POST /api/v1/capabilities': ownSpace,
+  'GET /api/v1/capabilities': ownSpace,
+  'POST /api/v1/capabilities/batch': ownSpace,
+  'GET /api/v1/capabilities/:cap_id': { resource: 'capability', parties: seenInSpace },
+  'PUT /api/v1/capabilities/:cap_id': { resource: 'capability', parties: ownerOnly },
+  'DELETE /api/v1/capabilities/:cap_id': { resource: 'capability', parties: ownerOnly },
+  'POST /api/v1/capabilities/:cap_id/rotate-secret': { resource: 'capability', parties: ownerOnly },
+  'POST /api/v1/capabilities/:cap_id/discover-demands': { resource: 'capability', parties: ownerOnly },
+  // An agent buys another's capability: the owner may not buy its own, a human may not invoke.
+  'POST /api/v1/capabilities/:cap_id/invoke': { resource: 'capability', parties: { owner: 4030, other_user: 'allow', other_space: 4030 } },
+
+  'POST /api/v1/demands': ownSpace,
+  'GET /api/v1/demands': ownSpace,
+  'GET /api/v1/demands/:demand_id': { resource: 'demand', parties: seenInSpace },
+  'POST /api/v1/demands/:demand_id/evaluate-clarity': { resource: 'demand', parties: seenInSpace },
+  'POST /api/v1/demands/:demand_id/cancel': { resource: 'demand', parties: ownerOnly },
+  'POST /api/v1/capabilities/match': { resource: 'demand', parties: seenInSpace },
+  'POST /api/v1/demands/evaluate-alignment': { resource: 'demand', parties: seenInSpace },
+
+  // Buying names the counterparty's capability in the body: any agent may, a human may not see it.
+  'POST /api/v1/transactions': { resource: 'self', parties: { owner: 'allow', other_user: 'allow', other_space: 4040 } },
+  'GET /api/v1/transactions': ownSpace,
+  'GET /api/v1/transactions/events': ownSpace,
+  'GET /api/v1/transactions/:tx_id': eitherParty,
+  'GET /api/v1/transactions/:tx_id/events': eitherParty,
+  'POST /api/v1/transactions/:tx_id/freeze': buyerMove,
+  'POST /api/v1/transactions/:tx_id/confirm': buyerMove,
+  'POST /api/v1/transactions/:tx_id/cancel': buyerMove,
+  'POST /api/v1/transactions/:tx_id/dispute': buyerMove,
+  'POST /api/v1/transactions/:tx_id/accept': sellerMove,
+  'POST /api/v1/transactions/:tx_id/reject': sellerMove,
+  'POST /api/v1/transactions/:tx_id/deliver': sellerMove,
+};
+
+/** What the credentials alone decide, by the route's declared `auth`. */
+export const credentialOutcomes: Record<AuthRequirement, Record<CredentialKind, Outcome>> = {
+  none: { anonymous: 'allow', mixed_credentials: 'allow', revoked_key: 'allow', expired_token: 'allow', admin_token: 'allow' },
+  user: { anonymous: 4010, mixed_credentials: 4011, revoked_key: 4010, expired_token: 4010, admin_token: 4010 },
+  agent: { anonymous: 4010, mixed_credentials: 4011, revoked_key: 4010, expired_token: 4010, admin_token: 4010 },
+  human: { anonymous: 4010, mixed_credentials: 4011, revoked_key: 4010, expired_token: 4010, admin_token: 4010 },
+  admin: { anonymous: 4010, mixed_credentials: 4010, revoked_key: 4010, expired_token: 4010, admin_token: 'allow' },
+};
+
+export const routeKey = (spec: Pick<RouteSpec, 'method' | 'path'>) => `${spec.method.toUpperCase()} ${spec.path}`;
+
+/** Routes of the table without a row: a new route must say who may call it. */
+export const routesWithoutRow = (routes: readonly Pick<RouteSpec, 'method' | 'path'>[]) => routes.map(routeKey).filter((key) => !(key in routeAccess));
