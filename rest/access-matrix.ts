@@ -123,3 +123,37 @@ export const routeKey = (spec: Pick<RouteSpec, 'method' | 'path'>) => `${spec.me
 
 /** Routes of the table without a row: a new route must say who may call it. */
 export const routesWithoutRow = (routes: readonly Pick<RouteSpec, 'method' | 'path'>[]) => routes.map(routeKey).filter((key) => !(key in routeAccess));
+
+/**
+ * The JSON-RPC methods (POST /api/v1/rpc, which needs user credentials as `credentialOutcomes.user`
+ * says; refusals come as JSON-RPC errors whose `data.code` is the code here). A send names the
+ * counterparty's capability in a data part, as a purchase does.
+ */
+const buying: RouteAccess = { resource: 'self', parties: { owner: 'allow', other_user: 'allow', other_space: 4040 } };
+const unsupported: RouteAccess = { resource: 'public', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' } };
+const buyerCancels: RouteAccess = { resource: 'transaction', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } };
+export const rpcMethodAccess: Record<string, RouteAccess> = {
+  'tasks/send': buying, 'tasks/sendSubscribe': buying, 'message/send': buying, 'message/stream': buying, SendMessage: buying, SendStreamingMessage: buying,
+  'tasks/get': eitherParty, GetTask: eitherParty, 'tasks/resubscribe': eitherParty, SubscribeToTask: eitherParty,
+  'tasks/cancel': buyerCancels, CancelTask: buyerCancels,
+  ListTasks: ownSpace,
+  // Over HTTP these answer "unsupported" to every caller: nothing to refuse.
+  'tasks/unsubscribe': unsupported,
+  'tasks/pushNotification/set': unsupported, 'tasks/pushNotification/get': unsupported,
+  'tasks/pushNotificationConfig/set': unsupported, 'tasks/pushNotificationConfig/get': unsupported,
+  'tasks/pushNotificationConfig/list': unsupported, 'tasks/pushNotificationConfig/delete': unsupported,
+  CreateTaskPushNotificationConfig: unsupported, GetTaskPushNotificationConfig: unsupported,
+  ListTaskPushNotificationConfigs: unsupported, DeleteTaskPushNotificationConfig: unsupported,
+  'agent/getAuthenticatedExtendedCard': unsupported, GetExtendedAgentCard: unsupported,
+};
+
+/** The MCP tools (POST /mcp needs user credentials; a refused call is a tool error with this code). */
+export const mcpToolAccess: Record<string, RouteAccess> = {
+  get_capability: { resource: 'capability', parties: seenInSpace },
+  buy_capability: buying,
+  search_capabilities: ownSpace,
+  match_capabilities: { resource: 'demand', parties: seenInSpace },
+  create_demand: ownSpace,
+  get_transaction: eitherParty,
+  get_wallet: ownSpace,
+};

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CredentialKind, type Outcome, type Party, credentialOutcomes, routeAccess, routeKey, routesWithoutRow } from '../rest/access-matrix.ts';
+import { type CredentialKind, type Outcome, type Party, type RouteAccess, credentialOutcomes, mcpToolAccess, routeAccess, routeKey, routesWithoutRow, rpcMethodAccess } from '../rest/access-matrix.ts';
+import { mcpTools } from '../mcp/tools.ts';
+import { createMethods } from '../rpc/methods.ts';
+import { callTool, connectMcp } from './helpers/mcp.ts';
 import type { RouteSpec } from '../rest/route.ts';
 import { allRoutes } from '../src/app.ts';
 import { rateLimitNames, rateLimitVariable } from '../src/config.ts';
@@ -188,6 +191,99 @@ describe('the access matrix', () => {
         const answer = await call(spec.method, request.path, { ...world.callers[caller], ...request.headers }, request.body);
         expectOutcome(answer, expected, `${key} as ${caller}`);
       }
+    }
+  }, 600_000);
+});
+
+/** The calls of one row, refusals first: an allowed call may change the world. */
+function callsOf(row: RouteAccess, credentials: Record<CredentialKind, Outcome> | null) {
+  const credentialKinds = credentials ? (Object.entries(credentials) as [CredentialKind, Outcome][]) : [];
+  return [...credentialKinds, ...(Object.entries(row.parties) as [Party, Outcome][])].sort(([, left], [, right]) => Number(left === 'allow') - Number(right === 'allow'));
+}
+
+/** Params each method accepts as well-formed in that world: a purchase of the counterparty's capability, or the bought task. */
+function rpcParamsOf(method: string, world: World): unknown {
+  const capability_id = world.ids.otherCapabilityId;
+  const messageId = randomUUID();
+  const sends: Record<string, unknown> = {
+    'tasks/send': { id: `matrix-${randomUUID()}`, sessionId: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id } }] } },
+    'message/send': { message: { kind: 'message', messageId, role: 'user', parts: [{ kind: 'data', data: { capability_id } }] } },
+    SendMessage: { message: { messageId, role: 'ROLE_USER', parts: [{ data: { capability_id } }] } },
+  };
+  sends['tasks/sendSubscribe'] = sends['tasks/send'];
+  sends['message/stream'] = sends['message/send'];
+  sends.SendStreamingMessage = sends.SendMessage;
+  if (method in sends) return sends[method];
+  if (method === 'ListTasks') return {};
+  if (method === 'tasks/unsubscribe') return { subscription: randomUUID() };
+  return { id: world.ids.tx_id };
+}
+
+/** The JSON of a stream's first `data:` line. */
+async function firstEventOf(response: Response): Promise<unknown> {
+  const reader = response.body!.getReader();
+  let text = '';
+  while (!/^data: .*\n/m.test(text)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  const line = /^data: (.*)$/m.exec(text)?.[1];
+  return line ? JSON.parse(line) : null;
+}
+
+const deniedRpcCodes = new Set([-32110, -32111, -32130, -32001]);
+
+describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
+  it('has a row for every method and every tool, and none for what is not there', () => {
+    expect(Object.keys(createMethods(test.runtime.engine)).sort()).toEqual(Object.keys(rpcMethodAccess).sort());
+    expect(mcpTools.map((tool) => tool.name).sort()).toEqual(Object.keys(mcpToolAccess).sort());
+  });
+
+  it('answers every JSON-RPC method as its row says, for every kind of caller', async () => {
+    for (const [method, row] of Object.entries(rpcMethodAccess)) {
+      const world = await newWorld();
+      for (const [caller, expected] of callsOf(row, credentialOutcomes.user)) {
+        const what = `${method} as ${caller}`;
+        const abort = new AbortController();
+        const response = await fetch(`${base}/api/v1/rpc`, {
+          method: 'POST', signal: abort.signal, headers: { 'Content-Type': 'application/json', ...world.callers[caller] },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: rpcParamsOf(method, world) }),
+        });
+        // A streaming method answers in its stream: its first event is the task, or the refusal.
+        const streamed = (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+        const answer = (streamed ? await firstEventOf(response) : await response.json()) as { error?: { code: number; data?: { code?: number } } };
+        abort.abort();
+        if (expected === 'allow') {
+          expect.soft(deniedRpcCodes.has(answer?.error?.code ?? 0), `${what}: allowed, answered ${JSON.stringify(answer?.error)}`).toBe(false);
+          expect.soft(response.status, what).toBeLessThan(500);
+        } else {
+          expect.soft({ rpc: answer?.error?.data?.code }, `${what}: ${JSON.stringify(answer?.error)}`).toEqual({ rpc: expected });
+        }
+      }
+    }
+  }, 600_000);
+
+  it('answers every MCP tool as its row says, for every party; credentials are refused before MCP starts', async () => {
+    for (const [name, row] of Object.entries(mcpToolAccess)) {
+      const world = await newWorld();
+      const args: Record<string, Record<string, unknown>> = {
+        get_capability: { cap_id: world.ids.cap_id }, buy_capability: { capability_id: world.ids.otherCapabilityId, booked_hours: 1 },
+        match_capabilities: { demand_id: world.ids.demand_id }, create_demand: { description: 'Design a logo for a bakery' }, get_transaction: { tx_id: world.ids.tx_id },
+      };
+      for (const [party, expected] of callsOf(row, null)) {
+        const client = await connectMcp(base, world.callers[party as Party]);
+        const outcome = await callTool(client, name, args[name] ?? {});
+        await client.close();
+        const what = `${name} as ${party}: ${JSON.stringify(outcome.data).slice(0, 200)}`;
+        if (expected === 'allow') expect.soft(outcome.isError && deniedCodes.has(outcome.data.code as number), what).toBe(false);
+        else expect.soft({ isError: outcome.isError, code: outcome.data.code }, what).toEqual({ isError: true, code: expected });
+      }
+    }
+    const world = await newWorld();
+    for (const [caller, expected] of Object.entries(credentialOutcomes.user) as [CredentialKind, Outcome][]) {
+      const answer = await call('post', '/mcp', { ...world.callers[caller], Accept: 'application/json, text/event-stream' }, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } });
+      expectOutcome(answer, expected, `POST /mcp as ${caller}`);
     }
   }, 600_000);
 });
