@@ -7,6 +7,7 @@ import { requestLogger } from '../rest/request-log.ts';
 import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { errorBody, toAppError } from '../src/errors.ts';
+import { assertSafeJson } from '../src/schemas/json-safety.ts';
 import { validationError } from '../src/schemas/validation.ts';
 import { mcpResources } from './resources.ts';
 import { inputJsonSchema } from './schema.ts';
@@ -79,6 +80,7 @@ function listingOf(tools: readonly McpTool[]): Tool[] {
  */
 async function callTool(engine: Engine, principal: Principal, tool: McpTool, args: unknown, request: Request): Promise<CallToolResult> {
   try {
+    assertSafeJson(args, 'arguments');
     const parsed = tool.input.safeParse(args);
     if (!parsed.success) throw validationError(parsed.error, 'arguments', args);
     const data = (await tool.handler(engine, principal, parsed.data)) as Record<string, unknown>;

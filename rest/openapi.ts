@@ -75,7 +75,9 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
   const successStatus = String(spec.successStatus ?? 200);
   const responses: Record<string, unknown> = { [successStatus]: { description: 'success', content: successContent } };
   const errorSchema = { $ref: '#/components/schemas/ErrorEnvelope' };
-  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), ...(spec.body ? [4001, 4130] : []), ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000]);
+  // Any request that carries a JSON body is parsed before it is routed, whether the operation
+  // reads one or not: malformed JSON (4001) or too much of it (4130) can be the answer of any.
+  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), 4001, 4130, ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000]);
   for (const code of failureCodes) {
     const entry = Object.entries(errorTable).find(([, row]) => row.code === code);
     if (!entry) continue;

@@ -98,8 +98,10 @@ export function createApp(engine: Engine) {
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
+  // MCP answers in its protocol: a tool's arguments are checked when the tool is called, so that
+  // text PostgreSQL cannot store is a tool error the model can read, not a failed HTTP exchange.
   app.use((request, _response, next) => {
-    if (request.body !== undefined) assertSafeJson(request.body, 'body');
+    if (request.body !== undefined && request.path !== '/mcp') assertSafeJson(request.body, 'body');
     next();
   });
   const routes = allRoutes(engine);
