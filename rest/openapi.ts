@@ -77,7 +77,8 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
   const errorSchema = { $ref: '#/components/schemas/ErrorEnvelope' };
   // Any request that carries a JSON body is parsed before it is routed, whether the operation
   // reads one or not: malformed JSON (4001) or too much of it (4130) can be the answer of any.
-  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), 4001, 4130, ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000]);
+  // Any may find PostgreSQL or Redis unreachable: 5030 with Retry-After (src/dependency-failures.ts).
+  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), 4001, 4130, ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000, 5030]);
   for (const code of failureCodes) {
     const entry = Object.entries(errorTable).find(([, row]) => row.code === code);
     if (!entry) continue;

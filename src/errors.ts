@@ -1,3 +1,5 @@
+import { dependencyFailureOf } from './dependency-failures.ts';
+import { limits } from './limits.ts';
 /**
  * One table of every error the service can answer with. The REST envelope and the JSON-RPC
  * error are both rendered from this table, so the two transports can never disagree.
@@ -66,6 +68,12 @@ export interface ErrorBody {
  */
 export function toAppError(error: unknown, log: (message: string, error: unknown) => void): AppError {
   if (error instanceof AppError) return error;
+  // A backend that cannot be reached is not our fault nor the caller's: 503, and when to retry.
+  const dependency = dependencyFailureOf(error);
+  if (dependency) {
+    log(`${dependency} unavailable`, error);
+    return new AppError('unavailable', `the ${dependency} is unavailable; retry shortly`, { dependency, retry_after_seconds: limits.dependencyRetryAfterSeconds });
+  }
   log('unexpected error', error);
   return new AppError('internal_error');
 }

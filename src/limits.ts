@@ -78,6 +78,10 @@ export const limits = {
   databasePoolSizeMax: 10,
   /** Connections for writes that need no durable commit (idempotency claims, published marks). */
   asyncCommitPoolSizeMax: 4,
+  /** How long a request waits for a database connection before it is answered 503 (knex's default is 60 s). */
+  databaseAcquireTimeoutMs: 5_000,
+  /** How long opening one connection to PostgreSQL may take. */
+  databaseConnectTimeoutMs: 3_000,
   /**
    * Successful credential lookups (API key, key-to-user link, user of a token) are remembered
    * this long: two database round trips fewer per request. A revoked key is forgotten at once on
@@ -231,6 +235,8 @@ export const limits = {
   /** A stream must send its first delta within aiChatTimeoutMs and finish within this. */
   aiChatStreamTimeoutMs: 120_000,
   aiEmbeddingTimeoutMs: 10_000,
+  /** A request refused because PostgreSQL or Redis cannot be reached says to retry after this long (503). */
+  dependencyRetryAfterSeconds: 2,
   /** Every chat call asks for at most this many tokens (max_tokens) unless its caller asks for fewer: answers here are a paragraph or a small JSON object. */
   aiChatMaxTokens: 1_024,
   aiFailureCooldownMs: 30_000,

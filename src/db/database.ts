@@ -38,12 +38,17 @@ const knexLog = {
 };
 
 export async function openPostgres(connectionString: string, poolSizeMax: number = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
-  const db = knex({ client: 'pg', connection: connectionString, pool: { min: 0, max: poolSizeMax }, log: knexLog });
+  // While PostgreSQL cannot be reached, a request waits at most databaseAcquireTimeoutMs for a
+  // connection and is then answered 503 (src/dependency-failures.ts), not after knex's 60 s.
+  const waits = { acquireConnectionTimeout: limits.databaseAcquireTimeoutMs };
+  const connecting = { connectionTimeoutMillis: limits.databaseConnectTimeoutMs };
+  const db = knex({ client: 'pg', connection: { connectionString, ...connecting }, pool: { min: 0, max: poolSizeMax }, log: knexLog, ...waits });
   const asyncCommitDb = knex({
     client: 'pg',
-    connection: { connectionString, options: '-c synchronous_commit=off' },
+    connection: { connectionString, options: '-c synchronous_commit=off', ...connecting },
     pool: { min: 0, max: Math.min(poolSizeMax, limits.asyncCommitPoolSizeMax) },
     log: knexLog,
+    ...waits,
   });
   const url = new URL(connectionString);
   return {
