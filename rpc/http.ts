@@ -4,7 +4,8 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { JSONRPCID, JSONRPCResponse } from 'json-rpc-2.0';
 import type { Engine } from '../src/engine/index.ts';
-import { AppError } from '../src/errors.ts';
+import { AppError, toAppError } from '../src/errors.ts';
+import type { Logger } from '../src/logger.ts';
 import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts';
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
@@ -102,6 +103,17 @@ function reply(response: Response, status: number, body: JSONRPCResponse | JSONR
 }
 
 /** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
+/**
+ * A refusal of the whole exchange (credentials, rate limits, a backend that cannot be reached
+ * while checking them) is answered with its HTTP status (401, 429, 503 with Retry-After) and
+ * the JSON-RPC error as body.
+ */
+function refuseExchange(response: Response, error: unknown, id: ReturnType<typeof idOf> | null, log: Logger) {
+  const refusal = toAppError(error, (message, cause) => log.error(`json-rpc: ${message}`, { error: cause }));
+  sendRetryAfter(response, refusal);
+  return reply(response, refusal.httpStatus, errorResponse(id, fromAppError(refusal)));
+}
+
 export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request: Request, response: Response) {
   const log = requestLogger(request, engine.dependencies.log);
   const text = await readBody(request, limits.requestBodyBytesMax);
@@ -115,9 +127,7 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   try {
     context = { principal: await authenticateHeaders(engine, request.headers, clientAddress(request)), headerGeneration: generationOfHeader(request.get('a2a-version')), log };
   } catch (error) {
-    const status = error instanceof AppError ? error.httpStatus : 500;
-    if (error instanceof AppError) sendRetryAfter(response, error);
-    return reply(response, status, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
+    return refuseExchange(response, error, parsed.ok ? idOf(parsed.value) : null, log);
   }
   // Each call counts, so a batch of 50 costs what 50 single requests cost. Like authentication,
   // a refusal concerns the whole exchange: HTTP 429 with Retry-After, and the JSON-RPC error.
@@ -125,8 +135,7 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
     const calls = parsed.ok && Array.isArray(parsed.value) ? Math.max(1, parsed.value.length) : 1;
     await engine.admission.consume(['rpcCallsPerCredential', 'rpcCallsPerApiKey'], { address: clientAddress(request), principal: context.principal }, calls);
   } catch (error) {
-    if (error instanceof AppError) sendRetryAfter(response, error);
-    return reply(response, error instanceof AppError ? error.httpStatus : 500, errorResponse(parsed.ok ? idOf(parsed.value) : null, toRpcError(error, log)));
+    return refuseExchange(response, error, parsed.ok ? idOf(parsed.value) : null, log);
   }
   if (!parsed.ok) return reply(response, 200, parseErrorResponse('request body is not valid JSON'));
   try {

@@ -1,0 +1,108 @@
+import type { Knex } from 'knex';
+import { findTransition, type TransactionAction, transactionActions } from '../../src/domain/escrow.ts';
+import { feeOf } from '../../src/domain/money.ts';
+
+/**
+ * The books checked in SQL, for the chaos run (test/chaos): each rule that must hold whatever
+ * happened to the servers, the database or the bus. Answers the violations found, each naming
+ * what broke; an empty list is a clean book.
+ */
+const openStatuses = new Set(['frozen', 'accepted', 'delivered', 'disputed']);
+
+interface AccountRow { id: string; kind: string; owner_user_id: string | null; currency: string; available: string; frozen: string }
+interface TransactionRow { id: string; buyer_user_id: string; seller_user_id: string; currency: string; price: string; fee_bps: number; status: string; event_sequence: number }
+interface EntryRow { id: string; movement_id: string; account_id: string; currency: string; bucket: 'available' | 'frozen'; amount: string; balance_after: string; biz_ref_id: string | null }
+interface EventRow { transaction_id: string; transaction_sequence: number; event_type: string; buyer_user_id: string; buyer_sequence: string; seller_user_id: string; seller_sequence: string }
+
+export async function checkBooks(db: Knex): Promise<string[]> {
+  const [accounts, transactions, entries, events, streams] = await Promise.all([
+    db('accounts').select('id', 'kind', 'owner_user_id', 'currency', 'available', 'frozen') as Promise<AccountRow[]>,
+    db('transactions').select('id', 'buyer_user_id', 'seller_user_id', 'currency', 'price', 'fee_bps', 'status', 'event_sequence') as Promise<TransactionRow[]>,
+    db('ledger_entries').orderBy('id').select('id', 'movement_id', 'account_id', 'currency', 'bucket', 'amount', 'balance_after', 'biz_ref_id') as Promise<EntryRow[]>,
+    db('outbox_events').orderBy('transaction_sequence').select('transaction_id', 'transaction_sequence', 'event_type', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence') as Promise<EventRow[]>,
+    db('event_streams').select('owner_user_id', 'last_sequence') as Promise<{ owner_user_id: string; last_sequence: string }[]>,
+  ]);
+  return [...money(accounts, transactions, entries), ...histories(transactions, events), ...eventStreams(events, streams)];
+}
+
+function money(accounts: AccountRow[], transactions: TransactionRow[], entries: EntryRow[]): string[] {
+  const violations: string[] = [];
+  for (const currency of new Set(accounts.map((account) => account.currency))) {
+    const total = accounts.filter((account) => account.currency === currency).reduce((sum, account) => sum + BigInt(account.available) + BigInt(account.frozen), 0n);
+    if (total !== 0n) violations.push(`${currency} sums to ${total}, not 0`);
+  }
+  for (const account of accounts) {
+    if (BigInt(account.frozen) < 0n || (account.kind !== 'external' && BigInt(account.available) < 0n)) violations.push(`account ${account.id} is negative`);
+  }
+  const holds = new Map<string, bigint>();
+  for (const row of transactions.filter((each) => openStatuses.has(each.status))) holds.set(`${row.buyer_user_id}:${row.currency}`, (holds.get(`${row.buyer_user_id}:${row.currency}`) ?? 0n) + BigInt(row.price));
+  for (const account of accounts.filter((each) => each.kind === 'user')) {
+    const held = holds.get(`${account.owner_user_id}:${account.currency}`) ?? 0n;
+    if (BigInt(account.frozen) !== held) violations.push(`user ${account.owner_user_id} has ${account.frozen} ${account.currency} frozen, its open holds are ${held}`);
+  }
+  const running = new Map<string, bigint>();
+  const movements = new Map<string, bigint>();
+  for (const entry of entries) {
+    const key = `${entry.account_id}:${entry.bucket}`;
+    running.set(key, (running.get(key) ?? 0n) + BigInt(entry.amount));
+    if (running.get(key) !== BigInt(entry.balance_after)) violations.push(`ledger entry ${entry.id}: balance_after ${entry.balance_after}, replayed ${running.get(key)}`);
+    movements.set(`${entry.movement_id}:${entry.currency}`, (movements.get(`${entry.movement_id}:${entry.currency}`) ?? 0n) + BigInt(entry.amount));
+  }
+  for (const account of accounts) {
+    for (const bucket of ['available', 'frozen'] as const) {
+      if ((running.get(`${account.id}:${bucket}`) ?? 0n) !== BigInt(account[bucket])) violations.push(`account ${account.id} ${bucket} does not replay from the ledger`);
+    }
+  }
+  for (const [movement, sum] of movements) if (sum !== 0n) violations.push(`movement ${movement} does not balance (${sum})`);
+  const owners = new Map(accounts.map((account) => [account.id, account.owner_user_id]));
+  const byTransaction = new Map<string, EntryRow[]>();
+  for (const entry of entries) if (entry.biz_ref_id) byTransaction.set(entry.biz_ref_id, [...(byTransaction.get(entry.biz_ref_id) ?? []), entry]);
+  for (const row of transactions) {
+    const mine = byTransaction.get(row.id) ?? [];
+    const net = (userId: string, bucket: string) => mine.filter((entry) => owners.get(entry.account_id) === userId && entry.bucket === bucket).reduce((sum, entry) => sum + BigInt(entry.amount), 0n);
+    const price = BigInt(row.price);
+    const open = openStatuses.has(row.status);
+    const settled = row.status === 'settled';
+    if (net(row.buyer_user_id, 'frozen') !== (open ? price : 0n)) violations.push(`transaction ${row.id} (${row.status}): buyer's hold is ${net(row.buyer_user_id, 'frozen')}`);
+    if (net(row.buyer_user_id, 'available') !== (open || settled ? -price : 0n)) violations.push(`transaction ${row.id} (${row.status}): buyer paid ${-net(row.buyer_user_id, 'available')}`);
+    if (net(row.seller_user_id, 'available') !== (settled ? price - feeOf(price, row.fee_bps) : 0n)) violations.push(`transaction ${row.id} (${row.status}): seller got ${net(row.seller_user_id, 'available')}`);
+  }
+  return violations;
+}
+
+/** Every transaction's events are numbered 1..event_sequence and each step is a move of the table. */
+function histories(transactions: TransactionRow[], events: EventRow[]): string[] {
+  const violations: string[] = [];
+  const byTransaction = new Map<string, EventRow[]>();
+  for (const event of events) byTransaction.set(event.transaction_id, [...(byTransaction.get(event.transaction_id) ?? []), event]);
+  for (const row of transactions) {
+    const mine = byTransaction.get(row.id) ?? [];
+    const sequences = mine.map((event) => Number(event.transaction_sequence));
+    if (sequences.join() !== Array.from({ length: row.event_sequence }, (_, index) => index + 1).join()) violations.push(`transaction ${row.id}: events ${sequences.join(',')} for sequence ${row.event_sequence}`);
+    const statuses = mine.map((event) => event.event_type.replace(/^transaction\./, ''));
+    if (statuses.length > 0 && statuses[0] !== 'pending_freeze' && statuses[0] !== 'frozen') violations.push(`transaction ${row.id} starts ${statuses[0]}`);
+    for (let index = 1; index < statuses.length; index++) {
+      const reachable = transactionActions.some((action: TransactionAction) => findTransition(statuses[index - 1] as never, action)?.to === statuses[index]);
+      if (!reachable) violations.push(`transaction ${row.id}: ${statuses[index - 1]} -> ${statuses[index]} is no move of the table`);
+    }
+    if (statuses.length > 0 && statuses.at(-1) !== row.status) violations.push(`transaction ${row.id} is ${row.status}, its last event says ${statuses.at(-1)}`);
+  }
+  return violations;
+}
+
+/** Each user's stream is numbered 1..N with no gap or repeat, and its counter says N. */
+function eventStreams(events: EventRow[], streams: { owner_user_id: string; last_sequence: string }[]): string[] {
+  const violations: string[] = [];
+  const byUser = new Map<string, number[]>();
+  for (const event of events) {
+    byUser.set(event.buyer_user_id, [...(byUser.get(event.buyer_user_id) ?? []), Number(event.buyer_sequence)]);
+    byUser.set(event.seller_user_id, [...(byUser.get(event.seller_user_id) ?? []), Number(event.seller_sequence)]);
+  }
+  const last = new Map(streams.map((stream) => [stream.owner_user_id, Number(stream.last_sequence)]));
+  for (const [userId, sequences] of byUser) {
+    sequences.sort((a, b) => a - b);
+    if (sequences.some((sequence, index) => sequence !== index + 1)) violations.push(`the event stream of ${userId} has a gap or a repeat`);
+    if ((last.get(userId) ?? 0) !== sequences.length) violations.push(`the event stream of ${userId} says ${last.get(userId)} for ${sequences.length} events`);
+  }
+  return violations;
+}
