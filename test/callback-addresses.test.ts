@@ -9,9 +9,13 @@ const refusedByDefault = [
   'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a00:1', '2002:a00:1::1', 'not an address',
   '64:ff9b:1::a00:1', '64:ff9b:1::7f00:1', '64:ff9b:1:abcd::1', '::ffff:0:127.0.0.1', '::ffff:0:a00:1', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
   'fec0::1', 'feff::1',
+  // Each range at its edges, so that removing one fails here (issue 16, point 8).
+  '198.18.0.0', '198.19.255.255', '192.0.0.0', '192.0.0.255',
+  // IPv4-compatible (::a.b.c.d): judged as the IPv4 address it carries.
+  '::127.0.0.1', '::7f00:1', '::a00:1', '::10.0.0.1', '::169.254.169.254',
 ];
 const publicAddresses = [
-  '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b:1::808:808', '::ffff:0:8.8.8.8', '2001:4860:4860::8888',
+  '8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '198.17.255.255', '198.20.0.0', '192.0.1.0', '::8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b:1::808:808', '::ffff:0:8.8.8.8', '2001:4860:4860::8888',
 ];
 
 describe('the callback address guard', () => {
@@ -45,6 +49,11 @@ describe('the callback address guard', () => {
     expect(embeddedIpv4('64:ff9b:1::a01:203')).toBe('10.1.2.3');
     expect(embeddedIpv4('::ffff:0:10.1.2.3')).toBe('10.1.2.3');
     expect(embeddedIpv4('::ffff:0:a01:203')).toBe('10.1.2.3');
+    expect(embeddedIpv4('::a01:203')).toBe('10.1.2.3');
+    expect(embeddedIpv4('::10.1.2.3')).toBe('10.1.2.3');
+    // ::1 and :: are IPv6's own loopback and unspecified addresses, not IPv4-compatible ones.
+    expect(embeddedIpv4('::1')).toBeNull();
+    expect(embeddedIpv4('::')).toBeNull();
     expect(embeddedIpv4('2606:4700::1111')).toBeNull();
   });
 });
