@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { limits } from '../src/limits.ts';
@@ -192,5 +193,41 @@ describe('JSON-RPC over HTTP', () => {
     const over = await test.http.post('/api/v1/rpc').set(agent.headers).send(call(7));
     expect(over.status).toBe(429);
     expect(over.body).toMatchObject({ id: 7, error: { data: { code: 4290 } } });
+  });
+});
+
+describe('the buckets of one API key, shared by all its users', () => {
+  /** Users of one auto-provisioning key, each with credentials of its own. */
+  async function usersOfOneKey(test: TestApp, count: number) {
+    const key = await test.http.post('/api/v1/admin/api-keys').set('X-Admin-Token', 'test-admin-token-0123456789abcdef').send({ agent_platform_type: 'custom_mcp', auto_provision: true }).expect(201);
+    return Array.from({ length: count }, () => ({ 'X-Api-Key': key.body.data.api_key as string, 'X-Platform-User-Id': randomUUID() }));
+  }
+
+  it('refuses the writes of a key beyond writesPerApiKey, though no user of it is near its own limit', async () => {
+    const test = await app({ RATE_LIMIT_WRITES_PER_API_KEY: '4/60' });
+    const users = await usersOfOneKey(test, 3);
+    const answers = [];
+    for (let round = 0; round < 2; round++) {
+      for (const headers of users) answers.push(await test.http.post('/api/v1/demands').set(headers).send({ description: 'Translate a contract into Chinese' }));
+    }
+    expect(answers.map((answer) => answer.body.code)).toEqual([0, 0, 0, 0, 4290, 4290]);
+    expect(Number(answers[4]!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Another key's users are not affected.
+    const [other] = await usersOfOneKey(test, 1);
+    expect((await test.http.post('/api/v1/demands').set(other!).send({ description: 'Design a logo' })).body.code).toBe(0);
+  });
+
+  it('refuses the stream opens of a key beyond streamOpensPerApiKey, though each user opened one', async () => {
+    const test = await app({ RATE_LIMIT_STREAM_OPENS_PER_API_KEY: '2/60' });
+    const users = await usersOfOneKey(test, 3);
+    const codes: number[] = [];
+    for (const headers of users) {
+      const response = await test.http.get('/api/v1/transactions/events').set(headers).timeout({ response: 5_000 }).ok(() => true).buffer(false).parse((stream, done) => {
+        stream.destroy();
+        done(null, null);
+      }).catch((error: { response?: { status: number } }) => error.response ?? { status: 0 });
+      codes.push(response.status);
+    }
+    expect(codes).toEqual([200, 200, 429]);
   });
 });
