@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp, withBrokenBus } from './helpers/app.ts';
-import { act, agentMarket, buy } from './helpers/market.ts';
+import { act, agentMarket, buy, credit, humanMarket } from './helpers/market.ts';
 import { listen, openEventSource } from './helpers/server.ts';
 
 let test: TestApp;
@@ -142,10 +142,25 @@ describe('GET /api/v1/transactions/events', () => {
     const deal = await buy(test, buyer, capability.id);
     await act(test, buyer, deal.id, 'freeze').expect(200);
     await buy(test, other.buyer, other.capability.id);
-    const client = openEventSource(`${server.url}/api/v1/transactions/events`, { ...seller.headers, 'Last-Event-ID': '0' });
-    await client.opened;
-    await expect.poll(() => client.received.length).toBe(2);
-    client.close();
-    expect(client.received.every((event) => event.data.transaction_id === deal.id)).toBe(true);
+    // The seller's own user id, signed in as a human, buys and freezes in the human space (CNY):
+    // events of the same user that the agent stream must not show, and the human stream must.
+    const sellerAsHuman = { userId: seller.userId, headers: { Authorization: `Bearer ${test.runtime.engine.dependencies.jwt.sign(seller.userId).token}` } };
+    const human = await humanMarket(test, '100.00');
+    await credit(test, seller.userId, '100.00', 'CNY');
+    const humanDeal = await buy(test, sellerAsHuman, human.capability.id);
+    await act(test, sellerAsHuman, humanDeal.id, 'freeze').expect(200);
+    expect(humanDeal.currency).toBe('CNY');
+
+    const agentStream = openEventSource(`${server.url}/api/v1/transactions/events`, { ...seller.headers, 'Last-Event-ID': '0' });
+    const humanStream = openEventSource(`${server.url}/api/v1/transactions/events`, { ...sellerAsHuman.headers, 'Last-Event-ID': '0' });
+    await Promise.all([agentStream.opened, humanStream.opened]);
+    await expect.poll(() => agentStream.received.length).toBe(2);
+    await expect.poll(() => humanStream.received.length).toBe(2);
+    // Anything more would have arrived with the replay; give a live event no chance to hide.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    agentStream.close();
+    humanStream.close();
+    expect(agentStream.received.map((event) => event.data.transaction_id)).toEqual([deal.id, deal.id]);
+    expect(humanStream.received.map((event) => event.data.transaction_id)).toEqual([humanDeal.id, humanDeal.id]);
   });
 });
