@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { limits } from '../src/limits.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { act, agentMarket, buy } from './helpers/market.ts';
 import { rpcStreamResults } from './helpers/rpc-stream.ts';
@@ -161,5 +162,25 @@ describe('a stream resumed from a pruned position', () => {
     const expected = ids.map((_, index) => String(head + index + 1));
     for (const client of clients) expect(client.received.map((event) => event.id)).toEqual(expected);
     for (const client of clients) expect(client.received.map((event) => event.type)).not.toContain('too_old');
+  });
+});
+
+describe('the retention of device authorization requests', () => {
+  const start = async () => (await test.http.post('/api/v1/auth/device-auth').send({ agent_platform_type: 'cursor' }).expect(201)).body.data as { device_code: string };
+  const poll = (deviceCode: string) => test.http.post('/api/v1/auth/device-auth/poll').send({ device_code: deviceCode });
+
+  it('keeps an expired request for a day, so a late poll hears 4803, and deletes it after', async () => {
+    const recent = await start();
+    test.clock.advanceMs(limits.deviceCodeLifetimeSeconds * 1000 + 60_000);
+    expect((await test.runtime.engine.retention.runOnce()).deviceAuthorizations).toBe(0);
+    // Expired a minute ago: kept, and the device is told it expired.
+    expect((await poll(recent.device_code)).body.code).toBe(4803);
+    const older = await start();
+    test.clock.advanceMs(limits.deviceAuthorizationRetentionMs);
+    // Expired more than a day ago: gone; expired less than a day ago: still there (an unknown
+    // code and an expired one answer the same 4803, so the rows are counted).
+    expect((await test.runtime.engine.retention.runOnce()).deviceAuthorizations).toBe(1);
+    expect(Number((await db()('device_authorizations').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(1);
+    expect((await poll(older.device_code)).body.code).toBe(4803);
   });
 });
