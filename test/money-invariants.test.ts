@@ -13,7 +13,7 @@ import { type TransactionStatus, terminalStatuses } from '../src/domain/escrow.t
  * balance is negative, every hold matches an open transaction, the ledger replays to the
  * balances, every key had one effect and every event stream is gap-free.
  *
- * Reproduce a run with MONEY_SEED=<the printed seed>.
+ * The workload's seed is fixed; MONEY_SEED=<n> runs another one (and reproduces a printed one).
  */
 const feeBps = 250;
 let test: TestApp;
@@ -83,7 +83,9 @@ function expectDocumented(outcome: Outcome) {
 
 describe(raceTest('the books under a random concurrent workload'), () => {
   it('stay balanced, non-negative, replayable and gap-free', { timeout: 180_000 }, async () => {
-    const seed = process.env.MONEY_SEED ? Number(process.env.MONEY_SEED) : Math.floor(Math.random() * 2 ** 31);
+    // One fixed workload unless MONEY_SEED asks for another: a run proves the same thing every time
+    // (the deliveries made due before the sweep guarantee settlements whatever the seed).
+    const seed = process.env.MONEY_SEED ? Number(process.env.MONEY_SEED) : 20_261_124;
     console.log(`money invariants: MONEY_SEED=${seed}`);
     const random = prng(seed);
     const db = test.runtime.database.db;
