@@ -162,11 +162,24 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     record(log, 'auto-accept demand', answer);
   }
 
+  const credits: { key: string; userId: string }[] = [];
+  /** Money for the buyers as they spend it (purchases stop at 4020 otherwise); a fifth retry a key. */
+  async function credit(buyer: Party) {
+    const retry = credits.length > 0 && Math.random() < 0.2 ? pick(credits) : null;
+    const entry = retry ?? { key: randomUUID(), userId: buyer.id };
+    if (!retry) credits.push(entry);
+    const answer = await request(base(), 'POST', '/api/v1/admin/wallet/credit', { ...admin, 'Idempotency-Key': entry.key }, { user_id: entry.userId, currency: 'UT', amount: '20.00' });
+    record(log, retry ? 'credit (retried key)' : 'credit', answer);
+    const movement = answer.body?.data?.movement_id;
+    if (typeof movement === 'string') log.keyEffects.set(`credit:${entry.key}`, (log.keyEffects.get(`credit:${entry.key}`) ?? new Set()).add(movement));
+  }
+
   /** One client: operations back to back until the deadline. */
   async function client(buyer: Party, until: number) {
     while (Date.now() < until) {
       const roll = Math.random();
-      if (roll < 0.25) await create(buyer);
+      if (roll < 0.04) await credit(buyer);
+      else if (roll < 0.25) await create(buyer);
       else if (roll < 0.75) await move();
       else if (roll < 0.81) await rpcPurchase(buyer);
       else if (roll < 0.86) await rpcOverWebSocket(buyer);
