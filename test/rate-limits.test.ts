@@ -223,7 +223,7 @@ describe('the buckets of one API key, shared by all its users', () => {
     const codes: number[] = [];
     for (const headers of users) {
       const response = await test.http.get('/api/v1/transactions/events').set(headers).timeout({ response: 5_000 }).ok(() => true).buffer(false).parse((stream, done) => {
-        stream.destroy();
+        (stream as unknown as { destroy(): void }).destroy();
         done(null, null);
       }).catch((error: { response?: { status: number } }) => error.response ?? { status: 0 });
       codes.push(response.status);
