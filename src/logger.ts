@@ -21,7 +21,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
 /**
  * A logger that adds `fields` to every line, for code working on behalf of one request (its id).
  * The request's logger is handed down explicitly rather than found through AsyncLocalStorage,
- * whose promise hooks on Node 20 doubled the server's CPU per request (docs/benchmarks.md).
+ * whose promise hooks on Node 20 doubled the server's CPU per request (docs/benchmark-history.md).
  */
 export function withFields(log: Logger, fields: Record<string, unknown>): Logger {
   const add = (write: Logger['info']) => (message: string, more: Record<string, unknown> = {}) => write(message, { ...fields, ...more });

@@ -1,3 +1,4 @@
+import { commandLine, saveResult } from '../results.ts';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -207,8 +208,9 @@ async function measureProduct() {
   }
 }
 
-async function measureBaseline() {
-  const server = await startProcess(['bench/fanout/bare-server.ts'], {}, /listening (http:\/\/\S+)/g);
+/** A bare SSE server (bare-server.ts, or the same with better-sse) measured as the product is. */
+async function measureBaseline(script = 'bench/fanout/bare-server.ts', name = 'bare node:http SSE') {
+  const server = await startProcess([script], {}, /listening (http:\/\/\S+)/g);
   try {
     await sleep(300);
     const before = await memoryOf(server);
@@ -224,22 +226,31 @@ async function measureBaseline() {
     const expected = changeCount * (subscriberCount / buyerCount);
     await waitUntil(() => clients.received() >= expected, 'baseline events delivered', 120_000, () => `${clients.received()}/${expected}`);
     clients.close();
-    return summarize('bare node:http SSE', clients.latenciesMs, memory, clients.received(), expected);
+    return summarize(name, clients.latenciesMs, memory, clients.received(), expected);
   } finally {
     server.stop();
   }
 }
 
 const baseline = await measureBaseline();
+const library = await measureBaseline('bench/fanout/better-sse-server.ts', 'better-sse on node:http');
 const product = await measureProduct();
 const productName = workerCount === 1 ? product.name : `${product.name}, WORKERS=${workerCount}`;
 log('');
 log('| server | subscribers | events delivered | live heap per subscriber | RSS per subscriber | p50 | p99 | p99.9 |');
 log('|---|---|---|---|---|---|---|---|');
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-for (const row of [baseline, { ...product, name: productName }]) {
+for (const row of [baseline, library, { ...product, name: productName }]) {
   log(`| ${row.name} | ${row.subscribers} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)} | ${kib(row.rss_bytes_per_subscriber)} | ${row.p50_ms} ms | ${row.p99_ms} ms | ${row.p999_ms} ms |`);
 }
 mkdirSync('.bench-out', { recursive: true });
-writeFileSync('.bench-out/fanout.json', JSON.stringify({ date: new Date().toISOString(), workers: workerCount, baseline, product }, null, 2));
+writeFileSync('.bench-out/fanout.json', JSON.stringify({ date: new Date().toISOString(), workers: workerCount, baseline, library, product }, null, 2));
+const memoryAndLatency = (row: typeof product, name: string) => [
+  { metric: `${name}: RSS per subscriber`, value: Number((row.rss_bytes_per_subscriber / 1024).toFixed(1)), unit: 'KiB', baseline: { name: 'bare node:http SSE', value: Number((baseline.rss_bytes_per_subscriber / 1024).toFixed(1)) } },
+  { metric: `${name}: change-to-client p99`, value: row.p99_ms, unit: 'ms', baseline: { name: 'bare node:http SSE', value: baseline.p99_ms } },
+];
+saveResult({
+  benchmark: 'fanout', title: 'Fan-out to SSE subscribers: `bench/fanout`', command: commandLine('bench:fanout'),
+  metrics: [...memoryAndLatency(product, `product, ${subscriberCount} subscribers`), ...memoryAndLatency(library, `better-sse, ${subscriberCount} subscribers`)],
+});
 process.exit(0);

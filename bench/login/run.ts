@@ -1,3 +1,4 @@
+import { type Metric, commandLine, saveResult } from '../results.ts';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,6 +99,8 @@ async function underAttack(server: Server, scenario: Scenario, realEmail: string
   return { attackMs: performance.now() - started, loginMs, refusals: realRefusals, healthMaxMs: Math.max(0, ...healthTimes), counts };
 }
 
+const metrics: Metric[] = [];
+
 async function measure(label: string, environment: Record<string, string>, scenarios: Scenario[]) {
   log(`${label}: starting the server`);
   const server = await startServer(environment);
@@ -113,6 +116,10 @@ async function measure(label: string, environment: Record<string, string>, scena
       const result = await underAttack(server, scenario, real);
       const answers = Object.entries(result.counts).map(([code, count]) => `${count}x ${code}`).join(', ');
       log(`${label}, ${scenario.name}: attack over in ${result.attackMs.toFixed(0)} ms (${answers}); real login ${result.loginMs.toFixed(0)} ms (${result.refusals} refusals first), slowest /healthz ${result.healthMaxMs.toFixed(1)} ms`);
+      metrics.push(
+        { metric: `${label}, ${scenario.name}: real login under attack`, value: Math.round(result.loginMs), unit: 'ms', baseline: { name: 'real login, no attack', value: Math.round(baselineLogin) } },
+        { metric: `${label}, ${scenario.name}: slowest /healthz under attack`, value: Number(result.healthMaxMs.toFixed(1)), unit: 'ms', baseline: { name: '/healthz, no attack', value: Number(baselineHealth.toFixed(1)) } },
+      );
       rows.push(`| ${label} | ${scenario.name} | ${baselineLogin.toFixed(0)} ms | ${result.loginMs.toFixed(0)} ms${result.refusals ? ` (refused ${result.refusals}x, retried after Retry-After)` : ''} | ${baselineHealth.toFixed(1)} ms | ${result.healthMaxMs.toFixed(1)} ms | ${result.attackMs.toFixed(0)} ms | ${answers} |`);
       // Let the pool of scrypt threads drain before the next scenario's baseline.
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -136,4 +143,5 @@ log('');
 log('| server | attack | real login, no attack | real login, under attack | /healthz, no attack | slowest /healthz under attack | attack lasted | attack answered |');
 log('|---|---|---|---|---|---|---|---|');
 for (const row of rows) log(row);
+saveResult({ benchmark: 'login', title: 'Login under attack: `bench/login`', command: commandLine('bench:login'), metrics });
 process.exit(0);

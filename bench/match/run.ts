@@ -1,3 +1,4 @@
+import { commandLine, saveResult } from '../results.ts';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { recreateDatabase, withClient } from '../lifecycle/database.ts';
@@ -122,6 +123,7 @@ await withClient(databaseUrl, async (client) => {
 await server.close();
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
+const round1 = (value: number) => Number(value.toFixed(1));
 console.log(`\nPOST /api/v1/capabilities/match, top_k 10, ${requestsPerScale} requests per scale over ${demandIds.length} demands (zh and en), one client, sequential`);
 console.log('| capabilities | match p50 | match p99 | baseline GET /auth/me p50 | baseline p99 | candidates returned (mean) | index scans of capabilities | seq scans of capabilities |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
@@ -132,3 +134,13 @@ const first = rows[0]!;
 const last = rows.at(-1)!;
 const ratio = last.matchP99 / first.matchP99;
 console.log(`\np99 at ${last.capabilities.toLocaleString('en')} / p99 at ${first.capabilities.toLocaleString('en')} = ${ratio.toFixed(2)}x (aim: at most 3x) ${ratio <= 3 ? 'MET' : 'NOT MET'}`);
+saveResult({
+  benchmark: 'match', title: 'Matching as the market grows: `bench/match`', command: commandLine('bench:match'),
+  metrics: [
+    ...rows.flatMap((row) => [
+      { metric: `match p50 at ${row.capabilities.toLocaleString('en')} capabilities`, value: round1(row.matchP50), unit: 'ms', baseline: { name: 'GET /auth/me p50', value: round1(row.baseP50) } },
+      { metric: `match p99 at ${row.capabilities.toLocaleString('en')} capabilities`, value: round1(row.matchP99), unit: 'ms', baseline: { name: 'GET /auth/me p99', value: round1(row.baseP99) } },
+    ]),
+    { metric: `p99 at ${last.capabilities.toLocaleString('en')} / p99 at ${first.capabilities.toLocaleString('en')}`, value: Number(ratio.toFixed(2)), unit: 'x', aim: { text: 'at most 3x', met: ratio <= 3 } },
+  ],
+});

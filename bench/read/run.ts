@@ -1,3 +1,4 @@
+import { commandLine, saveResult } from '../results.ts';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -140,5 +141,12 @@ for (const target of targets) {
   const rate = median(result.perSecond);
   console.log(`| ${target.name} | ${Math.round(rate)} | ${(rate / expressRate(target)).toFixed(2)}x | ${percentile(result.latencies, 0.5).toFixed(2)} ms | ${percentile(result.latencies, 0.99).toFixed(2)} ms | ${result.failed} |`);
 }
+saveResult({
+  benchmark: 'read', title: 'Hot reads against bare handlers: `bench/read`', command: commandLine('bench:read'),
+  metrics: targets.filter((target) => !target.name.startsWith('bare')).map((target) => {
+    const base = target.name.includes('wallet') ? 'bare express 5: SELECT the accounts' : 'bare express 5: SELECT a transaction';
+    return { metric: `${target.name}, requests/s`, value: Math.round(median(results.get(target.name)!.perSecond)), unit: 'req/s', higherIsBetter: true, baseline: { name: base, value: Math.round(median(results.get(base)!.perSecond)) } };
+  }),
+});
 const failures = [...results.values()].reduce((sum, result) => sum + result.failed, 0);
 if (failures > 0) process.exitCode = 1;

@@ -1,0 +1,114 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type BenchResult, type Metric, resultsDirectory } from './results.ts';
+import { lifecycleChart } from './chart.ts';
+
+/**
+ * `npm run bench`: runs every benchmark, one after another (each shows its own progress), then
+ * writes docs/benchmarks.md from what they measured: per benchmark the command, the date, and each
+ * metric with its value, the baseline measured in the same run, the ratio and the aim; the machine
+ * at the top; and docs/benchmarks-lifecycle.svg, lifecycle latency against offered load (the
+ * lifecycle benchmark at 1, 2, 4, 8 and 16 concurrent clients). Nothing in that file is written by
+ * hand; the analysis of past runs is in docs/benchmark-history.md.
+ *
+ *   npm run bench                      every benchmark at its full size (about 40 minutes)
+ *   npm run bench -- --quick           smaller runs of each (about 10 minutes)
+ *   npm run bench -- --only read,match run some; the others keep their last results
+ *   npm run bench -- --no-run          only write the report from the last results
+ */
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const only = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!.split(',')) : null;
+const run = !argv.includes('--no-run');
+const concurrencies = [1, 2, 4, 8, 16];
+
+interface Step { name: string; args: string[] }
+const steps: Step[] = [
+  ...concurrencies.map((concurrency) => ({
+    name: 'lifecycle',
+    args: ['bench/lifecycle/run.ts', '--concurrency', String(concurrency), '--lifecycles', String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
+      '--warmup', '50', '--profile', '0', '--cost-model', '0', '--cpu-profile', '0', '--pgbench-seconds', quick ? '3' : '10', '--out', `.bench-out/lifecycle-c${concurrency}.json`],
+  })),
+  { name: 'fanout', args: ['bench/fanout/run.ts', ...(quick ? ['--subscribers', '300', '--changes', '60'] : [])] },
+  { name: 'login', args: ['bench/login/run.ts'] },
+  { name: 'openapi', args: ['bench/openapi/run.ts', ...(quick ? ['50', '2'] : [])] },
+  { name: 'match', args: ['bench/match/run.ts', ...(quick ? ['--scales', '1000,10000', '--requests', '100'] : [])] },
+  { name: 'match-heavy', args: ['bench/match/heavy.ts', ...(quick ? ['--requests', '30'] : [])] },
+  { name: 'read', args: ['bench/read/run.ts', ...(quick ? ['--seconds', '2', '--rounds', '2'] : [])] },
+];
+
+if (run) {
+  const chosen = steps.filter((step) => !only || only.has(step.name));
+  for (const [index, step] of chosen.entries()) {
+    process.stderr.write(`\n[bench ${index + 1}/${chosen.length}] npx tsx ${step.args.join(' ')}\n`);
+    const outcome = spawnSync(process.execPath, ['--import', 'tsx', ...step.args], { stdio: 'inherit' });
+    if (outcome.status !== 0) throw new Error(`${step.args[0]} failed (exit ${outcome.status})`);
+  }
+}
+
+const results: BenchResult[] = existsSync(resultsDirectory)
+  ? readdirSync(resultsDirectory).filter((file) => file.endsWith('.json')).map((file) => JSON.parse(readFileSync(path.join(resultsDirectory, file), 'utf8')) as BenchResult)
+  : [];
+const lifecycle = concurrencies
+  .map((concurrency) => `.bench-out/lifecycle-c${concurrency}.json`)
+  .filter((file) => existsSync(file))
+  .map((file) => JSON.parse(readFileSync(file, 'utf8')) as LifecycleResult);
+
+interface LifecycleResult {
+  meta: { date: string; command: string; postgres: { version?: string } };
+  run: { concurrency: number; lifecyclesPerS: number; stateChangesPerS: number; latencyMs: Record<string, { p50: number; p99: number }> };
+  raw: { tps: number };
+  ratio: number;
+  aims: { ratio: { min: number; met: boolean }; lifecycleP99Ms: { max: number; atConcurrency: number; met: boolean | null } };
+}
+
+const shell = (command: string, args: string[]) => spawnSync(command, args, { encoding: 'utf8' }).stdout?.trim() ?? '';
+const machine = [
+  `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`, `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`, `${os.type()} ${os.release()}`, `Node ${process.version}`,
+  `PostgreSQL ${shell('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-tAc', 'show server_version']) || 'unknown'}`,
+  `Redis ${/redis_version:(\S+)/.exec(shell('redis-cli', ['-h', '127.0.0.1', 'INFO', 'server']))?.[1] ?? 'unknown'}`,
+].join(', ');
+
+const number = (value: number) => (Number.isInteger(value) ? value.toLocaleString('en') : String(value));
+function row(metric: Metric): string {
+  const baseline = metric.baseline ? `${number(metric.baseline.value)} ${metric.unit} (${metric.baseline.name})` : '';
+  const ratio = metric.baseline && metric.baseline.value !== 0 ? `${(metric.value / metric.baseline.value).toFixed(2)}x` : '';
+  const aim = metric.aim ? `${metric.aim.text}: ${metric.aim.met === null ? 'not measured at its load' : metric.aim.met ? 'met' : '**not met**'}` : '';
+  return `| ${metric.metric} | ${number(metric.value)} ${metric.unit} | ${baseline} | ${ratio} | ${aim} |`;
+}
+
+function section(result: Pick<BenchResult, 'title' | 'command' | 'date' | 'metrics'>): string[] {
+  return [`## ${result.title}`, '', `Command: \`${result.command}\` · measured ${result.date.slice(0, 16).replace('T', ' ')} UTC`, '',
+    '| metric | value | baseline, same run | ratio | aim |', '|---|---:|---|---:|---|', ...result.metrics.map(row), ''];
+}
+
+function lifecycleSection(): string[] {
+  if (lifecycle.length === 0) return [];
+  const main = lifecycle.find((each) => each.run.concurrency === 8) ?? lifecycle.at(-1)!;
+  const metrics: Metric[] = [
+    { metric: `state changes per second at ${main.run.concurrency} clients`, value: main.run.stateChangesPerS, unit: '/s', higherIsBetter: true, baseline: { name: 'pgbench of the same SQL', value: main.raw.tps }, aim: { text: `at least ${main.aims.ratio.min}x pgbench`, met: main.aims.ratio.met } },
+    { metric: `lifecycle p99 at ${main.run.concurrency} clients`, value: main.run.latencyMs.lifecycle!.p99, unit: 'ms', aim: { text: `under ${main.aims.lifecycleP99Ms.max} ms at ${main.aims.lifecycleP99Ms.atConcurrency} clients`, met: main.aims.lifecycleP99Ms.met } },
+    ...lifecycle.map((each): Metric => ({ metric: `lifecycles per second at ${each.run.concurrency} clients (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`, value: each.run.lifecyclesPerS, unit: '/s', higherIsBetter: true })),
+  ];
+  const command = 'npm run bench:lifecycle -- --concurrency C --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0 (C = 1, 2, 4, 8, 16; as npm run bench runs it)';
+  return [...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: main.meta.date, metrics }),
+    '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)', ''];
+}
+
+const order = ['fanout', 'read', 'match', 'match-heavy', 'login', 'openapi'];
+const lines = [
+  '# Benchmarks',
+  '',
+  '<!-- Written by `npm run bench` (bench/report.ts). Do not edit by hand: run it again. -->',
+  `Written by \`npm run bench${quick ? ' -- --quick' : ''}\` on ${new Date().toISOString().slice(0, 10)}. Machine: ${machine}.`,
+  'Every baseline is measured in the same run, on the same machine; a ratio is the value divided by its baseline.',
+  'How each benchmark works, what past runs found and what changed because of them: [benchmark-history.md](benchmark-history.md).',
+  '',
+  ...lifecycleSection(),
+  ...results.sort((left, right) => order.indexOf(left.benchmark) - order.indexOf(right.benchmark)).flatMap(section),
+];
+writeFileSync('docs/benchmarks.md', `${lines.join('\n').trimEnd()}\n`);
+if (lifecycle.length > 0) writeFileSync('docs/benchmarks-lifecycle.svg', lifecycleChart(lifecycle.map((each) => ({ concurrency: each.run.concurrency, throughput: each.run.lifecyclesPerS, p50: each.run.latencyMs.lifecycle!.p50, p99: each.run.latencyMs.lifecycle!.p99 }))));
+process.stderr.write(`\nwrote docs/benchmarks.md (${results.length + (lifecycle.length > 0 ? 1 : 0)} benchmarks)${lifecycle.length > 0 ? ' and docs/benchmarks-lifecycle.svg' : ''}\n`);
