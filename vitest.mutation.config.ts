@@ -1,0 +1,22 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The tests mutation testing runs (npm run mutate, stryker.config.mjs): those that exercise the
+ * mutated code (src/domain, src/engine/access, src/store/claims.ts, src/callbacks/addresses.ts,
+ * the access matrix) on the embedded database, so each mutant costs seconds, not a whole suite.
+ */
+export default defineConfig({
+  test: {
+    include: [
+      'test/access-policy.test.ts', 'test/access-matrix.test.ts', 'test/callback-addresses.test.ts', 'test/clarity.test.ts', 'test/escrow-model.test.ts',
+      'test/escrow-table.test.ts', 'test/escrow-rules.test.ts', 'test/idempotency-claims.test.ts', 'test/scoring.test.ts', 'test/adversarial-text.test.ts',
+      'test/money-invariants.test.ts', 'test/matching.test.ts', 'test/demands.test.ts', 'test/device-authorization.test.ts', 'test/wallet.test.ts',
+      'test/capabilities-list.test.ts', 'test/invoke.test.ts', 'test/streams.test.ts', 'test/pricing-suggestion.test.ts',
+    ],
+    globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/file-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    env: { ESCROW_MODEL_RUNS: '15', FUZZ_RUNS: '10' },
+  },
+});
