@@ -131,12 +131,12 @@ async function probeReadiness(dependency: 'database' | 'bus') {
 async function snapshotLoop() {
   while (!finished()) {
     await new Promise((resolve) => setTimeout(resolve, 30_000));
-    // A snapshot of a moving market: only the rules no in-flight request can break for a moment.
+    // One consistent snapshot of a moving market: every rule holds at any moment (a change commits
+    // with its ledger entries and events); a snapshot the database cannot give now is skipped.
     const found = await checkBooks(db).catch(() => null);
     if (!found) continue;
     checks['book snapshots'] += 1;
-    const lasting = found.filter((violation) => /sums to|is negative|does not balance|does not replay|no move of the table/.test(violation));
-    violations.push(...lasting.map((violation) => `snapshot at ${Math.round((Date.now() - startedAt) / 1000)} s: ${violation}`));
+    violations.push(...found.map((violation) => `snapshot at ${Math.round((Date.now() - startedAt) / 1000)} s: ${violation}`));
   }
 }
 

@@ -14,15 +14,19 @@ interface TransactionRow { id: string; buyer_user_id: string; seller_user_id: st
 interface EntryRow { id: string; movement_id: string; account_id: string; currency: string; bucket: 'available' | 'frozen'; amount: string; balance_after: string; biz_ref_id: string | null }
 interface EventRow { transaction_id: string; transaction_sequence: number; event_type: string; buyer_user_id: string; buyer_sequence: string; seller_user_id: string; seller_sequence: string }
 
+/**
+ * All tables are read in one REPEATABLE READ transaction: one consistent snapshot, so the rules
+ * hold at any moment of a moving market (a state change and its ledger entries commit together).
+ */
 export async function checkBooks(db: Knex): Promise<string[]> {
-  const [accounts, transactions, entries, events, streams] = await Promise.all([
-    db('accounts').select('id', 'kind', 'owner_user_id', 'currency', 'available', 'frozen') as Promise<AccountRow[]>,
-    db('transactions').select('id', 'buyer_user_id', 'seller_user_id', 'currency', 'price', 'fee_bps', 'status', 'event_sequence') as Promise<TransactionRow[]>,
-    db('ledger_entries').orderBy('id').select('id', 'movement_id', 'account_id', 'currency', 'bucket', 'amount', 'balance_after', 'biz_ref_id') as Promise<EntryRow[]>,
-    db('outbox_events').orderBy('transaction_sequence').select('transaction_id', 'transaction_sequence', 'event_type', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence') as Promise<EventRow[]>,
-    db('event_streams').select('owner_user_id', 'last_sequence') as Promise<{ owner_user_id: string; last_sequence: string }[]>,
-  ]);
-  return [...money(accounts, transactions, entries), ...histories(transactions, events), ...eventStreams(events, streams)];
+  return db.transaction(async (trx) => {
+    const accounts = (await trx('accounts').select('id', 'kind', 'owner_user_id', 'currency', 'available', 'frozen')) as AccountRow[];
+    const transactions = (await trx('transactions').select('id', 'buyer_user_id', 'seller_user_id', 'currency', 'price', 'fee_bps', 'status', 'event_sequence')) as TransactionRow[];
+    const entries = (await trx('ledger_entries').orderBy('id').select('id', 'movement_id', 'account_id', 'currency', 'bucket', 'amount', 'balance_after', 'biz_ref_id')) as EntryRow[];
+    const events = (await trx('outbox_events').orderBy('transaction_sequence').select('transaction_id', 'transaction_sequence', 'event_type', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence')) as EventRow[];
+    const streams = (await trx('event_streams').select('owner_user_id', 'last_sequence')) as { owner_user_id: string; last_sequence: string }[];
+    return [...money(accounts, transactions, entries), ...histories(transactions, events), ...eventStreams(events, streams)];
+  }, { isolationLevel: 'repeatable read' });
 }
 
 function money(accounts: AccountRow[], transactions: TransactionRow[], entries: EntryRow[]): string[] {
