@@ -90,7 +90,7 @@ function lifecycleSection(): string[] {
   const metrics: Metric[] = [
     { metric: `state changes per second at ${main.run.concurrency} clients`, value: main.run.stateChangesPerS, unit: '/s', higherIsBetter: true, baseline: { name: 'pgbench of the same SQL', value: main.raw.tps }, aim: { text: `at least ${main.aims.ratio.min}x pgbench`, met: main.aims.ratio.met } },
     { metric: `lifecycle p99 at ${main.run.concurrency} clients`, value: main.run.latencyMs.lifecycle!.p99, unit: 'ms', aim: { text: `under ${main.aims.lifecycleP99Ms.max} ms at ${main.aims.lifecycleP99Ms.atConcurrency} clients`, met: main.aims.lifecycleP99Ms.met } },
-    ...lifecycle.map((each): Metric => ({ metric: `lifecycles per second at ${each.run.concurrency} clients (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`, value: each.run.lifecyclesPerS, unit: '/s', higherIsBetter: true })),
+    ...lifecycle.map((each): Metric => ({ metric: `lifecycles per second at ${each.run.concurrency} client${each.run.concurrency === 1 ? "" : "s"} (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`, value: each.run.lifecyclesPerS, unit: '/s', higherIsBetter: true })),
   ];
   const command = 'npm run bench:lifecycle -- --concurrency C --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0 (C = 1, 2, 4, 8, 16; as npm run bench runs it)';
   return [...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: main.meta.date, metrics }),

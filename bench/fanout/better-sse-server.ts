@@ -4,7 +4,7 @@ import { type Channel, type Session, createChannel, createSession } from 'better
 /**
  * The same baseline as bare-server.ts, written with better-sse (the library the design names):
  * a session per connection, a channel per group, one broadcast per POST /emit. Measured beside the
- * bare server in the same run, to decide whether the product's streams should use it
+ * bare server in the same run (its preamble, a retry line, plays the bare server's comment), to decide whether the product's streams should use it
  * (docs/decisions.md "better-sse or plain frames").
  */
 const groups = new Map<string, Channel>();
@@ -16,7 +16,7 @@ const server = http.createServer((request, response) => {
     response.end('ok');
     return;
   }
-  void createSession(request, response, { keepAlive: null, retry: null, headers: { 'X-Accel-Buffering': 'no' } }).then((session: Session) => {
+  void createSession(request, response, { keepAlive: null, headers: { 'X-Accel-Buffering': 'no' } }).then((session: Session) => {
     const channel = groups.get(group) ?? createChannel();
     groups.set(group, channel);
     channel.register(session);

@@ -53,9 +53,11 @@ export function openClients(count: number, target: (index: number) => { url: str
         let start = 0;
         let boundary = buffer.indexOf('\n\n');
         while (boundary !== -1) {
-          const data = buffer.indexOf('data: ', start);
+          // `data:` with or without the space after it (the specification allows both; better-sse omits it).
+          const data = buffer.indexOf('data:', start);
           if (data !== -1 && data < boundary) {
-            latenciesMs.push(Date.now() - timestampOf(buffer.slice(data + 6, buffer.indexOf('\n', data))));
+            const value = buffer.charCodeAt(data + 5) === 32 ? data + 6 : data + 5;
+            latenciesMs.push(Date.now() - timestampOf(buffer.slice(value, buffer.indexOf('\n', data))));
             received++;
           }
           start = boundary + 2;
