@@ -15,5 +15,5 @@ export default {
   jsonReporter: { fileName: '.bench-out/mutation/report.json' },
   thresholds: { high: 90, low: 85, break: null },
   tempDirName: '.stryker-tmp',
-  ignorePatterns: ['.bench-out', 'data', '.ci/.node', '.scratch', 'docs'],
+  ignorePatterns: ['.bench-out', 'data', '.ci/.node', '.scratch'],
 };
