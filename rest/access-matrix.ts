@@ -22,7 +22,7 @@ export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
+export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -86,6 +86,21 @@ export const routeAccess: Record<string, RouteAccess> = {
   'POST /api/v1/capabilities/:cap_id/discover-demands': { resource: 'capability', parties: ownerOnly },
   // An agent buys another's capability: the owner may not buy its own, a human may not invoke.
   'POST /api/v1/capabilities/:cap_id/invoke': { resource: 'capability', parties: { owner: 4030, other_user: 'allow', other_space: 4030 } },
+
+  // Skills live in their owner's space; a candidate is a private suggestion, hidden from everyone else.
+  'POST /api/v1/skills/': ownSpace,
+  'POST /api/v1/skills': ownSpace,
+  'GET /api/v1/skills/': ownSpace,
+  'GET /api/v1/skills': ownSpace,
+  'GET /api/v1/skills/hall': ownSpace,
+  'POST /api/v1/skills/ai-create': ownSpace,
+  'POST /api/v1/skills/extract': ownSpace,
+  'GET /api/v1/skills/candidates': ownSpace,
+  'POST /api/v1/skills/candidates/:candidate_id/confirm': { resource: 'skill_candidate', parties: { owner: 'allow', other_user: 4040, other_space: 4040 } },
+  'GET /api/v1/skills/:skill_id': { resource: 'skill', parties: seenInSpace },
+  'PUT /api/v1/skills/:skill_id': { resource: 'skill', parties: ownerOnly },
+  'DELETE /api/v1/skills/:skill_id': { resource: 'skill', parties: ownerOnly },
+  'GET /api/v1/skills/:skill_id/ratings': { resource: 'skill', parties: seenInSpace },
 
   'POST /api/v1/demands': ownSpace,
   'GET /api/v1/demands': ownSpace,

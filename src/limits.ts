@@ -305,4 +305,29 @@ export const limits = {
   /** A pick that finds the same pick still buying waits this long for it, checking this often. */
   a2aPickWaitMs: 10_000,
   a2aPickWaitPollMs: 100,
+  // Skills (issue 17, docs/skills.md).
+  skillNameLengthMax: 100,
+  skillDescriptionLengthMax: 5_000,
+  skillCityLengthMax: 100,
+  skillTagsMax: 10,
+  skillTagLengthMax: 30,
+  /** The specification's "at most 3 images", each an https URL. */
+  skillImagesMax: 3,
+  /** min_duration and max_duration are whole hours, up to a year. */
+  skillDurationHoursMax: 24 * 365,
+  /** The hall's text query `q`, and the matches the database hands the matcher to rank (its best by text rank). */
+  skillSearchQueryLengthMax: 200,
+  skillHallCandidatesMax: 500,
+  /** Text one extraction reads (a CV or portfolio of several pages), and the candidates it stores at most. */
+  skillExtractTextLengthMax: 20_000,
+  skillCandidatesPerExtractMax: 10,
+  /** Evidence kept per candidate: sentences of the text, each cut to this length. */
+  skillEvidenceSentencesMax: 3,
+  skillEvidenceLengthMax: 300,
+  /** Unconfirmed candidates one user keeps; a new extraction drops the oldest beyond this. */
+  skillPendingCandidatesMax: 100,
+  /** An ai-create prompt, and the pause between the built-in generator's steps (so a client sees them arrive). */
+  skillPromptLengthMax: 2_000,
+  skillDraftStepDelayMs: 20,
+  ratingCommentLengthMax: 2_000,
 } as const;

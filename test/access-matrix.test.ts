@@ -66,9 +66,12 @@ async function ok<T>(method: string, path: string, headers: Headers, body?: unkn
   return answer.data;
 }
 
+const skillBody = { name: 'Contract translation', description: 'English to Chinese contracts', category: 'translation' };
+const extractBody = { content: 'I translate contracts from English into Chinese. Localization of websites is my other job.' };
+
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; otherCapabilityId: string; ownerId: string };
+  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; otherCapabilityId: string; ownerId: string };
   userCode: string;
   deviceCode: string;
 }
@@ -101,6 +104,8 @@ async function newWorld(): Promise<World> {
     title: 'An hour of legal translation', description: 'Translate a contract into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00',
   });
   const demand = await ok<{ id: string }>('POST', '/api/v1/demands', owner.headers, { description: 'Translate a contract into Chinese' });
+  const skill = await ok<{ id: string }>('POST', '/api/v1/skills/', owner.headers, skillBody);
+  const extracted = await ok<{ candidates: { id: string }[] }>('POST', '/api/v1/skills/extract', owner.headers, extractBody);
   const bought = await ok<{ id: string }>('POST', '/api/v1/transactions', { ...owner.headers, 'Idempotency-Key': randomUUID() }, { capability_id: offered.id, booked_hours: 1 });
   await ok('POST', `/api/v1/transactions/${bought.id}/freeze`, owner.headers, {});
   const ownedKey = await approvedKey(ownerAsHuman);
@@ -116,7 +121,7 @@ async function newWorld(): Promise<World> {
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, otherCapabilityId: offered.id, ownerId: owner.userId },
+    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, otherCapabilityId: offered.id, ownerId: owner.userId },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -147,6 +152,11 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'POST /api/v1/capabilities/match': { demand_id: world.ids.demand_id },
     'POST /api/v1/transactions': { capability_id: world.ids.otherCapabilityId, booked_hours: 1 },
     'POST /api/v1/transactions/:tx_id/deliver': { result_payload: { done: true } },
+    'POST /api/v1/skills/': skillBody,
+    'POST /api/v1/skills': skillBody,
+    'PUT /api/v1/skills/:skill_id': { name: 'A new name' },
+    'POST /api/v1/skills/extract': extractBody,
+    'POST /api/v1/skills/ai-create': { prompt: 'I translate contracts' },
   };
   const key = routeKey(spec);
   const body = key in bodies ? bodies[key] : spec.method === 'get' || spec.method === 'delete' ? undefined : {};

@@ -29,6 +29,12 @@ export interface ChatOptions {
 export interface ChatStreamOptions extends ChatOptions {
   /** Yielded instead when the model cannot be used before its first delta; none: an empty stream. */
   fallback?: () => AsyncIterable<string> | Iterable<string>;
+  /**
+   * Called when the stream fails after some deltas were yielded (those cannot be taken back): a
+   * caller that must not mistake a cut-off answer for a whole one (ai-create) learns it here,
+   * after the one log line. The stream then ends as it always does.
+   */
+  onCutOff?: (reason: string) => void;
 }
 
 export interface AiProvider {
@@ -179,6 +185,7 @@ export function createAiProvider(settings: AiSettings, log: Logger, options: AiP
       fellBack('chat_stream', streamOptions.purpose, delivered === 0 ? reason : `${reason}, after ${delivered} deltas`, true);
       // Deltas already sent cannot be taken back; only a stream that never started is replaced.
       if (delivered === 0 && streamOptions.fallback) yield* streamOptions.fallback();
+      else if (delivered > 0) streamOptions.onCutOff?.(reason);
     }
   }
 

@@ -21,6 +21,7 @@ import * as autoAcceptFailure from './migrations/017_auto_accept_failure.ts';
 import * as termVectors from './migrations/018_term_vectors.ts';
 import * as autoAcceptJobs from './migrations/019_auto_accept_jobs.ts';
 import * as rowEmbeddings from './migrations/020_row_embeddings.ts';
+import * as skills from './migrations/021_skills.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -47,6 +48,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '018_term_vectors': termVectors,
   '019_auto_accept_jobs': autoAcceptJobs,
   '020_row_embeddings': rowEmbeddings,
+  '021_skills': skills,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -25,6 +25,10 @@ import { createSweeper } from './sweeper.ts';
 import { createTransactionEngine } from './transactions.ts';
 import { createTransitions } from './transitions.ts';
 import { createWalletEngine } from './wallet.ts';
+import { createSkillEngine } from './skills.ts';
+import { createSkillHall } from './skill-hall.ts';
+import { createSkillCandidates } from './skill-candidates.ts';
+import { createSkillDrafts } from './skill-drafts.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -59,6 +63,8 @@ export async function createEngine(dependencies: EngineDependencies) {
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
   const pricing = createPricingSuggestionEngine(dependencies, ai);
+  const skillCore = createSkillEngine(dependencies, idempotency);
+  const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
@@ -83,7 +89,7 @@ export async function createEngine(dependencies: EngineDependencies) {
     await publisher.close();
   }
 
-  return { identity, apiKeys, deviceAuthorization, capabilities, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, deviceAuthorization, capabilities, skills, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import type { Engine } from '../../src/engine/index.ts';
+import { frame, openSse } from '../../src/events/sse.ts';
+import * as schemas from '../../src/schemas/skills.ts';
+import { renderOutcome } from '../idempotency.ts';
+import { type RouteInput, handled, route } from '../route.ts';
+
+const base = '/api/v1/skills';
+const streamLimits = ['streamOpensPerCredential', 'streamOpensPerApiKey'] as const;
+
+/** The ai-create stream's events, as the OpenAPI document shows them (docs/skills.md "AI-assisted creation"). */
+const draftEvent = z
+  .union([
+    z.object({ stage: z.enum(['started', 'drafting', 'checking', 'fallback']), message: z.string() }).meta({ id: 'SkillDraftProgress', description: 'event: progress' }),
+    z.object({ field: z.string(), value: z.unknown() }).meta({ id: 'SkillDraftField', description: 'event: field (built-in drafter): one field of the draft' }),
+    z.object({ text: z.string() }).meta({ id: 'SkillDraftDelta', description: "event: delta (language model): the model's tokens as they arrive" }),
+    z.object({ draft: schemas.skillDraft, generated_by: z.enum(['builtin', 'ai']) }).meta({ id: 'SkillDraftDone', description: 'event: draft, the last event: a complete draft that POST /api/v1/skills/ accepts (not stored)' }),
+    z.object({ code: z.number().int(), message: z.string(), detail: z.string() }).meta({ id: 'SkillDraftError', description: 'event: error, the last event: nothing was stored' }),
+  ])
+  .meta({ description: 'SSE events: `event` names the kind, `id` counts from 1, `data` is one of these objects' });
+
+/**
+ * ai-create: the stream is capped per credential like every stream (4290 before it opens); a
+ * client that leaves, or a revocation of its key, aborts the drafting and the model's request.
+ */
+async function serveDraft(input: RouteInput<z.output<typeof schemas.aiCreateBody>, unknown, unknown>, engine: Engine) {
+  const controller = new AbortController();
+  const release = engine.admission.sseStreams.open(input.principal!, () => controller.abort());
+  const stream = openSse(input.response, () => {
+    controller.abort();
+    release();
+  });
+  let sequence = 0;
+  try {
+    for await (const item of engine.skills.drafts.create(input.body, controller.signal)) {
+      sequence += 1;
+      if (!stream.sendFrame(frame(JSON.stringify(item.data), String(sequence), item.event))) break;
+    }
+  } catch (error) {
+    // The stream has started: a failure can only be told as its last event, never as a 500.
+    engine.dependencies.log.error('skill ai-create failed', { error: error instanceof Error ? error.message : String(error) });
+    stream.sendFrame(frame(JSON.stringify({ code: 5000, message: 'internal_error', detail: 'the draft could not be finished; nothing was stored' }), String(sequence + 1), 'error'));
+  } finally {
+    stream.close();
+  }
+  return handled;
+}
+
+/** The same route at both of the specification's spellings of the collection (with and without the slash). */
+const bothSpellings = <T>(make: (path: string) => T) => [make(`${base}/`), make(base)];
+
+export const skillRoutes = (engine: Engine) => [
+  ...bothSpellings((path) =>
+    route({
+      method: 'post', path, idempotent: true, tag: 'skills', auth: 'user', successStatus: 201, errors: [4091, 4220],
+      summary: "Create a skill in the caller's space (owner, space and source come from the credentials)",
+      body: schemas.createSkillBody, response: schemas.skillResponse,
+      handler: async ({ principal, body, idempotency, response }) => {
+        const { idempotency_key: _key, ...input } = body;
+        return renderOutcome(response, await engine.skills.create(principal!, input, idempotency));
+      },
+    })),
+  ...bothSpellings((path) =>
+    route({
+      method: 'get', path, tag: 'skills', auth: 'user',
+      summary: "The caller's own skills, newest first (status filter; page/page_size or cursor)",
+      query: schemas.listSkillsQuery, response: schemas.skillList,
+      handler: ({ principal, query }) => engine.skills.listMine(principal!, query),
+    })),
+  // Declared before /:skill_id so that these words are never read as ids.
+  route({
+    method: 'get', path: `${base}/hall`, tag: 'skills', auth: 'user',
+    summary: "The skill hall: active skills of the caller's space (filters, text query ranked by the matcher, sort; page/page_size or cursor)",
+    query: schemas.hallQuery, response: schemas.hallResponse,
+    handler: ({ principal, query }) => engine.skills.hall(principal!, query),
+  }),
+  route({
+    method: 'post', path: `${base}/ai-create`, tag: 'skills', auth: 'user', rateLimits: streamLimits, rawResponse: { contentType: 'text/event-stream' },
+    summary: 'Draft a skill from a short prompt, streamed over SSE (progress, field or delta events, then draft or error); nothing is stored',
+    body: schemas.aiCreateBody, response: draftEvent,
+    handler: (input) => serveDraft(input, engine),
+  }),
+  route({
+    method: 'post', path: `${base}/extract`, idempotent: true, tag: 'skills', auth: 'user', successStatus: 201, errors: [4091, 4220],
+    summary: 'Read a CV, portfolio or service description (English or Chinese) and store the skills found in it as candidates, each with its evidence',
+    body: schemas.extractSkillsBody, response: schemas.extractSkillsResponse,
+    handler: async ({ principal, body, idempotency, response }) =>
+      renderOutcome(response, await engine.skills.candidates.extract(principal!, body.content, idempotency)),
+  }),
+  route({
+    method: 'get', path: `${base}/candidates`, tag: 'skills', auth: 'user',
+    summary: "The caller's skill candidates, newest first (status filter; page/page_size or cursor)",
+    query: schemas.listCandidatesQuery, response: schemas.candidateList,
+    handler: ({ principal, query }) => engine.skills.candidates.list(principal!, query),
+  }),
+  route({
+    method: 'post', path: `${base}/candidates/:candidate_id/confirm`, tag: 'skills', auth: 'user', successStatus: 201, errors: [4040, 4090],
+    summary: 'Turn one of your candidates into a skill, with optional edits; once (a second confirmation is 4090 with the skill_id)',
+    params: schemas.candidateIdParams, body: schemas.confirmCandidateBody.optional(), response: schemas.skillResponse,
+    handler: ({ principal, params, body }) => engine.skills.candidates.confirm(principal!, params.candidate_id, body ?? {}),
+  }),
+  route({
+    method: 'get', path: `${base}/:skill_id`, tag: 'skills', auth: 'user', errors: [4040],
+    summary: "Skill details, in the skill's own space (a deleted skill stays readable, with deleted_at)",
+    params: schemas.skillIdParams, response: schemas.skillResponse,
+    handler: ({ principal, params }) => engine.skills.get(principal!, params.skill_id),
+  }),
+  route({
+    method: 'put', path: `${base}/:skill_id`, tag: 'skills', auth: 'user', errors: [4030, 4040, 4090],
+    summary: 'Change a skill (owner only): the fields sent change, the others stay; status active or inactive',
+    params: schemas.skillIdParams, body: schemas.updateSkillBody, response: schemas.skillResponse,
+    handler: ({ principal, params, body }) => engine.skills.update(principal!, params.skill_id, body),
+  }),
+  route({
+    method: 'delete', path: `${base}/:skill_id`, tag: 'skills', auth: 'user', errors: [4030, 4040],
+    summary: 'Delete a skill (owner only): it leaves the lists and the hall, and stays readable by the tasks and ratings that name it',
+    params: schemas.skillIdParams, response: schemas.deletedSkillResponse,
+    handler: ({ principal, params }) => engine.skills.remove(principal!, params.skill_id),
+  }),
+  route({
+    method: 'get', path: `${base}/:skill_id/ratings`, tag: 'skills', auth: 'user', errors: [4040],
+    summary: 'Ratings of a skill, newest first, with their average, count and the quality score',
+    params: schemas.skillIdParams, query: schemas.ratingsQuery, response: schemas.ratingList,
+    handler: ({ principal, params, query }) => engine.skills.ratings(principal!, params.skill_id, query),
+  }),
+];

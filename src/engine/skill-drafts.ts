@@ -1,0 +1,104 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AiProvider } from '../ai/provider.ts';
+import { categoryCodes } from '../domain/categories.ts';
+import { type DraftInput, draftSkill } from '../domain/skill-drafts.ts';
+import { AppError, errorBody } from '../errors.ts';
+import { limits } from '../limits.ts';
+import { skillDraft } from '../schemas/skills.ts';
+import { jsonOfAnswer } from './analysis.ts';
+
+/**
+ * AI-assisted skill creation (docs/skills.md "AI-assisted creation"): a stream of events ending in
+ * one `draft` (valid against the create schema, not stored) or one `error`. With a model
+ * configured its tokens are relayed as `delta` events as they arrive; without one, or when it
+ * cannot start, the built-in drafter sends the fields one `field` event at a time. Nothing is
+ * ever written: a client that leaves (the signal) stops the work, and the model's request with it.
+ */
+export type DraftEvent =
+  | { event: 'progress'; data: { stage: 'started' | 'drafting' | 'checking' | 'fallback'; message: string } }
+  | { event: 'field'; data: { field: string; value: unknown } }
+  | { event: 'delta'; data: { text: string } }
+  | { event: 'draft'; data: { draft: Record<string, unknown>; generated_by: 'builtin' | 'ai' } }
+  | { event: 'error'; data: { code: number; message: string; detail: string } };
+
+const draftPrompt = [
+  'You draft a skill a person or agent offers on a work marketplace, from their short description.',
+  'Answer with one JSON object and nothing else, with these fields: "name" (at most 100 characters), "description" (what is delivered and the boundaries),',
+  `"category" (one of: ${categoryCodes.join(', ')}), "tags" (at most 10 short words), "pricing_model" (fixed, per_hour, per_day, per_use or negotiable),`,
+  'and "ut_price" (a decimal text like "50.00") only when the description names a price. Write in the language of the description.',
+].join('\n');
+
+export function createSkillDrafts(ai: AiProvider) {
+  async function* builtIn(input: DraftInput, signal: AbortSignal): AsyncGenerator<DraftEvent> {
+    const draft: Record<string, unknown> = {};
+    for (const [field, value] of draftSkill(input)) {
+      await sleep(limits.skillDraftStepDelayMs, undefined, { signal }).catch(() => {});
+      if (signal.aborted) return;
+      draft[field] = value;
+      yield { event: 'field', data: { field, value } };
+    }
+    yield { event: 'progress', data: { stage: 'checking', message: 'checking the draft against the create schema' } };
+    yield final(draft, 'builtin');
+  }
+
+  /** The draft as the create schema reads it, or an error event (never a draft that would be refused). */
+  function final(draft: Record<string, unknown>, by: 'builtin' | 'ai'): DraftEvent {
+    const checked = skillDraft.safeParse(draft);
+    if (!checked.success) return failure('validation_error', 'the draft is not a valid skill');
+    return { event: 'draft', data: { draft, generated_by: by } };
+  }
+
+  async function* create(input: DraftInput, signal: AbortSignal): AsyncGenerator<DraftEvent> {
+    yield { event: 'progress', data: { stage: 'started', message: 'reading the prompt' } };
+    if (!ai.configured) {
+      yield { event: 'progress', data: { stage: 'drafting', message: 'drafting with the built-in drafter' } };
+      yield* builtIn(input, signal);
+      return;
+    }
+    yield { event: 'progress', data: { stage: 'drafting', message: 'drafting with the language model' } };
+    let text = '';
+    let deltas = 0;
+    let cutOff: string | null = null;
+    const stream = ai.chatStream([{ role: 'system', content: draftPrompt }, { role: 'user', content: input.prompt }], {
+      purpose: 'skill ai-create', temperature: 0.3, signal, onCutOff: (reason) => (cutOff = reason),
+    });
+    for await (const delta of stream) {
+      if (signal.aborted) return;
+      text += delta;
+      deltas += 1;
+      yield { event: 'delta', data: { text: delta } };
+    }
+    if (signal.aborted) return;
+    if (cutOff !== null) {
+      yield failure('callback_failed', 'the language model stopped in the middle of the draft; nothing was stored, try again');
+      return;
+    }
+    const drafted = deltas === 0 ? null : modelDraft(text, input);
+    if (drafted) {
+      yield { event: 'progress', data: { stage: 'checking', message: 'checking the draft against the create schema' } };
+      yield final(drafted, 'ai');
+      return;
+    }
+    yield { event: 'progress', data: { stage: 'fallback', message: deltas === 0 ? 'the language model is unavailable; drafting with the built-in drafter' : 'the model\'s draft was not valid; drafting with the built-in drafter' } };
+    yield* builtIn(input, signal);
+  }
+
+  return { create };
+}
+
+/** The model's JSON, with the caller's own choices (category, mode, city) winning, if it is a valid draft. */
+function modelDraft(text: string, input: DraftInput): Record<string, unknown> | null {
+  const answer = jsonOfAnswer(text);
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return null;
+  const fields = ['name', 'description', 'category', 'tags', 'pricing_model', 'ut_price'];
+  const draft: Record<string, unknown> = Object.fromEntries(Object.entries(answer).filter(([key, value]) => fields.includes(key) && value !== null));
+  Object.assign(draft, { mode: input.mode ?? 'online' }, input.category ? { category: input.category } : {}, input.city ? { city: input.city } : {});
+  return skillDraft.safeParse(draft).success ? draft : null;
+}
+
+function failure(name: 'validation_error' | 'callback_failed', message: string): DraftEvent {
+  const body = errorBody(new AppError(name, message));
+  return { event: 'error', data: { code: body.code, message: body.message, detail: message } };
+}
+
+export type SkillDrafts = ReturnType<typeof createSkillDrafts>;
