@@ -44,30 +44,34 @@ function sentencesOf(text: string): Sentence[] {
     });
 }
 
-/** The English entry matched in a sentence, as a tag reads it, or null. */
-function englishMatch(sentence: Sentence, entry: string): boolean {
+/** The word or phrase of an English entry that a sentence shows ("translat*" shows as "translation"), or null. */
+function englishMatch(sentence: Sentence, entry: string): string | null {
   if (entry.includes(' ')) {
-    const phrase = entry.endsWith('*') ? ` ${entry.slice(0, -1)}` : ` ${entry} `;
-    return sentence.spaced.includes(phrase);
+    const phrase = entry.endsWith('*') ? entry.slice(0, -1) : entry;
+    return sentence.spaced.includes(entry.endsWith('*') ? ` ${phrase}` : ` ${phrase} `) ? phrase : null;
   }
-  if (!entry.endsWith('*')) return sentence.words.has(entry);
+  if (!entry.endsWith('*')) return sentence.words.has(entry) ? entry : null;
   const stem = entry.slice(0, -1);
-  for (const word of sentence.words) if (word.startsWith(stem)) return true;
-  return false;
+  for (const word of sentence.words) if (word.startsWith(stem)) return word;
+  return null;
 }
 
-/** The words of one kind that a sentence shows (as tags: without the `*`). */
-function wordsShown(sentence: Sentence, kind: SkillKind): string[] {
-  const shown: string[] = [];
-  for (const entry of kind.english) if (englishMatch(sentence, entry)) shown.push(entry.replace(/\*$/, ''));
-  for (const entry of kind.chinese) if (sentence.lower.includes(entry)) shown.push(entry);
+/** The entries of one kind that a sentence shows, each with the word that showed it (as a tag reads it). */
+function wordsShown(sentence: Sentence, kind: SkillKind): [entry: string, word: string][] {
+  const shown: [string, string][] = [];
+  for (const entry of kind.english) {
+    const word = englishMatch(sentence, entry);
+    if (word !== null) shown.push([entry, word]);
+  }
+  for (const entry of kind.chinese) if (sentence.lower.includes(entry)) shown.push([entry, entry]);
   return shown;
 }
 
 interface Finding {
   kind: SkillKind;
   order: number;
-  words: Map<string, number>;
+  /** Per entry of the kind: the first word that showed it, and in how many sentences. */
+  words: Map<string, { word: string; count: number }>;
   evidence: string[];
 }
 
@@ -82,7 +86,10 @@ function findingsOf(sentences: Sentence[]): Finding[] {
         finding = { kind, order: findings.size, words: new Map(), evidence: [] };
         findings.set(kind.key, finding);
       }
-      for (const word of shown) finding.words.set(word, (finding.words.get(word) ?? 0) + 1);
+      for (const [entry, word] of shown) {
+        const seen = finding.words.get(entry);
+        finding.words.set(entry, { word: seen?.word ?? word, count: (seen?.count ?? 0) + 1 });
+      }
       if (finding.evidence.length < limits.skillEvidenceSentencesMax) finding.evidence.push(sentence.text.slice(0, limits.skillEvidenceLengthMax));
     }
   });
@@ -105,7 +112,7 @@ export function extractSkills(text: string): { language: 'en' | 'zh'; skills: Ex
     name: finding.kind.name[language],
     description: finding.evidence.join(language === 'zh' ? '。' : '. ').slice(0, limits.skillDescriptionLengthMax),
     category: finding.kind.category,
-    tags: [...finding.words.entries()].sort((left, right) => right[1] - left[1]).slice(0, 5).map(([word]) => word.slice(0, limits.skillTagLengthMax)),
+    tags: [...finding.words.values()].sort((left, right) => right.count - left.count).slice(0, 5).map(({ word }) => word.slice(0, limits.skillTagLengthMax)),
     evidence: finding.evidence,
     confidence: confidenceOf(finding),
   }));

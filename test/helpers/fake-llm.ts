@@ -25,6 +25,8 @@ export interface FakeLlm {
   hangAfterDeltas: number | null;
   /** Stream mode only: end the stream without the closing `data: [DONE]` (an answer cut off). */
   omitDone: boolean;
+  /** Stream mode only: after this many deltas, break the connection (a model server failing mid-answer). */
+  dropAfterDeltas: number | null;
   /** The vector /embeddings answers for each input text (default `fakeEmbedding`); tests set one to steer a rerank. */
   embedding: (text: string) => number[];
   requests: FakeLlmRequest[];
@@ -37,7 +39,7 @@ export interface FakeLlm {
 export const fakeEmbedding = (text: string) => [text.length, text.codePointAt(0) ?? 0, 1];
 
 export async function startFakeLlm(): Promise<FakeLlm> {
-  const fake: FakeLlm = { url: '', mode: 'ok', reply: 'hello', streamDeltas: null, hangAfterDeltas: null, omitDone: false, embedding: fakeEmbedding, requests: [], closedEarly: 0, close: async () => {} };
+  const fake: FakeLlm = { url: '', mode: 'ok', reply: 'hello', streamDeltas: null, hangAfterDeltas: null, omitDone: false, dropAfterDeltas: null, embedding: fakeEmbedding, requests: [], closedEarly: 0, close: async () => {} };
   const server = createServer((request, response) => {
     let text = '';
     request.on('data', (chunk) => (text += chunk));
@@ -83,11 +85,13 @@ function stream(fake: FakeLlm, response: ServerResponse) {
   const deltas = fake.streamDeltas ?? [fake.reply];
   deltas.forEach((delta, position) => {
     if (fake.hangAfterDeltas !== null && position >= fake.hangAfterDeltas) return;
+    if (fake.dropAfterDeltas !== null && position >= fake.dropAfterDeltas) return;
     const chunk = { id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: delta }, finish_reason: null }] };
     // A comment line and a CRLF line end, as real servers send, to exercise the parser.
     response.write(`: keep-alive\r\ndata: ${JSON.stringify(chunk)}\r\n\r\n`);
   });
   if (fake.hangAfterDeltas !== null) return;
+  if (fake.dropAfterDeltas !== null) return void setTimeout(() => response.destroy(), 20);
   response.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
   response.end(fake.omitDone ? '' : 'data: [DONE]\n\n');
 }
