@@ -102,7 +102,7 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
    * and quality score in one transaction, on the skill row locked first, so concurrent ratings
    * add up. The same rater rating the same task again changes nothing and answers false.
    */
-  function recordRating(input: RatingInput, outer?: Knex): Promise<boolean> {
+  async function recordRating(input: RatingInput, outer?: Knex): Promise<boolean> {
     if (!Number.isInteger(input.score) || input.score < ratingScoreMin || input.score > ratingScoreMax) {
       throw new AppError('validation_error', `a rating is a whole number from ${ratingScoreMin} to ${ratingScoreMax}`, { errors: [{ path: 'score', message: 'out of range' }] });
     }
