@@ -9,22 +9,10 @@ import { createDemandBody } from '../src/schemas/demands.ts';
 import { matchBody } from '../src/schemas/matching.ts';
 import { createTransactionBody, transactionIdParams } from '../src/schemas/transactions.ts';
 
-/**
- * The MCP tools, declared as data like the REST routes: a name, what the model is told, the
- * shared zod schema the arguments are parsed with (and the published JSON Schema is generated
- * from), and a handler that calls the same engine use case as REST. Adding a tool is one more
- * entry in `mcpTools`; server.ts lists, validates, rate-limits and renders every entry alike.
- */
-export interface McpTool<I extends z.ZodType = z.ZodType> {
-  name: string;
-  description: string;
-  input: I;
-  /** A call that changes state counts against the write buckets, like a REST POST; others against the reads. */
-  writes: boolean;
-  handler(engine: Engine, principal: Principal, input: z.output<I>): Promise<unknown>;
-}
+import { type McpTool, tool } from './tool.ts';
+import { skillTools } from './skill-tools.ts';
 
-export const tool = <I extends z.ZodType>(spec: McpTool<I>) => spec as unknown as McpTool;
+export { type McpTool, tool };
 
 /**
  * A new demand's idempotency scope. MCP keys live apart from REST's (`POST /api/v1/demands`),
@@ -122,4 +110,5 @@ export const mcpTools: McpTool[] = [
     writes: false,
     handler: (engine, principal) => engine.wallet.overview(principal),
   }),
+  ...skillTools,
 ];

@@ -171,4 +171,10 @@ export const mcpToolAccess: Record<string, RouteAccess> = {
   create_demand: ownSpace,
   get_transaction: eitherParty,
   get_wallet: ownSpace,
+  search_skills: ownSpace,
+  get_skill: { resource: 'skill', parties: seenInSpace },
+  create_skill: ownSpace,
+  list_my_skills: ownSpace,
+  update_skill: { resource: 'skill', parties: ownerOnly },
+  delete_skill: { resource: 'skill', parties: ownerOnly },
 };

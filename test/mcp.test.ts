@@ -86,7 +86,10 @@ describe('MCP: tools', () => {
   it('lists every tool with an object input schema generated from the shared zod schemas', async () => {
     const agent = await clientOf(await createAgent(test));
     const { tools } = await agent.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['buy_capability', 'create_demand', 'get_capability', 'get_transaction', 'get_wallet', 'match_capabilities', 'search_capabilities']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      'buy_capability', 'create_demand', 'create_skill', 'delete_skill', 'get_capability', 'get_skill', 'get_transaction', 'get_wallet',
+      'list_my_skills', 'match_capabilities', 'search_capabilities', 'search_skills', 'update_skill',
+    ]);
     const buy = tools.find((tool) => tool.name === 'buy_capability')!;
     expect(buy.inputSchema).toMatchObject({ type: 'object', required: ['capability_id'], additionalProperties: false });
     expect(buy.inputSchema.properties).toMatchObject({ idempotency_key: { maxLength: 64 }, booked_hours: { minimum: 1 }, note: { maxLength: 4000 } });

@@ -64,22 +64,26 @@ export const skillDraft = z.strictObject(skillFields).superRefine(shapeRules).me
  * can be cleared with null; the rules across fields are checked by the engine on what the update
  * leaves (an offline skill cannot lose its city).
  */
+export const updateSkillFields = {
+  name: name.optional(),
+  description: description.optional(),
+  mode: mode.optional(),
+  city: city.nullable().optional(),
+  category: category.optional(),
+  tags: tags.optional(),
+  images: images.optional(),
+  ut_price: amountInput.nullable().optional(),
+  pricing_model: pricingModel.optional(),
+  min_duration: duration.nullable().optional(),
+  max_duration: duration.nullable().optional(),
+  status: status.optional().meta({ description: 'active (in the hall) or inactive (hidden, cannot apply to tasks)' }),
+};
+
+const someField = (value: Record<string, unknown>) => Object.keys(value).some((key) => key !== 'skill_id');
+
 export const updateSkillBody = z
-  .strictObject({
-    name: name.optional(),
-    description: description.optional(),
-    mode: mode.optional(),
-    city: city.nullable().optional(),
-    category: category.optional(),
-    tags: tags.optional(),
-    images: images.optional(),
-    ut_price: amountInput.nullable().optional(),
-    pricing_model: pricingModel.optional(),
-    min_duration: duration.nullable().optional(),
-    max_duration: duration.nullable().optional(),
-    status: status.optional().meta({ description: 'active (in the hall) or inactive (hidden, cannot apply to tasks)' }),
-  })
-  .refine((value) => Object.keys(value).length > 0, { message: 'name at least one field to change' })
+  .strictObject(updateSkillFields)
+  .refine(someField, { message: 'name at least one field to change' })
   .meta({ id: 'SkillUpdate' });
 
 export const skillResponse = z
@@ -116,6 +120,8 @@ export const hallResponse = pagedList(skillResponse.extend({ score: z.number().o
   .meta({ id: 'SkillHall' });
 export const deletedSkillResponse = z.object({ id: uuid, deleted: z.literal(true), deleted_at: dateTime }).meta({ id: 'DeletedSkill' });
 export const skillIdParams = z.object({ skill_id: uuid });
+/** The MCP tool update_skill: the skill's id beside the fields to change. */
+export const updateSkillArguments = z.strictObject({ skill_id: uuid, ...updateSkillFields }).refine(someField, { message: 'name at least one field to change' });
 
 export const listSkillsQuery = z.object({ status: status.optional(), ...pageQuery });
 
