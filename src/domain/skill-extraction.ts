@@ -96,6 +96,17 @@ function findingsOf(sentences: Sentence[]): Finding[] {
   return [...findings.values()];
 }
 
+/** Up to five tags, most shown first; a word that is the start of another ("logo", "logos") is one tag. */
+function tagsOf(finding: Finding): string[] {
+  const tags: string[] = [];
+  for (const { word } of [...finding.words.values()].sort((left, right) => right.count - left.count)) {
+    const tag = word.slice(0, limits.skillTagLengthMax);
+    if (!tags.some((kept) => kept.startsWith(tag) || tag.startsWith(kept))) tags.push(tag);
+    if (tags.length === 5) break;
+  }
+  return tags;
+}
+
 const confidenceOf = (finding: Finding) =>
   Math.min(0.95, Math.round((0.3 + 0.15 * finding.words.size + 0.05 * finding.evidence.length) * 100) / 100);
 
@@ -112,7 +123,7 @@ export function extractSkills(text: string): { language: 'en' | 'zh'; skills: Ex
     name: finding.kind.name[language],
     description: finding.evidence.join(language === 'zh' ? '。' : '. ').slice(0, limits.skillDescriptionLengthMax),
     category: finding.kind.category,
-    tags: [...finding.words.values()].sort((left, right) => right.count - left.count).slice(0, 5).map(({ word }) => word.slice(0, limits.skillTagLengthMax)),
+    tags: tagsOf(finding),
     evidence: finding.evidence,
     confidence: confidenceOf(finding),
   }));
