@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type BenchResult, type Metric, resultsDirectory } from './results.ts';
+import { type BenchResult, type Metric, machineDescription, resultsDirectory } from './results.ts';
 import { lifecycleChart } from './chart.ts';
 
 /**
@@ -29,7 +29,7 @@ const steps: Step[] = [
   ...concurrencies.map((concurrency) => ({
     name: 'lifecycle',
     args: ['bench/lifecycle/run.ts', '--concurrency', String(concurrency), '--lifecycles', String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
-      '--warmup', '50', '--profile', '0', '--cost-model', '0', '--cpu-profile', '0', '--pgbench-seconds', quick ? '3' : '10', '--out', `.bench-out/lifecycle-c${concurrency}.json`],
+      '--warmup', '50', '--profile', '0', '--cost-model', '0', '--cpu-profile', '0', '--pgbench-seconds', quick ? '3' : '10', '--out', `${resultsDirectory}/lifecycle-c${concurrency}.json`],
   })),
   { name: 'fanout', args: ['bench/fanout/run.ts', ...(quick ? ['--subscribers', '300', '--changes', '60'] : [])] },
   { name: 'login', args: ['bench/login/run.ts'] },
@@ -37,6 +37,7 @@ const steps: Step[] = [
   { name: 'match', args: ['bench/match/run.ts', ...(quick ? ['--scales', '1000,10000', '--requests', '100'] : [])] },
   { name: 'match-heavy', args: ['bench/match/heavy.ts', ...(quick ? ['--requests', '30'] : [])] },
   { name: 'read', args: ['bench/read/run.ts', ...(quick ? ['--seconds', '2', '--rounds', '2'] : [])] },
+  { name: 'hall', args: ['bench/hall/run.ts', ...(quick ? ['--requests', '50'] : [])] },
 ];
 
 if (run) {
@@ -49,27 +50,22 @@ if (run) {
 }
 
 const results: BenchResult[] = existsSync(resultsDirectory)
-  ? readdirSync(resultsDirectory).filter((file) => file.endsWith('.json')).map((file) => JSON.parse(readFileSync(path.join(resultsDirectory, file), 'utf8')) as BenchResult)
+  ? readdirSync(resultsDirectory).filter((file) => file.endsWith('.json') && !file.startsWith('lifecycle-')).map((file) => JSON.parse(readFileSync(path.join(resultsDirectory, file), 'utf8')) as BenchResult)
   : [];
 const lifecycle = concurrencies
-  .map((concurrency) => `.bench-out/lifecycle-c${concurrency}.json`)
+  .map((concurrency) => `${resultsDirectory}/lifecycle-c${concurrency}.json`)
   .filter((file) => existsSync(file))
   .map((file) => JSON.parse(readFileSync(file, 'utf8')) as LifecycleResult);
 
 interface LifecycleResult {
-  meta: { date: string; command: string; postgres: { version?: string } };
+  meta: { date: string; command: string; postgres: { version?: string }; cores: number; cpuModel: string; memoryGb: number; node: string; kernel?: string };
   run: { concurrency: number; lifecyclesPerS: number; stateChangesPerS: number; latencyMs: Record<string, { p50: number; p99: number }> };
   raw: { tps: number };
   ratio: number;
   aims: { ratio: { min: number; met: boolean }; lifecycleP99Ms: { max: number; atConcurrency: number; met: boolean | null } };
 }
 
-const shell = (command: string, args: string[]) => spawnSync(command, args, { encoding: 'utf8' }).stdout?.trim() ?? '';
-const machine = [
-  `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`, `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`, `${os.type()} ${os.release()}`, `Node ${process.version}`,
-  `PostgreSQL ${shell('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-tAc', 'show server_version']) || 'unknown'}`,
-  `Redis ${/redis_version:(\S+)/.exec(shell('redis-cli', ['-h', '127.0.0.1', 'INFO', 'server']))?.[1] ?? 'unknown'}`,
-].join(', ');
+const machine = machineDescription();
 
 const number = (value: number) => (Number.isInteger(value) ? value.toLocaleString('en') : String(value));
 function row(metric: Metric): string {
@@ -79,8 +75,10 @@ function row(metric: Metric): string {
   return `| ${metric.metric} | ${number(metric.value)} ${metric.unit} | ${baseline} | ${ratio} | ${aim} |`;
 }
 
-function section(result: Pick<BenchResult, 'title' | 'command' | 'date' | 'metrics'>): string[] {
-  return [`## ${result.title}`, '', `Command: \`${result.command}\` · measured ${result.date.slice(0, 16).replace('T', ' ')} UTC`, '',
+function section(result: Pick<BenchResult, 'title' | 'command' | 'date' | 'metrics' | 'machine'>): string[] {
+  // A result kept from an earlier run may come from another machine: then it says which.
+  const where = result.machine && result.machine !== machine ? ` · on ${result.machine}` : '';
+  return [`## ${result.title}`, '', `Command: \`${result.command}\` · measured ${result.date.slice(0, 16).replace('T', ' ')} UTC${where}`, '',
     '| metric | value | baseline, same run | ratio | aim |', '|---|---:|---|---:|---|', ...result.metrics.map(row), ''];
 }
 
@@ -93,11 +91,14 @@ function lifecycleSection(): string[] {
     ...lifecycle.map((each): Metric => ({ metric: `lifecycles per second at ${each.run.concurrency} client${each.run.concurrency === 1 ? "" : "s"} (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`, value: each.run.lifecyclesPerS, unit: '/s', higherIsBetter: true })),
   ];
   const command = 'npm run bench:lifecycle -- --concurrency C --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0 (C = 1, 2, 4, 8, 16; as npm run bench runs it)';
-  return [...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: main.meta.date, metrics }),
+  const { meta } = main;
+  const lifecycleMachine = `${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB, ${meta.kernel ?? `${os.type()} ${os.release()}`}, Node ${meta.node}, PostgreSQL ${meta.postgres.version ?? 'unknown'}`;
+  const sameMachine = machine.startsWith(`${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB`);
+  return [...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: meta.date, metrics, machine: sameMachine ? machine : lifecycleMachine }),
     '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)', ''];
 }
 
-const order = ['fanout', 'read', 'match', 'match-heavy', 'login', 'openapi'];
+const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'login', 'openapi'];
 const lines = [
   '# Benchmarks',
   '',
