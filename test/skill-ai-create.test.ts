@@ -103,13 +103,14 @@ describe('POST /api/v1/skills/ai-create with a language model', () => {
   let test: TestApp;
   let server: Awaited<ReturnType<typeof listen>>;
   let agent: Actor;
+  const logLines: string[] = [];
   const client = streamer(() => server.url);
   const modelDraft = { name: 'Bakery logos', description: 'Three logo ideas for a bakery, vector files.', category: 'design', tags: ['logo'], pricing_model: 'fixed', ut_price: '80.00' };
   const pieces = (text: string, size: number) => Array.from({ length: Math.ceil(text.length / size) }, (_, index) => text.slice(index * size, (index + 1) * size));
 
   beforeAll(async () => {
     fake = await startFakeLlm();
-    test = await startTestApp({ LLM_BASE_URL: fake.url, LLM_MODEL: 'fake-model' });
+    test = await startTestApp({ LLM_BASE_URL: fake.url, LLM_MODEL: 'fake-model' }, { logLines });
     server = await listen(test);
     agent = await createAgent(test);
   });
@@ -138,6 +139,8 @@ describe('POST /api/v1/skills/ai-create with a language model', () => {
     for await (const frame of readEvents(response)) if (frame.event === 'delta') break;
     abort.abort();
     await expect.poll(() => fake.closedEarly, { timeout: 5_000 }).toBe(closedBefore + 1);
+    // A client leaving is no failure: nothing is logged as an error, and no 5000 is answered or logged.
+    expect(logLines.filter((line) => /"level":"error"|internal_error|5000/.test(line))).toEqual([]);
     fake.hangAfterDeltas = null;
     // Every place of the credential's stream cap is free again: as many streams as the cap open at once.
     fake.streamDeltas = [JSON.stringify(modelDraft)];

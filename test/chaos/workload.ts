@@ -162,6 +162,37 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     record(log, 'auto-accept demand', answer);
   }
 
+  const skillKeys: { key: string; owner: Party }[] = [];
+  const skills: { id: string; owner: Party }[] = [];
+  /**
+   * Skills (issue 17) under the same faults: a create (a fifth retry a key: one skill per key), a
+   * status change by the owner, or a page of the hall ranked by a text query. No money moves, but
+   * every answer must still be an envelope, never a 5xx other than 503.
+   */
+  async function skillWork(actor: Party) {
+    const roll = Math.random();
+    if (roll < 0.4) {
+      const retry = skillKeys.length > 0 && Math.random() < 0.2 ? pick(skillKeys) : null;
+      const entry = retry ?? { key: randomUUID(), owner: actor };
+      if (!retry) skillKeys.push(entry);
+      const body = { name: 'Contract translation', description: 'Legal contracts from English into Chinese', category: 'translation', ut_price: '3.00' };
+      const answer = await request(base(), 'POST', '/api/v1/skills/', { ...entry.owner.headers, 'Idempotency-Key': entry.key }, body);
+      record(log, retry ? 'skill create (retried key)' : 'skill create', answer);
+      const id = answer.body?.data?.id;
+      if (typeof id === 'string') {
+        log.keyEffects.set(`skill:${entry.key}`, (log.keyEffects.get(`skill:${entry.key}`) ?? new Set()).add(id));
+        if (!skills.some((each) => each.id === id)) skills.push({ id, owner: entry.owner });
+      }
+    } else if (roll < 0.6 && skills.length > 0) {
+      const skill = pick(skills.slice(-40));
+      const answer = await request(base(), 'PUT', `/api/v1/skills/${skill.id}`, skill.owner.headers, { status: pick(['active', 'inactive']) });
+      record(log, 'skill status', answer);
+    } else {
+      const answer = await request(base(), 'GET', '/api/v1/skills/hall?q=translate%20a%20contract&page_size=10', actor.headers);
+      record(log, 'skill hall', answer);
+    }
+  }
+
   const credits: { key: string; userId: string }[] = [];
   /** Money for the buyers as they spend it (purchases stop at 4020 otherwise); a fifth retry a key. */
   async function credit(buyer: Party) {
@@ -184,8 +215,9 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       else if (roll < 0.81) await rpcPurchase(buyer);
       else if (roll < 0.86) await rpcOverWebSocket(buyer);
       else if (roll < 0.91) await mcpPurchase(buyer);
-      else if (roll < 0.96) await invoke(buyer);
-      else await autoAcceptDemand(buyer);
+      else if (roll < 0.95) await invoke(buyer);
+      else if (roll < 0.97) await autoAcceptDemand(buyer);
+      else await skillWork(buyer);
     }
   }
 
