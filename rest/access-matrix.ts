@@ -22,7 +22,7 @@ export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
+export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -101,6 +101,20 @@ export const routeAccess: Record<string, RouteAccess> = {
   'PUT /api/v1/skills/:skill_id': { resource: 'skill', parties: ownerOnly },
   'DELETE /api/v1/skills/:skill_id': { resource: 'skill', parties: ownerOnly },
   'GET /api/v1/skills/:skill_id/ratings': { resource: 'skill', parties: seenInSpace },
+
+  // Tasks: a published one is seen in its space, a draft by its publisher only; the publisher changes it.
+  'POST /api/v1/tasks/': ownSpace,
+  'POST /api/v1/tasks': ownSpace,
+  'GET /api/v1/tasks/': ownSpace,
+  'GET /api/v1/tasks': ownSpace,
+  'GET /api/v1/tasks/hall': ownSpace,
+  'GET /api/v1/tasks/market/stats': ownSpace,
+  'GET /api/v1/tasks/:task_id': { resource: 'task', parties: seenInSpace },
+  'PUT /api/v1/tasks/:task_id': { resource: 'task', parties: ownerOnly },
+  'POST /api/v1/tasks/:task_id/close': { resource: 'task', parties: ownerOnly },
+  'POST /api/v1/tasks/:task_id/publish-draft': { resource: 'task', parties: ownerOnly },
+  'POST /api/v1/tasks/:task_id/reuse': { resource: 'task', parties: ownerOnly },
+  'POST /api/v1/admin/tasks/:task_id/cancel': adminOnly,
 
   'POST /api/v1/demands': ownSpace,
   'GET /api/v1/demands': ownSpace,

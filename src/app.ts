@@ -12,6 +12,7 @@ import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
 import { skillRoutes } from '../rest/routes/skills.ts';
+import { taskRoutes } from '../rest/routes/tasks.ts';
 import { capabilityRoutes } from '../rest/routes/capabilities.ts';
 import { demandRoutes } from '../rest/routes/demands.ts';
 import { matchingRoutes } from '../rest/routes/matching.ts';
@@ -39,7 +40,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
     ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine), ...deviceAuthorizationRoutes(engine),
     ...matchingRoutes(engine), ...demandRoutes(engine),
-    ...capabilityRoutes(engine), ...skillRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
+    ...capabilityRoutes(engine), ...skillRoutes(engine), ...taskRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
     ...pricingRoutes(engine),
     ...mcpRoutes(engine),
   ];

@@ -330,4 +330,16 @@ export const limits = {
   skillPromptLengthMax: 2_000,
   skillDraftStepDelayMs: 20,
   ratingCommentLengthMax: 2_000,
+  // Tasks (issue 18, docs/tasks.md).
+  taskTitleLengthMax: 200,
+  taskDescriptionLengthMax: 10_000,
+  taskContactTypeLengthMax: 30,
+  taskContactValueLengthMax: 200,
+  taskEstimatedQuantityMax: 1_000_000,
+  /** An open task leaves the hall (expires, its bounty released) this long after publishing unless it says otherwise, and at most this long. */
+  taskLifetimeDaysDefault: 30,
+  taskLifetimeDaysMax: 90,
+  /** The expiry job: how often every instance looks for open tasks past their deadline, and how many one run expires at most. */
+  taskExpiryIntervalMs: 10_000,
+  taskExpiryBatchSize: 200,
 } as const;

@@ -67,11 +67,12 @@ async function ok<T>(method: string, path: string, headers: Headers, body?: unkn
 }
 
 const skillBody = { name: 'Contract translation', description: 'English to Chinese contracts', category: 'translation' };
+const taskBody = { title: 'Translate a contract', description: 'Ten pages, English into Chinese', mode: 'online' };
 const extractBody = { content: 'I translate contracts from English into Chinese. Localization of websites is my other job.' };
 
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; otherCapabilityId: string; ownerId: string };
+  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; otherCapabilityId: string; ownerId: string };
   userCode: string;
   deviceCode: string;
 }
@@ -106,6 +107,7 @@ async function newWorld(): Promise<World> {
   const demand = await ok<{ id: string }>('POST', '/api/v1/demands', owner.headers, { description: 'Translate a contract into Chinese' });
   const skill = await ok<{ id: string }>('POST', '/api/v1/skills/', owner.headers, skillBody);
   const extracted = await ok<{ candidates: { id: string }[] }>('POST', '/api/v1/skills/extract', owner.headers, extractBody);
+  const task = await ok<{ id: string }>('POST', '/api/v1/tasks/', owner.headers, taskBody);
   const bought = await ok<{ id: string }>('POST', '/api/v1/transactions', { ...owner.headers, 'Idempotency-Key': randomUUID() }, { capability_id: offered.id, booked_hours: 1 });
   await ok('POST', `/api/v1/transactions/${bought.id}/freeze`, owner.headers, {});
   const ownedKey = await approvedKey(ownerAsHuman);
@@ -121,7 +123,7 @@ async function newWorld(): Promise<World> {
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, otherCapabilityId: offered.id, ownerId: owner.userId },
+    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, otherCapabilityId: offered.id, ownerId: owner.userId },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -157,6 +159,11 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'PUT /api/v1/skills/:skill_id': { name: 'A new name' },
     'POST /api/v1/skills/extract': extractBody,
     'POST /api/v1/skills/ai-create': { prompt: 'I translate contracts' },
+    'POST /api/v1/tasks/': taskBody,
+    'POST /api/v1/tasks': taskBody,
+    'PUT /api/v1/tasks/:task_id': { title: 'A new title' },
+    'POST /api/v1/tasks/:task_id/publish-draft': { delivery_hours: 2 },
+    'POST /api/v1/tasks/:task_id/reuse': { delivery_hours: 2, bounty_amount: null },
   };
   const key = routeKey(spec);
   const body = key in bodies ? bodies[key] : spec.method === 'get' || spec.method === 'delete' ? undefined : {};

@@ -22,6 +22,7 @@ import * as termVectors from './migrations/018_term_vectors.ts';
 import * as autoAcceptJobs from './migrations/019_auto_accept_jobs.ts';
 import * as rowEmbeddings from './migrations/020_row_embeddings.ts';
 import * as skills from './migrations/021_skills.ts';
+import * as tasks from './migrations/022_tasks.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -49,6 +50,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '019_auto_accept_jobs': autoAcceptJobs,
   '020_row_embeddings': rowEmbeddings,
   '021_skills': skills,
+  '022_tasks': tasks,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -29,6 +29,8 @@ import { createSkillEngine } from './skills.ts';
 import { createSkillHall } from './skill-hall.ts';
 import { createSkillCandidates } from './skill-candidates.ts';
 import { createSkillDrafts } from './skill-drafts.ts';
+import { createTaskEngine } from './tasks.ts';
+import { createTaskHall } from './task-hall.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -58,7 +60,8 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
-  const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies);
+  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies) };
+  const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
@@ -89,7 +92,7 @@ export async function createEngine(dependencies: EngineDependencies) {
     await publisher.close();
   }
 
-  return { identity, apiKeys, deviceAuthorization, capabilities, skills, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, deviceAuthorization, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**

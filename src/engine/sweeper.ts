@@ -12,16 +12,24 @@ type Sweep = (skipIds: string[]) => Promise<{ id: string; error?: unknown } | nu
  * deadline passed while they were still frozen (their server died during the callback). Expired
  * idempotency keys are the retention job's (engine/retention.ts). Each move claims its row with
  * SKIP LOCKED, so several instances can sweep at once without moving anything twice or waiting
- * on each other. Old counts of capability usage windows are pruned here too.
+ * on each other. Old counts of capability usage windows are pruned here too, and open tasks past
+ * their deadline expire (their bounty released) the same way.
  */
-export function createSweeper(transactions: TransactionEngine, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax, usage?: { db: Database; now: () => Date }) {
+/** Open tasks past their deadline (engine/tasks.ts), expired one by one with their bounty released. */
+export interface TaskExpiry {
+  expireNextDue: Sweep;
+}
+
+export function createSweeper(transactions: TransactionEngine, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax, usage?: { db: Database; now: () => Date }, tasks?: TaskExpiry) {
   async function runOnce(): Promise<number> {
     const settled = await sweepAll(transactions.autoConfirmNextDue, 'auto-confirm');
     if (settled > 0) log.info('auto-confirmed delivered transactions', { settled });
     const released = await sweepAll(transactions.failNextOverdueInvoke, 'release of an overdue invoke');
     if (released > 0) log.warn('released invokes that outlived their deadline', { released });
+    const expired = tasks ? await sweepAll(tasks.expireNextDue, 'expiry of an open task') : 0;
+    if (expired > 0) log.info('expired open tasks past their deadline, releasing their bounties', { expired });
     if (usage) await pruneUsage(usage.db, new Date(usage.now().getTime() - limits.capabilityUsageRetentionMs), limits.sweepBatchSizeMax);
-    return settled + released;
+    return settled + released + expired;
   }
 
   async function sweepAll(sweep: Sweep, what: string): Promise<number> {
@@ -36,7 +44,7 @@ export function createSweeper(transactions: TransactionEngine, log: Logger, batc
         moved++;
         continue;
       }
-      log.error(`${what} failed; passing over this transaction in this run`, { transaction_id: outcome.id, error: outcome.error });
+      log.error(`${what} failed; passing over this row in this run`, { id: outcome.id, error: outcome.error });
       failedIds.push(outcome.id);
     }
     return moved;

@@ -25,11 +25,15 @@ export async function checkBooks(db: Knex): Promise<string[]> {
     const entries = (await trx('ledger_entries').orderBy('id').select('id', 'movement_id', 'account_id', 'currency', 'bucket', 'amount', 'balance_after', 'biz_ref_id')) as EntryRow[];
     const events = (await trx('outbox_events').orderBy('transaction_sequence').select('transaction_id', 'transaction_sequence', 'event_type', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence')) as EventRow[];
     const streams = (await trx('event_streams').select('owner_user_id', 'last_sequence')) as { owner_user_id: string; last_sequence: string }[];
-    return [...money(accounts, transactions, entries), ...histories(transactions, events), ...eventStreams(events, streams)];
+    const taskHolds = (await trx('tasks').select('id', 'owner_user_id', 'bounty_currency', 'bounty_held')) as TaskHoldRow[];
+    return [...money(accounts, transactions, entries, taskHolds), ...histories(transactions, events), ...eventStreams(events, streams)];
   }, { isolationLevel: 'repeatable read' });
 }
 
-function money(accounts: AccountRow[], transactions: TransactionRow[], entries: EntryRow[]): string[] {
+/** A task's bounty held while it is open (docs/tasks.md "Bounty money"). */
+interface TaskHoldRow { id: string; owner_user_id: string; bounty_currency: string; bounty_held: string }
+
+function money(accounts: AccountRow[], transactions: TransactionRow[], entries: EntryRow[], taskHolds: TaskHoldRow[] = []): string[] {
   const violations: string[] = [];
   for (const currency of new Set(accounts.map((account) => account.currency))) {
     const total = accounts.filter((account) => account.currency === currency).reduce((sum, account) => sum + BigInt(account.available) + BigInt(account.frozen), 0n);
@@ -40,6 +44,8 @@ function money(accounts: AccountRow[], transactions: TransactionRow[], entries: 
   }
   const holds = new Map<string, bigint>();
   for (const row of transactions.filter((each) => openStatuses.has(each.status))) holds.set(`${row.buyer_user_id}:${row.currency}`, (holds.get(`${row.buyer_user_id}:${row.currency}`) ?? 0n) + BigInt(row.price));
+  // An open task's bounty is frozen in its publisher's account beside the open transactions.
+  for (const row of taskHolds) holds.set(`${row.owner_user_id}:${row.bounty_currency}`, (holds.get(`${row.owner_user_id}:${row.bounty_currency}`) ?? 0n) + BigInt(row.bounty_held));
   for (const account of accounts.filter((each) => each.kind === 'user')) {
     const held = holds.get(`${account.owner_user_id}:${account.currency}`) ?? 0n;
     if (BigInt(account.frozen) !== held) violations.push(`user ${account.owner_user_id} has ${account.frozen} ${account.currency} frozen, its open holds are ${held}`);
@@ -70,6 +76,11 @@ function money(accounts: AccountRow[], transactions: TransactionRow[], entries: 
     if (net(row.buyer_user_id, 'frozen') !== (open ? price : 0n)) violations.push(`transaction ${row.id} (${row.status}): buyer's hold is ${net(row.buyer_user_id, 'frozen')}`);
     if (net(row.buyer_user_id, 'available') !== (open || settled ? -price : 0n)) violations.push(`transaction ${row.id} (${row.status}): buyer paid ${-net(row.buyer_user_id, 'available')}`);
     if (net(row.seller_user_id, 'available') !== (settled ? price - feeOf(price, row.fee_bps) : 0n)) violations.push(`transaction ${row.id} (${row.status}): seller got ${net(row.seller_user_id, 'available')}`);
+  }
+  // Each task's own ledger entries (biz_ref_id = the task) add up to what it holds now.
+  for (const task of taskHolds) {
+    const frozen = (byTransaction.get(task.id) ?? []).filter((entry) => entry.bucket === 'frozen').reduce((sum, entry) => sum + BigInt(entry.amount), 0n);
+    if (frozen !== BigInt(task.bounty_held)) violations.push(`task ${task.id} holds ${task.bounty_held} but its ledger entries freeze ${frozen}`);
   }
   return violations;
 }

@@ -1,0 +1,95 @@
+import type { Response } from 'express';
+import type { Engine } from '../../src/engine/index.ts';
+import type { Outcome } from '../../src/engine/idempotency.ts';
+import { shortfallError, type TaskOutcome } from '../../src/engine/tasks.ts';
+import * as schemas from '../../src/schemas/tasks.ts';
+import { renderOutcome } from '../idempotency.ts';
+import { route } from '../route.ts';
+
+const base = '/api/v1/tasks';
+
+/**
+ * A publish answers the task, or 4020 with the draft it left and the numbers when the bounty is
+ * more than the available balance (the same answer again for a retried key).
+ */
+function publishAnswer(response: Response, outcome: Outcome<TaskOutcome>) {
+  const data = renderOutcome(response, outcome);
+  if (data.shortfall) throw shortfallError(data);
+  return data.task;
+}
+
+const bothSpellings = <T>(make: (path: string) => T) => [make(`${base}/`), make(base)];
+
+/** The task endpoints built so far (issue 18, docs/tasks.md): publishing, drafts, changes, the hall and its statistics. */
+export const taskRoutes = (engine: Engine) => [
+  ...bothSpellings((path) =>
+    route({
+      method: 'post', path, idempotent: true, tag: 'tasks', auth: 'user', successStatus: 201, errors: [4020, 4091, 4220],
+      summary: "Publish a task in the caller's space, holding its bounty from the wallet (4020 and kept as a draft when the balance is short), or store a draft",
+      body: schemas.createTaskBody, response: schemas.taskResponse,
+      handler: async ({ principal, body, idempotency, response }) => {
+        const { idempotency_key: _key, ...input } = body;
+        return publishAnswer(response, await engine.tasks.create(principal!, input, idempotency));
+      },
+    })),
+  ...bothSpellings((path) =>
+    route({
+      method: 'get', path, tag: 'tasks', auth: 'user',
+      summary: "The caller's own tasks of this space, newest first (status filter; page/page_size or cursor)",
+      query: schemas.listTasksQuery, response: schemas.taskList,
+      handler: ({ principal, query }) => engine.tasks.listMine(principal!, query),
+    })),
+  // Declared before /:task_id so that these words are never read as ids.
+  route({
+    method: 'get', path: `${base}/hall`, tag: 'tasks', auth: 'user',
+    summary: "The task hall: open tasks of the caller's space (filters, text query ranked by the matcher, sort; page/page_size or cursor)",
+    query: schemas.taskHallQuery, response: schemas.taskHallResponse,
+    handler: ({ principal, query }) => engine.tasks.hall(principal!, query),
+  }),
+  route({
+    method: 'get', path: `${base}/market/stats`, tag: 'tasks', auth: 'user',
+    summary: "The task market of the caller's space: counts by status and category, and the open bounties' count, total and median",
+    response: schemas.taskStatsResponse,
+    handler: ({ principal }) => engine.tasks.stats(principal!),
+  }),
+  route({
+    method: 'get', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4040],
+    summary: 'Task details in its space (a draft: its publisher only); contact_info is shown to the publisher only',
+    params: schemas.taskIdParams, response: schemas.taskResponse,
+    handler: ({ principal, params }) => engine.tasks.get(principal!, params.task_id),
+  }),
+  route({
+    method: 'put', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4020, 4030, 4040, 4090],
+    summary: 'Change a draft or open task (publisher only); a new bounty of an open task moves its hold by the difference',
+    params: schemas.taskIdParams, body: schemas.updateTaskBody, response: schemas.taskResponse,
+    handler: ({ principal, params, body }) => engine.tasks.update(principal!, params.task_id, body),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/close`, idempotent: true, tag: 'tasks', auth: 'user', errors: [4030, 4040, 4090, 4091, 4220],
+    summary: 'Close a draft or open task (publisher only), releasing its bounty',
+    params: schemas.taskIdParams, body: schemas.closeTaskBody.optional(), response: schemas.taskResponse,
+    handler: async ({ principal, params, idempotency, response }) => renderOutcome(response, await engine.tasks.close(principal!, params.task_id, idempotency)),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/publish-draft`, idempotent: true, tag: 'tasks', auth: 'user', errors: [4020, 4030, 4040, 4090, 4091, 4220],
+    summary: 'Publish a draft, restating delivery_hours (and optionally the bounty and deadline); holds the bounty',
+    params: schemas.taskIdParams, body: schemas.publishDraftBody, response: schemas.taskResponse,
+    handler: async ({ principal, params, body, idempotency, response }) =>
+      publishAnswer(response, await engine.tasks.publishDraft(principal!, params.task_id, body, idempotency)),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/reuse`, idempotent: true, tag: 'tasks', auth: 'user', successStatus: 201, errors: [4020, 4030, 4040, 4091, 4220],
+    summary: 'Publish a new task from one of yours: delivery_hours and bounty_amount must be given again (4000 naming each missing one); other fields may change',
+    params: schemas.taskIdParams, body: schemas.reuseTaskBody, response: schemas.taskResponse,
+    handler: async ({ principal, params, body, idempotency, response }) => {
+      const { idempotency_key: _key, ...input } = body;
+      return publishAnswer(response, await engine.tasks.reuse(principal!, params.task_id, input, idempotency));
+    },
+  }),
+  route({
+    method: 'post', path: '/api/v1/admin/tasks/:task_id/cancel', idempotent: true, tag: 'admin', auth: 'admin', errors: [4040, 4090],
+    summary: 'The operator takes an open task down (cancelled), releasing its bounty',
+    params: schemas.taskIdParams, response: schemas.taskResponse,
+    handler: async ({ params, idempotency, response }) => renderOutcome(response, await engine.tasks.cancel(params.task_id, idempotency)),
+  }),
+];

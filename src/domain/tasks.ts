@@ -1,0 +1,67 @@
+import { AppError } from '../errors.ts';
+
+/**
+ * Task rules without I/O (docs/tasks.md): the status table with what each move does to the
+ * bounty, and the hall's orders. The specification gives the states and four moves out of open;
+ * the rest are the project's decisions, written in docs/tasks.md "Task status".
+ */
+export const taskStatuses = ['draft', 'open', 'matched', 'closed', 'cancelled', 'expired'] as const;
+export type TaskStatus = (typeof taskStatuses)[number];
+export const taskActions = ['publish', 'update', 'close', 'cancel', 'expire', 'match'] as const;
+export type TaskAction = (typeof taskActions)[number];
+export type TaskActor = 'owner' | 'operator' | 'system';
+/**
+ * What a move does to the bounty: `hold` freezes it from the publisher's available balance,
+ * `release` gives the held amount back, `adjust` freezes or releases the difference of a new
+ * bounty, `to_transaction` turns the hold into an escrow transaction's (the rest is released).
+ */
+export type BountyMove = 'none' | 'hold' | 'release' | 'adjust' | 'to_transaction';
+
+export interface TaskTransition {
+  from: TaskStatus;
+  action: TaskAction;
+  to: TaskStatus;
+  actor: TaskActor;
+  money: BountyMove;
+}
+
+export const taskTransitionTable: readonly TaskTransition[] = [
+  { from: 'draft', action: 'publish', to: 'open', actor: 'owner', money: 'hold' },
+  { from: 'draft', action: 'update', to: 'draft', actor: 'owner', money: 'none' },
+  { from: 'draft', action: 'close', to: 'closed', actor: 'owner', money: 'none' },
+  { from: 'open', action: 'update', to: 'open', actor: 'owner', money: 'adjust' },
+  { from: 'open', action: 'close', to: 'closed', actor: 'owner', money: 'release' },
+  { from: 'open', action: 'cancel', to: 'cancelled', actor: 'operator', money: 'release' },
+  { from: 'open', action: 'expire', to: 'expired', actor: 'system', money: 'release' },
+  { from: 'open', action: 'match', to: 'matched', actor: 'owner', money: 'to_transaction' },
+];
+
+export function nextTaskState(from: TaskStatus, action: TaskAction): TaskTransition {
+  const transition = taskTransitionTable.find((row) => row.from === from && row.action === action);
+  if (!transition) throw new AppError('invalid_state_transition', `cannot ${action} a task that is ${from}`, { status: from, action });
+  return transition;
+}
+
+/** Open tasks are in the hall; these are the orders it offers. */
+export const taskHallSorts = ['relevance', 'newest', 'bounty_desc', 'bounty_asc', 'deadline'] as const;
+export type TaskHallSort = (typeof taskHallSorts)[number];
+
+export function taskHallSortOf(requested: TaskHallSort | undefined, hasQuery: boolean): TaskHallSort {
+  if (requested === 'relevance' && !hasQuery) {
+    throw new AppError('validation_error', 'sort=relevance needs a text query', { errors: [{ path: 'query.sort', message: 'relevance needs q' }] });
+  }
+  return requested ?? (hasQuery ? 'relevance' : 'newest');
+}
+
+/**
+ * The business fields a request must state again, not inherit (the specification: "delivery_hours
+ * and the other business-required fields must be filled in again"): publishing a draft restates
+ * the delivery period; reusing a task restates it and the bounty, so that no money is held on a
+ * copied number nobody looked at.
+ */
+export const restatedFields = { publish: ['delivery_hours'], reuse: ['delivery_hours', 'bounty_amount'] } as const;
+
+/** The fields of `restatedFields[kind]` a request body lacks, in order: each is a 4000 error path. */
+export function missingRestated(kind: keyof typeof restatedFields, body: Record<string, unknown>): string[] {
+  return restatedFields[kind].filter((field) => !(field in body) || body[field] === undefined);
+}

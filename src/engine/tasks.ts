@@ -1,0 +1,191 @@
+import type { Knex } from 'knex';
+import { formatAmount } from '../domain/money.ts';
+import { nextTaskState } from '../domain/tasks.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { AppError } from '../errors.ts';
+import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapeProblems } from '../schemas/tasks.ts';
+import { findTask, lockTask, type TaskRow, taskColumns } from '../store/tasks.ts';
+import { manageTask, seeTask } from './access/tasks.ts';
+import { authorize } from './access/rules.ts';
+import { decodeCursor, isoTimestamp, uuidText } from './cursor.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
+import { pageOf } from './skills.ts';
+import { changeHold } from './task-money.ts';
+import { changedTaskColumns, deadlineOf, newTaskRow, taskView } from './task-rows.ts';
+
+/** A publish that found too little money: the task stays a draft, and the answer says by how much. */
+export interface Shortfall {
+  currency: string;
+  available: string;
+  required: string;
+}
+
+export interface TaskOutcome {
+  task: TaskView;
+  shortfall?: Shortfall;
+}
+
+/** The 4020 a publish with too little money answers, with the draft it left and the numbers. */
+export function shortfallError(outcome: TaskOutcome): AppError {
+  return new AppError('insufficient_balance', 'the bounty is more than the available balance: the task is kept as a draft', {
+    ...outcome.shortfall, task_id: outcome.task.id, status: outcome.task.status, task: outcome.task,
+  });
+}
+
+/** Tasks (docs/tasks.md): publish with a held bounty, drafts, update, close, reuse, expiry. */
+export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency) {
+  /** draft -> open: holds the bounty; with too little money the task stays a draft (compare-and-set on draft). */
+  async function publishRow(trx: Knex, principal: Principal, row: TaskRow, at: Date): Promise<TaskOutcome> {
+    nextTaskState(row.status, 'publish');
+    const wanted = row.bounty_amount === null ? 0n : BigInt(row.bounty_amount);
+    const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: 0n, wanted, at });
+    if (!held.ok) {
+      return { task: taskView(row, principal), shortfall: { currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required) } };
+    }
+    const expiresAt = row.expires_at ?? deadlineOf(undefined, at);
+    const [published] = (await trx('tasks').where({ id: row.id, status: 'draft' })
+      .update({ status: 'open', bounty_held: String(wanted), published_at: at, expires_at: expiresAt, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    if (!published) throw new AppError('invalid_state_transition', 'the task changed while it was being published', { action: 'publish' });
+    return { task: taskView(published, principal) };
+  }
+
+  async function insertRow(trx: Knex, row: ReturnType<typeof newTaskRow>): Promise<TaskRow> {
+    const [inserted] = (await trx('tasks').insert(row).returning([...taskColumns])) as TaskRow[];
+    return inserted!;
+  }
+
+  /** Creates and publishes (holding the bounty), or stores a draft; keyed like every state-changing POST. */
+  function create(principal: Principal, input: CreateTaskInput, request: IdempotencyRequest | null): Promise<Outcome<TaskOutcome>> {
+    return idempotency.run(principal, request, 201, async ({ trx }) => {
+      const { draft, ...fields } = input;
+      const at = now();
+      const row = await insertRow(trx, newTaskRow(principal, fields, at));
+      return draft ? { task: taskView(row, principal) } : publishRow(trx, principal, row, at);
+    });
+  }
+
+  /** Publishing a draft restates its delivery period (and may set bounty and deadline). */
+  function publishDraft(principal: Principal, id: string, body: { delivery_hours: number; bounty_amount?: bigint | null; expires_at?: string }, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async ({ trx }) => {
+      const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
+      nextTaskState(row.status, 'publish');
+      const at = now();
+      const changes: Record<string, unknown> = { delivery_hours: body.delivery_hours, updated_at: at };
+      if (body.bounty_amount !== undefined) changes.bounty_amount = body.bounty_amount === null ? null : String(body.bounty_amount);
+      if (body.expires_at !== undefined) changes.expires_at = deadlineOf(body.expires_at, at);
+      const [changed] = (await trx('tasks').where({ id }).update(changes).returning([...taskColumns])) as TaskRow[];
+      return publishRow(trx, principal, changed!, at);
+    });
+  }
+
+  async function get(principal: Principal, id: string): Promise<TaskView> {
+    return taskView(authorize(seeTask, principal, await findTask(db, id), 'task'), principal);
+  }
+
+  async function listMine(principal: Principal, query: { status?: string; page: number; page_size: number; cursor?: string }) {
+    const filtered = () => {
+      const rows = db<TaskRow>('tasks').where('owner_user_id', principal.user_id).where('owner_type', principal.caller_type);
+      return query.status ? rows.where('status', query.status) : rows;
+    };
+    const page = filtered().select(...taskColumns).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    if (query.cursor) {
+      const [createdAt, taskId] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
+      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, taskId!]);
+    } else {
+      page.offset((query.page - 1) * query.page_size);
+    }
+    const [countRows, rows] = await Promise.all([filtered().count<{ count: string }[]>('* as count'), page as unknown as Promise<TaskRow[]>]);
+    const listed = pageOf(rows, query, Number(countRows[0]?.count ?? 0), (row) => [new Date(row.created_at).toISOString(), row.id]);
+    return { ...listed, items: listed.items.map((row) => taskView(row, principal)) };
+  }
+
+  /**
+   * A partial update while draft or open. On an open task a new bounty moves the hold by the
+   * difference in the same database transaction; too little money refuses the update (4020) and
+   * changes nothing.
+   */
+  function update(principal: Principal, id: string, patch: UpdateTaskInput): Promise<TaskView> {
+    return withTransaction(db, async ({ trx }) => {
+      const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
+      nextTaskState(row.status, 'update');
+      const at = now();
+      const columns = changedTaskColumns(principal, row, patch, at);
+      if (row.status === 'open' && 'bounty_amount' in columns) {
+        const wanted = columns.bounty_amount === null ? 0n : BigInt(columns.bounty_amount as string);
+        const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: id, held: BigInt(row.bounty_held), wanted, at });
+        if (!held.ok) {
+          throw new AppError('insufficient_balance', 'the new bounty is more than the available balance allows: nothing changed', {
+            currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required),
+          });
+        }
+        columns.bounty_held = String(wanted);
+      }
+      const [updated] = (await trx('tasks').where({ id }).update({ ...columns, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+      return taskView(updated!, principal);
+    });
+  }
+
+  /** A move that ends the task (close, cancel, expire): its hold released in the same transaction. */
+  async function end(trx: Knex, row: TaskRow, action: 'close' | 'cancel' | 'expire', viewer: Principal | null): Promise<TaskView> {
+    const transition = nextTaskState(row.status, action);
+    const at = now();
+    await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: BigInt(row.bounty_held), wanted: 0n, at });
+    const [ended] = (await trx('tasks').where({ id: row.id, status: row.status })
+      .update({ status: transition.to, bounty_held: '0', ended_at: at, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    return taskView(ended!, viewer);
+  }
+
+  function close(principal: Principal, id: string, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async ({ trx }) => end(trx, authorize(manageTask, principal, await lockTask(trx, id), 'task'), 'close', principal));
+  }
+
+  /** The operator takes an open task down (cancelled), releasing its hold. */
+  function cancel(id: string, request: IdempotencyRequest | null) {
+    return idempotency.run(null, request, 200, async ({ trx }) => {
+      const row = await lockTask(trx, id);
+      if (!row) throw new AppError('not_found', 'task not found');
+      return end(trx, row, 'cancel', null);
+    });
+  }
+
+  /**
+   * Expires one open task past its deadline, claimed with SKIP LOCKED so that several instances
+   * expire different tasks at once and none twice; null when none is due.
+   */
+  function expireNextDue(skipIds: string[]): Promise<{ id: string; error?: unknown } | null> {
+    return withTransaction(db, async ({ trx }) => {
+      const query = trx<TaskRow>('tasks').where('status', 'open').where('expires_at', '<=', now()).orderBy('expires_at').limit(1).forNoKeyUpdate().skipLocked();
+      if (skipIds.length > 0) query.whereNotIn('id', skipIds);
+      const [due] = (await query.select(...taskColumns)) as TaskRow[];
+      if (!due) return null;
+      await end(trx, due, 'expire', null);
+      return { id: due.id };
+    });
+  }
+
+  /** Publishes a new task from one of the caller's, with the restated fields (delivery_hours, bounty) and any others changed. */
+  function reuse(principal: Principal, id: string, body: Omit<UpdateTaskInput, 'bounty_amount' | 'delivery_hours'> & { delivery_hours: number; bounty_amount: bigint | null }, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 201, async ({ trx }) => {
+      const old = authorize(manageTask, principal, await findTask(trx, id), 'task');
+      const at = now();
+      const input: Omit<CreateTaskInput, 'draft'> = {
+        title: body.title ?? old.title, description: body.description ?? old.description, mode: body.mode ?? old.mode,
+        city: (body.city === undefined ? old.city : body.city) ?? undefined, category: (body.category ?? old.category ?? undefined) as CreateTaskInput['category'],
+        tags: body.tags ?? old.tags, image_urls: body.image_urls ?? old.image_urls,
+        contact_info: (body.contact_info === undefined ? old.contact_info : body.contact_info) ?? undefined,
+        bounty_amount: body.bounty_amount ?? undefined, bounty_currency: body.bounty_currency, delivery_hours: body.delivery_hours,
+        preferred_billing_model: (body.preferred_billing_model ?? old.preferred_billing_model ?? undefined) as CreateTaskInput['preferred_billing_model'],
+        estimated_quantity: body.estimated_quantity ?? old.estimated_quantity ?? undefined, expires_at: body.expires_at,
+      };
+      const problems = taskShapeProblems(input);
+      if (problems.length > 0) throw new AppError('validation_error', problems[0]!.message, { errors: problems.map((problem) => ({ path: `body.${problem.path}`, message: problem.message })) });
+      const row = await insertRow(trx, newTaskRow(principal, input, at, old.id));
+      return publishRow(trx, principal, row, at);
+    });
+  }
+
+  return { create, publishDraft, get, listMine, update, close, cancel, expireNextDue, reuse };
+}
+
+export type TaskEngine = ReturnType<typeof createTaskEngine>;

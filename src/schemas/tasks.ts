@@ -1,0 +1,152 @@
+import { z } from 'zod';
+import { categoryCodes } from '../domain/categories.ts';
+import { skillModes, skillPricingModels } from '../domain/skills.ts';
+import { taskHallSorts, taskStatuses } from '../domain/tasks.ts';
+import { limits } from '../limits.ts';
+import { dateTime, uuid } from './common.ts';
+import { amountInput, amountOutput, currency } from './money.ts';
+import { pageArguments, pageQuery, pagedList } from './pagination.ts';
+import { idempotencyKey } from './transactions.ts';
+
+/** Tasks (issue 18, docs/tasks.md): one schema each for validation, types and the OpenAPI document. */
+const title = z.string().trim().min(1).max(limits.taskTitleLengthMax);
+const description = z.string().trim().min(1).max(limits.taskDescriptionLengthMax);
+const mode = z.enum(skillModes);
+const city = z.string().trim().min(1).max(limits.skillCityLengthMax);
+const category = z.enum(categoryCodes);
+const tags = z.array(z.string().trim().min(1).max(limits.skillTagLengthMax)).max(limits.skillTagsMax);
+const imageUrls = z.array(z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(limits.urlLengthMax)).max(limits.skillImagesMax)
+  .meta({ description: `At most ${limits.skillImagesMax} https URLs` });
+const contactInfo = z.strictObject({
+  type: z.string().trim().min(1).max(limits.taskContactTypeLengthMax).meta({ description: 'email, phone, wechat, ...' }),
+  value: z.string().trim().min(1).max(limits.taskContactValueLengthMax),
+}).meta({ description: 'How the publisher is reached; shown to the publisher only' });
+const bounty = amountInput.meta({ description: 'At least 0, in the currency of the caller\'s space; held from the wallet while the task is open' });
+const deliveryHours = z.number().int().min(1).max(limits.skillDurationHoursMax);
+const billingModel = z.enum(skillPricingModels);
+const quantity = z.number().int().min(1).max(limits.taskEstimatedQuantityMax);
+const expiresAt = dateTime.meta({ description: `When the task leaves the hall if nobody was accepted (default: ${limits.taskLifetimeDaysDefault} days after publishing, at most ${limits.taskLifetimeDaysMax})` });
+
+export const taskFields = {
+  title,
+  description,
+  mode,
+  city: city.optional(),
+  category: category.optional(),
+  tags: tags.optional(),
+  image_urls: imageUrls.optional(),
+  contact_info: contactInfo.optional(),
+  bounty_amount: bounty.optional(),
+  bounty_currency: currency.optional().meta({ description: 'Must be the space\'s currency (UT for agents, CNY for people) when given' }),
+  delivery_hours: deliveryHours.optional(),
+  preferred_billing_model: billingModel.optional(),
+  estimated_quantity: quantity.optional(),
+  expires_at: expiresAt.optional(),
+};
+
+type Shape = { mode?: string | null; city?: string | null };
+export function taskShapeProblems(value: Shape): { path: string; message: string }[] {
+  return value.mode === 'offline' && !value.city ? [{ path: 'city', message: 'an offline task needs city' }] : [];
+}
+const shapeRules = (value: Shape, context: z.RefinementCtx) => {
+  for (const problem of taskShapeProblems(value)) context.addIssue({ code: 'custom', path: [problem.path], message: problem.message });
+};
+
+export const createTaskBody = z
+  .strictObject({
+    ...taskFields,
+    draft: z.boolean().optional().meta({ description: 'true stores the task as a draft: nothing is held, it is not in the hall' }),
+    idempotency_key: idempotencyKey.optional(),
+  })
+  .superRefine(shapeRules)
+  .meta({ id: 'TaskCreate' });
+
+const optionalFields = Object.fromEntries(Object.entries(taskFields).map(([name, schema]) => [name, schema.optional()])) as {
+  [K in keyof typeof taskFields]: z.ZodOptional<(typeof taskFields)[K]>;
+};
+
+/** PUT: any subset of the fields, while the task is a draft or open; city and contact_info clear with null. */
+export const updateTaskBody = z
+  .strictObject({ ...optionalFields, city: city.nullable().optional(), contact_info: contactInfo.nullable().optional(), bounty_amount: bounty.nullable().optional() })
+  .refine((value) => Object.keys(value).length > 0, { message: 'name at least one field to change' })
+  .meta({ id: 'TaskUpdate' });
+
+/** Publishing a draft restates the delivery period (and may set the bounty and deadline). */
+export const publishDraftBody = z
+  .strictObject({ delivery_hours: deliveryHours, bounty_amount: bounty.nullable().optional(), expires_at: expiresAt.optional(), idempotency_key: idempotencyKey.optional() })
+  .meta({ id: 'TaskPublishDraft' });
+
+/** Reusing restates the delivery period and the bounty (null: none); any other field may change too. */
+export const reuseTaskBody = z
+  .strictObject({ ...optionalFields, delivery_hours: deliveryHours, bounty_amount: bounty.nullable(), idempotency_key: idempotencyKey.optional() })
+  .superRefine(shapeRules)
+  .meta({ id: 'TaskReuse' });
+
+export const closeTaskBody = z.strictObject({ reason: z.string().trim().max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() }).meta({ id: 'TaskClose' });
+
+export const taskResponse = z
+  .object({
+    id: uuid,
+    user_id: uuid,
+    owner_type: z.enum(['agent', 'human']),
+    title: z.string(),
+    description: z.string(),
+    mode: z.enum(skillModes),
+    status: z.enum(taskStatuses),
+    city: z.string().nullable(),
+    category: z.string().nullable(),
+    tags: z.array(z.string()).nullable(),
+    image_urls: z.array(z.string()).nullable(),
+    contact_info: z.object({ type: z.string(), value: z.string() }).nullable().meta({ description: 'The publisher\'s own; null for everyone else' }),
+    bounty_amount: amountOutput.nullable(),
+    bounty_currency: currency,
+    bounty_held: amountOutput.meta({ description: 'What is frozen for the task now (0.00 unless open with a bounty)' }),
+    delivery_hours: z.number().int().nullable(),
+    preferred_billing_model: z.string().nullable(),
+    estimated_quantity: z.number().int().nullable(),
+    matched_skill_id: uuid.nullable(),
+    reused_from: uuid.nullable(),
+    created_at: dateTime,
+    updated_at: dateTime,
+    published_at: dateTime.nullable(),
+    expires_at: dateTime.nullable(),
+    ended_at: dateTime.nullable(),
+  })
+  .meta({ id: 'Task' });
+
+export const taskList = pagedList(taskResponse).meta({ id: 'TaskList' });
+export const taskHallResponse = pagedList(taskResponse.extend({ score: z.number().optional() })).extend({ sort: z.enum(taskHallSorts) }).meta({ id: 'TaskHall' });
+export const taskIdParams = z.object({ task_id: uuid });
+export const listTasksQuery = z.object({ status: z.enum(taskStatuses).optional(), ...pageQuery });
+
+const hallFilters = {
+  category: category.optional(),
+  mode: mode.optional(),
+  city: city.optional().meta({ description: 'Exact city, in any case' }),
+  min_bounty: amountInput.optional().meta({ description: 'Lowest bounty_amount, inclusive (tasks without a bounty are left out)' }),
+  max_bounty: amountInput.optional().meta({ description: 'Highest bounty_amount, inclusive (tasks without a bounty are left out)' }),
+  q: z.string().trim().min(1).max(limits.skillSearchQueryLengthMax).optional().meta({ description: 'Words to look for, in English or Chinese; ranked by the matcher' }),
+  sort: z.enum(taskHallSorts).optional().meta({ description: 'relevance (default with q), newest (default without), bounty_desc, bounty_asc or deadline (soonest first)' }),
+};
+const hallRules = (value: { min_bounty?: bigint; max_bounty?: bigint }, context: z.RefinementCtx) => {
+  if (value.min_bounty !== undefined && value.max_bounty !== undefined && value.min_bounty > value.max_bounty) {
+    context.addIssue({ code: 'custom', path: ['max_bounty'], message: 'must not be below min_bounty' });
+  }
+};
+export const taskHallQuery = z.object({ ...hallFilters, ...pageQuery }).superRefine(hallRules);
+export const taskHallArguments = z.strictObject({ ...hallFilters, ...pageArguments }).superRefine(hallRules);
+
+export const taskStatsResponse = z
+  .object({
+    owner_type: z.enum(['agent', 'human']),
+    currency,
+    by_status: z.record(z.enum(taskStatuses), z.number().int()),
+    by_category: z.array(z.object({ category: z.string().nullable(), open: z.number().int(), total: z.number().int() })),
+    open_bounty: z.object({ count: z.number().int(), total: amountOutput, median: amountOutput.nullable() }).meta({ description: 'Open tasks with a bounty: how many, their sum and median' }),
+  })
+  .meta({ id: 'TaskMarketStats' });
+
+export type CreateTaskInput = Omit<z.output<typeof createTaskBody>, 'idempotency_key'>;
+export type UpdateTaskInput = z.output<typeof updateTaskBody>;
+export type TaskView = z.infer<typeof taskResponse>;
+export type TaskHallInput = z.output<typeof taskHallQuery>;
