@@ -22,7 +22,7 @@ export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
+export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -115,6 +115,12 @@ export const routeAccess: Record<string, RouteAccess> = {
   'POST /api/v1/tasks/:task_id/publish-draft': { resource: 'task', parties: ownerOnly },
   'POST /api/v1/tasks/:task_id/reuse': { resource: 'task', parties: ownerOnly },
   'POST /api/v1/admin/tasks/:task_id/cancel': adminOnly,
+  // Applications: the counterparty applied to the owner's task with a skill of its own.
+  'GET /api/v1/tasks/applications/mine': ownSpace,
+  'POST /api/v1/tasks/:task_id/applications': { resource: 'task', parties: { owner: 4030, counterparty: 'allow', other_user: 4030, other_space: 4040 } },
+  'GET /api/v1/tasks/:task_id/applications': { resource: 'task', parties: { owner: 'allow', counterparty: 4030, other_user: 4030, other_space: 4040 } },
+  'DELETE /api/v1/tasks/:task_id/applications/:app_id': { resource: 'application', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } },
+  'POST /api/v1/tasks/:task_id/applications/:app_id/reject': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
 
   'POST /api/v1/demands': ownSpace,
   'GET /api/v1/demands': ownSpace,

@@ -72,7 +72,7 @@ const extractBody = { content: 'I translate contracts from English into Chinese.
 
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; otherCapabilityId: string; ownerId: string };
+  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; otherCapabilityId: string; ownerId: string };
   userCode: string;
   deviceCode: string;
 }
@@ -108,6 +108,8 @@ async function newWorld(): Promise<World> {
   const skill = await ok<{ id: string }>('POST', '/api/v1/skills/', owner.headers, skillBody);
   const extracted = await ok<{ candidates: { id: string }[] }>('POST', '/api/v1/skills/extract', owner.headers, extractBody);
   const task = await ok<{ id: string }>('POST', '/api/v1/tasks/', owner.headers, taskBody);
+  const counterpartySkill = await ok<{ id: string }>('POST', '/api/v1/skills/', counterparty.headers, skillBody);
+  const application = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/applications`, counterparty.headers, { skill_id: counterpartySkill.id });
   const bought = await ok<{ id: string }>('POST', '/api/v1/transactions', { ...owner.headers, 'Idempotency-Key': randomUUID() }, { capability_id: offered.id, booked_hours: 1 });
   await ok('POST', `/api/v1/transactions/${bought.id}/freeze`, owner.headers, {});
   const ownedKey = await approvedKey(ownerAsHuman);
@@ -123,7 +125,7 @@ async function newWorld(): Promise<World> {
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, otherCapabilityId: offered.id, ownerId: owner.userId },
+    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, otherCapabilityId: offered.id, ownerId: owner.userId },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -164,6 +166,7 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'PUT /api/v1/tasks/:task_id': { title: 'A new title' },
     'POST /api/v1/tasks/:task_id/publish-draft': { delivery_hours: 2 },
     'POST /api/v1/tasks/:task_id/reuse': { delivery_hours: 2, bounty_amount: null },
+    'POST /api/v1/tasks/:task_id/applications': { skill_id: world.ids.counterpartySkillId, message: 'I can do it' },
   };
   const key = routeKey(spec);
   const body = key in bodies ? bodies[key] : spec.method === 'get' || spec.method === 'delete' ? undefined : {};

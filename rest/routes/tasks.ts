@@ -53,6 +53,39 @@ export const taskRoutes = (engine: Engine) => [
     handler: ({ principal }) => engine.tasks.stats(principal!),
   }),
   route({
+    method: 'get', path: `${base}/applications/mine`, tag: 'tasks', auth: 'user',
+    summary: 'The applications the caller made in this space, newest first (status filter; page/page_size or cursor)',
+    query: schemas.listApplicationsQuery, response: schemas.applicationList,
+    handler: ({ principal, query }) => engine.tasks.applications.mine(principal!, query),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/applications`, idempotent: true, tag: 'tasks', auth: 'user', successStatus: 201, errors: [4030, 4040, 4090, 4091, 4092, 4220],
+    summary: 'Apply to an open task of your space with one of your active skills (one live application per skill per task: 4092)',
+    params: schemas.taskIdParams, body: schemas.createApplicationBody, response: schemas.applicationResponse,
+    handler: async ({ principal, params, body, idempotency, response }) => {
+      const { idempotency_key: _key, ...input } = body;
+      return renderOutcome(response, await engine.tasks.applications.apply(principal!, params.task_id, input, idempotency));
+    },
+  }),
+  route({
+    method: 'get', path: `${base}/:task_id/applications`, tag: 'tasks', auth: 'user', errors: [4030, 4040],
+    summary: "A task's applications, newest first (its publisher only; status filter; page/page_size or cursor)",
+    params: schemas.taskIdParams, query: schemas.listApplicationsQuery, response: schemas.applicationList,
+    handler: ({ principal, params, query }) => engine.tasks.applications.listForTask(principal!, params.task_id, query),
+  }),
+  route({
+    method: 'delete', path: `${base}/:task_id/applications/:app_id`, tag: 'tasks', auth: 'user', errors: [4030, 4040, 4090],
+    summary: 'The applicant withdraws a pending application',
+    params: schemas.applicationParams, response: schemas.applicationResponse,
+    handler: ({ principal, params }) => engine.tasks.applications.withdraw(principal!, params.task_id, params.app_id),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/applications/:app_id/reject`, tag: 'tasks', auth: 'user', errors: [4030, 4040, 4090],
+    summary: "The task's publisher rejects a pending application",
+    params: schemas.applicationParams, response: schemas.applicationResponse,
+    handler: ({ principal, params }) => engine.tasks.applications.reject(principal!, params.task_id, params.app_id),
+  }),
+  route({
     method: 'get', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4040],
     summary: 'Task details in its space (a draft: its publisher only); contact_info is shown to the publisher only',
     params: schemas.taskIdParams, response: schemas.taskResponse,

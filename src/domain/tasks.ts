@@ -65,3 +65,24 @@ export const restatedFields = { publish: ['delivery_hours'], reuse: ['delivery_h
 export function missingRestated(kind: keyof typeof restatedFields, body: Record<string, unknown>): string[] {
   return restatedFields[kind].filter((field) => !(field in body) || body[field] === undefined);
 }
+
+/**
+ * Application statuses (docs/tasks.md "Application status"): the applicant withdraws a pending
+ * application, the publisher rejects or accepts it. Anything else is 4090.
+ */
+export const applicationStatuses = ['pending', 'withdrawn', 'rejected', 'accepted'] as const;
+export type ApplicationStatus = (typeof applicationStatuses)[number];
+export const applicationActions = ['withdraw', 'reject', 'accept'] as const;
+export type ApplicationAction = (typeof applicationActions)[number];
+
+export const applicationTransitionTable: readonly { from: ApplicationStatus; action: ApplicationAction; to: ApplicationStatus; actor: 'applicant' | 'publisher' }[] = [
+  { from: 'pending', action: 'withdraw', to: 'withdrawn', actor: 'applicant' },
+  { from: 'pending', action: 'reject', to: 'rejected', actor: 'publisher' },
+  { from: 'pending', action: 'accept', to: 'accepted', actor: 'publisher' },
+];
+
+export function nextApplicationState(from: ApplicationStatus, action: ApplicationAction): ApplicationStatus {
+  const transition = applicationTransitionTable.find((row) => row.from === from && row.action === action);
+  if (!transition) throw new AppError('invalid_state_transition', `cannot ${action} an application that is ${from}`, { status: from, action });
+  return transition.to;
+}

@@ -31,6 +31,7 @@ import { createSkillCandidates } from './skill-candidates.ts';
 import { createSkillDrafts } from './skill-drafts.ts';
 import { createTaskEngine } from './tasks.ts';
 import { createTaskHall } from './task-hall.ts';
+import { createTaskApplications } from './task-applications.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -60,7 +61,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
-  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies) };
+  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: createTaskApplications(dependencies, idempotency) };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);

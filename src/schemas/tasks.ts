@@ -150,3 +150,35 @@ export type CreateTaskInput = Omit<z.output<typeof createTaskBody>, 'idempotency
 export type UpdateTaskInput = z.output<typeof updateTaskBody>;
 export type TaskView = z.infer<typeof taskResponse>;
 export type TaskHallInput = z.output<typeof taskHallQuery>;
+
+/** Applications (docs/tasks.md "Applications"). */
+export const createApplicationBody = z
+  .strictObject({
+    skill_id: uuid.meta({ description: 'One of your active skills, in this space' }),
+    message: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
+    proposed_price: amountInput.optional(),
+    proposed_billing_model: billingModel.optional(),
+    proposed_unit_price: amountInput.optional(),
+    proposed_quantity: quantity.optional(),
+    idempotency_key: idempotencyKey.optional(),
+  })
+  .meta({ id: 'TaskApplicationCreate' });
+
+export const applicationResponse = z
+  .object({
+    id: uuid, task_id: uuid, skill_id: uuid, applicant_id: uuid,
+    message: z.string().nullable(),
+    proposed_price: amountOutput.nullable(),
+    proposed_billing_model: z.string().nullable(),
+    proposed_unit_price: amountOutput.nullable(),
+    proposed_quantity: z.number().int().nullable(),
+    status: z.enum(['pending', 'withdrawn', 'rejected', 'accepted']),
+    applied_at: dateTime,
+    decided_at: dateTime.nullable(),
+  })
+  .meta({ id: 'TaskApplication' });
+
+export const applicationList = pagedList(applicationResponse).meta({ id: 'TaskApplicationList' });
+export const applicationParams = z.object({ task_id: uuid, app_id: uuid });
+export const listApplicationsQuery = z.object({ status: z.enum(['pending', 'withdrawn', 'rejected', 'accepted']).optional(), ...pageQuery });
+export type CreateApplicationInput = Omit<z.output<typeof createApplicationBody>, 'idempotency_key'>;

@@ -62,8 +62,38 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('CREATE INDEX tasks_owner_newest ON tasks (owner_user_id, created_at DESC, id DESC)');
   // The expiry job's scan: open tasks by their deadline, in every space.
   await knex.raw(`CREATE INDEX tasks_open_expiry ON tasks (expires_at) ${open}`);
+  await createApplications(knex);
+}
+
+/**
+ * Applications: a skill's owner offers it for a task. One live application (pending or accepted)
+ * per skill per task, by a partial unique index, so parallel applies of one skill make one.
+ */
+async function createApplications(knex: Knex) {
+  await knex.schema.createTable('task_applications', (table) => {
+    table.uuid('id').primary();
+    table.uuid('task_id').notNullable().references('tasks.id');
+    table.uuid('skill_id').notNullable().references('skills.id');
+    table.uuid('applicant_id').notNullable().references('users.id');
+    table.string('owner_type', 5).notNullable();
+    table.text('message').nullable();
+    table.bigInteger('proposed_price').nullable();
+    table.string('proposed_billing_model', 16).nullable();
+    table.bigInteger('proposed_unit_price').nullable();
+    table.integer('proposed_quantity').nullable();
+    table.string('status', 10).notNullable();
+    table.timestamp('applied_at', { useTz: true }).notNullable();
+    table.timestamp('decided_at', { useTz: true }).nullable();
+  });
+  await knex.raw(`ALTER TABLE task_applications
+    ADD CONSTRAINT task_applications_status CHECK (status IN ('pending', 'withdrawn', 'rejected', 'accepted')),
+    ADD CONSTRAINT task_applications_prices CHECK ((proposed_price IS NULL OR proposed_price >= 0) AND (proposed_unit_price IS NULL OR proposed_unit_price >= 0))`);
+  await knex.raw(`CREATE UNIQUE INDEX task_applications_live ON task_applications (task_id, skill_id) WHERE status IN ('pending', 'accepted')`);
+  await knex.raw('CREATE INDEX task_applications_task ON task_applications (task_id, applied_at DESC, id DESC)');
+  await knex.raw('CREATE INDEX task_applications_applicant ON task_applications (applicant_id, applied_at DESC, id DESC)');
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.schema.dropTableIfExists('task_applications');
   await knex.schema.dropTableIfExists('tasks');
 }
