@@ -86,6 +86,13 @@ export const taskRoutes = (engine: Engine) => [
     handler: ({ principal, params }) => engine.tasks.applications.reject(principal!, params.task_id, params.app_id),
   }),
   route({
+    method: 'post', path: `${base}/:task_id/applications/:app_id/accept`, idempotent: true, tag: 'tasks', auth: 'user', errors: [4020, 4030, 4040, 4090, 4091, 4093, 4220],
+    summary: "The publisher accepts a pending application: the task is matched, its bounty hold becomes an escrow transaction at the agreed price (the applicant's proposed price, else the bounty), the other applications are rejected",
+    params: schemas.applicationParams, body: schemas.acceptApplicationBody.optional(), response: schemas.acceptedApplicationResponse,
+    handler: async ({ principal, params, body, idempotency, response }) =>
+      renderOutcome(response, await engine.tasks.applications.accept(principal!, params.task_id, params.app_id, body?.max_price, idempotency)),
+  }),
+  route({
     method: 'get', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4040],
     summary: 'Task details in its space (a draft: its publisher only); contact_info is shown to the publisher only',
     params: schemas.taskIdParams, response: schemas.taskResponse,

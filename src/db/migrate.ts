@@ -23,6 +23,7 @@ import * as autoAcceptJobs from './migrations/019_auto_accept_jobs.ts';
 import * as rowEmbeddings from './migrations/020_row_embeddings.ts';
 import * as skills from './migrations/021_skills.ts';
 import * as tasks from './migrations/022_tasks.ts';
+import * as taskTransactions from './migrations/023_task_transactions.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -51,6 +52,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '020_row_embeddings': rowEmbeddings,
   '021_skills': skills,
   '022_tasks': tasks,
+  '023_task_transactions': taskTransactions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

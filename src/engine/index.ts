@@ -32,6 +32,7 @@ import { createSkillDrafts } from './skill-drafts.ts';
 import { createTaskEngine } from './tasks.ts';
 import { createTaskHall } from './task-hall.ts';
 import { createTaskApplications } from './task-applications.ts';
+import { createTaskAcceptance } from './task-acceptance.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -61,7 +62,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
-  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: createTaskApplications(dependencies, idempotency) };
+  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) } };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);

@@ -51,6 +51,7 @@ export function newTaskRow(principal: Principal, input: Omit<CreateTaskInput, 'd
     estimated_quantity: input.estimated_quantity ?? null,
     status: 'draft',
     matched_skill_id: null,
+    transaction_id: null,
     reused_from: reusedFrom,
     ...wordColumnsOf({ title: input.title, description: input.description, tags }),
     created_at: at,
@@ -90,7 +91,7 @@ export function taskView(row: TaskRow, viewer: Pick<Principal, 'user_id'> | null
     bounty_amount: row.bounty_amount === null ? null : formatAmount(row.bounty_amount),
     bounty_currency: row.bounty_currency, bounty_held: formatAmount(row.bounty_held),
     delivery_hours: row.delivery_hours, preferred_billing_model: row.preferred_billing_model, estimated_quantity: row.estimated_quantity,
-    matched_skill_id: row.matched_skill_id, reused_from: row.reused_from,
+    matched_skill_id: row.matched_skill_id, transaction_id: row.transaction_id, reused_from: row.reused_from,
     created_at: iso(row.created_at)!, updated_at: iso(row.updated_at)!, published_at: iso(row.published_at), expires_at: iso(row.expires_at), ended_at: iso(row.ended_at),
   };
 }

@@ -14,6 +14,8 @@ export function transactionView(row: TransactionRow): TransactionView {
     buyer_user_id: row.buyer_user_id,
     seller_user_id: row.seller_user_id,
     capability_id: row.capability_id,
+    task_id: row.task_id ?? null,
+    skill_id: row.skill_id ?? null,
     demand_id: row.demand_id,
     transaction_type: row.transaction_type,
     context_id: row.context_id,

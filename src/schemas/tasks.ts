@@ -6,7 +6,7 @@ import { limits } from '../limits.ts';
 import { dateTime, uuid } from './common.ts';
 import { amountInput, amountOutput, currency } from './money.ts';
 import { pageArguments, pageQuery, pagedList } from './pagination.ts';
-import { idempotencyKey } from './transactions.ts';
+import { idempotencyKey, transactionResponse } from './transactions.ts';
 
 /** Tasks (issue 18, docs/tasks.md): one schema each for validation, types and the OpenAPI document. */
 const title = z.string().trim().min(1).max(limits.taskTitleLengthMax);
@@ -105,6 +105,7 @@ export const taskResponse = z
     preferred_billing_model: z.string().nullable(),
     estimated_quantity: z.number().int().nullable(),
     matched_skill_id: uuid.nullable(),
+    transaction_id: uuid.nullable().meta({ description: 'The escrow transaction of the accepted application (matched tasks)' }),
     reused_from: uuid.nullable(),
     created_at: dateTime,
     updated_at: dateTime,
@@ -182,3 +183,19 @@ export const applicationList = pagedList(applicationResponse).meta({ id: 'TaskAp
 export const applicationParams = z.object({ task_id: uuid, app_id: uuid });
 export const listApplicationsQuery = z.object({ status: z.enum(['pending', 'withdrawn', 'rejected', 'accepted']).optional(), ...pageQuery });
 export type CreateApplicationInput = Omit<z.output<typeof createApplicationBody>, 'idempotency_key'>;
+
+export const acceptApplicationBody = z
+  .strictObject({
+    max_price: amountInput.optional().meta({ description: 'The most you agree to pay: a higher agreed price is refused with 4093 and nothing changes' }),
+    idempotency_key: idempotencyKey.optional(),
+  })
+  .meta({ id: 'TaskApplicationAccept' });
+
+export const acceptedApplicationResponse = z
+  .object({
+    task: taskResponse,
+    application_id: uuid,
+    rejected_applications: z.number().int().meta({ description: 'The other pending applications, now rejected' }),
+    transaction: transactionResponse,
+  })
+  .meta({ id: 'TaskApplicationAccepted' });

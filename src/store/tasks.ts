@@ -23,6 +23,7 @@ export interface TaskRow {
   estimated_quantity: number | null;
   status: TaskStatus;
   matched_skill_id: string | null;
+  transaction_id: string | null;
   reused_from: string | null;
   term_vector: StoredTermVector;
   words_sha: string;
@@ -35,7 +36,7 @@ export interface TaskRow {
 
 export const taskColumns = [
   'id', 'owner_user_id', 'owner_type', 'title', 'description', 'mode', 'city', 'category', 'tags', 'image_urls', 'contact_info', 'bounty_amount',
-  'bounty_currency', 'bounty_held', 'delivery_hours', 'preferred_billing_model', 'estimated_quantity', 'status', 'matched_skill_id', 'reused_from',
+  'bounty_currency', 'bounty_held', 'delivery_hours', 'preferred_billing_model', 'estimated_quantity', 'status', 'matched_skill_id', 'transaction_id', 'reused_from',
   'term_vector', 'words_sha', 'created_at', 'updated_at', 'published_at', 'expires_at', 'ended_at',
 ] as const;
 

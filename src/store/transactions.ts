@@ -7,7 +7,11 @@ export interface TransactionRow {
   id: string;
   buyer_user_id: string;
   seller_user_id: string;
-  capability_id: string;
+  /** The capability bought, or null for an accepted task application (then task_id, skill_id and application_id name it). */
+  capability_id: string | null;
+  task_id?: string | null;
+  skill_id?: string | null;
+  application_id?: string | null;
   demand_id: string | null;
   context_id: string;
   space: 'agent' | 'human';

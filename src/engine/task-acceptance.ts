@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { currencyOfSpace, formatAmount } from '../domain/money.ts';
+import { nextApplicationState, nextTaskState } from '../domain/tasks.ts';
+import { AppError, forbidden, notFound } from '../errors.ts';
+import { userAccountId } from '../store/accounts.ts';
+import { InsufficientBalance } from '../store/ledger.ts';
+import { lockTask, type TaskRow, taskColumns } from '../store/tasks.ts';
+import type { TransactionRow } from '../store/transactions.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
+import { changeHold } from './task-money.ts';
+import { taskView } from './task-rows.ts';
+import type { Transitions } from './transitions.ts';
+import { transactionView } from './views.ts';
+
+/**
+ * Accepting an application (docs/tasks.md "Accepting"): in one database transaction the task is
+ * matched, its bounty hold released, and an escrow transaction created and frozen in which the
+ * publisher buys from the applicant at the agreed price; the other pending applications are
+ * rejected. From then on delivery, confirmation, dispute and settlement are the transaction's.
+ * A price the publisher's money cannot cover (even with the released hold) refuses the whole
+ * accept with 4020: the task keeps its hold and stays open.
+ */
+interface ApplicationRow {
+  id: string;
+  task_id: string;
+  skill_id: string;
+  applicant_id: string;
+  proposed_price: string | null;
+  status: 'pending' | 'withdrawn' | 'rejected' | 'accepted';
+}
+
+/** The agreed price: what the application proposed, else the task's bounty; neither is 4090. */
+function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
+  if (application.proposed_price !== null) return BigInt(application.proposed_price);
+  if (task.bounty_amount !== null) return BigInt(task.bounty_amount);
+  throw new AppError('invalid_state_transition', 'nothing to agree on: the application proposes no price and the task has no bounty', { status: 'pending', action: 'accept' });
+}
+
+function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: bigint, feeBps: number, at: Date): TransactionRow {
+  return {
+    id: randomUUID(), buyer_user_id: task.owner_user_id, seller_user_id: application.applicant_id,
+    capability_id: null, task_id: task.id, skill_id: application.skill_id, application_id: application.id,
+    demand_id: null, context_id: randomUUID(), space: task.owner_type, currency: currencyOfSpace(task.owner_type), transaction_type: 'task',
+    price: String(price), booked_hours: null, auto_accept: false, status: 'pending_freeze', note: null, client_task_id: null, conversation_id: null,
+    fee_bps: feeBps, dispute_reason: null, input: null, result_payload: null, event_sequence: 1, frozen_at: null, accepted_at: null, delivered_at: null,
+    confirmed_at: null, settled_at: null, delivery_deadline: null, auto_confirm_at: null, invoke_deadline: null, invoke_latency_ms: null,
+    invoke_error: null, invoke_error_detail: null, created_at: at, updated_at: at,
+  } as TransactionRow;
+}
+
+export function createTaskAcceptance({ db, now, config }: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
+  function attempt(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async (unit) => {
+      const { trx } = unit;
+      // The task first, then the application: every path locks them in this order.
+      const task = await lockTask(trx, taskId);
+      const application = (await trx('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined;
+      // As for withdraw and reject: an application is known to its applicant and the publisher only.
+      if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
+      if (task.owner_user_id !== principal.user_id) {
+        if (application.applicant_id === principal.user_id) throw forbidden("only the task's publisher can accept an application");
+        throw notFound('application');
+      }
+      nextApplicationState(application.status, 'accept');
+      nextTaskState(task.status, 'match');
+      const price = agreedPrice(application, task);
+      if (maxPrice !== undefined && price > maxPrice) {
+        throw new AppError('price_above_ceiling', 'the agreed price is above your max_price: nothing was accepted', { price: formatAmount(price), max_price: formatAmount(maxPrice) });
+      }
+      const at = now();
+      await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
+      const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at);
+      await transitions.insert(unit, row);
+      const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
+      const [matched] = (await trx('tasks').where({ id: taskId, status: 'open' })
+        .update({ status: 'matched', matched_skill_id: application.skill_id, transaction_id: row.id, bounty_held: '0', ended_at: at, updated_at: at })
+        .returning([...taskColumns])) as TaskRow[];
+      await trx('task_applications').where({ id: applicationId }).update({ status: 'accepted', decided_at: at });
+      const rejected = await trx('task_applications').where({ task_id: taskId, status: 'pending' }).update({ status: 'rejected', decided_at: at });
+      return { task: taskView(matched!, principal), application_id: applicationId, rejected_applications: rejected, transaction: transactionView(frozen) };
+    });
+  }
+
+  /**
+   * A freeze the money cannot cover fails its statement, and so the whole database transaction:
+   * nothing changed. The answer says what was available once the hold is counted in.
+   */
+  async function accept(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
+    try {
+      return await attempt(principal, taskId, applicationId, maxPrice, request);
+    } catch (error) {
+      if (!(error instanceof InsufficientBalance)) throw error;
+      const task = (await db<TaskRow>('tasks').where({ id: taskId }).first('bounty_held', 'bounty_currency', 'owner_user_id')) as TaskRow;
+      const [account] = (await db('accounts').where({ id: userAccountId(task.owner_user_id, task.bounty_currency) }).select('available')) as { available: string }[];
+      throw new AppError('insufficient_balance', 'the agreed price is more than the bounty held and the available balance together: nothing was accepted', {
+        currency: task.bounty_currency, available: formatAmount(BigInt(account?.available ?? 0) + BigInt(task.bounty_held)), required: formatAmount(error.required),
+      });
+    }
+  }
+
+  return { accept };
+}
