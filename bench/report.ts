@@ -38,6 +38,7 @@ const steps: Step[] = [
   { name: 'match-heavy', args: ['bench/match/heavy.ts', ...(quick ? ['--requests', '30'] : [])] },
   { name: 'read', args: ['bench/read/run.ts', ...(quick ? ['--seconds', '2', '--rounds', '2'] : [])] },
   { name: 'hall', args: ['bench/hall/run.ts', ...(quick ? ['--requests', '50'] : [])] },
+  { name: 'task-hall', args: ['bench/hall/tasks.ts', ...(quick ? ['--requests', '50'] : [])] },
 ];
 
 if (run) {
@@ -98,7 +99,7 @@ function lifecycleSection(): string[] {
     '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)', ''];
 }
 
-const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'login', 'openapi'];
+const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'login', 'openapi'];
 const lines = [
   '# Benchmarks',
   '',

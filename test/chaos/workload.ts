@@ -193,6 +193,55 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     }
   }
 
+  const taskKeys: { key: string; owner: Party }[] = [];
+  const tasks: { id: string; owner: Party }[] = [];
+  const sellerSkills = new Map<string, string>();
+  const applications: { id: string; task: { id: string; owner: Party }; applicant: Party }[] = [];
+  /**
+   * The work market (issue 18) under the same faults: publishing with a bounty held (a fifth retry
+   * a key: one task per key), closing (the hold released), a seller applying with its skill, and
+   * the publisher accepting, which turns the hold into an escrow transaction that the other moves
+   * of this workload then carry on. The books check the task holds beside the transactions'.
+   */
+  async function taskWork(buyer: Party) {
+    const roll = Math.random();
+    if (roll < 0.35 || tasks.length === 0) {
+      const retry = taskKeys.length > 0 && Math.random() < 0.2 ? pick(taskKeys) : null;
+      const entry = retry ?? { key: randomUUID(), owner: buyer };
+      if (!retry) taskKeys.push(entry);
+      const body = { title: 'Translate a contract', description: 'Legal contract, English into Chinese', mode: 'online', category: 'translation', bounty_amount: '2.00' };
+      const answer = await request(base(), 'POST', '/api/v1/tasks/', { ...entry.owner.headers, 'Idempotency-Key': entry.key }, body);
+      record(log, retry ? 'task publish (retried key)' : 'task publish', answer);
+      const id = answer.body?.data?.id;
+      if (typeof id === 'string') {
+        log.keyEffects.set(`task:${entry.key}`, (log.keyEffects.get(`task:${entry.key}`) ?? new Set()).add(id));
+        if (!tasks.some((each) => each.id === id)) tasks.push({ id, owner: entry.owner });
+      }
+    } else if (roll < 0.6) {
+      const seller = pick(market.sellers);
+      let skillId = sellerSkills.get(seller.id);
+      if (!skillId) {
+        const made = await request(base(), 'POST', '/api/v1/skills/', { ...seller.headers, 'Idempotency-Key': `chaos-skill-${seller.id}` }, { name: 'Legal translation', description: 'Contracts', category: 'translation' });
+        if (typeof made.body?.data?.id !== 'string') return record(log, 'task apply (skill)', made);
+        skillId = made.body.data.id as string;
+        sellerSkills.set(seller.id, skillId);
+      }
+      const task = pick(tasks.slice(-20));
+      const answer = await request(base(), 'POST', `/api/v1/tasks/${task.id}/applications`, seller.headers, { skill_id: skillId, proposed_price: '3.00' });
+      record(log, 'task apply', answer);
+      if (typeof answer.body?.data?.id === 'string') applications.push({ id: answer.body.data.id, task, applicant: seller });
+    } else if (roll < 0.8 && applications.length > 0) {
+      const application = pick(applications.slice(-20));
+      const answer = await request(base(), 'POST', `/api/v1/tasks/${application.task.id}/applications/${application.id}/accept`, { ...application.task.owner.headers, 'Idempotency-Key': randomUUID() }, {});
+      record(log, 'task accept', answer);
+      const id = answer.body?.data?.transaction?.id;
+      if (typeof id === 'string' && !known.some((each) => each.id === id)) known.push({ id, buyer: application.task.owner, seller: application.applicant, status: 'frozen' });
+    } else {
+      const task = pick(tasks.slice(-20));
+      record(log, 'task close', await request(base(), 'POST', `/api/v1/tasks/${task.id}/close`, task.owner.headers, {}));
+    }
+  }
+
   const credits: { key: string; userId: string }[] = [];
   /** Money for the buyers as they spend it (purchases stop at 4020 otherwise); a fifth retry a key. */
   async function credit(buyer: Party) {
@@ -216,8 +265,9 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       else if (roll < 0.86) await rpcOverWebSocket(buyer);
       else if (roll < 0.91) await mcpPurchase(buyer);
       else if (roll < 0.95) await invoke(buyer);
-      else if (roll < 0.97) await autoAcceptDemand(buyer);
-      else await skillWork(buyer);
+      else if (roll < 0.965) await autoAcceptDemand(buyer);
+      else if (roll < 0.98) await skillWork(buyer);
+      else await taskWork(buyer);
     }
   }
 
