@@ -1,86 +1,35 @@
-import { randomUUID } from 'node:crypto';
 import { categoryCodes } from '../../src/domain/categories.ts';
-import { recreateDatabase } from '../lifecycle/database.ts';
-import { benchAdminToken, startServer } from '../lifecycle/server.ts';
 import { commandLine, saveResult } from '../results.ts';
+import { argument, cities, openHall, qualifiers, queries, subjects } from './harness.ts';
 
 /**
  * The skill hall at scale (issue 17): 10,000 skills created through the API (so each gets its
  * stored term vector and search column as a user's would), then pages of GET /api/v1/skills/hall
  * in each order and with text queries, through the real server over HTTP on PostgreSQL and Redis.
- * Aim: each kind of page p99 under 50 ms on this machine. Baseline, interleaved in the same run:
- * GET /api/v1/auth/me (the same HTTP, authentication and envelope, no hall).
+ * Aim: each kind of page p99 under 50 ms on this machine; baseline GET /auth/me in the same run.
  *
- *   npm run bench:hall [-- --skills 10000 --requests 200]
+ *   npm run bench:hall [-- --skills 10000 --requests 200]   (then runs bench/hall/tasks.ts)
  */
-const argument = (name: string, fallback: string) => {
-  const position = process.argv.indexOf(`--${name}`);
-  return position > 0 ? process.argv[position + 1]! : fallback;
-};
 const skillCount = Number(argument('skills', '10000'));
 const requests = Number(argument('requests', '200'));
-const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/bench_skill_hall';
-const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const aimMs = 50;
-const writers = 8;
-const progress = (message: string) => process.stderr.write(`${message}\n`);
+const hall = await openHall('bench_skill_hall');
+const sellers = Array.from({ length: 50 }, hall.agent);
+const buyer = hall.agent();
 
-await recreateDatabase(databaseUrl);
-const server = await startServer(databaseUrl, redisUrl, { migrate: true });
-const base = server.baseUrl;
+const skillOf = (index: number) => ({
+  name: `${qualifiers[(index * 7) % qualifiers.length]} ${subjects[index % subjects.length]} ${index}`,
+  description: `I offer ${qualifiers[(index * 7) % qualifiers.length]} ${subjects[index % subjects.length]} work: ${subjects[(index * 3) % subjects.length]} and ${subjects[(index * 11) % subjects.length]} too. Delivery in ${1 + (index % 9)} days, two revisions.`,
+  category: categoryCodes[index % categoryCodes.length],
+  tags: [subjects[index % subjects.length], qualifiers[(index * 7) % qualifiers.length]],
+  ...(index % 5 === 0 ? { mode: 'offline', city: cities[index % cities.length] } : {}),
+  ...(index % 7 === 0 ? {} : { ut_price: `${5 + (index % 200)}.${String(index % 100).padStart(2, '0')}` }),
+  pricing_model: ['fixed', 'per_hour', 'per_day', 'per_use', 'negotiable'][index % 5],
+});
 
-async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const response = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = (await response.json()) as { code: number; data: any };
-  if (json.code !== 0) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-  return json.data;
-}
-
-const key = await call('POST', '/api/v1/admin/api-keys', { 'X-Admin-Token': benchAdminToken }, { agent_platform_type: 'custom_mcp', auto_provision: true });
-const agent = () => ({ 'X-Api-Key': key.api_key as string, 'X-Platform-User-Id': randomUUID() });
-const sellers = Array.from({ length: 50 }, agent);
-const buyer = agent();
-
-const subjects = ['logo', 'translation', 'python', 'react', 'video', 'podcast', 'tutoring', 'bookkeeping', 'seo', 'photography', 'contract', 'excel', 'shopify', 'illustration', 'voice', 'cleaning', 'repair', 'fitness', 'recruiting', 'animation'];
-const qualifiers = ['fast', 'careful', 'senior', 'bilingual', 'affordable', 'creative', 'certified', 'remote', 'weekend', 'express'];
-const cities = ['Hangzhou', 'Shanghai', 'Berlin', 'Paris', 'Austin', 'Lagos', 'Osaka', 'Lima'];
-const skillOf = (index: number) => {
-  const subject = subjects[index % subjects.length]!;
-  const qualifier = qualifiers[(index * 7) % qualifiers.length]!;
-  const offline = index % 5 === 0;
-  return {
-    name: `${qualifier} ${subject} ${index}`,
-    description: `I offer ${qualifier} ${subject} work: ${subjects[(index * 3) % subjects.length]} and ${subjects[(index * 11) % subjects.length]} too. Delivery in ${1 + (index % 9)} days, two revisions.`,
-    category: categoryCodes[index % categoryCodes.length],
-    tags: [subject, qualifier],
-    ...(offline ? { mode: 'offline', city: cities[index % cities.length] } : {}),
-    ...(index % 7 === 0 ? {} : { ut_price: `${5 + (index % 200)}.${String(index % 100).padStart(2, '0')}` }),
-    pricing_model: ['fixed', 'per_hour', 'per_day', 'per_use', 'negotiable'][index % 5],
-  };
-};
-
-progress(`creating ${skillCount} skills through the API (${writers} writers)`);
-let next = 0;
-let created = 0;
-await Promise.all(Array.from({ length: writers }, async () => {
-  for (let index = next++; index < skillCount; index = next++) {
-    await call('POST', '/api/v1/skills/', sellers[index % sellers.length]!, skillOf(index));
-    created += 1;
-    if (created % 1000 === 0) progress(`  ${created} / ${skillCount}`);
-  }
-}));
-await server.runtime.engine.dependencies.db.raw('ANALYZE skills');
-
-const percentile = (values: number[], share: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(values.length * share) - 1)]!;
-async function timedMs(work: () => Promise<unknown>) {
-  const startedAt = performance.now();
-  await work();
-  return performance.now() - startedAt;
-}
-
-const queries = ['logo design', 'translate a contract', 'python scripts', 'podcast voice', 'bookkeeping and tax', 'react front end', '翻译', 'video editing'];
-const first = await call('GET', '/api/v1/skills/hall?page_size=20', buyer);
-const pages: [name: string, path: (index: number) => string][] = [
+await hall.write(skillCount, 'skills', (index) => hall.call('POST', '/api/v1/skills/', sellers[index % sellers.length]!, skillOf(index)));
+await hall.server.runtime.engine.dependencies.db.raw('ANALYZE skills');
+const first = await hall.call('GET', '/api/v1/skills/hall?page_size=20', buyer);
+const metrics = await hall.measure(`Skill hall: ${skillCount} skills`, [
   ['newest, first page', () => '/api/v1/skills/hall?page_size=20'],
   ['newest, next page by cursor', () => `/api/v1/skills/hall?page_size=20&cursor=${first.next_cursor}`],
   ['category + price_asc', (index) => `/api/v1/skills/hall?category=${categoryCodes[index % categoryCodes.length]}&sort=price_asc&page_size=20`],
@@ -88,30 +37,5 @@ const pages: [name: string, path: (index: number) => string][] = [
   ['quality', () => '/api/v1/skills/hall?sort=quality&page_size=20'],
   ['offline in a city', (index) => `/api/v1/skills/hall?mode=offline&city=${cities[index % cities.length]}&page_size=20`],
   ['text query, relevance', (index) => `/api/v1/skills/hall?q=${encodeURIComponent(queries[index % queries.length]!)}&page_size=20`],
-];
-
-const timings = new Map<string, number[]>(pages.map(([name]) => [name, []]));
-const baseline: number[] = [];
-progress(`${requests} requests of each kind of page, interleaved with the baseline`);
-for (let index = 0; index < requests; index++) {
-  for (const [name, path] of pages) timings.get(name)!.push(await timedMs(() => call('GET', path(index), buyer)));
-  baseline.push(await timedMs(() => call('GET', '/api/v1/auth/me', buyer)));
-  if ((index + 1) % 50 === 0) progress(`  ${index + 1} / ${requests}`);
-}
-await server.close();
-
-const ms = (value: number) => `${value.toFixed(1)} ms`;
-const baselineP99 = percentile(baseline, 0.99);
-console.log(`\nSkill hall: ${skillCount} skills, one client, sequential; baseline GET /auth/me p50 ${ms(percentile(baseline, 0.5))}, p99 ${ms(baselineP99)}`);
-console.log('| page | n | p50 | p99 | aim (p99) |');
-console.log('|---|---:|---:|---:|---|');
-for (const [name, values] of timings) {
-  console.log(`| ${name} | ${values.length} | ${ms(percentile(values, 0.5))} | ${ms(percentile(values, 0.99))} | < ${aimMs} ms: ${percentile(values, 0.99) < aimMs ? 'MET' : 'NOT MET'} |`);
-}
-saveResult({
-  benchmark: 'hall', title: `The skill hall at ${skillCount.toLocaleString('en')} skills (\`bench/hall/run.ts\`)`, command: commandLine('bench:hall'),
-  metrics: [...timings].map(([name, values]) => {
-    const p99 = Number(percentile(values, 0.99).toFixed(1));
-    return { metric: `hall page: ${name}, p99`, value: p99, unit: 'ms', baseline: { name: 'GET /auth/me p99', value: Number(baselineP99.toFixed(1)) }, aim: { text: `p99 < ${aimMs} ms`, met: p99 < aimMs } };
-  }),
-});
+], requests, buyer, 'hall page');
+saveResult({ benchmark: 'hall', title: `The skill hall at ${skillCount.toLocaleString('en')} skills (\`bench/hall/run.ts\`)`, command: commandLine('bench:hall'), metrics });
