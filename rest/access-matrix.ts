@@ -121,6 +121,7 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/tasks/:task_id/applications': { resource: 'task', parties: { owner: 'allow', counterparty: 4030, other_user: 4030, other_space: 4040 } },
   'DELETE /api/v1/tasks/:task_id/applications/:app_id': { resource: 'application', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } },
   'POST /api/v1/tasks/:task_id/applications/:app_id/reject': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
+  'POST /api/v1/tasks/:task_id/rating': { resource: 'task', parties: ownerOnly },
   'POST /api/v1/tasks/:task_id/applications/:app_id/accept': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
 
   'POST /api/v1/demands': ownSpace,

@@ -61,9 +61,25 @@ describe('accepting an application: the task\'s money through escrow, end to end
       expect(await balance(test, publisher, wallet)).toMatchObject({ available: '75.00', frozen: '0.00', total: '75.00' });
       expect(await balance(test, applicants[0]!, wallet)).toMatchObject({ available: seller('25.00'), frozen: '0.00' });
       expect((await test.http.get(`/api/v1/transactions/${transactionId}`).set(applicants[0]!.headers).expect(200)).body.data.task_id).toBe(task.id);
+      // The publisher rates the skill once; the skill's quality score follows.
+      const rate = (actor: Actor, body: Record<string, unknown>) => test.http.post(`/api/v1/tasks/${task.id}/rating`).set(actor.headers).send(body);
+      expect((await rate(applicants[0]!, { score: 5 }).expect(403)).body.code).toBe(4030);
+      for (const body of [{}, { score: 0 }, { score: 6 }, { score: 4.5 }, { score: 5, extra: true }]) expect((await rate(publisher, body).expect(400)).body.code).toBe(4000);
+      const rated = (await rate(publisher, { score: 5, comment: 'Lovely logos' }).expect(201)).body.data;
+      expect(rated).toMatchObject({ task_id: task.id, score: 5, rating_count: 1, quality_score: 3.333 });
+      expect((await rate(publisher, { score: 1 }).expect(409)).body.code).toBe(4092);
+      const ratings = (await test.http.get(`/api/v1/skills/${rated.skill_id}/ratings`).set(applicants[1]!.headers).expect(200)).body.data;
+      expect(ratings).toMatchObject({ count: 1, average: 5, items: [{ score: 5, comment: 'Lovely logos', rater_user_id: publisher.userId, task_id: task.id }] });
       await expectBooks();
     });
   }
+
+  it('refuses a rating before the task\'s transaction settled', async () => {
+    const { publisher, task, applications } = await market('agent', '10.00', ['10.00']);
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body).toMatchObject({ code: 4090, data: { status: 'open', action: 'rate' } });
+    await accept(publisher, task.id, applications[0]!).expect(200);
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body.data).toMatchObject({ status: 'matched', transaction_status: 'frozen' });
+  });
 
   it('buys at the bounty when the application proposes no price, and freezes the difference of a price above the hold', async () => {
     const atBounty = await market('agent', '12.00', [null]);

@@ -93,6 +93,12 @@ export const taskRoutes = (engine: Engine) => [
       renderOutcome(response, await engine.tasks.applications.accept(principal!, params.task_id, params.app_id, body?.max_price, idempotency)),
   }),
   route({
+    method: 'post', path: `${base}/:task_id/rating`, tag: 'tasks', auth: 'user', successStatus: 201, errors: [4030, 4040, 4090, 4092],
+    summary: "The publisher of a settled task rates the skill it was matched with, once (1 to 5, optional comment); the skill's quality score follows",
+    params: schemas.taskIdParams, body: schemas.rateTaskBody, response: schemas.taskRatingResponse,
+    handler: ({ principal, params, body }) => engine.tasks.rate(principal!, params.task_id, body),
+  }),
+  route({
     method: 'get', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4040],
     summary: 'Task details in its space (a draft: its publisher only); contact_info is shown to the publisher only',
     params: schemas.taskIdParams, response: schemas.taskResponse,

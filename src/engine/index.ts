@@ -33,6 +33,7 @@ import { createTaskEngine } from './tasks.ts';
 import { createTaskHall } from './task-hall.ts';
 import { createTaskApplications } from './task-applications.ts';
 import { createTaskAcceptance } from './task-acceptance.ts';
+import { createTaskRating } from './task-rating.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -62,14 +63,14 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
-  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) } };
+  const skillCore = createSkillEngine(dependencies, idempotency);
+  const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
+  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) }, ...createTaskRating(dependencies, skillCore) };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
   const streams = createStreams(hub, transactions);
   const pricing = createPricingSuggestionEngine(dependencies, ai);
-  const skillCore = createSkillEngine(dependencies, idempotency);
-  const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
 
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {

@@ -199,3 +199,13 @@ export const acceptedApplicationResponse = z
     transaction: transactionResponse,
   })
   .meta({ id: 'TaskApplicationAccepted' });
+
+export const rateTaskBody = z
+  .strictObject({
+    score: z.number().int().min(1).max(5).meta({ description: '1 to 5' }),
+    comment: z.string().trim().min(1).max(limits.ratingCommentLengthMax).optional(),
+  })
+  .meta({ id: 'TaskRating' });
+export const taskRatingResponse = z
+  .object({ task_id: uuid, skill_id: uuid, score: z.number().int(), comment: z.string().nullable(), quality_score: z.number(), rating_count: z.number().int() })
+  .meta({ id: 'TaskRatingResult' });
