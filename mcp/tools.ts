@@ -11,6 +11,7 @@ import { createTransactionBody, transactionIdParams } from '../src/schemas/trans
 
 import { type McpTool, tool } from './tool.ts';
 import { skillTools } from './skill-tools.ts';
+import { taskTools } from './task-tools.ts';
 
 export { type McpTool, tool };
 
@@ -111,4 +112,5 @@ export const mcpTools: McpTool[] = [
     handler: (engine, principal) => engine.wallet.overview(principal),
   }),
   ...skillTools,
+  ...taskTools,
 ];

@@ -87,8 +87,9 @@ describe('MCP: tools', () => {
     const agent = await clientOf(await createAgent(test));
     const { tools } = await agent.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
-      'buy_capability', 'create_demand', 'create_skill', 'delete_skill', 'get_capability', 'get_skill', 'get_transaction', 'get_wallet',
-      'list_my_skills', 'match_capabilities', 'search_capabilities', 'search_skills', 'update_skill',
+      'accept_application', 'accept_transaction', 'apply_to_task', 'buy_capability', 'confirm_transaction', 'create_demand', 'create_skill', 'delete_skill', 'deliver_transaction',
+      'get_capability', 'get_skill', 'get_transaction', 'get_wallet', 'list_my_skills', 'match_capabilities', 'publish_task', 'search_capabilities',
+      'search_skills', 'search_tasks', 'update_skill',
     ]);
     const buy = tools.find((tool) => tool.name === 'buy_capability')!;
     expect(buy.inputSchema).toMatchObject({ type: 'object', required: ['capability_id'], additionalProperties: false });
