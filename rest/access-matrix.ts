@@ -108,6 +108,8 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/tasks/': ownSpace,
   'GET /api/v1/tasks': ownSpace,
   'GET /api/v1/tasks/hall': ownSpace,
+  'POST /api/v1/tasks/ai-create': ownSpace,
+  'POST /api/v1/tasks/description-optimize': ownSpace,
   'GET /api/v1/tasks/market/stats': ownSpace,
   'GET /api/v1/tasks/:task_id': { resource: 'task', parties: seenInSpace },
   'PUT /api/v1/tasks/:task_id': { resource: 'task', parties: ownerOnly },

@@ -168,6 +168,8 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'POST /api/v1/tasks/:task_id/reuse': { delivery_hours: 2, bounty_amount: null },
     'POST /api/v1/tasks/:task_id/applications': { skill_id: world.ids.counterpartySkillId, message: 'I can do it' },
     'POST /api/v1/tasks/:task_id/rating': { score: 5 },
+    'POST /api/v1/tasks/ai-create': { prompt: 'Translate my contract into Chinese' },
+    'POST /api/v1/tasks/description-optimize': { description: 'Translate my contract' },
   };
   const key = routeKey(spec);
   const body = key in bodies ? bodies[key] : spec.method === 'get' || spec.method === 'delete' ? undefined : {};

@@ -1,50 +1,11 @@
-import { z } from 'zod';
 import type { Engine } from '../../src/engine/index.ts';
-import { frame, openSse } from '../../src/events/sse.ts';
 import * as schemas from '../../src/schemas/skills.ts';
+import { draftEvents, serveDraft } from '../draft-stream.ts';
 import { renderOutcome } from '../idempotency.ts';
-import { type RouteInput, handled, route } from '../route.ts';
+import { route } from '../route.ts';
 
 const base = '/api/v1/skills';
 const streamLimits = ['streamOpensPerCredential', 'streamOpensPerApiKey'] as const;
-
-/** The ai-create stream's events, as the OpenAPI document shows them (docs/skills.md "AI-assisted creation"). */
-const draftEvent = z
-  .union([
-    z.object({ stage: z.enum(['started', 'drafting', 'checking', 'fallback']), message: z.string() }).meta({ id: 'SkillDraftProgress', description: 'event: progress' }),
-    z.object({ field: z.string(), value: z.unknown() }).meta({ id: 'SkillDraftField', description: 'event: field (built-in drafter): one field of the draft' }),
-    z.object({ text: z.string() }).meta({ id: 'SkillDraftDelta', description: "event: delta (language model): the model's tokens as they arrive" }),
-    z.object({ draft: schemas.skillDraft, generated_by: z.enum(['builtin', 'ai']) }).meta({ id: 'SkillDraftDone', description: 'event: draft, the last event: a complete draft that POST /api/v1/skills/ accepts (not stored)' }),
-    z.object({ code: z.number().int(), message: z.string(), detail: z.string() }).meta({ id: 'SkillDraftError', description: 'event: error, the last event: nothing was stored' }),
-  ])
-  .meta({ description: 'SSE events: `event` names the kind, `id` counts from 1, `data` is one of these objects' });
-
-/**
- * ai-create: the stream is capped per credential like every stream (4290 before it opens); a
- * client that leaves, or a revocation of its key, aborts the drafting and the model's request.
- */
-async function serveDraft(input: RouteInput<z.output<typeof schemas.aiCreateBody>, unknown, unknown>, engine: Engine) {
-  const controller = new AbortController();
-  const release = engine.admission.sseStreams.open(input.principal!, () => controller.abort());
-  const stream = openSse(input.response, () => {
-    controller.abort();
-    release();
-  });
-  let sequence = 0;
-  try {
-    for await (const item of engine.skills.drafts.create(input.body, controller.signal)) {
-      sequence += 1;
-      if (!stream.sendFrame(frame(JSON.stringify(item.data), String(sequence), item.event))) break;
-    }
-  } catch (error) {
-    // The stream has started: a failure can only be told as its last event, never as a 500.
-    engine.dependencies.log.error('skill ai-create failed', { error: error instanceof Error ? error.message : String(error) });
-    stream.sendFrame(frame(JSON.stringify({ code: 5000, message: 'internal_error', detail: 'the draft could not be finished; nothing was stored' }), String(sequence + 1), 'error'));
-  } finally {
-    stream.close();
-  }
-  return handled;
-}
 
 /** The same route at both of the specification's spellings of the collection (with and without the slash). */
 const bothSpellings = <T>(make: (path: string) => T) => [make(`${base}/`), make(base)];
@@ -77,8 +38,8 @@ export const skillRoutes = (engine: Engine) => [
   route({
     method: 'post', path: `${base}/ai-create`, tag: 'skills', auth: 'user', rateLimits: streamLimits, rawResponse: { contentType: 'text/event-stream' },
     summary: 'Draft a skill from a short prompt, streamed over SSE (progress, field or delta events, then draft or error); nothing is stored',
-    body: schemas.aiCreateBody, response: draftEvent,
-    handler: (input) => serveDraft(input, engine),
+    body: schemas.aiCreateBody, response: draftEvents(schemas.skillDraft, 'skill'),
+    handler: (input) => serveDraft(input, engine, engine.skills.drafts.create),
   }),
   route({
     method: 'post', path: `${base}/extract`, idempotent: true, tag: 'skills', auth: 'user', successStatus: 201, errors: [4091, 4220],

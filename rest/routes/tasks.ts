@@ -4,6 +4,8 @@ import type { Outcome } from '../../src/engine/idempotency.ts';
 import { shortfallError, type TaskOutcome } from '../../src/engine/tasks.ts';
 import * as schemas from '../../src/schemas/tasks.ts';
 import { renderOutcome } from '../idempotency.ts';
+import { draftEvents, serveDraft } from '../draft-stream.ts';
+import { clientGoneSignal } from '../client-gone.ts';
 import { route } from '../route.ts';
 
 const base = '/api/v1/tasks';
@@ -39,6 +41,18 @@ export const taskRoutes = (engine: Engine) => [
       query: schemas.listTasksQuery, response: schemas.taskList,
       handler: ({ principal, query }) => engine.tasks.listMine(principal!, query),
     })),
+  route({
+    method: 'post', path: `${base}/ai-create`, tag: 'tasks', auth: 'user', rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
+    summary: 'Draft a task from a short prompt, streamed over SSE (progress, field or delta events, then draft or error); nothing is stored',
+    body: schemas.taskAiCreateBody, response: draftEvents(schemas.taskDraft, 'task'),
+    handler: (input) => serveDraft(input, engine, engine.tasks.ai.drafts.create),
+  }),
+  route({
+    method: 'post', path: `${base}/description-optimize`, tag: 'tasks', auth: 'user',
+    summary: "A clearer task description with the changes listed, in the description's language (built in, or the language model when configured and valid)",
+    body: schemas.descriptionOptimizeBody, response: schemas.descriptionOptimizeResponse,
+    handler: ({ body, response }) => engine.tasks.ai.optimize(body, clientGoneSignal(response)),
+  }),
   // Declared before /:task_id so that these words are never read as ids.
   route({
     method: 'get', path: `${base}/hall`, tag: 'tasks', auth: 'user',

@@ -150,3 +150,10 @@ export function analyseClarity(input: string): ClarityAssessment {
   }
   return { score: Math.round(Math.min(1, Math.max(0, score)) * 100) / 100, language, reasons, suggestions };
 }
+
+/** The criteria a text does not fully meet (length aside), by name: what a description optimiser adds. */
+export function unmetCriteria(input: string): { language: ClarityLanguage; names: string[] } {
+  const text = input.trim();
+  const language = detectLanguage(text);
+  return { language, names: criteria.filter((criterion) => criterion.name !== 'length' && criterion.met(text, language) < 1).map((criterion) => criterion.name) };
+}

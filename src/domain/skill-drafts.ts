@@ -27,7 +27,7 @@ const closing = {
 };
 
 /** The prompt's first clause, cut at a word, as a name when no kind of skill is recognised. */
-function headOf(prompt: string): string {
+export function headOf(prompt: string): string {
   const first = prompt.split(/[.!?。！？\n,，;；]/)[0]!.trim() || prompt.trim();
   if (first.length <= limits.skillNameLengthMax) return first;
   const cut = first.slice(0, limits.skillNameLengthMax);
@@ -36,13 +36,13 @@ function headOf(prompt: string): string {
 }
 
 /** A price the prompt names: "50 UT", "$50", "50元", "50 per hour". Only digits and one separator are read. */
-function priceOf(prompt: string): string | undefined {
+export function priceOf(prompt: string): string | undefined {
   const match = /(?:\$|¥|￥)\s?(\d{1,9}(?:\.\d{1,2})?)|(\d{1,9}(?:\.\d{1,2})?)\s?(?:(?:ut|usd|dollars?|rmb|cny)\b|元|块)/i.exec(prompt);
   const amount = match?.[1] ?? match?.[2];
   return amount === undefined ? undefined : Number(amount).toFixed(2);
 }
 
-function pricingModelOf(prompt: string): string {
+export function pricingModelOf(prompt: string): string {
   const lower = prompt.toLowerCase();
   if (/per hour|hourly|an hour|\/\s?h(?:ou)?r\b|每小时|按小时|时薪/.test(lower)) return 'per_hour';
   if (/per day|daily rate|a day|每天|按天|日薪/.test(lower)) return 'per_day';

@@ -28,12 +28,13 @@ import { createWalletEngine } from './wallet.ts';
 import { createSkillEngine } from './skills.ts';
 import { createSkillHall } from './skill-hall.ts';
 import { createSkillCandidates } from './skill-candidates.ts';
-import { createSkillDrafts } from './skill-drafts.ts';
+import { createSkillDrafts } from './draft-stream.ts';
 import { createTaskEngine } from './tasks.ts';
 import { createTaskHall } from './task-hall.ts';
 import { createTaskApplications } from './task-applications.ts';
 import { createTaskAcceptance } from './task-acceptance.ts';
 import { createTaskRating } from './task-rating.ts';
+import { createTaskAi } from './task-ai.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -65,7 +66,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
   const skillCore = createSkillEngine(dependencies, idempotency);
   const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
-  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) }, ...createTaskRating(dependencies, skillCore) };
+  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) }, ...createTaskRating(dependencies, skillCore), ai: createTaskAi(ai, dependencies.log) };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);

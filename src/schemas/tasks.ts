@@ -209,3 +209,29 @@ export const rateTaskBody = z
 export const taskRatingResponse = z
   .object({ task_id: uuid, skill_id: uuid, score: z.number().int(), comment: z.string().nullable(), quality_score: z.number(), rating_count: z.number().int() })
   .meta({ id: 'TaskRatingResult' });
+
+/** What task ai-create drafts: the create fields without the idempotency key or the draft flag. */
+export const taskDraft = z.strictObject(taskFields).superRefine(shapeRules).meta({ id: 'TaskDraft' });
+
+export const taskAiCreateBody = z
+  .strictObject({
+    prompt: z.string().trim().min(1).max(limits.skillPromptLengthMax).meta({ description: 'The work wanted, in a sentence or two (English or Chinese)' }),
+    category: category.optional(),
+    mode: mode.optional(),
+    city: city.optional(),
+  })
+  .superRefine(shapeRules)
+  .meta({ id: 'TaskAiCreate' });
+
+export const descriptionOptimizeBody = z
+  .strictObject({ description: description, title: title.optional() })
+  .meta({ id: 'TaskDescriptionOptimize' });
+
+export const descriptionOptimizeResponse = z
+  .object({
+    language: z.enum(['en', 'zh']),
+    optimized_description: z.string(),
+    changes: z.array(z.string()).meta({ description: 'What was changed, in the description\'s language' }),
+    optimized_by: z.enum(['builtin', 'ai']),
+  })
+  .meta({ id: 'TaskDescriptionOptimized' });

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { z } from 'zod';
 import type { AiProvider } from '../ai/provider.ts';
 import { categoryCodes } from '../domain/categories.ts';
-import { type DraftInput, draftSkill } from '../domain/skill-drafts.ts';
+import { type DraftField, type DraftInput, draftSkill } from '../domain/skill-drafts.ts';
 import { AppError, errorBody } from '../errors.ts';
 import { limits } from '../limits.ts';
 import { skillDraft } from '../schemas/skills.ts';
@@ -28,10 +29,25 @@ const draftPrompt = [
   'and "ut_price" (a decimal text like "50.00") only when the description names a price. Write in the language of the description.',
 ].join('\n');
 
-export function createSkillDrafts(ai: AiProvider) {
-  async function* builtIn(input: DraftInput, signal: AbortSignal): AsyncGenerator<DraftEvent> {
+/** What one kind of draft (a skill, a task) brings to the shared stream. */
+export interface DraftKind<I extends { prompt: string }> {
+  /** Named in the log and the error ("skill", "task"). */
+  name: string;
+  /** The built-in drafter: the fields in the order they are streamed. */
+  builtIn(input: I): DraftField[];
+  /** The create schema (without its idempotency key) a final draft must pass. */
+  schema: z.ZodType;
+  /** What the model is asked for. */
+  systemPrompt: string;
+  /** The fields the model may set, and the caller's own choices that win over the model's. */
+  modelFields: readonly string[];
+  callerChoices(input: I): Record<string, unknown>;
+}
+
+export function createDraftStream<I extends { prompt: string }>(ai: AiProvider, kind: DraftKind<I>) {
+  async function* builtIn(input: I, signal: AbortSignal): AsyncGenerator<DraftEvent> {
     const draft: Record<string, unknown> = {};
-    for (const [field, value] of draftSkill(input)) {
+    for (const [field, value] of kind.builtIn(input)) {
       await sleep(limits.skillDraftStepDelayMs, undefined, { signal }).catch(() => {});
       if (signal.aborted) return;
       draft[field] = value;
@@ -43,12 +59,12 @@ export function createSkillDrafts(ai: AiProvider) {
 
   /** The draft as the create schema reads it, or an error event (never a draft that would be refused). */
   function final(draft: Record<string, unknown>, by: 'builtin' | 'ai'): DraftEvent {
-    const checked = skillDraft.safeParse(draft);
-    if (!checked.success) return failure('validation_error', 'the draft is not a valid skill');
+    const checked = kind.schema.safeParse(draft);
+    if (!checked.success) return failure('validation_error', `the draft is not a valid ${kind.name}`);
     return { event: 'draft', data: { draft, generated_by: by } };
   }
 
-  async function* create(input: DraftInput, signal: AbortSignal): AsyncGenerator<DraftEvent> {
+  async function* create(input: I, signal: AbortSignal): AsyncGenerator<DraftEvent> {
     yield { event: 'progress', data: { stage: 'started', message: 'reading the prompt' } };
     if (!ai.configured) {
       yield { event: 'progress', data: { stage: 'drafting', message: 'drafting with the built-in drafter' } };
@@ -59,8 +75,8 @@ export function createSkillDrafts(ai: AiProvider) {
     let text = '';
     let deltas = 0;
     let cutOff: string | null = null;
-    const stream = ai.chatStream([{ role: 'system', content: draftPrompt }, { role: 'user', content: input.prompt }], {
-      purpose: 'skill ai-create', temperature: 0.3, signal, onCutOff: (reason) => (cutOff = reason),
+    const stream = ai.chatStream([{ role: 'system', content: kind.systemPrompt }, { role: 'user', content: input.prompt }], {
+      purpose: `${kind.name} ai-create`, temperature: 0.3, signal, onCutOff: (reason) => (cutOff = reason),
     });
     for await (const delta of stream) {
       if (signal.aborted) return;
@@ -73,7 +89,7 @@ export function createSkillDrafts(ai: AiProvider) {
       yield failure('callback_failed', 'the language model stopped in the middle of the draft; nothing was stored, try again');
       return;
     }
-    const drafted = deltas === 0 ? null : modelDraft(text, input);
+    const drafted = deltas === 0 ? null : modelDraft(text, kind, input);
     if (drafted) {
       yield { event: 'progress', data: { stage: 'checking', message: 'checking the draft against the create schema' } };
       yield final(drafted, 'ai');
@@ -86,19 +102,29 @@ export function createSkillDrafts(ai: AiProvider) {
   return { create };
 }
 
-/** The model's JSON, with the caller's own choices (category, mode, city) winning, if it is a valid draft. */
-function modelDraft(text: string, input: DraftInput): Record<string, unknown> | null {
+/** The model's JSON, with the caller's own choices winning, if it is a valid draft. */
+function modelDraft<I extends { prompt: string }>(text: string, kind: DraftKind<I>, input: I): Record<string, unknown> | null {
   const answer = jsonOfAnswer(text);
   if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return null;
-  const fields = ['name', 'description', 'category', 'tags', 'pricing_model', 'ut_price'];
-  const draft: Record<string, unknown> = Object.fromEntries(Object.entries(answer).filter(([key, value]) => fields.includes(key) && value !== null));
-  Object.assign(draft, { mode: input.mode ?? 'online' }, input.category ? { category: input.category } : {}, input.city ? { city: input.city } : {});
-  return skillDraft.safeParse(draft).success ? draft : null;
+  const draft: Record<string, unknown> = Object.fromEntries(Object.entries(answer).filter(([key, value]) => kind.modelFields.includes(key) && value !== null));
+  Object.assign(draft, kind.callerChoices(input));
+  return kind.schema.safeParse(draft).success ? draft : null;
 }
+
+/** ai-create of skills (docs/skills.md "AI-assisted creation"). */
+export const createSkillDrafts = (ai: AiProvider) =>
+  createDraftStream<DraftInput>(ai, {
+    name: 'skill',
+    builtIn: draftSkill,
+    schema: skillDraft,
+    systemPrompt: draftPrompt,
+    modelFields: ['name', 'description', 'category', 'tags', 'pricing_model', 'ut_price'],
+    callerChoices: (input) => ({ mode: input.mode ?? 'online', ...(input.category ? { category: input.category } : {}), ...(input.city ? { city: input.city } : {}) }),
+  });
 
 function failure(name: 'validation_error' | 'callback_failed', message: string): DraftEvent {
   const body = errorBody(new AppError(name, message));
   return { event: 'error', data: { code: body.code, message: body.message, detail: message } };
 }
 
-export type SkillDrafts = ReturnType<typeof createSkillDrafts>;
+export type DraftStream = ReturnType<typeof createSkillDrafts>;
