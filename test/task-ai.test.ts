@@ -81,7 +81,7 @@ describe('POST /api/v1/tasks/ai-create, built in', () => {
 
 describe('POST /api/v1/tasks/description-optimize', () => {
   const { state } = setUp();
-  const optimize = (body: unknown) => state.test.http.post('/api/v1/tasks/description-optimize').set(state.agent.headers).send(body);
+  const optimize = (body: Record<string, unknown>) => state.test.http.post('/api/v1/tasks/description-optimize').set(state.agent.headers).send(body);
 
   it('adds a labelled blank for each missing part, lists the changes, and invents nothing', async () => {
     const result = (await optimize({ description: 'Need   a logo   for my bakery.' }).expect(200)).body.data;

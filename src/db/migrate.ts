@@ -24,6 +24,7 @@ import * as rowEmbeddings from './migrations/020_row_embeddings.ts';
 import * as skills from './migrations/021_skills.ts';
 import * as tasks from './migrations/022_tasks.ts';
 import * as taskTransactions from './migrations/023_task_transactions.ts';
+import * as taskPushes from './migrations/024_task_pushes.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -53,6 +54,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '021_skills': skills,
   '022_tasks': tasks,
   '023_task_transactions': taskTransactions,
+  '024_task_pushes': taskPushes,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

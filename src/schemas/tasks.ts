@@ -235,3 +235,38 @@ export const descriptionOptimizeResponse = z
     optimized_by: z.enum(['builtin', 'ai']),
   })
   .meta({ id: 'TaskDescriptionOptimized' });
+
+/** Recommendations and pushes (docs/tasks.md "Recommendations and pushes"). */
+export const recommendationsQuery = z.object({ top_k: z.string().regex(/^\d{1,2}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(limits.matchTopKMax)).default(limits.matchTopKDefault) });
+export const recommendationResponse = z
+  .object({
+    task_id: uuid,
+    candidates: z.array(z.object({
+      skill_id: uuid, name: z.string(), user_id: uuid, ut_price: amountOutput.nullable(), category: z.string(),
+      score: z.number(), similarity: z.number(), price_alignment: z.number(), quality_score: z.number(),
+    })),
+  })
+  .meta({ id: 'TaskRecommendations' });
+export const pushSkillBody = z
+  .strictObject({ skill_id: uuid, message: z.string().trim().min(1).max(limits.noteLengthMax).optional() })
+  .meta({ id: 'TaskPushSkill' });
+export const selectSkillBody = z
+  .strictObject({
+    skill_id: uuid,
+    price: amountInput.optional().meta({ description: 'The price you agree to pay the skill\'s owner (default: the task\'s bounty); charged only if the owner accepts' }),
+    message: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
+  })
+  .meta({ id: 'TaskSelectSkill' });
+export const pushResponse = z
+  .object({
+    id: uuid, task_id: uuid, skill_id: uuid, skill_owner_id: uuid, kind: z.enum(['invitation', 'selection']), message: z.string().nullable(),
+    price: amountOutput.nullable(), status: z.enum(['pending', 'accepted', 'declined']), application_id: uuid.nullable(),
+    created_at: dateTime, responded_at: dateTime.nullable(),
+  })
+  .meta({ id: 'TaskPush' });
+export const pushList = pagedList(pushResponse).meta({ id: 'TaskPushList' });
+export const listPushesQuery = z.object({ status: z.enum(['pending', 'accepted', 'declined']).optional(), ...pageQuery });
+export const pushIdParams = z.object({ push_id: uuid });
+export const respondPushBody = z
+  .strictObject({ decision: z.enum(['accept', 'decline']), message: z.string().trim().min(1).max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() })
+  .meta({ id: 'TaskPushRespond' });
