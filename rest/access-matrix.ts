@@ -22,7 +22,7 @@ export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
+export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'push' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -124,6 +124,12 @@ export const routeAccess: Record<string, RouteAccess> = {
   'DELETE /api/v1/tasks/:task_id/applications/:app_id': { resource: 'application', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } },
   'POST /api/v1/tasks/:task_id/applications/:app_id/reject': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
   'POST /api/v1/tasks/:task_id/rating': { resource: 'task', parties: ownerOnly },
+  'GET /api/v1/tasks/:task_id/recommendations': { resource: 'task', parties: ownerOnly },
+  'POST /api/v1/tasks/:task_id/push-skill': { resource: 'task', parties: ownerOnly },
+  'POST /api/v1/tasks/:task_id/select-skill': { resource: 'task', parties: ownerOnly },
+  'GET /api/v1/tasks/pushes/mine': ownSpace,
+  // The owner pushed the counterparty's skill to its task: only the skill's owner answers.
+  'POST /api/v1/tasks/pushes/:push_id/respond': { resource: 'push', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } },
   'POST /api/v1/tasks/:task_id/applications/:app_id/accept': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
 
   'POST /api/v1/demands': ownSpace,

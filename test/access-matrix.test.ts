@@ -72,7 +72,7 @@ const extractBody = { content: 'I translate contracts from English into Chinese.
 
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; otherCapabilityId: string; ownerId: string };
+  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; push_id: string; otherCapabilityId: string; ownerId: string };
   userCode: string;
   deviceCode: string;
 }
@@ -110,6 +110,7 @@ async function newWorld(): Promise<World> {
   const task = await ok<{ id: string }>('POST', '/api/v1/tasks/', owner.headers, taskBody);
   const counterpartySkill = await ok<{ id: string }>('POST', '/api/v1/skills/', counterparty.headers, skillBody);
   const application = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/applications`, counterparty.headers, { skill_id: counterpartySkill.id });
+  const pushed = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/push-skill`, owner.headers, { skill_id: counterpartySkill.id });
   const bought = await ok<{ id: string }>('POST', '/api/v1/transactions', { ...owner.headers, 'Idempotency-Key': randomUUID() }, { capability_id: offered.id, booked_hours: 1 });
   await ok('POST', `/api/v1/transactions/${bought.id}/freeze`, owner.headers, {});
   const ownedKey = await approvedKey(ownerAsHuman);
@@ -125,7 +126,7 @@ async function newWorld(): Promise<World> {
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, otherCapabilityId: offered.id, ownerId: owner.userId },
+    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, push_id: pushed.id, otherCapabilityId: offered.id, ownerId: owner.userId },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -168,6 +169,9 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'POST /api/v1/tasks/:task_id/reuse': { delivery_hours: 2, bounty_amount: null },
     'POST /api/v1/tasks/:task_id/applications': { skill_id: world.ids.counterpartySkillId, message: 'I can do it' },
     'POST /api/v1/tasks/:task_id/rating': { score: 5 },
+    'POST /api/v1/tasks/:task_id/push-skill': { skill_id: world.ids.counterpartySkillId },
+    'POST /api/v1/tasks/:task_id/select-skill': { skill_id: world.ids.counterpartySkillId, price: '1.00' },
+    'POST /api/v1/tasks/pushes/:push_id/respond': { decision: 'decline' },
     'POST /api/v1/tasks/ai-create': { prompt: 'Translate my contract into Chinese' },
     'POST /api/v1/tasks/description-optimize': { description: 'Translate my contract' },
   };

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { z } from 'zod';
 import type { Engine } from '../../src/engine/index.ts';
 import type { Outcome } from '../../src/engine/idempotency.ts';
 import { shortfallError, type TaskOutcome } from '../../src/engine/tasks.ts';
@@ -65,6 +66,36 @@ export const taskRoutes = (engine: Engine) => [
     summary: "The task market of the caller's space: counts by status and category, and the open bounties' count, total and median",
     response: schemas.taskStatsResponse,
     handler: ({ principal }) => engine.tasks.stats(principal!),
+  }),
+  route({
+    method: 'get', path: `${base}/pushes/mine`, tag: 'tasks', auth: 'user',
+    summary: "Push invitations and selections of the caller's skills, newest first (status filter; page/page_size or cursor)",
+    query: schemas.listPushesQuery, response: schemas.pushList,
+    handler: ({ principal, query }) => engine.tasks.pushesMine(principal!, query),
+  }),
+  route({
+    method: 'post', path: `${base}/pushes/:push_id/respond`, tag: 'tasks', auth: 'user', errors: [4030, 4040, 4090, 4092],
+    summary: "The skill's owner answers a push: accept applies with the skill (a selection is then accepted at its price), decline closes it",
+    params: schemas.pushIdParams, body: schemas.respondPushBody, response: z.object({ push: schemas.pushResponse, application_id: z.string().nullable(), accepted: schemas.acceptedApplicationResponse.nullable(), acceptance_error: z.object({ code: z.number(), message: z.string(), data: z.unknown() }).nullable() }).meta({ id: 'TaskPushAnswer' }),
+    handler: ({ principal, params, body }) => engine.tasks.respond(principal!, params.push_id, body.decision, body.message),
+  }),
+  route({
+    method: 'get', path: `${base}/:task_id/recommendations`, tag: 'tasks', auth: 'user', errors: [4030, 4040],
+    summary: "Active skills of the task's space ranked by the matcher for the task, with the score's parts (its publisher only)",
+    params: schemas.taskIdParams, query: schemas.recommendationsQuery, response: schemas.recommendationResponse,
+    handler: ({ principal, params, query }) => engine.tasks.recommendations(principal!, params.task_id, query.top_k),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/push-skill`, tag: 'tasks', auth: 'user', successStatus: 201, errors: [4030, 4040, 4090, 4092],
+    summary: "Invite a skill's owner to apply to your open task (once per skill per task: 4092)",
+    params: schemas.taskIdParams, body: schemas.pushSkillBody, response: schemas.pushResponse,
+    handler: ({ principal, params, body }) => engine.tasks.pushSkill(principal!, params.task_id, body),
+  }),
+  route({
+    method: 'post', path: `${base}/:task_id/select-skill`, tag: 'tasks', auth: 'user', successStatus: 201, errors: [4030, 4040, 4090, 4092],
+    summary: "Pick a skill for your open task at a price (default: the bounty): nothing happens until its owner accepts, then the task is matched at that price",
+    params: schemas.taskIdParams, body: schemas.selectSkillBody, response: schemas.pushResponse,
+    handler: ({ principal, params, body }) => engine.tasks.selectSkill(principal!, params.task_id, body),
   }),
   route({
     method: 'get', path: `${base}/applications/mine`, tag: 'tasks', auth: 'user',

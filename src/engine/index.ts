@@ -35,6 +35,7 @@ import { createTaskApplications } from './task-applications.ts';
 import { createTaskAcceptance } from './task-acceptance.ts';
 import { createTaskRating } from './task-rating.ts';
 import { createTaskAi } from './task-ai.ts';
+import { createTaskPushes } from './task-pushes.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -66,7 +67,11 @@ export async function createEngine(dependencies: EngineDependencies) {
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
   const skillCore = createSkillEngine(dependencies, idempotency);
   const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
-  const tasks = { ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications: { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) }, ...createTaskRating(dependencies, skillCore), ai: createTaskAi(ai, dependencies.log) };
+  const applications = { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) };
+  const tasks = {
+    ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications, ...createTaskRating(dependencies, skillCore),
+    ai: createTaskAi(ai, dependencies.log), ...createTaskPushes(dependencies, applications.apply, applications.accept),
+  };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
