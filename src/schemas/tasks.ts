@@ -268,5 +268,5 @@ export const pushList = pagedList(pushResponse).meta({ id: 'TaskPushList' });
 export const listPushesQuery = z.object({ status: z.enum(['pending', 'accepted', 'declined']).optional(), ...pageQuery });
 export const pushIdParams = z.object({ push_id: uuid });
 export const respondPushBody = z
-  .strictObject({ decision: z.enum(['accept', 'decline']), message: z.string().trim().min(1).max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() })
+  .strictObject({ decision: z.enum(['accept', 'decline']), message: z.string().trim().min(1).max(limits.noteLengthMax).optional() })
   .meta({ id: 'TaskPushRespond' });
