@@ -1,4 +1,5 @@
 import { limits } from '../limits.ts';
+import { formatAmount, parseAmount } from './money.ts';
 import { extractSkills } from './skill-extraction.ts';
 import { languageOf } from './text.ts';
 
@@ -39,7 +40,9 @@ export function headOf(prompt: string): string {
 export function priceOf(prompt: string): string | undefined {
   const match = /(?:\$|¥|￥)\s?(\d{1,9}(?:\.\d{1,2})?)|(\d{1,9}(?:\.\d{1,2})?)\s?(?:(?:ut|usd|dollars?|rmb|cny)\b|元|块)/i.exec(prompt);
   const amount = match?.[1] ?? match?.[2];
-  return amount === undefined ? undefined : Number(amount).toFixed(2);
+  // Parsed to integer minor units and formatted back: an amount never passes through a float.
+  const minor = amount === undefined ? null : parseAmount(amount);
+  return minor === null ? undefined : formatAmount(minor);
 }
 
 export function pricingModelOf(prompt: string): string {
