@@ -5,31 +5,8 @@ import { type Actor, createAgent, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type FakeLlm, startFakeLlm } from './helpers/fake-llm.ts';
 import { listen } from './helpers/server.ts';
+import { type Frame, readEvents } from './helpers/post-stream.ts';
 
-/** One SSE event as a streaming client reads it. */
-interface Frame {
-  id: string;
-  event: string;
-  data: Record<string, unknown>;
-}
-
-/** Reads the events of a POST stream with fetch's body reader, as a browser or SDK client would. */
-async function* readEvents(response: Response): AsyncGenerator<Frame> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
-      if (fields.data !== undefined) yield { id: fields.id!, event: fields.event!, data: JSON.parse(fields.data) };
-    }
-  }
-}
 
 const skillCount = async (test: TestApp) => Number(((await test.runtime.engine.dependencies.db('skills').count('* as count')) as { count: string }[])[0]!.count);
 

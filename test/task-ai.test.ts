@@ -5,26 +5,8 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { type FakeLlm, startFakeLlm } from './helpers/fake-llm.ts';
 import { credit } from './helpers/market.ts';
 import { listen } from './helpers/server.ts';
+import { type Frame, readEvents } from './helpers/post-stream.ts';
 
-interface Frame { id: string; event: string; data: Record<string, unknown> }
-
-/** The events of a POST stream, read with fetch's body reader. */
-async function* readEvents(response: Response): AsyncGenerator<Frame> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
-      if (fields.data !== undefined) yield { id: fields.id!, event: fields.event!, data: JSON.parse(fields.data) };
-    }
-  }
-}
 
 function setUp(environment: Record<string, string> = {}) {
   const state = {} as { test: TestApp; server: Awaited<ReturnType<typeof listen>>; agent: Actor; human: Actor };
