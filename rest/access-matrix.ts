@@ -108,6 +108,7 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/tasks/': ownSpace,
   'GET /api/v1/tasks': ownSpace,
   'GET /api/v1/tasks/hall': ownSpace,
+  'GET /api/v1/tasks/events': ownSpace,
   'POST /api/v1/tasks/ai-create': ownSpace,
   'POST /api/v1/tasks/description-optimize': ownSpace,
   'GET /api/v1/tasks/market/stats': ownSpace,

@@ -342,4 +342,10 @@ export const limits = {
   /** The expiry job: how often every instance looks for open tasks past their deadline, and how many one run expires at most. */
   taskExpiryIntervalMs: 10_000,
   taskExpiryBatchSize: 200,
+  /**
+   * Pending applications one task takes at most: every move of the task is an event for each of
+   * their applicants, so this bounds what one close, update or accept writes. Checked under the
+   * task's shared lock, so parallel applies may pass it by at most their number.
+   */
+  taskPendingApplicationsMax: 200,
 } as const;

@@ -27,27 +27,27 @@ const streamEvent = z
  * Sent once instead of the events a resumed stream asked for when the retention job has deleted
  * them: the client reads the current state, and the stream goes on after `resumed_after`.
  */
-const tooOldEvent = z
+export const tooOldEvent = z
   .object({
     code: z.literal('too_old'),
     message: z.string(),
     requested_after: z.string().meta({ description: 'The Last-Event-ID (or start) the stream was asked to resume after' }),
     resumed_after: z.string().meta({ description: 'The sequence the stream goes on after; also this event\'s `id`, so a reconnect resumes there' }),
     retention_hours: z.number().meta({ description: 'How long published events are kept (OUTBOX_RETENTION_HOURS)' }),
-    current_state: z.string().meta({ description: 'Where to read the current state: the transaction, or the list of transactions' }),
+    current_state: z.string().meta({ description: 'Where to read the current state: the transaction, the list of transactions, or the list of tasks' }),
   })
   .meta({ id: 'StreamTooOld', description: 'SSE event `too_old`: the requested position is older than the retention window' });
 
 const streamItem = z.union([streamEvent, tooOldEvent]);
 
-const lastEventQuery = z.object({ last_event_id: z.string().optional().meta({ description: 'Alternative to the Last-Event-ID header' }) });
+export const lastEventQuery = z.object({ last_event_id: z.string().optional().meta({ description: 'Alternative to the Last-Event-ID header' }) });
 
 /**
  * Subscribers of one stream receive the same event with the same sequence: the frame is built
  * once per (event, sequence) and shared, instead of one copy per subscriber.
  */
 const frames = new WeakMap<object, Map<string, string>>();
-function sharedFrame(item: StreamEvent): string {
+function sharedFrame(item: StreamEvent<{ type: string }>): string {
   let bySequence = frames.get(item.event);
   if (!bySequence) {
     bySequence = new Map();
@@ -61,7 +61,7 @@ function sharedFrame(item: StreamEvent): string {
   return text;
 }
 
-type Opener = (principal: Principal, afterSequence: string | undefined, listener: StreamListener) => Promise<Subscription>;
+type Opener<E extends { type: string }> = (principal: Principal, afterSequence: string | undefined, listener: StreamListener<E>) => Promise<Subscription>;
 
 function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, retentionHours: number, currentState: string): string {
   const data: z.infer<typeof tooOldEvent> = {
@@ -75,7 +75,11 @@ function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, rete
   return frame(JSON.stringify(data), gap.resumedAfter, 'too_old');
 }
 
-async function serve(input: RouteInput<unknown, { last_event_id?: string }, unknown>, engine: Engine, currentState: string, open: Opener) {
+/**
+ * Serves one event stream over SSE, with the caps, Last-Event-ID and too_old rules every stream of
+ * the product shares: the transactions' here, the tasks' in rest/routes/tasks.ts.
+ */
+export async function serveEventStream<E extends { type: string }>(input: RouteInput<unknown, { last_event_id?: string }, unknown>, engine: Engine, currentState: string, open: Opener<E>) {
   const afterSequence = parseLastEventId(input.request.get('last-event-id') ?? input.query.last_event_id);
   if (afterSequence === null) {
     throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
@@ -119,13 +123,13 @@ export const streamRoutes = (engine: Engine) => [
     method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for all of the caller's transactions (resume with Last-Event-ID)",
     query: lastEventQuery, response: streamItem,
-    handler: (input) => serve(input, engine, '/api/v1/transactions', (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
+    handler: (input) => serveEventStream(input, engine, '/api/v1/transactions', (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
   }),
   route({
     method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for one transaction, from its creation on (resume with Last-Event-ID)",
     params: transactionIdParams, query: lastEventQuery, response: streamItem,
-    handler: (input) => serve(input, engine, `/api/v1/transactions/${input.params.tx_id}`, (principal, afterSequence, listener) =>
+    handler: (input) => serveEventStream(input, engine, `/api/v1/transactions/${input.params.tx_id}`, (principal, afterSequence, listener) =>
       engine.streams.subscribeTransaction(principal, input.params.tx_id, { afterSequence }, listener)),
   }),
 ];

@@ -8,6 +8,7 @@ import { renderOutcome } from '../idempotency.ts';
 import { draftEvents, serveDraft } from '../draft-stream.ts';
 import { clientGoneSignal } from '../client-gone.ts';
 import { route } from '../route.ts';
+import { lastEventQuery, serveEventStream, tooOldEvent } from './streams.ts';
 
 const base = '/api/v1/tasks';
 
@@ -55,6 +56,12 @@ export const taskRoutes = (engine: Engine) => [
     handler: ({ body, response }) => engine.tasks.ai.optimize(body, clientGoneSignal(response)),
   }),
   // Declared before /:task_id so that these words are never read as ids.
+  route({
+    method: 'get', path: `${base}/events`, tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
+    summary: "Server-sent events for every move of the caller's tasks and applications in this space (resume with Last-Event-ID)",
+    query: lastEventQuery, response: z.union([schemas.taskStreamEvent, tooOldEvent]),
+    handler: (input) => serveEventStream(input, engine, base, (principal, afterSequence, listener) => engine.tasks.events.subscribe(principal, { afterSequence }, listener)),
+  }),
   route({
     method: 'get', path: `${base}/hall`, tag: 'tasks', auth: 'user',
     summary: "The task hall: open tasks of the caller's space (filters, text query ranked by the matcher, sort; page/page_size or cursor)",

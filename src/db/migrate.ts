@@ -25,6 +25,7 @@ import * as skills from './migrations/021_skills.ts';
 import * as tasks from './migrations/022_tasks.ts';
 import * as taskTransactions from './migrations/023_task_transactions.ts';
 import * as taskPushes from './migrations/024_task_pushes.ts';
+import * as taskEvents from './migrations/025_task_events.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -55,6 +56,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '022_tasks': tasks,
   '023_task_transactions': taskTransactions,
   '024_task_pushes': taskPushes,
+  '025_task_events': taskEvents,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

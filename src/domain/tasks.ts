@@ -86,3 +86,21 @@ export function nextApplicationState(from: ApplicationStatus, action: Applicatio
   if (!transition) throw new AppError('invalid_state_transition', `cannot ${action} an application that is ${from}`, { status: from, action });
   return transition.to;
 }
+
+/**
+ * The events of the task stream (docs/tasks.md "Task events"), one per move: what each is
+ * called, and who hears it. A task's moves go to its publisher and to every applicant whose
+ * application is pending at the time; an application's moves go to the publisher and that
+ * applicant. Storing a draft (create with `draft: true`, or a publish short of money) is the
+ * task's first event. `match` is the accept seen from a pending application that lost: rejected.
+ */
+export type TaskEventAction = TaskAction | 'draft';
+export const taskEventTypes: Readonly<Record<TaskEventAction, string>> = {
+  draft: 'task.drafted', publish: 'task.published', update: 'task.updated', close: 'task.closed',
+  cancel: 'task.cancelled', expire: 'task.expired', match: 'task.matched',
+};
+export type ApplicationEventAction = ApplicationAction | 'apply' | 'match';
+export const applicationEventTypes: Readonly<Record<ApplicationEventAction, string>> = {
+  apply: 'application.submitted', withdraw: 'application.withdrawn', reject: 'application.rejected',
+  accept: 'application.accepted', match: 'application.rejected',
+};

@@ -1,6 +1,7 @@
 import { createEventHub } from '../events/hub.ts';
 import { createAutoAcceptJobs } from './auto-accept-jobs.ts';
-import { createPublisher } from '../events/publisher.ts';
+import { createPublisher, transactionFeed } from '../events/publisher.ts';
+import { taskFeed } from '../events/task-feed.ts';
 import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
 import { aiSettingsFromConfig, createAiProvider } from '../ai/provider.ts';
@@ -36,11 +37,12 @@ import { createTaskAcceptance } from './task-acceptance.ts';
 import { createTaskRating } from './task-rating.ts';
 import { createTaskAi } from './task-ai.ts';
 import { createTaskPushes } from './task-pushes.ts';
+import { createTaskEvents } from './task-events.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
   // Losing a published mark in a crash only makes the relay publish that row again.
-  const publisher = createPublisher(dependencies.bus, dependencies.asyncCommitDb, dependencies.log);
+  const publisher = createPublisher(dependencies.bus, dependencies.asyncCommitDb, dependencies.log, transactionFeed);
   const idempotency = createIdempotency(dependencies);
   const transitions = createTransitions(dependencies, publisher);
   const admission = createAdmission(dependencies);
@@ -67,14 +69,15 @@ export async function createEngine(dependencies: EngineDependencies) {
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
   const skillCore = createSkillEngine(dependencies, idempotency);
   const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
-  const applications = { ...createTaskApplications(dependencies, idempotency), ...createTaskAcceptance(dependencies, idempotency, transitions) };
+  const taskEvents = createTaskEvents(dependencies, hub);
+  const applications = { ...createTaskApplications(dependencies, idempotency, taskEvents), ...createTaskAcceptance(dependencies, idempotency, transitions, taskEvents) };
   const tasks = {
-    ...createTaskEngine(dependencies, idempotency), ...createTaskHall(dependencies), applications, ...createTaskRating(dependencies, skillCore),
+    ...createTaskEngine(dependencies, idempotency, taskEvents), events: taskEvents, ...createTaskHall(dependencies), applications, ...createTaskRating(dependencies, skillCore),
     ai: createTaskAi(ai, dependencies.log), ...createTaskPushes(dependencies, applications.apply, applications.accept),
   };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
-  const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now);
+  const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now, [transactionFeed, taskFeed]);
   const streams = createStreams(hub, transactions);
   const pricing = createPricingSuggestionEngine(dependencies, ai);
 
@@ -99,6 +102,7 @@ export async function createEngine(dependencies: EngineDependencies) {
     await stopRevocations();
     await Promise.all([relay.idle(), sweeper.idle(), retention.idle(), autoAcceptJobs.idle(), embeddings.idle()]);
     await publisher.close();
+    await taskEvents.close();
   }
 
   return { identity, apiKeys, deviceAuthorization, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };

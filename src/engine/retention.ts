@@ -6,8 +6,8 @@ import type { EngineDependencies } from './dependencies.ts';
 const hourMs = 60 * 60 * 1000;
 
 /**
- * Keeps the two tables that grow with traffic bounded (decisions, "Retention"): published outbox
- * rows older than OUTBOX_RETENTION_HOURS, and idempotency keys past their expiry. Each batch is
+ * Keeps the tables that grow with traffic bounded (decisions, "Retention"): published outbox
+ * rows and task events older than OUTBOX_RETENTION_HOURS, and idempotency keys past their expiry. Each batch is
  * one short DELETE of at most `batchSize` rows chosen with SKIP LOCKED, so several instances can
  * run the job at once without waiting on each other or on the rows a change is writing, and no
  * statement holds locks for long. An unpublished outbox row is never deleted: the relay still
@@ -28,10 +28,11 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   const victims = (table: string, key: string, filter: (query: Knex.QueryBuilder) => Knex.QueryBuilder) =>
     filter(db(table).select(key)).limit(batchSize).forUpdate().skipLocked();
 
-  function pruneOutbox(): Promise<number> {
+  /** The transactions' outbox and the task events (docs/tasks.md "Task events") keep the same window. */
+  function pruneOutbox(table: 'outbox_events' | 'task_events'): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
     return inBatches(() =>
-      db('outbox_events').whereIn('id', victims('outbox_events', 'id', (query) => query.whereNotNull('published_at').where('created_at', '<', cutoff))).del(),
+      db(table).whereIn('id', victims(table, 'id', (query) => query.whereNotNull('published_at').where('created_at', '<', cutoff))).del(),
     );
   }
 
@@ -71,18 +72,19 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     return inBatches(() => db('a2a_tasks').whereIn('id', victims('a2a_tasks', 'id', unbought)).del());
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
-    const outboxEvents = await pruneOutbox();
+  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
+    const outboxEvents = await pruneOutbox('outbox_events');
+    const taskEvents = await pruneOutbox('task_events');
     const idempotencyKeys = await deleteExpiredKeys();
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
     const a2aMessages = await pruneA2AHistory();
     const conversations = await pruneUnboughtConversations();
-    if (outboxEvents + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+    if (outboxEvents + taskEvents + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
       log.info('retention deleted old rows', {
-        outbox_events: outboxEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+        outbox_events: outboxEvents, task_events: taskEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
       });
     }
-    return { outboxEvents, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
+    return { outboxEvents, taskEvents, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
   }
 
   const schedule = periodic('retention', runOnce, log);

@@ -12,6 +12,8 @@ import { changeHold } from './task-money.ts';
 import { taskView } from './task-rows.ts';
 import type { Transitions } from './transitions.ts';
 import { transactionView } from './views.ts';
+import type { ApplicationRow } from './application-rows.ts';
+import type { TaskEvents } from './task-events.ts';
 
 /**
  * Accepting an application (docs/tasks.md "Accepting"): in one database transaction the task is
@@ -21,15 +23,6 @@ import { transactionView } from './views.ts';
  * A price the publisher's money cannot cover (even with the released hold) refuses the whole
  * accept with 4020: the task keeps its hold and stays open.
  */
-interface ApplicationRow {
-  id: string;
-  task_id: string;
-  skill_id: string;
-  applicant_id: string;
-  proposed_price: string | null;
-  status: 'pending' | 'withdrawn' | 'rejected' | 'accepted';
-}
-
 /** The agreed price: what the application proposed, else the task's bounty; neither is 4090. */
 function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
   if (application.proposed_price !== null) return BigInt(application.proposed_price);
@@ -49,7 +42,7 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
   } as TransactionRow;
 }
 
-export function createTaskAcceptance({ db, now, config }: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
+export function createTaskAcceptance({ db, now, config }: EngineDependencies, idempotency: Idempotency, transitions: Transitions, events: TaskEvents) {
   function attempt(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
     return idempotency.run(principal, request, 200, async (unit) => {
       const { trx } = unit;
@@ -76,9 +69,15 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       const [matched] = (await trx('tasks').where({ id: taskId, status: 'open' })
         .update({ status: 'matched', matched_skill_id: application.skill_id, transaction_id: row.id, bounty_held: '0', ended_at: at, updated_at: at })
         .returning([...taskColumns])) as TaskRow[];
-      await trx('task_applications').where({ id: applicationId }).update({ status: 'accepted', decided_at: at });
-      const rejected = await trx('task_applications').where({ task_id: taskId, status: 'pending' }).update({ status: 'rejected', decided_at: at });
-      return { task: taskView(matched!, principal), application_id: applicationId, rejected_applications: rejected, transaction: transactionView(frozen) };
+      // Heard by every applicant still pending, the one accepted included, before their applications move.
+      await events.taskMoved(unit, matched!, 'match', task.status);
+      const [accepted] = (await trx('task_applications').where({ id: applicationId }).update({ status: 'accepted', decided_at: at }).returning('*')) as ApplicationRow[];
+      const rejected = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).update({ status: 'rejected', decided_at: at }).returning('*')) as ApplicationRow[];
+      await events.applicationsMoved(unit, matched!, [
+        { application: accepted!, action: 'accept', previousStatus: application.status },
+        ...rejected.map((row) => ({ application: row, action: 'match' as const, previousStatus: 'pending' })),
+      ]);
+      return { task: taskView(matched!, principal), application_id: applicationId, rejected_applications: rejected.length, transaction: transactionView(frozen) };
     });
   }
 

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { formatAmount } from '../domain/money.ts';
 import { nextApplicationState } from '../domain/tasks.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
@@ -14,46 +13,33 @@ import { decodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
 import { pageOf } from './skills.ts';
+import { type ApplicationRow, applicationView } from './application-rows.ts';
+import type { TaskEvents } from './task-events.ts';
+import { limits } from '../limits.ts';
+
+const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
 
 /**
  * Applications to tasks (docs/tasks.md "Applications"): a skill's owner applies with it to an open
  * task of the same space; the publisher sees a task's applications and rejects them; the
- * applicant withdraws. Accepting (the task matched, an escrow transaction) is not built yet.
+ * applicant withdraws. Accepting (the task matched, an escrow transaction) is task-acceptance.ts.
+ * Every move is also an event on the publisher's and the applicant's task streams.
  */
-interface ApplicationRow {
-  id: string;
-  task_id: string;
-  skill_id: string;
-  applicant_id: string;
-  owner_type: 'agent' | 'human';
-  message: string | null;
-  proposed_price: string | null;
-  proposed_billing_model: string | null;
-  proposed_unit_price: string | null;
-  proposed_quantity: number | null;
-  status: 'pending' | 'withdrawn' | 'rejected' | 'accepted';
-  applied_at: Date;
-  decided_at: Date | null;
-}
 
-const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
-const amount = (value: string | null) => (value === null ? null : formatAmount(value));
-const applicationView = (row: ApplicationRow) => ({
-  id: row.id, task_id: row.task_id, skill_id: row.skill_id, applicant_id: row.applicant_id, message: row.message,
-  proposed_price: amount(row.proposed_price), proposed_billing_model: row.proposed_billing_model, proposed_unit_price: amount(row.proposed_unit_price),
-  proposed_quantity: row.proposed_quantity, status: row.status, applied_at: iso(row.applied_at)!, decided_at: iso(row.decided_at),
-});
-const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
-
-export function createTaskApplications({ db, now }: EngineDependencies, idempotency: Idempotency) {
+export function createTaskApplications({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents) {
   /** The task, read with FOR SHARE so that a close or an expiry waits for the application (and the other way round). */
   const shareTask = (trx: Knex, id: string) => trx<TaskRow>('tasks').where({ id }).forShare().first(...taskColumns) as Promise<TaskRow | undefined>;
 
   function apply(principal: Principal, taskId: string, input: CreateApplicationInput, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 201, async ({ trx }) => {
+    return idempotency.run(principal, request, 201, async (unit) => {
+      const { trx } = unit;
       const task = authorize(seeTask, principal, await shareTask(trx, taskId), 'task');
       if (task.owner_user_id === principal.user_id) throw forbidden('you cannot apply to your own task');
       if (task.status !== 'open') throw new AppError('invalid_state_transition', `cannot apply to a task that is ${task.status}`, { status: task.status, action: 'apply' });
+      const [counted] = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).count('* as pending')) as { pending: string | number }[];
+      if (Number(counted?.pending ?? 0) >= limits.taskPendingApplicationsMax) {
+        throw new AppError('conflict', `this task has ${limits.taskPendingApplicationsMax} pending applications, the most it takes: try again once the publisher has answered some`, { pending_applications_max: limits.taskPendingApplicationsMax });
+      }
       const skill = authorize(seeSkill, principal, await findSkill(trx, input.skill_id), 'skill');
       if (skill.deleted_at !== null) throw notFound('skill');
       if (skill.owner_user_id !== principal.user_id) throw forbidden('apply with a skill of your own');
@@ -68,6 +54,7 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       try {
         // In a savepoint: a second live application of the skill fails the insert alone, not the transaction.
         const [inserted] = (await trx.transaction((savepoint) => savepoint('task_applications').insert(row).returning('*'))) as ApplicationRow[];
+        await events.applicationsMoved(unit, task, [{ application: inserted!, action: 'apply', previousStatus: null }]);
         return applicationView(inserted!);
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
@@ -110,7 +97,8 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
    * only their own action (4030).
    */
   function decide(principal: Principal, taskId: string, applicationId: string, action: 'withdraw' | 'reject') {
-    return withTransaction(db, async ({ trx }) => {
+    return withTransaction(db, async (unit) => {
+      const { trx } = unit;
       const task = (await trx<TaskRow>('tasks').where({ id: taskId }).first(...taskColumns)) as TaskRow | undefined;
       const application = (await trx<ApplicationRow>('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined;
       if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
@@ -121,6 +109,7 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       if (action === 'reject' && !isPublisher) throw forbidden("only the task's publisher can reject an application");
       const to = nextApplicationState(application.status, action);
       const [changed] = (await trx('task_applications').where({ id: applicationId, status: application.status }).update({ status: to, decided_at: now() }).returning('*')) as ApplicationRow[];
+      await events.applicationsMoved(unit, task, [{ application: changed!, action, previousStatus: application.status }]);
       return applicationView(changed!);
     });
   }

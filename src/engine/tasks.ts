@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { formatAmount } from '../domain/money.ts';
 import { nextTaskState } from '../domain/tasks.ts';
-import { withTransaction } from '../db/transaction.ts';
+import { type UnitOfWork, withTransaction } from '../db/transaction.ts';
 import { AppError } from '../errors.ts';
 import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapeProblems } from '../schemas/tasks.ts';
 import { findTask, lockTask, type TaskRow, taskColumns } from '../store/tasks.ts';
@@ -13,6 +13,7 @@ import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts'
 import { pageOf } from './skills.ts';
 import { changeHold } from './task-money.ts';
 import { changedTaskColumns, deadlineOf, newTaskRow, taskView } from './task-rows.ts';
+import type { TaskEvents } from './task-events.ts';
 
 /** A publish that found too little money: the task stays a draft, and the answer says by how much. */
 export interface Shortfall {
@@ -34,19 +35,26 @@ export function shortfallError(outcome: TaskOutcome): AppError {
 }
 
 /** Tasks (docs/tasks.md): publish with a held bounty, drafts, update, close, reuse, expiry. */
-export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency) {
-  /** draft -> open: holds the bounty; with too little money the task stays a draft (compare-and-set on draft). */
-  async function publishRow(trx: Knex, principal: Principal, row: TaskRow, at: Date): Promise<TaskOutcome> {
+export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents) {
+  /**
+   * draft -> open: holds the bounty; with too little money the task stays a draft (compare-and-set
+   * on draft). `created`: the draft was written by this same request, so its stream hears of it
+   * as a new task (published, or drafted when the money fell short).
+   */
+  async function publishRow(unit: UnitOfWork, principal: Principal, row: TaskRow, at: Date, created: boolean): Promise<TaskOutcome> {
+    const { trx } = unit;
     nextTaskState(row.status, 'publish');
     const wanted = row.bounty_amount === null ? 0n : BigInt(row.bounty_amount);
     const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: 0n, wanted, at });
     if (!held.ok) {
+      await events.taskMoved(unit, row, created ? 'draft' : 'update', created ? null : 'draft');
       return { task: taskView(row, principal), shortfall: { currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required) } };
     }
     const expiresAt = row.expires_at ?? deadlineOf(undefined, at);
     const [published] = (await trx('tasks').where({ id: row.id, status: 'draft' })
       .update({ status: 'open', bounty_held: String(wanted), published_at: at, expires_at: expiresAt, updated_at: at }).returning([...taskColumns])) as TaskRow[];
     if (!published) throw new AppError('invalid_state_transition', 'the task changed while it was being published', { action: 'publish' });
+    await events.taskMoved(unit, published, 'publish', created ? null : 'draft');
     return { task: taskView(published, principal) };
   }
 
@@ -57,17 +65,20 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
 
   /** Creates and publishes (holding the bounty), or stores a draft; keyed like every state-changing POST. */
   function create(principal: Principal, input: CreateTaskInput, request: IdempotencyRequest | null): Promise<Outcome<TaskOutcome>> {
-    return idempotency.run(principal, request, 201, async ({ trx }) => {
+    return idempotency.run(principal, request, 201, async (unit) => {
       const { draft, ...fields } = input;
       const at = now();
-      const row = await insertRow(trx, newTaskRow(principal, fields, at));
-      return draft ? { task: taskView(row, principal) } : publishRow(trx, principal, row, at);
+      const row = await insertRow(unit.trx, newTaskRow(principal, fields, at));
+      if (!draft) return publishRow(unit, principal, row, at, true);
+      await events.taskMoved(unit, row, 'draft', null);
+      return { task: taskView(row, principal) };
     });
   }
 
   /** Publishing a draft restates its delivery period (and may set bounty and deadline). */
   function publishDraft(principal: Principal, id: string, body: { delivery_hours: number; bounty_amount?: bigint | null; expires_at?: string }, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 200, async ({ trx }) => {
+    return idempotency.run(principal, request, 200, async (unit) => {
+      const { trx } = unit;
       const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
       nextTaskState(row.status, 'publish');
       const at = now();
@@ -75,7 +86,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       if (body.bounty_amount !== undefined) changes.bounty_amount = body.bounty_amount === null ? null : String(body.bounty_amount);
       if (body.expires_at !== undefined) changes.expires_at = deadlineOf(body.expires_at, at);
       const [changed] = (await trx('tasks').where({ id }).update(changes).returning([...taskColumns])) as TaskRow[];
-      return publishRow(trx, principal, changed!, at);
+      return publishRow(unit, principal, changed!, at, false);
     });
   }
 
@@ -106,7 +117,8 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
    * changes nothing.
    */
   function update(principal: Principal, id: string, patch: UpdateTaskInput): Promise<TaskView> {
-    return withTransaction(db, async ({ trx }) => {
+    return withTransaction(db, async (unit) => {
+      const { trx } = unit;
       const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
       nextTaskState(row.status, 'update');
       const at = now();
@@ -122,30 +134,33 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
         columns.bounty_held = String(wanted);
       }
       const [updated] = (await trx('tasks').where({ id }).update({ ...columns, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+      await events.taskMoved(unit, updated!, 'update', row.status);
       return taskView(updated!, principal);
     });
   }
 
   /** A move that ends the task (close, cancel, expire): its hold released in the same transaction. */
-  async function end(trx: Knex, row: TaskRow, action: 'close' | 'cancel' | 'expire', viewer: Principal | null): Promise<TaskView> {
+  async function end(unit: UnitOfWork, row: TaskRow, action: 'close' | 'cancel' | 'expire', viewer: Principal | null): Promise<TaskView> {
+    const { trx } = unit;
     const transition = nextTaskState(row.status, action);
     const at = now();
     await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: BigInt(row.bounty_held), wanted: 0n, at });
     const [ended] = (await trx('tasks').where({ id: row.id, status: row.status })
       .update({ status: transition.to, bounty_held: '0', ended_at: at, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    await events.taskMoved(unit, ended!, action, row.status);
     return taskView(ended!, viewer);
   }
 
   function close(principal: Principal, id: string, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 200, async ({ trx }) => end(trx, authorize(manageTask, principal, await lockTask(trx, id), 'task'), 'close', principal));
+    return idempotency.run(principal, request, 200, async (unit) => end(unit, authorize(manageTask, principal, await lockTask(unit.trx, id), 'task'), 'close', principal));
   }
 
   /** The operator takes an open task down (cancelled), releasing its hold. */
   function cancel(id: string, request: IdempotencyRequest | null) {
-    return idempotency.run(null, request, 200, async ({ trx }) => {
-      const row = await lockTask(trx, id);
+    return idempotency.run(null, request, 200, async (unit) => {
+      const row = await lockTask(unit.trx, id);
       if (!row) throw new AppError('not_found', 'task not found');
-      return end(trx, row, 'cancel', null);
+      return end(unit, row, 'cancel', null);
     });
   }
 
@@ -154,20 +169,20 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
    * expire different tasks at once and none twice; null when none is due.
    */
   function expireNextDue(skipIds: string[]): Promise<{ id: string; error?: unknown } | null> {
-    return withTransaction(db, async ({ trx }) => {
-      const query = trx<TaskRow>('tasks').where('status', 'open').where('expires_at', '<=', now()).orderBy('expires_at').limit(1).forNoKeyUpdate().skipLocked();
+    return withTransaction(db, async (unit) => {
+      const query = unit.trx<TaskRow>('tasks').where('status', 'open').where('expires_at', '<=', now()).orderBy('expires_at').limit(1).forNoKeyUpdate().skipLocked();
       if (skipIds.length > 0) query.whereNotIn('id', skipIds);
       const [due] = (await query.select(...taskColumns)) as TaskRow[];
       if (!due) return null;
-      await end(trx, due, 'expire', null);
+      await end(unit, due, 'expire', null);
       return { id: due.id };
     });
   }
 
   /** Publishes a new task from one of the caller's, with the restated fields (delivery_hours, bounty) and any others changed. */
   function reuse(principal: Principal, id: string, body: Omit<UpdateTaskInput, 'bounty_amount' | 'delivery_hours'> & { delivery_hours: number; bounty_amount: bigint | null }, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 201, async ({ trx }) => {
-      const old = authorize(manageTask, principal, await findTask(trx, id), 'task');
+    return idempotency.run(principal, request, 201, async (unit) => {
+      const old = authorize(manageTask, principal, await findTask(unit.trx, id), 'task');
       const at = now();
       const input: Omit<CreateTaskInput, 'draft'> = {
         title: body.title ?? old.title, description: body.description ?? old.description, mode: body.mode ?? old.mode,
@@ -180,8 +195,8 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       };
       const problems = taskShapeProblems(input);
       if (problems.length > 0) throw new AppError('validation_error', problems[0]!.message, { errors: problems.map((problem) => ({ path: `body.${problem.path}`, message: problem.message })) });
-      const row = await insertRow(trx, newTaskRow(principal, input, at, old.id));
-      return publishRow(trx, principal, row, at);
+      const row = await insertRow(unit.trx, newTaskRow(principal, input, at, old.id));
+      return publishRow(unit, principal, row, at, true);
     });
   }
 

@@ -6,6 +6,8 @@ import type { EventBus } from './bus.ts';
 import { eventsChannel, type PublishedEvent, rememberJson, toPublishedEvent } from './publisher.ts';
 import type { StreamListener, StreamTarget, Subscription, SubscribeOptions } from './stream-types.ts';
 import { Subscriber, type SubscriberSource } from './subscriber.ts';
+import type { TaskEventRow } from '../store/task-events.ts';
+import { type PublishedTaskEvent, taskEventsChannel, toPublishedTaskEvent } from './task-feed.ts';
 
 /**
  * Each server instance listens once on the bus and hands every event to its own local
@@ -15,7 +17,10 @@ import { Subscriber, type SubscriberSource } from './subscriber.ts';
 export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   const byTransaction = new Map<string, Set<Subscriber>>();
   const byUser = new Map<string, Set<Subscriber>>();
+  /** Task streams (docs/tasks.md "Task events"), by recipient: every task event is one recipient's. */
+  const byTaskRecipient = new Map<string, Set<Subscriber<PublishedTaskEvent>>>();
   let stopListening: (() => Promise<void>) | null = null;
+  let stopListeningToTasks: (() => Promise<void>) | null = null;
 
   const deliver = (index: Map<string, Set<Subscriber>>, key: string, event: PublishedEvent) => {
     for (const subscriber of index.get(key) ?? []) subscriber.offer(event);
@@ -64,18 +69,34 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     if (event.seller_user_id !== event.buyer_user_id) deliver(byUser, event.seller_user_id, event);
   }
 
+  function onTaskMessage(message: string) {
+    if (byTaskRecipient.size === 0) return;
+    let event: PublishedTaskEvent;
+    try {
+      event = JSON.parse(message) as PublishedTaskEvent;
+      rememberJson(event, message);
+    } catch (error) {
+      log.warn('unreadable task event on the bus', { error });
+      return;
+    }
+    for (const subscriber of byTaskRecipient.get(event.recipient_user_id) ?? []) subscriber.offer(event);
+  }
+
   /**
    * After the bus connection was lost, every local subscriber fetches what it missed. Once at
    * reconnection, and once more a moment later, because the resubscription itself completes a
    * little after the connection is ready and a message can fall in between.
    */
   function catchUpEveryone() {
-    for (const index of [byTransaction, byUser]) for (const set of index.values()) for (const subscriber of set) subscriber.catchUp();
+    for (const index of [byTransaction, byUser, byTaskRecipient] as Map<string, Set<{ catchUp(): void }>>[]) {
+      for (const set of index.values()) for (const subscriber of set) subscriber.catchUp();
+    }
   }
 
   async function start() {
     if (stopListening) return;
     stopListening = await bus.subscribe(eventsChannel, onMessage);
+    stopListeningToTasks = await bus.subscribe(taskEventsChannel, onTaskMessage);
     bus.onReconnect(() => {
       log.info('event bus reconnected; subscribers catch up from the outbox');
       catchUpEveryone();
@@ -124,19 +145,20 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
    * Registers first and reads the starting point second, so an event committed in between is
    * either at or before the starting point (skipped) or after it (delivered): never lost.
    */
-  async function subscribe(target: StreamTarget, options: SubscribeOptions, listener: StreamListener, visible: (event: PublishedEvent) => boolean = () => true): Promise<Subscription> {
-    const index = target.kind === 'transaction' ? byTransaction : byUser;
-    const key = target.kind === 'transaction' ? target.transactionId : target.userId;
-    const early: PublishedEvent[] = [];
+  async function attach<E>(
+    index: Map<string, Set<Subscriber<E>>>, key: string, startingPoint: () => Promise<bigint>, source: SubscriberSource<E>,
+    listener: StreamListener<E>, fromRequestedPosition: boolean,
+  ): Promise<Subscription> {
+    const early: E[] = [];
     // Stands in while the starting point is read; the real subscriber catches up on its own.
-    const placeholder = { offer: (event: PublishedEvent) => early.push(event), catchUp: () => {} } as unknown as Subscriber;
-    const set = index.get(key) ?? new Set<Subscriber>();
+    const placeholder = { offer: (event: E) => early.push(event), catchUp: () => {} } as unknown as Subscriber<E>;
+    const set = index.get(key) ?? new Set<Subscriber<E>>();
     index.set(key, set);
     set.add(placeholder);
-    let subscriber: Subscriber;
+    let subscriber: Subscriber<E>;
     try {
-      const start = await startingPoint(target, options);
-      subscriber = new Subscriber(start, sourceFor(target, visible), listener, { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize }, (ended) => {
+      const start = await startingPoint();
+      subscriber = new Subscriber<E>(start, source, listener, { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize }, (ended) => {
         set.delete(ended);
         if (set.size === 0 && index.get(key) === set) index.delete(key);
       });
@@ -144,23 +166,49 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       set.delete(placeholder);
     }
     set.add(subscriber);
-    // A transaction stream starts at a position the client chose (its start, or Last-Event-ID);
-    // a user stream without Last-Event-ID starts at the head, which nothing can be older than.
-    subscriber.catchUp(target.kind === 'transaction' || options.afterSequence !== undefined);
+    subscriber.catchUp(fromRequestedPosition);
     for (const event of early) subscriber.offer(event);
     return { close: () => subscriber.close() };
   }
 
+  function subscribe(target: StreamTarget, options: SubscribeOptions, listener: StreamListener, visible: (event: PublishedEvent) => boolean = () => true): Promise<Subscription> {
+    const index = target.kind === 'transaction' ? byTransaction : byUser;
+    const key = target.kind === 'transaction' ? target.transactionId : target.userId;
+    // A transaction stream starts at a position the client chose (its start, or Last-Event-ID);
+    // a user stream without Last-Event-ID starts at the head, which nothing can be older than.
+    return attach(index, key, () => startingPoint(target, options), sourceFor(target, visible), listener, target.kind === 'transaction' || options.afterSequence !== undefined);
+  }
+
+  /**
+   * A user's task stream: the task events of which they are the recipient, after Last-Event-ID,
+   * or from now on without it (as a user's transaction stream).
+   */
+  function subscribeTaskEvents(userId: string, options: SubscribeOptions, listener: StreamListener<PublishedTaskEvent>, visible: (event: PublishedTaskEvent) => boolean): Promise<Subscription> {
+    const head = async () => BigInt((await db('task_event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
+    const source: SubscriberSource<PublishedTaskEvent> = {
+      sequenceOf: (event) => BigInt(event.sequence),
+      visible,
+      headSequence: head,
+      fetchAfter: async (after, limit) =>
+        ((await db('task_events').where({ recipient_user_id: userId }).where('recipient_sequence', '>', String(after))
+          .orderBy('recipient_sequence').limit(limit)) as TaskEventRow[]).map(toPublishedTaskEvent),
+    };
+    const startingAt = () => (options.afterSequence === undefined ? head() : Promise.resolve(BigInt(options.afterSequence)));
+    return attach(byTaskRecipient, userId, startingAt, source, listener, options.afterSequence !== undefined);
+  }
+
   async function stop() {
     await stopListening?.();
+    await stopListeningToTasks?.();
     stopListening = null;
-    for (const index of [byTransaction, byUser]) {
+    stopListeningToTasks = null;
+    for (const index of [byTransaction, byUser, byTaskRecipient] as Map<string, Set<{ shutdown(): void }>>[]) {
       for (const set of index.values()) for (const subscriber of [...set]) subscriber.shutdown();
       index.clear();
     }
   }
 
-  return { start, subscribe, nextEventOf, stop };
+  return { start, subscribe, subscribeTaskEvents, nextEventOf, stop };
 }
 
 export type EventHub = ReturnType<typeof createEventHub>;

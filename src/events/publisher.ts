@@ -23,13 +23,13 @@ export interface PublishedEvent {
   created_at: string;
 }
 
-const serialized = new WeakMap<PublishedEvent, string>();
+const serialized = new WeakMap<object, string>();
 
 /**
  * The JSON of an event, computed once however many subscribers receive the same event object:
  * fan-out to N streams costs one stringify, not N.
  */
-export function eventJson(event: PublishedEvent): string {
+export function eventJson(event: object): string {
   let json = serialized.get(event);
   if (json === undefined) {
     json = JSON.stringify(event);
@@ -39,7 +39,7 @@ export function eventJson(event: PublishedEvent): string {
 }
 
 /** The bus message is already the event's JSON: keep it instead of serializing again. */
-export function rememberJson(event: PublishedEvent, json: string) {
+export function rememberJson(event: object, json: string) {
   serialized.set(event, json);
 }
 
@@ -58,24 +58,36 @@ export function toPublishedEvent(row: OutboxRow): PublishedEvent {
   };
 }
 
-export interface Publisher {
+/**
+ * One outbox table and the bus channel its rows go out on: the transactions' (outbox_events) and
+ * the tasks' (task_events). The publisher, the relay and the retention job treat both alike.
+ */
+export interface Feed<Row extends { id: string }> {
+  table: string;
+  channel: string;
+  message(row: Row): string;
+}
+
+export const transactionFeed: Feed<OutboxRow> = { table: 'outbox_events', channel: eventsChannel, message: (row) => JSON.stringify(toPublishedEvent(row)) };
+
+export interface Publisher<Row extends { id: string } = OutboxRow> {
   /** Starts publishing and returns at once: a response never waits on the bus. */
-  publish(row: OutboxRow): void;
+  publish(row: Row): void;
   flush(): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createPublisher(bus: EventBus, db: Database, log: Logger, flushIntervalMs: number = limits.publishedMarkFlushMs): Publisher {
+export function createPublisher<Row extends { id: string }>(bus: EventBus, db: Database, log: Logger, feed: Feed<Row>, flushIntervalMs: number = limits.publishedMarkFlushMs): Publisher<Row> {
   let published: string[] = [];
   const flush = async () => {
     if (published.length === 0) return;
     const ids = published;
     published = [];
     try {
-      await db('outbox_events').whereIn('id', ids).update({ published_at: db.fn.now() });
+      await db(feed.table).whereIn('id', ids).update({ published_at: db.fn.now() });
     } catch (error) {
       // Unmarked rows are only republished by the relay; subscribers drop duplicates by sequence.
-      log.warn('could not mark outbox rows published', { error, count: ids.length });
+      log.warn('could not mark outbox rows published', { error, count: ids.length, table: feed.table });
     }
   };
   const timer = setInterval(() => void flush(), flushIntervalMs);
@@ -84,9 +96,9 @@ export function createPublisher(bus: EventBus, db: Database, log: Logger, flushI
     publish(row) {
       // Commands on one connection keep their order, so not awaiting loses no ordering. A
       // failure leaves the row unmarked, and the relay publishes it later.
-      bus.publish(eventsChannel, JSON.stringify(toPublishedEvent(row))).then(
+      bus.publish(feed.channel, feed.message(row)).then(
         () => published.push(String(row.id)),
-        (error: unknown) => log.warn('publish failed; the relay will retry', { error: error instanceof Error ? error.message : String(error), outbox_id: String(row.id) }),
+        (error: unknown) => log.warn('publish failed; the relay will retry', { error: error instanceof Error ? error.message : String(error), outbox_id: String(row.id), table: feed.table }),
       );
     },
     flush,

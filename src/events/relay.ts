@@ -3,31 +3,36 @@ import { withTransaction } from '../db/transaction.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../logger.ts';
 import { periodic } from '../periodic.ts';
-import type { OutboxRow } from '../store/outbox.ts';
 import type { EventBus } from './bus.ts';
-import { eventsChannel, toPublishedEvent } from './publisher.ts';
+import type { Feed } from './publisher.ts';
 
 /**
  * Republishes outbox rows that were committed but never marked published: the instance that
  * committed them crashed, or the bus was down. SKIP LOCKED lets every instance run a relay
  * without two of them taking the same rows; subscribers drop any duplicate by sequence.
  */
-export function createRelay(bus: EventBus, db: Database, log: Logger, now: () => Date) {
-  async function runOnce(): Promise<number> {
+export function createRelay(bus: EventBus, db: Database, log: Logger, now: () => Date, feeds: readonly Feed<{ id: string }>[]) {
+  async function relayFeed(feed: Feed<{ id: string }>): Promise<number> {
     return withTransaction(db, async ({ trx }) => {
-      const rows = (await trx('outbox_events')
+      const rows = (await trx(feed.table)
         .whereNull('published_at')
         .where('created_at', '<', new Date(now().getTime() - limits.relayGraceMs))
         .orderBy('id')
         .limit(limits.relayBatchSize)
         .forUpdate()
-        .skipLocked()) as OutboxRow[];
+        .skipLocked()) as { id: string }[];
       if (rows.length === 0) return 0;
-      for (const row of rows) await bus.publish(eventsChannel, JSON.stringify(toPublishedEvent(row)));
-      await trx('outbox_events').whereIn('id', rows.map((row) => row.id)).update({ published_at: now() });
-      log.info('relayed unpublished events', { count: rows.length });
+      for (const row of rows) await bus.publish(feed.channel, feed.message(row));
+      await trx(feed.table).whereIn('id', rows.map((row) => row.id)).update({ published_at: now() });
+      log.info('relayed unpublished events', { count: rows.length, table: feed.table });
       return rows.length;
     });
+  }
+
+  async function runOnce(): Promise<number> {
+    let relayed = 0;
+    for (const feed of feeds) relayed += await relayFeed(feed);
+    return relayed;
   }
 
   const schedule = periodic('relay', runOnce, log);

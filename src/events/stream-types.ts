@@ -9,15 +9,15 @@ export type StreamTarget =
   | { kind: 'transaction'; transactionId: string }
   | { kind: 'user'; userId: string };
 
-export interface StreamEvent {
+export interface StreamEvent<E = PublishedEvent> {
   /** The position in this stream: transaction_sequence for a transaction stream, the owner's sequence for a user stream. */
   sequence: string;
-  event: PublishedEvent;
+  event: E;
 }
 
-export interface StreamListener {
+export interface StreamListener<E = PublishedEvent> {
   /** Called once per event, in order. Return false when the consumer cannot keep up: the subscription then ends with reason 'slow_consumer'. */
-  onEvent(event: StreamEvent): boolean;
+  onEvent(event: StreamEvent<E>): boolean;
   /**
    * Called when the events right after the stream's position were deleted by the retention job:
    * the stream goes on after `resumedAfter`, and the client should read the current state.

@@ -6,12 +6,12 @@ import type { StreamEvent, StreamListener } from './stream-types.ts';
  * fetched from the outbox), the listener sees each sequence number exactly once and in order:
  * older ones are dropped, early ones wait while the gap before them is fetched.
  */
-export interface SubscriberSource {
-  sequenceOf(event: PublishedEvent): bigint;
+export interface SubscriberSource<E = PublishedEvent> {
+  sequenceOf(event: E): bigint;
   /** Events strictly after `after`, in sequence order, at most `limit` of them. */
-  fetchAfter(after: bigint, limit: number): Promise<PublishedEvent[]>;
+  fetchAfter(after: bigint, limit: number): Promise<E[]>;
   /** Events the listener must not see (another space) still advance the position. */
-  visible(event: PublishedEvent): boolean;
+  visible(event: E): boolean;
   /** The stream's latest sequence, to tell "up to date" from "everything after it was deleted". */
   headSequence?(): Promise<bigint>;
 }
@@ -21,8 +21,8 @@ export interface SubscriberLimits {
   catchUpBatchSize: number;
 }
 
-export class Subscriber {
-  private pending = new Map<bigint, PublishedEvent>();
+export class Subscriber<E = PublishedEvent> {
+  private pending = new Map<bigint, E>();
   private queue: Promise<void> = Promise.resolve();
   private queuedTasks = 0;
   private catchUpQueued = false;
@@ -30,14 +30,14 @@ export class Subscriber {
 
   constructor(
     private last: bigint,
-    private readonly source: SubscriberSource,
-    private readonly listener: StreamListener,
+    private readonly source: SubscriberSource<E>,
+    private readonly listener: StreamListener<E>,
     private readonly limits: SubscriberLimits,
-    private readonly onEnded: (subscriber: Subscriber) => void,
+    private readonly onEnded: (subscriber: Subscriber<E>) => void,
   ) {}
 
   /** A live event from the bus. */
-  offer(event: PublishedEvent) {
+  offer(event: E) {
     if (this.ended) return;
     const sequence = this.source.sequenceOf(event);
     if (sequence <= this.last) return;
@@ -85,7 +85,7 @@ export class Subscriber {
    * were deleted by the retention job. The listener is told once, and the stream goes on from the
    * oldest event still kept (or the head).
    */
-  private async skipDeleted(batch: PublishedEvent[], checkHead: boolean) {
+  private async skipDeleted(batch: E[], checkHead: boolean) {
     let resumeAfter = this.gapBefore(batch[0]);
     if (!batch[0] && checkHead && this.source.headSequence) {
       const head = await this.source.headSequence();
@@ -104,7 +104,7 @@ export class Subscriber {
   }
 
   /** The position to go on from when `oldest`, the first event after the position, is not the next one. */
-  private gapBefore(oldest: PublishedEvent | undefined): bigint | null {
+  private gapBefore(oldest: E | undefined): bigint | null {
     if (!oldest) return null;
     const sequence = this.source.sequenceOf(oldest);
     return sequence > this.last + 1n ? sequence - 1n : null;
@@ -128,12 +128,12 @@ export class Subscriber {
       });
   }
 
-  private deliverInOrder(event: PublishedEvent): boolean {
+  private deliverInOrder(event: E): boolean {
     const sequence = this.source.sequenceOf(event);
     if (this.ended || sequence <= this.last) return !this.ended;
     this.last = sequence;
     this.pending.delete(sequence);
-    if (this.source.visible(event) && !this.listener.onEvent({ sequence: String(sequence), event } satisfies StreamEvent)) {
+    if (this.source.visible(event) && !this.listener.onEvent({ sequence: String(sequence), event } satisfies StreamEvent<E>)) {
       this.end('slow_consumer');
       return false;
     }

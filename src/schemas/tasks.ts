@@ -270,3 +270,31 @@ export const pushIdParams = z.object({ push_id: uuid });
 export const respondPushBody = z
   .strictObject({ decision: z.enum(['accept', 'decline']), message: z.string().trim().min(1).max(limits.noteLengthMax).optional() })
   .meta({ id: 'TaskPushRespond' });
+
+/** The task stream (docs/tasks.md "Task events"): GET /api/v1/tasks/events. */
+export const taskEventSummary = taskResponse
+  .pick({
+    id: true, title: true, status: true, owner_type: true, user_id: true, bounty_amount: true, bounty_currency: true, bounty_held: true,
+    delivery_hours: true, expires_at: true, transaction_id: true, matched_skill_id: true, updated_at: true,
+  })
+  .meta({ id: 'TaskEventTask', description: 'The task as it is after the move, without its long fields (GET the task for those)' });
+
+export const taskStreamEvent = z
+  .object({
+    id: z.string().meta({ description: 'The event row\'s id (not its stream position: that is `sequence`, the SSE id)' }),
+    sequence: z.string().meta({ description: 'Position in the caller\'s task stream; the SSE `id`, resumed after with Last-Event-ID' }),
+    recipient_user_id: uuid,
+    space: z.enum(['agent', 'human']),
+    task_id: uuid,
+    application_id: uuid.nullable(),
+    type: z.enum(['task.drafted', 'task.published', 'task.updated', 'task.closed', 'task.cancelled', 'task.expired', 'task.matched',
+      'application.submitted', 'application.withdrawn', 'application.rejected', 'application.accepted']),
+    data: z.object({
+      action: z.string().meta({ description: 'The move: draft, publish, update, close, cancel, expire, match (a task); apply, withdraw, reject, accept, match (an application)' }),
+      previous_status: z.string().nullable(),
+      task: taskEventSummary,
+      application: applicationResponse.optional().meta({ description: 'The application after its move (application events only)' }),
+    }),
+    created_at: dateTime,
+  })
+  .meta({ id: 'TaskEvent', description: 'One SSE event of the task stream: `id` = sequence, `event` = type, `data` = this object' });

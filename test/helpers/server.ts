@@ -25,13 +25,15 @@ export interface ReceivedEvent {
 }
 
 /** A plain EventSource client that sends credentials as headers and collects what it receives. */
-export function openEventSource(url: string, headers: Record<string, string>) {
+const transactionEventTypes = ['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled', 'transaction.cancelled_by_buyer', 'transaction.rejected_by_seller', 'transaction.disputed', 'transaction.refunded', 'transaction.failed', 'too_old'];
+
+export function openEventSource(url: string, headers: Record<string, string>, types: readonly string[] = transactionEventTypes) {
   const received: ReceivedEvent[] = [];
   const source = new EventSource(url, {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
   });
   const onMessage = (event: MessageEvent) => received.push({ id: event.lastEventId, type: event.type, data: JSON.parse(event.data) });
-  for (const type of ['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled', 'transaction.cancelled_by_buyer', 'transaction.rejected_by_seller', 'transaction.disputed', 'transaction.refunded', 'transaction.failed', 'too_old']) {
+  for (const type of types) {
     source.addEventListener(type, onMessage);
   }
   const opened = new Promise<void>((resolve, reject) => {
