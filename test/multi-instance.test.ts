@@ -107,6 +107,36 @@ describe('two instances behind one Redis', () => {
   }, 180_000);
 });
 
+describe('the task stream on two instances', () => {
+  it('delivers on A every task move made through B, in order and once for each recipient', async () => {
+    const publisher = await agent(instanceB.url);
+    const applicant = await agent(instanceB.url);
+    await call(instanceB.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: publisher.userId, currency: 'UT', amount: '100.00' });
+    const types = ['task.published', 'task.updated', 'task.closed', 'task.matched', 'application.submitted', 'application.accepted'];
+    const [publisherStream, applicantStream] = [openEventSource(`${instanceA.url}/api/v1/tasks/events`, publisher.headers, types), openEventSource(`${instanceA.url}/api/v1/tasks/events`, applicant.headers, types)];
+    await Promise.all([publisherStream.opened, applicantStream.opened]);
+    const skill = await call(instanceB.url, 'POST', '/api/v1/skills/', applicant.headers, { name: 'Editing', description: 'Copy editing', category: 'copywriting' });
+    const tasks = [];
+    for (let index = 0; index < 3; index++) {
+      const task = await call(instanceB.url, 'POST', '/api/v1/tasks/', publisher.headers, { title: `Edit chapter ${index}`, description: 'Ten pages', mode: 'online', bounty_amount: '5.00' });
+      const application = await call(instanceB.url, 'POST', `/api/v1/tasks/${task.id}/applications`, applicant.headers, { skill_id: skill.id });
+      await call(instanceB.url, 'PUT', `/api/v1/tasks/${task.id}`, publisher.headers, { bounty_amount: '6.00' });
+      if (index === 0) await call(instanceB.url, 'POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, publisher.headers, {});
+      else await call(instanceB.url, 'POST', `/api/v1/tasks/${task.id}/close`, publisher.headers, {});
+      tasks.push(task.id);
+    }
+    const expected = { publisher: 13, applicant: 10 };
+    await expect.poll(() => [publisherStream.received.length, applicantStream.received.length], { timeout: 30_000 }).toEqual([expected.publisher, expected.applicant]);
+    expect(publisherStream.received.map((event) => Number(event.id))).toEqual(Array.from({ length: expected.publisher }, (_, index) => index + 1));
+    expect(applicantStream.received.map((event) => Number(event.id))).toEqual(Array.from({ length: expected.applicant }, (_, index) => index + 1));
+    expect(applicantStream.received.map((event) => event.type)).toEqual([
+      'application.submitted', 'task.updated', 'task.matched', 'application.accepted',
+      'application.submitted', 'task.updated', 'task.closed', 'application.submitted', 'task.updated', 'task.closed',
+    ]);
+    for (const stream of [publisherStream, applicantStream]) stream.close();
+  }, 120_000);
+});
+
 describe('rate limits shared by two instances', () => {
   it('counts wrong logins made through A and B in one bucket, and refuses the next on either', async () => {
     const email = `${randomUUID()}@example.com`;

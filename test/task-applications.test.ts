@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationActions, applicationStatuses, applicationTransitionTable, nextApplicationState } from '../src/domain/tasks.ts';
 import { type Actor, createAgent, signUpHuman } from './helpers/actors.ts';
 import { raceTest, startTestApp, type TestApp } from './helpers/app.ts';
+import { limits } from '../src/limits.ts';
 
 let test: TestApp;
 let publisher: Actor;
@@ -78,6 +79,25 @@ describe('applying to a task', () => {
     expect(answers.filter((answer) => answer.status === 201)).toHaveLength(1);
     expect(answers.filter((answer) => answer.status !== 201).every((answer) => answer.body.code === 4092)).toBe(true);
   });
+});
+
+describe('how many applications a task takes', () => {
+  it(`takes ${limits.taskPendingApplicationsMax} pending applications, refuses the next with 4092 saying so, and takes one again once one is answered`, async () => {
+    const task = await newTask();
+    const skills: { id: string }[] = [];
+    for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax + 1; batch++) {
+      skills.push(...(await Promise.all(Array.from({ length: 20 }, () => newSkill()))));
+    }
+    const applied: Application[] = [];
+    for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax; batch++) {
+      const slice = skills.slice(batch * 20, Math.min((batch + 1) * 20, limits.taskPendingApplicationsMax));
+      applied.push(...(await Promise.all(slice.map(async (skill) => (await apply(applicant, task.id, { skill_id: skill.id }).expect(201)).body.data as Application))));
+    }
+    const extra = skills[limits.taskPendingApplicationsMax]!;
+    expect((await apply(applicant, task.id, { skill_id: extra.id }).expect(409)).body).toMatchObject({ code: 4092, data: { pending_applications_max: limits.taskPendingApplicationsMax } });
+    await test.http.post(`/api/v1/tasks/${task.id}/applications/${applied[0]!.id}/reject`).set(publisher.headers).send({}).expect(200);
+    await apply(applicant, task.id, { skill_id: extra.id }).expect(201);
+  }, 120_000);
 });
 
 describe('withdrawing and rejecting', () => {
