@@ -26,7 +26,12 @@ export async function checkBooks(db: Knex): Promise<string[]> {
     const events = (await trx('outbox_events').orderBy('transaction_sequence').select('transaction_id', 'transaction_sequence', 'event_type', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence')) as EventRow[];
     const streams = (await trx('event_streams').select('owner_user_id', 'last_sequence')) as { owner_user_id: string; last_sequence: string }[];
     const taskHolds = (await trx('tasks').select('id', 'owner_user_id', 'bounty_currency', 'bounty_held')) as TaskHoldRow[];
-    return [...money(accounts, transactions, entries, taskHolds), ...histories(transactions, events), ...eventStreams(events, streams)];
+    const taskEvents = (await trx('task_events').select('recipient_user_id', 'recipient_sequence', 'task_id')) as { recipient_user_id: string; recipient_sequence: string; task_id: string }[];
+    const taskEventStreams = (await trx('task_event_streams').select('owner_user_id', 'last_sequence')) as { owner_user_id: string; last_sequence: string }[];
+    return [
+      ...money(accounts, transactions, entries, taskHolds), ...histories(transactions, events), ...eventStreams(events, streams),
+      ...taskStreams(taskHolds, taskEvents, taskEventStreams),
+    ];
   }, { isolationLevel: 'repeatable read' });
 }
 
@@ -107,17 +112,34 @@ function histories(transactions: TransactionRow[], events: EventRow[]): string[]
 
 /** Each user's stream is numbered 1..N with no gap or repeat, and its counter says N. */
 function eventStreams(events: EventRow[], streams: { owner_user_id: string; last_sequence: string }[]): string[] {
+  const positions = events.flatMap((event) => [
+    { userId: event.buyer_user_id, sequence: Number(event.buyer_sequence) },
+    { userId: event.seller_user_id, sequence: Number(event.seller_sequence) },
+  ]);
+  return gapFree('event stream', positions, streams);
+}
+
+/**
+ * Each person's numbering (their transaction stream, their task stream) runs 1, 2, 3... without a
+ * gap or a repeat, up to what their counter says.
+ */
+function gapFree(what: string, positions: { userId: string; sequence: number }[], streams: { owner_user_id: string; last_sequence: string }[]): string[] {
   const violations: string[] = [];
   const byUser = new Map<string, number[]>();
-  for (const event of events) {
-    byUser.set(event.buyer_user_id, [...(byUser.get(event.buyer_user_id) ?? []), Number(event.buyer_sequence)]);
-    byUser.set(event.seller_user_id, [...(byUser.get(event.seller_user_id) ?? []), Number(event.seller_sequence)]);
-  }
+  for (const { userId, sequence } of positions) byUser.set(userId, [...(byUser.get(userId) ?? []), sequence]);
   const last = new Map(streams.map((stream) => [stream.owner_user_id, Number(stream.last_sequence)]));
   for (const [userId, sequences] of byUser) {
     sequences.sort((a, b) => a - b);
-    if (sequences.some((sequence, index) => sequence !== index + 1)) violations.push(`the event stream of ${userId} has a gap or a repeat`);
-    if ((last.get(userId) ?? 0) !== sequences.length) violations.push(`the event stream of ${userId} says ${last.get(userId)} for ${sequences.length} events`);
+    if (sequences.some((sequence, index) => sequence !== index + 1)) violations.push(`the ${what} of ${userId} has a gap or a repeat`);
+    if ((last.get(userId) ?? 0) !== sequences.length) violations.push(`the ${what} of ${userId} says ${last.get(userId)} for ${sequences.length} events`);
   }
+  for (const [userId, counted] of last) if (counted > 0 && !byUser.has(userId)) violations.push(`the ${what} of ${userId} says ${counted} for no events`);
   return violations;
+}
+
+/** Every task was heard of by its publisher (its first move is an event), and the task streams have no gaps. */
+function taskStreams(tasks: TaskHoldRow[], events: { recipient_user_id: string; recipient_sequence: string; task_id: string }[], streams: { owner_user_id: string; last_sequence: string }[]): string[] {
+  const heard = new Set(events.map((event) => `${event.recipient_user_id}:${event.task_id}`));
+  const unheard = tasks.filter((task) => !heard.has(`${task.owner_user_id}:${task.id}`)).map((task) => `task ${task.id} has no event for its publisher`);
+  return [...unheard, ...gapFree('task stream', events.map((event) => ({ userId: event.recipient_user_id, sequence: Number(event.recipient_sequence) })), streams)];
 }
