@@ -32,9 +32,9 @@ afterAll(async () => {
  * The answer holds on to the Response: fetch cancels the body of a Response that is garbage
  * collected, which closed streams behind the test's back whenever a collection ran mid-test.
  */
-async function openStream(actor: Actor) {
+async function openStream(actor: Actor, path = '/api/v1/transactions/events') {
   const abort = new AbortController();
-  const response = await fetch(`${served.url}/api/v1/transactions/events`, { headers: actor.headers, signal: abort.signal });
+  const response = await fetch(`${served.url}${path}`, { headers: actor.headers, signal: abort.signal });
   const body = response.status === 200 ? null : ((await response.json()) as { code: number; data: { retry_after_seconds: number } });
   return { status: response.status, retryAfter: response.headers.get('retry-after'), body, response, close: () => abort.abort() };
 }
@@ -80,6 +80,17 @@ describe('SSE streams per credential', () => {
     });
     expect(again.status).toBe(200);
     for (const stream of [...streams, others, again]) stream.close();
+  });
+
+  it('counts task streams and transaction streams against the same cap', async () => {
+    const agent = await createAgent(test);
+    const half = limits.sseStreamsPerCredentialMax / 2;
+    const streams = await Promise.all(Array.from({ length: limits.sseStreamsPerCredentialMax }, (_, index) => openStream(agent, index < half ? '/api/v1/tasks/events' : '/api/v1/transactions/events')));
+    expect(streams.every((stream) => stream.status === 200)).toBe(true);
+    const refused = await openStream(agent, '/api/v1/tasks/events');
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ code: 4290, data: { retry_after_seconds: limits.connectionCapRetryAfterSeconds } });
+    for (const stream of streams) stream.close();
   });
 
   it('counts JSON-RPC streams against the same cap', async () => {
