@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneTemplate } from './helpers/databases.ts';
 import { type RunningProcess, freePort, startRedis, startServer } from './helpers/processes.ts';
@@ -177,13 +177,17 @@ describe('one server with two workers (WORKERS=2)', () => {
   }, 180_000);
 });
 
-/** The worker processes of a cluster primary: its Node children (tsx also starts esbuild). */
+/**
+ * The worker processes of a cluster primary: its children running the same Node binary (tsx also
+ * starts esbuild). Told by the executable, not the process name: Node 24 names its main thread
+ * "MainThread", which is what /proc shows as a worker's name.
+ */
 function workerPids(primaryPid: number): number[] {
+  const nodeBinary = realpathSync(process.execPath);
   return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const isNode = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'node';
-      return isNode && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === primaryPid;
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === primaryPid && realpathSync(`/proc/${pid}/exe`) === nodeBinary;
     } catch {
       return false;
     }
