@@ -22,7 +22,7 @@ export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'push' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'protocol';
+export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'push' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'webhook' | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -39,6 +39,8 @@ const seenInSpace: RouteAccess['parties'] = { owner: 'allow', other_user: 'allow
 const ownerOnly: RouteAccess['parties'] = { owner: 'allow', other_user: 4030, other_space: 4040 };
 const buyerMove: RouteAccess = { resource: 'transaction', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } };
 const sellerMove: RouteAccess = { resource: 'transaction', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } };
+/** A webhook is its owner's alone, in its space: nobody else may know it exists. */
+const ownWebhook: RouteAccess = { resource: 'webhook', parties: { owner: 'allow', other_user: 4040, other_space: 4040 } };
 const eitherParty: RouteAccess = { resource: 'transaction', parties: { owner: 'allow', counterparty: 'allow', other_user: 4040, other_space: 4040 } };
 
 export const routeAccess: Record<string, RouteAccess> = {
@@ -144,6 +146,13 @@ export const routeAccess: Record<string, RouteAccess> = {
   // Buying names the counterparty's capability in the body: any agent may, a human may not see it.
   'POST /api/v1/transactions': { resource: 'self', parties: { owner: 'allow', other_user: 'allow', other_space: 4040 } },
   'GET /api/v1/transactions': ownSpace,
+  'POST /api/v1/webhooks': ownSpace,
+  'GET /api/v1/webhooks': ownSpace,
+  'GET /api/v1/webhooks/:webhook_id': ownWebhook,
+  'DELETE /api/v1/webhooks/:webhook_id': ownWebhook,
+  'GET /api/v1/webhooks/:webhook_id/deliveries': ownWebhook,
+  'POST /api/v1/webhooks/:webhook_id/ping': ownWebhook,
+  'POST /api/v1/webhooks/:webhook_id/rotate-secret': ownWebhook,
   'GET /api/v1/transactions/events': ownSpace,
   'GET /api/v1/transactions/:tx_id': eitherParty,
   'GET /api/v1/transactions/:tx_id/events': eitherParty,

@@ -21,6 +21,7 @@ import { identityRoutes } from '../rest/routes/identity.ts';
 import { deviceAuthorizationRoutes } from '../rest/routes/device-authorization.ts';
 import { pricingRoutes } from '../rest/routes/pricing.ts';
 import { streamRoutes } from '../rest/routes/streams.ts';
+import { webhookRoutes } from '../rest/routes/webhooks.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
 import { mcpRoutes } from '../mcp/index.ts';
@@ -40,7 +41,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
     ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine), ...deviceAuthorizationRoutes(engine),
     ...matchingRoutes(engine), ...demandRoutes(engine),
-    ...capabilityRoutes(engine), ...skillRoutes(engine), ...taskRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
+    ...capabilityRoutes(engine), ...skillRoutes(engine), ...taskRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...webhookRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
     ...pricingRoutes(engine),
     ...mcpRoutes(engine),
   ];

@@ -348,4 +348,35 @@ export const limits = {
    * task's shared lock, so parallel applies may pass it by at most their number.
    */
   taskPendingApplicationsMax: 200,
+
+  // Webhooks (issue 19, docs/webhooks.md).
+  /** Live subscriptions one user has at most, per space. */
+  webhookSubscriptionsPerUserMax: 20,
+  webhookDescriptionLengthMax: 500,
+  /** One delivery attempt: the receiver answers within this or the attempt failed (and is retried). */
+  webhookTimeoutMs: 10_000,
+  /** Retries: after the n-th failure, wait firstDelay * 2^(n-1), at most delayMax, with jitter; give up once past the window. */
+  webhookRetryFirstDelayMs: 10_000,
+  webhookRetryDelayMaxMs: 2 * 60 * 60 * 1000,
+  webhookDeliveryWindowMs: 24 * 60 * 60 * 1000,
+  /** A delivery being sent is this instance's for this long; after it, a crash is assumed and another instance sends it again. */
+  webhookLeaseMs: 60_000,
+  /** Deliveries waiting for one subscription at most: past it, new events for it are recorded as failed (queue_full) instead of queued. */
+  webhookPendingPerSubscriptionMax: 10_000,
+  /** Sends in flight per instance, and per subscription on one instance: a slow receiver holds at most its share. */
+  webhookSendsInFlightMax: 32,
+  webhookSendsInFlightPerSubscriptionMax: 4,
+  /** The dispatcher and sender look for work this often (and at once when an event is published here). */
+  webhookPollIntervalMs: 1_000,
+  /** Outbox rows one dispatch reads, and due deliveries one claim takes. */
+  webhookDispatchBatchSize: 500,
+  webhookClaimBatchSize: 32,
+  /** Finished deliveries (and their attempts) are kept this long for their owner to read, then deleted. */
+  webhookDeliveryRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  /** A received answer's body is kept (in the attempt) up to this many characters, for the owner to see why it failed. */
+  webhookErrorLengthMax: 500,
+  /** After a rotation, deliveries carry the old secret's signature beside the new one's this long. */
+  webhookPreviousSecretValidMs: 24 * 60 * 60 * 1000,
+  /** runOnce (tests, tools) gives up after this many passes, so a receiver that keeps failing cannot hold it. */
+  webhookRunOnceRoundsMax: 1_000,
 } as const;

@@ -27,6 +27,7 @@ async function runServer(config: Config, log: Logger) {
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
   runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
   runtime.engine.relay.start();
+  runtime.engine.webhooks.start();
   runtime.engine.retention.start();
   runtime.engine.autoAcceptJobs.start();
   runtime.engine.embeddings.start();

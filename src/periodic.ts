@@ -52,6 +52,9 @@ export function kickedRunner(name: string, pass: () => Promise<boolean>, log: Lo
       .catch((error: unknown) => log.error(`${name} failed; the periodic run retries`, { error }))
       .finally(() => {
         running = null;
+        // A kick that came after the last pass but before this point found `running` still set:
+        // it would be lost without this (a pass it wanted would wait for the periodic run).
+        if (kickedAgain) kick();
       });
   }
   /** Resolves when no pass is in progress on this instance. */

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hex, rpcCaller, v10Text } from './helpers/a2a.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { pruneOld, startTestApp, type TestApp } from './helpers/app.ts';
 import { act, agentMarket, createCapability } from './helpers/market.ts';
 import { rpcStreamResults } from './helpers/rpc-stream.ts';
 import { listen } from './helpers/server.ts';
@@ -118,7 +118,7 @@ describe('history and retention', () => {
     const before = (await rpc.ok(buyer, 'GetTask', { id: taskId })).history as Record<string, any>[];
     expect(before).toHaveLength(6);
     test.clock.advanceMs((test.config.OUTBOX_RETENTION_HOURS + 1) * 60 * 60 * 1000);
-    const deleted = await test.runtime.engine.retention.runOnce();
+    const deleted = await pruneOld(test);
     expect(deleted.outboxEvents).toBeGreaterThan(0);
     expect(deleted.a2aMessages).toBeGreaterThan(0);
     const after = (await rpc.ok(buyer, 'GetTask', { id: taskId })).history;

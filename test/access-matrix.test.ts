@@ -68,11 +68,12 @@ async function ok<T>(method: string, path: string, headers: Headers, body?: unkn
 
 const skillBody = { name: 'Contract translation', description: 'English to Chinese contracts', category: 'translation' };
 const taskBody = { title: 'Translate a contract', description: 'Ten pages, English into Chinese', mode: 'online' };
+const webhookBody = { url: 'https://receiver.example/hooks', event_types: ['*'] };
 const extractBody = { content: 'I translate contracts from English into Chinese. Localization of websites is my other job.' };
 
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; push_id: string; otherCapabilityId: string; ownerId: string };
+  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; push_id: string; webhook_id: string; otherCapabilityId: string; ownerId: string };
   userCode: string;
   deviceCode: string;
 }
@@ -111,6 +112,7 @@ async function newWorld(): Promise<World> {
   const counterpartySkill = await ok<{ id: string }>('POST', '/api/v1/skills/', counterparty.headers, skillBody);
   const application = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/applications`, counterparty.headers, { skill_id: counterpartySkill.id });
   const pushed = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/push-skill`, owner.headers, { skill_id: counterpartySkill.id });
+  const webhook = await ok<{ id: string }>('POST', '/api/v1/webhooks', owner.headers, webhookBody);
   const bought = await ok<{ id: string }>('POST', '/api/v1/transactions', { ...owner.headers, 'Idempotency-Key': randomUUID() }, { capability_id: offered.id, booked_hours: 1 });
   await ok('POST', `/api/v1/transactions/${bought.id}/freeze`, owner.headers, {});
   const ownedKey = await approvedKey(ownerAsHuman);
@@ -126,7 +128,7 @@ async function newWorld(): Promise<World> {
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, push_id: pushed.id, otherCapabilityId: offered.id, ownerId: owner.userId },
+    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, push_id: pushed.id, webhook_id: webhook.id, otherCapabilityId: offered.id, ownerId: owner.userId },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -174,6 +176,7 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'POST /api/v1/tasks/pushes/:push_id/respond': { decision: 'decline' },
     'POST /api/v1/tasks/ai-create': { prompt: 'Translate my contract into Chinese' },
     'POST /api/v1/tasks/description-optimize': { description: 'Translate my contract' },
+    'POST /api/v1/webhooks': webhookBody,
   };
   const key = routeKey(spec);
   const body = key in bodies ? bodies[key] : spec.method === 'get' || spec.method === 'delete' ? undefined : {};

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limits } from '../src/limits.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { pruneOld, startTestApp, type TestApp } from './helpers/app.ts';
 import { act, agentMarket, buy } from './helpers/market.ts';
 import { rpcStreamResults } from './helpers/rpc-stream.ts';
 import { listen, openEventSource } from './helpers/server.ts';
@@ -42,7 +42,7 @@ describe('the retention job', () => {
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
     const recent = await acceptedDeal();
 
-    await test.runtime.engine.retention.runOnce();
+    await pruneOld(test);
 
     expect(await outboxSequences(old.id)).toEqual([]);
     expect(await outboxSequences(unpublished.id)).toEqual([1, 2, 3]);
@@ -62,7 +62,7 @@ describe('the retention job', () => {
     const liveHash = 'live'.padEnd(64, '0');
     await db()('idempotency_keys').insert({ scope_hash: liveHash, fingerprint: 'f', state: 'completed', created_at: at, expires_at: live });
 
-    const { idempotencyKeys } = await test.runtime.engine.retention.runOnce();
+    const { idempotencyKeys } = await pruneOld(test);
 
     expect(idempotencyKeys).toBeGreaterThanOrEqual(2500);
     expect(Number((await db()('idempotency_keys').where('expires_at', '<=', at).count('* as count'))[0]!.count)).toBe(0);
@@ -76,7 +76,7 @@ describe('the retention job', () => {
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
     const oldRows = Number((await db()('outbox_events').whereNotNull('published_at').where('created_at', '<', new Date(test.clock.now.getTime() - retentionHours() * hourMs)).count('* as count'))[0]!.count);
 
-    const runs = await Promise.all([1, 2, 3, 4, 5, 6].map(() => test.runtime.engine.retention.runOnce()));
+    const runs = await Promise.all([1, 2, 3, 4, 5, 6].map(() => pruneOld(test)));
 
     expect(runs.reduce((sum, run) => sum + run.outboxEvents, 0)).toBe(oldRows);
     for (const deal of deals.slice(1)) expect(await outboxSequences(deal.id)).toEqual([]);
@@ -92,9 +92,9 @@ describe('a configured retention window', () => {
       const { id } = await buy(short, market.buyer, market.capability.id);
       await expect.poll(async () => (await short.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id }).whereNotNull('published_at')).length).toBe(1);
       short.clock.advanceMs(1 * hourMs);
-      expect((await short.runtime.engine.retention.runOnce()).outboxEvents).toBe(0);
+      expect((await pruneOld(short)).outboxEvents).toBe(0);
       short.clock.advanceMs(2 * hourMs);
-      expect((await short.runtime.engine.retention.runOnce()).outboxEvents).toBe(1);
+      expect((await pruneOld(short)).outboxEvents).toBe(1);
     } finally {
       await short.close();
     }
@@ -105,7 +105,7 @@ describe('a stream resumed from a pruned position', () => {
   it('gets one too_old event saying where to read the current state, then the live events', async () => {
     const deal = await acceptedDeal();
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
-    await test.runtime.engine.retention.runOnce();
+    await pruneOld(test);
     expect(await outboxSequences(deal.id)).toEqual([]);
 
     const client = openEventSource(`${server.url}/api/v1/transactions/${deal.id}/events`, { ...deal.buyer.headers, 'Last-Event-ID': '1' });
@@ -127,7 +127,7 @@ describe('a stream resumed from a pruned position', () => {
     const deal = await acceptedDeal();
     const buyerHead = String((await db()('event_streams').where({ owner_user_id: deal.buyer.userId }).first('last_sequence')).last_sequence);
     await db()('outbox_events').where({ transaction_id: deal.id }).where('transaction_sequence', '<', 3).update({ created_at: new Date(0) });
-    await test.runtime.engine.retention.runOnce();
+    await pruneOld(test);
 
     const client = openEventSource(`${server.url}/api/v1/transactions/events`, { ...deal.buyer.headers, 'Last-Event-ID': '0' });
     await client.opened;
@@ -141,10 +141,10 @@ describe('a stream resumed from a pruned position', () => {
   it('still gives a JSON-RPC client the current task when the history is gone', async () => {
     const deal = await acceptedDeal();
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
-    await test.runtime.engine.retention.runOnce();
+    await pruneOld(test);
     await act(test, deal.seller, deal.id, 'deliver', { result_payload: { answer: 42 } }).expect(200);
     await db()('outbox_events').where({ transaction_id: deal.id }).update({ published_at: new Date(0), created_at: new Date(0) });
-    await test.runtime.engine.retention.runOnce();
+    await pruneOld(test);
 
     const results = await rpcStreamResults(`${server.url}/api/v1/rpc`, deal.buyer, 'tasks/resubscribe', { id: deal.id }, { 'A2A-Version': '0.3' });
     expect(results).toHaveLength(1);
@@ -172,14 +172,14 @@ describe('the retention of device authorization requests', () => {
   it('keeps an expired request for a day, so a late poll hears 4803, and deletes it after', async () => {
     const recent = await start();
     test.clock.advanceMs(limits.deviceCodeLifetimeSeconds * 1000 + 60_000);
-    expect((await test.runtime.engine.retention.runOnce()).deviceAuthorizations).toBe(0);
+    expect((await pruneOld(test)).deviceAuthorizations).toBe(0);
     // Expired a minute ago: kept, and the device is told it expired.
     expect((await poll(recent.device_code)).body.code).toBe(4803);
     const older = await start();
     test.clock.advanceMs(limits.deviceAuthorizationRetentionMs);
     // Expired more than a day ago: gone; expired less than a day ago: still there (an unknown
     // code and an expired one answer the same 4803, so the rows are counted).
-    expect((await test.runtime.engine.retention.runOnce()).deviceAuthorizations).toBe(1);
+    expect((await pruneOld(test)).deviceAuthorizations).toBe(1);
     expect(Number((await db()('device_authorizations').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(1);
     expect((await poll(older.device_code)).body.code).toBe(4803);
   });

@@ -46,19 +46,25 @@ interface HopAnswer {
   body: Buffer;
 }
 
-export async function callCallback(call: CallbackCall, network: CallbackNetwork, nowSeconds: number): Promise<CallbackOutcome> {
-  const body = JSON.stringify(call.payload);
-  const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-callback/1', [signatureHeader]: signatureHeaderValue(call.secret, nowSeconds, body) };
+/** What a guarded POST came to: the receiver's answer (any status), or why there was none. */
+export type PostOutcome = { kind: 'answered'; status: number; body: Buffer } | { kind: 'failed'; reason: string } | { kind: 'timeout' };
+
+/**
+ * POSTs `body` to `url` through the address guard, the timeout and the size limit on the answer,
+ * following 307/308 redirects by the rules above: the one outbound path of the product, used by
+ * invoke's callbacks and by webhook and push deliveries alike.
+ */
+export async function postGuarded(target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number }, network: CallbackNetwork): Promise<PostOutcome> {
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
     controller.abort();
-  }, call.timeoutMs);
+  }, target.timeoutMs);
   try {
-    let url = new URL(call.url);
+    let url = new URL(target.url);
     for (let hop = 0; ; hop++) {
-      const answer = await sendHop(url, body, headers, network, controller.signal);
+      const answer = await sendHop(url, target.body, target.headers, network, controller.signal);
       if ((answer.status === 307 || answer.status === 308) && answer.location !== undefined) {
         const next = new URL(answer.location, url);
         if (hop >= limits.callbackRedirectsMax) return { kind: 'failed', reason: `more than ${limits.callbackRedirectsMax} redirects` };
@@ -67,20 +73,28 @@ export async function callCallback(call: CallbackCall, network: CallbackNetwork,
         url = next;
         continue;
       }
-      return outcomeOf(answer);
+      return { kind: 'answered', status: answer.status, body: answer.body };
     }
   } catch (error) {
     if (timedOut) return { kind: 'timeout' };
     if (error instanceof CallbackProblem) return { kind: 'failed', reason: error.message };
     const code = (error as { code?: string }).code;
-    return { kind: 'failed', reason: `the callback could not be reached${code ? ` (${code})` : ''}` };
+    return { kind: 'failed', reason: `the receiver could not be reached${code ? ` (${code})` : ''}` };
   } finally {
     clearTimeout(timer);
   }
 }
 
+export async function callCallback(call: CallbackCall, network: CallbackNetwork, nowSeconds: number): Promise<CallbackOutcome> {
+  const body = JSON.stringify(call.payload);
+  const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-callback/1', [signatureHeader]: signatureHeaderValue(call.secret, nowSeconds, body) };
+  const posted = await postGuarded({ url: call.url, body, headers, timeoutMs: call.timeoutMs }, network);
+  if (posted.kind !== 'answered') return posted.kind === 'failed' ? { kind: 'failed', reason: posted.reason.replace('the receiver could not', 'the callback could not') } : posted;
+  return outcomeOf(posted);
+}
+
 /** A 2xx answer whose body is a JSON object with `result` an object or null; anything else fails. */
-function outcomeOf(answer: HopAnswer): CallbackOutcome {
+function outcomeOf(answer: { status: number; body: Buffer }): CallbackOutcome {
   if (answer.status < 200 || answer.status > 299) return { kind: 'failed', reason: `the callback answered HTTP ${answer.status}` };
   let parsed: unknown;
   try {

@@ -26,6 +26,7 @@ import * as tasks from './migrations/022_tasks.ts';
 import * as taskTransactions from './migrations/023_task_transactions.ts';
 import * as taskPushes from './migrations/024_task_pushes.ts';
 import * as taskEvents from './migrations/025_task_events.ts';
+import * as webhooks from './migrations/026_webhooks.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -57,6 +58,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '023_task_transactions': taskTransactions,
   '024_task_pushes': taskPushes,
   '025_task_events': taskEvents,
+  '026_webhooks': webhooks,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

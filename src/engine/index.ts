@@ -38,6 +38,7 @@ import { createTaskRating } from './task-rating.ts';
 import { createTaskAi } from './task-ai.ts';
 import { createTaskPushes } from './task-pushes.ts';
 import { createTaskEvents } from './task-events.ts';
+import { createWebhooks } from './webhooks.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -77,6 +78,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
+  const webhooks = createWebhooks(dependencies);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now, [transactionFeed, taskFeed]);
   const streams = createStreams(hub, transactions);
   const pricing = createPricingSuggestionEngine(dependencies, ai);
@@ -94,18 +96,19 @@ export async function createEngine(dependencies: EngineDependencies) {
 
   async function close() {
     relay.stop();
+    webhooks.stop();
     sweeper.stop();
     retention.stop();
     autoAcceptJobs.stop();
     embeddings.stop();
     await hub.stop();
     await stopRevocations();
-    await Promise.all([relay.idle(), sweeper.idle(), retention.idle(), autoAcceptJobs.idle(), embeddings.idle()]);
+    await Promise.all([relay.idle(), webhooks.idle(), sweeper.idle(), retention.idle(), autoAcceptJobs.idle(), embeddings.idle()]);
     await publisher.close();
     await taskEvents.close();
   }
 
-  return { identity, apiKeys, deviceAuthorization, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, webhooks, deviceAuthorization, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**

@@ -32,7 +32,7 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   function pruneOutbox(table: 'outbox_events' | 'task_events'): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
     return inBatches(() =>
-      db(table).whereIn('id', victims(table, 'id', (query) => query.whereNotNull('published_at').where('created_at', '<', cutoff))).del(),
+      db(table).whereIn('id', victims(table, 'id', (query) => query.whereNotNull('published_at').whereNotNull('dispatched_at').where('created_at', '<', cutoff))).del(),
     );
   }
 
@@ -72,19 +72,28 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     return inBatches(() => db('a2a_tasks').whereIn('id', victims('a2a_tasks', 'id', unbought)).del());
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
+  /** Finished webhook deliveries, with their attempts (cascade), once their owner has had a week to read them. */
+  function pruneWebhookDeliveries(): Promise<number> {
+    const cutoff = new Date(now().getTime() - limits.webhookDeliveryRetentionMs);
+    return inBatches(() =>
+      db('webhook_deliveries').whereIn('id', victims('webhook_deliveries', 'id', (query) => query.whereNotNull('finished_at').where('finished_at', '<', cutoff))).del(),
+    );
+  }
+
+  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
     const outboxEvents = await pruneOutbox('outbox_events');
     const taskEvents = await pruneOutbox('task_events');
+    const webhookDeliveries = await pruneWebhookDeliveries();
     const idempotencyKeys = await deleteExpiredKeys();
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
     const a2aMessages = await pruneA2AHistory();
     const conversations = await pruneUnboughtConversations();
-    if (outboxEvents + taskEvents + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+    if (outboxEvents + taskEvents + webhookDeliveries + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
       log.info('retention deleted old rows', {
-        outbox_events: outboxEvents, task_events: taskEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
       });
     }
-    return { outboxEvents, taskEvents, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
+    return { outboxEvents, taskEvents, webhookDeliveries, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
   }
 
   const schedule = periodic('retention', runOnce, log);

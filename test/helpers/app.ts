@@ -120,3 +120,13 @@ export async function withBrokenBus<T>(target: TestApp | EventBus, mode: 'lose' 
     bus.publish = publish;
   }
 }
+
+/**
+ * The retention job deletes only events the webhook dispatcher has looked at (docs/webhooks.md):
+ * in a running server its worker does that continuously; a test app has no background jobs, so
+ * it dispatches first.
+ */
+export async function pruneOld(app: TestApp) {
+  await app.runtime.engine.webhooks.runOnce();
+  return app.runtime.engine.retention.runOnce();
+}

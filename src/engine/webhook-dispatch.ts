@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { currencyOfSpace } from '../domain/money.ts';
+import { wantsKind } from '../domain/webhooks.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { toPublishedEvent } from '../events/publisher.ts';
+import { toPublishedTaskEvent } from '../events/task-feed.ts';
+import { limits } from '../limits.ts';
+import type { OutboxRow } from '../store/outbox.ts';
+import type { TaskEventRow } from '../store/task-events.ts';
+import type { EngineDependencies } from './dependencies.ts';
+import type { SubscriptionRow } from './webhook-rows.ts';
+
+/**
+ * The dispatcher (docs/webhooks.md "Delivery"): turns committed outbox rows, of transactions and of
+ * tasks, into deliveries for the subscriptions that want them, and marks the rows dispatched in
+ * the same database transaction. One instance dispatches at a time (a transaction-level advisory
+ * lock; the others skip the turn), reading rows in id order, so the deliveries of one
+ * transaction or task are made in the order its events were.
+ */
+interface Candidate {
+  source: 'transaction' | 'task';
+  sourceEventId: string;
+  createdAt: Date;
+  orderingKey: string;
+  recipients: string[];
+  space: (ownerType: string) => boolean;
+  transactionId: string | null;
+  taskId: string | null;
+  type: string;
+  body: Record<string, unknown>;
+}
+
+const feeds = {
+  transaction: { table: 'outbox_events', lockKey: 1 },
+  task: { table: 'task_events', lockKey: 2 },
+} as const;
+/** The advisory-lock class of the dispatchers (an arbitrary constant, distinct from other advisory locks of the product). */
+const dispatchLockClass = 190_019;
+
+function transactionCandidate(row: OutboxRow): Candidate {
+  const event = toPublishedEvent(row);
+  const transaction = (event.data.transaction ?? {}) as { currency?: string; task_id?: string | null };
+  return {
+    source: 'transaction', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `transaction:${row.transaction_id}`,
+    recipients: [row.buyer_user_id, row.seller_user_id], space: (ownerType) => currencyOfSpace(ownerType as 'agent' | 'human') === transaction.currency,
+    transactionId: row.transaction_id, taskId: transaction.task_id ?? null, type: event.type,
+    body: { type: event.type, timestamp: event.created_at, data: event },
+  };
+}
+
+function taskCandidate(row: TaskEventRow): Candidate {
+  const event = toPublishedTaskEvent(row);
+  return {
+    source: 'task', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `task:${row.task_id}`,
+    recipients: [row.recipient_user_id], space: (ownerType) => ownerType === row.space,
+    transactionId: null, taskId: row.task_id, type: event.type,
+    body: { type: event.type, timestamp: event.created_at, data: event },
+  };
+}
+
+/**
+ * A subscription hears an event of its space, one of its kinds, within its filter when it has one,
+ * and made after the subscription was (an event still waiting to be dispatched when it was made
+ * happened before it).
+ */
+function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: string): boolean {
+  if (subscription.owner_user_id !== recipient || !candidate.space(subscription.owner_type)) return false;
+  if (candidate.createdAt < new Date(subscription.created_at)) return false;
+  if (!wantsKind(subscription.event_types, candidate.type)) return false;
+  if (subscription.transaction_id !== null && subscription.transaction_id !== candidate.transactionId) return false;
+  return subscription.task_id === null || subscription.task_id === candidate.taskId;
+}
+
+async function queueLengths(trx: Knex, subscriptionIds: string[]): Promise<Map<string, number>> {
+  if (subscriptionIds.length === 0) return new Map();
+  const rows = (await trx('webhook_deliveries').whereIn('subscription_id', subscriptionIds).whereIn('status', ['pending', 'sending'])
+    .groupBy('subscription_id').select('subscription_id').count('* as queued')) as { subscription_id: string; queued: string | number }[];
+  return new Map(rows.map((row) => [row.subscription_id, Number(row.queued)]));
+}
+
+export function createWebhookDispatcher({ db, now }: EngineDependencies) {
+  /** Deliveries for a batch of candidates; a subscription whose queue is full gets its new ones as failed (queue_full). */
+  async function deliveriesFor(trx: Knex, candidates: Candidate[]) {
+    const users = [...new Set(candidates.flatMap((candidate) => candidate.recipients))];
+    const subscriptions = (await trx('webhook_subscriptions').whereIn('owner_user_id', users).whereNull('deleted_at')) as SubscriptionRow[];
+    if (subscriptions.length === 0) return [];
+    const queued = await queueLengths(trx, subscriptions.map((subscription) => subscription.id));
+    const at = now();
+    const deliveries = [];
+    for (const candidate of candidates) {
+      for (const recipient of new Set(candidate.recipients)) {
+        for (const subscription of subscriptions.filter((each) => hears(each, candidate, recipient))) {
+          const length = queued.get(subscription.id) ?? 0;
+          const full = length >= limits.webhookPendingPerSubscriptionMax;
+          if (!full) queued.set(subscription.id, length + 1);
+          deliveries.push({
+            id: randomUUID(), subscription_id: subscription.id, source: candidate.source, source_event_id: candidate.sourceEventId,
+            ordering_key: candidate.orderingKey, event_type: candidate.type, body: JSON.stringify(candidate.body),
+            status: full ? 'failed' : 'pending', next_attempt_at: at, created_at: at,
+            last_error: full ? `queue_full: ${limits.webhookPendingPerSubscriptionMax} deliveries were already waiting for this subscription` : null,
+            finished_at: full ? at : null,
+          });
+        }
+      }
+    }
+    return deliveries;
+  }
+
+  /** One batch of one feed: the number of outbox rows dispatched (0: nothing to do, or another instance's turn). */
+  function dispatchBatch(feed: keyof typeof feeds): Promise<number> {
+    return withTransaction(db, async ({ trx }) => {
+      const locked = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [dispatchLockClass, feeds[feed].lockKey]);
+      if (!(locked.rows[0] as { locked: boolean }).locked) return 0;
+      const rows = await trx(feeds[feed].table).whereNull('dispatched_at').orderBy('id').limit(limits.webhookDispatchBatchSize);
+      if (rows.length === 0) return 0;
+      const candidates = feed === 'transaction' ? (rows as OutboxRow[]).map(transactionCandidate) : (rows as TaskEventRow[]).map(taskCandidate);
+      const deliveries = await deliveriesFor(trx, candidates);
+      for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
+        await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));
+      }
+      await trx(feeds[feed].table).whereIn('id', rows.map((row: { id: string }) => row.id)).update({ dispatched_at: now() });
+      return rows.length;
+    });
+  }
+
+  /** Dispatches everything committed so far, batch by batch, a bounded number of batches per run. */
+  async function dispatch(): Promise<number> {
+    let dispatched = 0;
+    for (const feed of Object.keys(feeds) as (keyof typeof feeds)[]) {
+      for (let batch = 0; batch < limits.retentionBatchesPerRunMax; batch++) {
+        const count = await dispatchBatch(feed);
+        dispatched += count;
+        if (count < limits.webhookDispatchBatchSize) break;
+      }
+    }
+    return dispatched;
+  }
+
+  return { dispatch };
+}

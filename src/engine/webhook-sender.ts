@@ -1,0 +1,121 @@
+import { type CallbackNetwork, postGuarded } from '../callbacks/client.ts';
+import { webhookHeaders } from '../callbacks/webhook-signing.ts';
+import { nextAttemptAt } from '../domain/webhooks.ts';
+import { limits } from '../limits.ts';
+import type { EngineDependencies } from './dependencies.ts';
+import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
+
+/**
+ * The sender (docs/webhooks.md "Delivery"): claims due deliveries with SKIP LOCKED (each is one
+ * instance's while its lease lasts), POSTs each, signed, through the same guarded client as
+ * invoke's callbacks, and records the attempt. A 2xx answer delivers; anything else is tried
+ * again later (exponential backoff with jitter) until the delivery window closes, then it has
+ * failed. The deliveries of one subscription with the same ordering key (one transaction, one
+ * task) go out one at a time, in event order: a later one waits while an earlier one is pending.
+ *
+ * Sends run in the background, bounded per instance and per subscription, so a receiver that is
+ * slow or down holds only its own share and never the API, the streams or other receivers.
+ */
+export function createWebhookSender({ db, now, log }: EngineDependencies, network: CallbackNetwork, random: () => number = Math.random) {
+  const inFlight = new Map<string, number>();
+  const sends = new Set<Promise<void>>();
+  let inFlightTotal = 0;
+
+  async function claim(): Promise<DeliveryRow[]> {
+    const room = limits.webhookSendsInFlightMax - inFlightTotal;
+    if (room <= 0) return [];
+    const busy = [...inFlight].filter(([, count]) => count >= limits.webhookSendsInFlightPerSubscriptionMax).map(([id]) => id);
+    const at = now();
+    const result = await db.raw(
+      `UPDATE webhook_deliveries SET status = 'sending', lease_until = ?, attempts = attempts + 1
+        WHERE id IN (
+          SELECT due.id FROM webhook_deliveries AS due
+           WHERE ((due.status = 'pending' AND due.next_attempt_at <= ?) OR (due.status = 'sending' AND due.lease_until <= ?))
+             AND NOT (due.subscription_id = ANY(?::uuid[]))
+             AND NOT EXISTS (
+               SELECT 1 FROM webhook_deliveries AS earlier
+                WHERE earlier.subscription_id = due.subscription_id AND earlier.ordering_key = due.ordering_key
+                  AND earlier.status IN ('pending', 'sending') AND earlier.source_event_id < due.source_event_id)
+           ORDER BY due.next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
+        RETURNING *`,
+      [new Date(at.getTime() + limits.webhookLeaseMs), at, at, `{${busy.join(',')}}`, Math.min(room, limits.webhookClaimBatchSize)],
+    );
+    return result.rows as DeliveryRow[];
+  }
+
+  /** The secrets that sign: the current one, and the one it replaced while that is still honoured. */
+  function secretsOf(subscription: SubscriptionRow, at: Date): string[] {
+    const previousValid = subscription.previous_secret !== null && subscription.previous_secret_expires_at !== null && new Date(subscription.previous_secret_expires_at) > at;
+    return previousValid ? [subscription.secret, subscription.previous_secret!] : [subscription.secret];
+  }
+
+  async function attempt(delivery: DeliveryRow, subscription: SubscriptionRow | undefined) {
+    const startedAt = now();
+    const started = Date.now();
+    let statusCode: number | null = null;
+    let error: string | null = null;
+    if (!subscription || subscription.deleted_at !== null) {
+      error = 'the subscription was deleted';
+    } else {
+      const body = JSON.stringify(delivery.body);
+      const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-webhooks/1', ...webhookHeaders(secretsOf(subscription, startedAt), delivery.id, Math.floor(startedAt.getTime() / 1000), body) };
+      const outcome = await postGuarded({ url: subscription.url, body, headers, timeoutMs: limits.webhookTimeoutMs }, network);
+      if (outcome.kind === 'answered') {
+        statusCode = outcome.status;
+        if (outcome.status < 200 || outcome.status > 299) error = `HTTP ${outcome.status}: ${outcome.body.toString('utf8').slice(0, limits.webhookErrorLengthMax)}`;
+      } else {
+        error = outcome.kind === 'timeout' ? `no answer within ${limits.webhookTimeoutMs} ms` : outcome.reason;
+      }
+    }
+    await record(delivery, subscription, { startedAt, durationMs: Date.now() - started, statusCode, error });
+  }
+
+  async function record(delivery: DeliveryRow, subscription: SubscriptionRow | undefined, result: { startedAt: Date; durationMs: number; statusCode: number | null; error: string | null }) {
+    const at = now();
+    const retryAt = result.error === null || !subscription || subscription.deleted_at !== null
+      ? null : nextAttemptAt({ firstDelayMs: limits.webhookRetryFirstDelayMs, delayMaxMs: limits.webhookRetryDelayMaxMs, windowMs: limits.webhookDeliveryWindowMs }, new Date(delivery.created_at), at, delivery.attempts, random());
+    const status = result.error === null ? 'delivered' : retryAt ? 'pending' : 'failed';
+    await db.transaction(async (trx) => {
+      // Only while the lease is still this attempt's: after a lease ran out, another instance owns the delivery.
+      const changed = await trx('webhook_deliveries').where({ id: delivery.id, status: 'sending', attempts: delivery.attempts }).update({
+        status, lease_until: null, last_status_code: result.statusCode, last_error: result.error,
+        next_attempt_at: retryAt ?? delivery.next_attempt_at, finished_at: status === 'pending' ? null : at,
+      });
+      if (changed === 0) return;
+      await trx('webhook_attempts').insert({ delivery_id: delivery.id, number: delivery.attempts, started_at: result.startedAt, duration_ms: result.durationMs, status_code: result.statusCode, error: result.error });
+    });
+  }
+
+  function track(delivery: DeliveryRow, subscription: SubscriptionRow | undefined, onSettled: () => void) {
+    inFlightTotal += 1;
+    inFlight.set(delivery.subscription_id, (inFlight.get(delivery.subscription_id) ?? 0) + 1);
+    const send: Promise<void> = attempt(delivery, subscription)
+      .catch((error: unknown) => log.error('webhook delivery attempt failed to record', { error, delivery_id: delivery.id }))
+      .finally(() => {
+        inFlightTotal -= 1;
+        const left = (inFlight.get(delivery.subscription_id) ?? 1) - 1;
+        if (left === 0) inFlight.delete(delivery.subscription_id);
+        else inFlight.set(delivery.subscription_id, left);
+        sends.delete(send);
+        onSettled();
+      });
+    sends.add(send);
+  }
+
+  /** Claims what is due and starts sending it; returns how many sends it started. `onSettled` runs as each ends. */
+  async function sendDue(onSettled: () => void = () => {}): Promise<number> {
+    const claimed = await claim();
+    if (claimed.length === 0) return 0;
+    const subscriptions = (await db('webhook_subscriptions').whereIn('id', [...new Set(claimed.map((delivery) => delivery.subscription_id))])) as SubscriptionRow[];
+    const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
+    for (const delivery of claimed) track(delivery, byId.get(delivery.subscription_id), onSettled);
+    return claimed.length;
+  }
+
+  /** Resolves when every send started so far has been recorded. */
+  async function settled() {
+    while (sends.size > 0) await Promise.all([...sends]);
+  }
+
+  return { sendDue, settled, get inFlight() { return inFlightTotal; } };
+}

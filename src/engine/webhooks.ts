@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { type CallbackNetwork, systemResolver } from '../callbacks/client.ts';
+import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
+import { newWebhookSecret } from '../callbacks/webhook-signing.ts';
+import { webhookPing } from '../domain/webhooks.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { AppError, notFound } from '../errors.ts';
+import { limits } from '../limits.ts';
+import { kickedRunner, periodic } from '../periodic.ts';
+import type { CreateWebhookInput } from '../schemas/webhooks.ts';
+import { authorize } from './access/rules.ts';
+import { manageWebhook } from './access/webhooks.ts';
+import type { EngineDependencies, Principal } from './dependencies.ts';
+import { newestFirstPage } from './paging.ts';
+import { createWebhookDispatcher } from './webhook-dispatch.ts';
+import { type AttemptRow, type DeliveryRow, deliveryView, type SubscriptionRow, subscriptionView } from './webhook-rows.ts';
+import { createWebhookSender } from './webhook-sender.ts';
+
+/**
+ * Webhooks (docs/webhooks.md): a user's subscriptions to kinds of events, and the worker that
+ * delivers those events to them. A subscription is its owner's alone, in the space it was made
+ * in (4040 for anyone else, as for every resource of another).
+ */
+export function createWebhooks(dependencies: EngineDependencies) {
+  const { db, now, config, log } = dependencies;
+  // The same address guard as invoke's callbacks, and the same operator setting for private addresses.
+  const network: CallbackNetwork = {
+    allowAddress: dependencies.callbackNetwork?.allowAddress ?? (config.CALLBACK_ALLOW_PRIVATE ? privateAddressesAllowed : publicAddressesOnly),
+    resolve: dependencies.callbackNetwork?.resolve ?? systemResolver,
+  };
+  const dispatcher = createWebhookDispatcher(dependencies);
+  const sender = createWebhookSender(dependencies, network);
+
+  const findOwn = async (principal: Principal, id: string) =>
+    authorize(manageWebhook, principal, (await db('webhook_subscriptions').where({ id }).whereNull('deleted_at').first()) as SubscriptionRow | undefined, 'webhook');
+
+  async function create(principal: Principal, input: CreateWebhookInput) {
+    return withTransaction(db, async ({ trx }) => {
+      // The owner's subscriptions are counted under a lock on the owner's row, so parallel creates cannot pass the limit.
+      await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
+      const [counted] = (await trx('webhook_subscriptions').where({ owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at').count('* as count')) as { count: string | number }[];
+      if (Number(counted?.count ?? 0) >= limits.webhookSubscriptionsPerUserMax) {
+        throw new AppError('conflict', `you have ${limits.webhookSubscriptionsPerUserMax} webhooks in this space, the most there can be: delete one first`, { webhooks_max: limits.webhookSubscriptionsPerUserMax });
+      }
+      const row = {
+        id: randomUUID(), owner_user_id: principal.user_id, owner_type: principal.caller_type, url: input.url, event_types: input.event_types,
+        transaction_id: input.transaction_id ?? null, task_id: input.task_id ?? null, description: input.description ?? null, secret: newWebhookSecret(), created_at: now(),
+      };
+      const [inserted] = (await trx('webhook_subscriptions').insert(row).returning('*')) as SubscriptionRow[];
+      return { ...subscriptionView(inserted!), secret: inserted!.secret };
+    });
+  }
+
+  function list(principal: Principal, query: { page: number; page_size: number; cursor?: string }) {
+    const filtered = () => db('webhook_subscriptions').where({ owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
+    return newestFirstPage<SubscriptionRow>(filtered, query).then((page) => ({ ...page, items: page.items.map(subscriptionView) }));
+  }
+
+  async function get(principal: Principal, id: string) {
+    const row = await findOwn(principal, id);
+    const counts = (await db('webhook_deliveries').where({ subscription_id: id }).groupBy('status').select('status').count('* as count')) as { status: string; count: string | number }[];
+    const count = (...statuses: string[]) => counts.filter((each) => statuses.includes(each.status)).reduce((sum, each) => sum + Number(each.count), 0);
+    return { ...subscriptionView(row), deliveries: { pending: count('pending', 'sending'), delivered: count('delivered'), failed: count('failed') } };
+  }
+
+  /** Deleting stops deliveries: the waiting ones fail when their turn comes ("the subscription was deleted"). */
+  async function remove(principal: Principal, id: string) {
+    await findOwn(principal, id);
+    await db('webhook_subscriptions').where({ id }).whereNull('deleted_at').update({ deleted_at: now() });
+    return { id, deleted: true };
+  }
+
+  /** A new secret, shown once; the old one keeps signing beside it for webhookPreviousSecretValidMs, so receivers can switch without losing a delivery. */
+  async function rotateSecret(principal: Principal, id: string) {
+    const row = await findOwn(principal, id);
+    const secret = newWebhookSecret();
+    const [rotated] = (await db('webhook_subscriptions').where({ id, secret: row.secret }).update({
+      secret, previous_secret: row.secret, previous_secret_expires_at: new Date(now().getTime() + limits.webhookPreviousSecretValidMs),
+    }).returning('*')) as SubscriptionRow[];
+    if (!rotated) throw new AppError('conflict', 'the secret was rotated by another request at the same moment: read the webhook and rotate again if needed');
+    return { ...subscriptionView(rotated), secret };
+  }
+
+  /** A `webhook.ping` delivery, sent like any other, so an owner can check the receiver and its signature check. */
+  async function ping(principal: Principal, id: string) {
+    await findOwn(principal, id);
+    const at = now();
+    const deliveryId = randomUUID();
+    const body = { type: webhookPing, timestamp: at.toISOString(), data: { webhook_id: id } };
+    await db('webhook_deliveries').insert({
+      id: deliveryId, subscription_id: id, source: 'ping', source_event_id: 0, ordering_key: `ping:${deliveryId}`, event_type: webhookPing,
+      body: JSON.stringify(body), status: 'pending', next_attempt_at: at, created_at: at,
+    });
+    worker.kick();
+    return { delivery_id: deliveryId, event_type: webhookPing, status: 'pending' };
+  }
+
+  async function deliveries(principal: Principal, id: string, query: { page: number; page_size: number; cursor?: string; status?: string }) {
+    await findOwn(principal, id);
+    const filtered = () => {
+      const rows = db('webhook_deliveries').where({ subscription_id: id });
+      if (query.status === 'pending') return rows.whereIn('status', ['pending', 'sending']);
+      return query.status ? rows.where({ status: query.status }) : rows;
+    };
+    const page = await newestFirstPage<DeliveryRow>(filtered, query);
+    const attempts = (await db('webhook_attempts').whereIn('delivery_id', page.items.map((item) => item.id)).orderBy('number')) as AttemptRow[];
+    return { ...page, items: page.items.map((item) => deliveryView(item, attempts.filter((each) => each.delivery_id === item.id))) };
+  }
+
+  /** One pass: dispatch what was committed, start the sends that are due; true when it found work. */
+  async function pass(): Promise<boolean> {
+    const dispatched = await dispatcher.dispatch();
+    const started = await sender.sendDue(() => worker.kick());
+    return dispatched + started > 0;
+  }
+  const worker = kickedRunner('webhooks', pass, log);
+  const schedule = periodic('webhooks', async () => worker.kick(), log);
+
+  /** For tests and tools: passes until nothing is due, every send they started recorded. */
+  /** Whether anything could be dispatched or sent now: undispatched events, or deliveries due (their lease, if any, run out). */
+  async function anythingDue(): Promise<boolean> {
+    const at = now();
+    const result = await db.raw(
+      `SELECT EXISTS (SELECT 1 FROM outbox_events WHERE dispatched_at IS NULL) OR EXISTS (SELECT 1 FROM task_events WHERE dispatched_at IS NULL)
+           OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?)) AS due`,
+      [at, at],
+    );
+    return (result.rows[0] as { due: boolean }).due;
+  }
+
+  /**
+   * For tests and tools: passes until nothing is due and nothing is in flight here, every send
+   * recorded. Asked of the database, not of the passes' answers: a send that settles kicks a pass
+   * of its own, which may be the one that starts the next send.
+   */
+  async function runOnce() {
+    for (let round = 0; round < limits.webhookRunOnceRoundsMax; round++) {
+      await pass();
+      await worker.idle();
+      await sender.settled();
+      if (sender.inFlight === 0 && !(await anythingDue())) return;
+    }
+  }
+
+  return {
+    create, list, get, remove, rotateSecret, ping, deliveries, runOnce, kick: worker.kick,
+    start: (intervalMs: number = limits.webhookPollIntervalMs) => schedule.start(intervalMs),
+    stop: schedule.stop,
+    idle: async () => {
+      await schedule.idle();
+      await worker.idle();
+      await sender.settled();
+    },
+  };
+}
+
+export type Webhooks = ReturnType<typeof createWebhooks>;
