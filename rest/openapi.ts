@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { webhookEntries } from './openapi-webhooks.ts';
 import { errorTable } from '../src/errors.ts';
 import { limits } from '../src/limits.ts';
 import { envelope, errorEnvelope } from '../src/schemas/common.ts';
@@ -53,6 +54,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string) {
       },
     },
     paths,
+    webhooks: webhookEntries(convert),
   };
 }
 

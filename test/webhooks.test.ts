@@ -5,6 +5,9 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/callbacks/webhook-signing.ts';
 import { limits } from '../src/limits.ts';
+import { webhookEventTypes } from '../src/domain/webhooks.ts';
+import { taskStreamEvent } from '../src/schemas/tasks.ts';
+import { streamEvent } from '../rest/routes/streams.ts';
 import { type Actor, createAgent, createApiKey, linkUser, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { act, agentMarket, buy, credit } from './helpers/market.ts';
@@ -76,6 +79,8 @@ describe('a transaction\'s life at a webhook', () => {
 
     expect(bodies('/life').map((body) => body.type)).toEqual(['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled']);
     expect(bodies('/life').map((body) => body.data.transaction_id)).toEqual(Array(5).fill(id));
+    // Each body is what the OpenAPI document's webhooks section says (the same schema it is built from).
+    for (const body of bodies('/life')) expect(() => streamEvent.parse(body.data)).not.toThrow();
     // The official library of the specification (another author's code) accepts every delivery.
     const library = new Webhook(hook.secret);
     for (const request of receiver.at('/life')) {
@@ -166,6 +171,7 @@ describe('what a subscription hears', () => {
     await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200);
     await deliver();
     expect(bodies('/market').map((body) => [body.type, body.data.task_id])).toEqual([['task.published', task.id], ['application.submitted', task.id], ['task.closed', task.id]]);
+    for (const body of bodies('/market')) expect(() => taskStreamEvent.parse(body.data)).not.toThrow();
   });
 
   it('keeps to its filter and its space: one transaction, and never the owner\'s other space', async () => {
@@ -215,6 +221,16 @@ describe('what a subscription hears', () => {
 });
 
 describe('managing webhooks', () => {
+  it('documents every kind of delivery in the OpenAPI webhooks section, with the signature headers', async () => {
+    const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
+    expect(Object.keys(document.webhooks).sort()).toEqual([...webhookEventTypes].sort());
+    const settled = document.webhooks['transaction.settled'].post;
+    expect(settled.parameters.map((parameter: { name: string }) => parameter.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+    expect(JSON.stringify(settled.requestBody.content['application/json'].schema)).toContain('TransactionEvent');
+    expect(JSON.stringify(document.webhooks['application.accepted'].post.requestBody)).toContain('TaskEvent');
+  });
+
+
   it('shows the secret once, lists and reads without it, and stops sending once deleted', async () => {
     const owner = await createAgent(test);
     const hook = await subscribe(owner, { url: receiver.url('/gone'), event_types: ['task.published'], description: 'my tasks' });

@@ -12,7 +12,7 @@ import { type RouteInput, handled, route } from '../route.ts';
  * Live transaction events as server-sent events, readable by a plain EventSource: `id:` is the
  * stream's sequence, so a reconnect with Last-Event-ID resumes exactly after the last event seen.
  */
-const streamEvent = z
+export const streamEvent = z
   .object({
     id: z.string(), transaction_id: z.string(), transaction_sequence: z.number().int(), type: z.string(),
     data: z.object({ action: z.string(), previous_status: z.string().nullable(), transaction: transactionEventView }),
