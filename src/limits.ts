@@ -360,7 +360,7 @@ export const limits = {
   webhookRetryDelayMaxMs: 2 * 60 * 60 * 1000,
   webhookDeliveryWindowMs: 24 * 60 * 60 * 1000,
   /** A delivery being sent is this instance's for this long; after it, a crash is assumed and another instance sends it again. */
-  webhookLeaseMs: 60_000,
+  webhookLeaseMs: 30_000,
   /** Deliveries waiting for one subscription at most: past it, new events for it are recorded as failed (queue_full) instead of queued. */
   webhookPendingPerSubscriptionMax: 10_000,
   /** Sends in flight per instance, and per subscription on one instance: a slow receiver holds at most its share. */

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneTemplate } from './helpers/databases.ts';
 import { type RunningProcess, freePort, startRedis, startServer } from './helpers/processes.ts';
@@ -135,6 +137,47 @@ describe('the task stream on two instances', () => {
     ]);
     for (const stream of [publisherStream, applicantStream]) stream.close();
   }, 120_000);
+});
+
+describe('webhook deliveries across a SIGKILL', () => {
+  it('sends every event at least once when the sending instance dies mid-delivery: another takes over after the lease', async () => {
+    // The receiver never answers its first request (the instance dies holding it), then answers 200.
+    const received: { id: string; type: string }[] = [];
+    const receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        received.push({ id: String(request.headers['webhook-id']), type: (JSON.parse(body) as { type: string }).type });
+        if (received.length > 1) response.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const hooks = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    // A database of its own: the other instances of this file would claim deliveries too.
+    const own = await cloneTemplate(process.env.TEST_DATABASE_URL!);
+    const withPrivate = { ...environment, DATABASE_URL: own.url, CALLBACK_ALLOW_PRIVATE: 'true' };
+    const doomed = await startServer(withPrivate);
+    let survivor: Awaited<ReturnType<typeof startServer>> | undefined;
+    try {
+      const { buyer, seller, capability } = await market(doomed.url, '100.00');
+      await call(doomed.url, 'POST', '/api/v1/webhooks', buyer.headers, { url: hooks, event_types: ['transaction.*'] });
+      const bought = await call(doomed.url, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id });
+      await call(doomed.url, 'POST', `/api/v1/transactions/${bought.id}/freeze`, buyer.headers, {});
+      await call(doomed.url, 'POST', `/api/v1/transactions/${bought.id}/accept`, seller.headers, {});
+      await expect.poll(() => received.length, { timeout: 30_000 }).toBe(1);
+      doomed.child.kill('SIGKILL');
+      survivor = await startServer(withPrivate);
+      await expect.poll(() => received.length, { timeout: 90_000, interval: 500 }).toBe(4);
+      // The first event twice, with the same delivery id; then the rest, in order, once each.
+      expect(received.map((each) => each.type)).toEqual(['transaction.pending_freeze', 'transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted']);
+      expect(received[1]!.id).toBe(received[0]!.id);
+    } finally {
+      doomed.child.kill('SIGKILL');
+      await survivor?.stop();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await own.drop();
+    }
+  }, 150_000);
 });
 
 describe('rate limits shared by two instances', () => {
