@@ -2,14 +2,17 @@ import type { Knex } from 'knex';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 
 /**
- * The one way a list of the caller's rows is paged, newest first: by `created_at, id`, with
+ * The one way a list of the caller's rows is paged, newest first: by `created_at, id` (or another
+ * timestamp column), with
  * page/page_size (offset) or a keyset cursor naming the last row seen, and the total of the
  * filtered rows. `filtered` builds the same filtered query twice (the page and the count).
  */
-export async function newestFirstPage<Row extends { id: string; created_at: Date }>(
-  filtered: () => Knex.QueryBuilder, query: { page: number; page_size: number; cursor?: string }, columns: { createdAt: string; id: string } = { createdAt: 'created_at', id: 'id' },
+export async function newestFirstPage<Row extends { id: string }>(
+  filtered: () => Knex.QueryBuilder, query: { page: number; page_size: number; cursor?: string },
+  options: { createdAt?: string; select?: readonly string[] } = {},
 ) {
-  const page = filtered().orderBy([{ column: columns.createdAt, order: 'desc' }, { column: columns.id, order: 'desc' }]).limit(query.page_size + 1);
+  const columns = { createdAt: options.createdAt ?? 'created_at', id: 'id' };
+  const page = filtered().select(...(options.select ?? ['*'])).orderBy([{ column: columns.createdAt, order: 'desc' }, { column: columns.id, order: 'desc' }]).limit(query.page_size + 1);
   if (query.cursor) {
     const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
     page.whereRaw(`(${columns.createdAt}, ${columns.id}) < (?::timestamptz, ?::uuid)`, [createdAt!, id!]);
@@ -22,6 +25,6 @@ export async function newestFirstPage<Row extends { id: string; created_at: Date
   const last = items.at(-1);
   return {
     items, total: Number(counted[0]?.count ?? 0), page: query.page, page_size: query.page_size, has_more: hasMore,
-    next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
+    next_cursor: hasMore && last ? encodeCursor([new Date((last as Record<string, unknown>)[columns.createdAt] as Date).toISOString(), last.id]) : null,
   };
 }

@@ -12,11 +12,11 @@ import { validationError } from '../schemas/validation.ts';
 import { ownCandidate } from './access/skills.ts';
 import { authorize } from './access/rules.ts';
 import { jsonOfAnswer } from './analysis.ts';
-import { decodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
 import { skillView } from './skill-rows.ts';
-import { pageOf, type SkillEngine } from './skills.ts';
+import type { SkillEngine } from './skills.ts';
 
 /**
  * Skill extraction and candidates (docs/skills.md "Extraction"): a text becomes stored candidate
@@ -108,15 +108,7 @@ export function createSkillCandidates({ db, now, log }: EngineDependencies, ai: 
       const rows = db<CandidateRow>('skill_candidates').where({ owner_user_id: principal.user_id, owner_type: principal.caller_type });
       return query.status ? rows.where('status', query.status) : rows;
     };
-    const page = filtered().select('*').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const [countRows, rows] = await Promise.all([filtered().count<{ count: string }[]>('* as count'), page as unknown as Promise<CandidateRow[]>]);
-    const listed = pageOf(rows, query, Number(countRows[0]?.count ?? 0), (row) => [new Date(row.created_at).toISOString(), row.id]);
+    const listed = await newestFirstPage<CandidateRow>(filtered, query);
     return { ...listed, items: listed.items.map(candidateView) };
   }
 

@@ -10,6 +10,7 @@ import { manageSkill, seeSkill } from './access/skills.ts';
 import { authorize } from './access/rules.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
 import { changedSkillColumns, newSkillRow, type RatingRow, ratingView, skillView } from './skill-rows.ts';
 
@@ -42,15 +43,7 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
   /** The caller's own skills of the caller's space, newest first; keyset with a cursor. */
   async function listMine(principal: Principal, query: { status?: string; page: number; page_size: number; cursor?: string }) {
     const filtered = () => ownSkillsQuery(db, principal.user_id, principal.caller_type, query.status);
-    const page = filtered().select(...skillColumns).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const [countRows, rows] = await Promise.all([filtered().count<{ count: string }[]>('* as count'), page as unknown as Promise<SkillRow[]>]);
-    const listed = pageOf(rows, query, Number(countRows[0]?.count ?? 0), (row) => [new Date(row.created_at).toISOString(), row.id]);
+    const listed = await newestFirstPage<SkillRow>(filtered, query, { select: skillColumns });
     return { ...listed, items: listed.items.map(skillView) };
   }
 

@@ -9,10 +9,9 @@ import { type TaskRow, taskColumns } from '../store/tasks.ts';
 import { seeSkill } from './access/skills.ts';
 import { manageTask, seeTask } from './access/tasks.ts';
 import { authorize } from './access/rules.ts';
-import { decodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
-import { pageOf } from './skills.ts';
 import { type ApplicationRow, applicationView } from './application-rows.ts';
 import type { TaskEvents } from './task-events.ts';
 import { limits } from '../limits.ts';
@@ -69,15 +68,7 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       const rows = where(db('task_applications'));
       return query.status ? rows.where('status', query.status) : rows;
     };
-    const rows = filtered().select('*').orderBy([{ column: 'applied_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
-    if (query.cursor) {
-      const [appliedAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      rows.whereRaw('(applied_at, id) < (?::timestamptz, ?::uuid)', [appliedAt!, id!]);
-    } else {
-      rows.offset((query.page - 1) * query.page_size);
-    }
-    const [countRows, found] = await Promise.all([filtered().count<{ count: string }[]>('* as count'), rows as unknown as Promise<ApplicationRow[]>]);
-    const listed = pageOf(found, query, Number(countRows[0]?.count ?? 0), (row) => [new Date(row.applied_at).toISOString(), row.id]);
+    const listed = await newestFirstPage<ApplicationRow>(filtered, query, { createdAt: 'applied_at' });
     return { ...listed, items: listed.items.map(applicationView) };
   }
 

@@ -12,9 +12,8 @@ import { findTask, lockTask, type TaskRow } from '../store/tasks.ts';
 import { seeSkill } from './access/skills.ts';
 import { manageTask } from './access/tasks.ts';
 import { authorize } from './access/rules.ts';
-import { decodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
-import { pageOf } from './skills.ts';
+import { newestFirstPage } from './paging.ts';
 
 /**
  * Recommendations and pushes (docs/tasks.md "Recommendations and pushes"): the matcher ranks the
@@ -95,15 +94,7 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
       const rows = db<PushRow>('task_pushes').where('skill_owner_id', principal.user_id).where('owner_type', principal.caller_type);
       return query.status ? rows.where('status', query.status) : rows;
     };
-    const page = filtered().select('*').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const [countRows, rows] = await Promise.all([filtered().count<{ count: string }[]>('* as count'), page as unknown as Promise<PushRow[]>]);
-    const listed = pageOf(rows, query, Number(countRows[0]?.count ?? 0), (row) => [new Date(row.created_at).toISOString(), row.id]);
+    const listed = await newestFirstPage<PushRow>(filtered, query);
     return { ...listed, items: listed.items.map(pushView) };
   }
 

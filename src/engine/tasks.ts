@@ -7,10 +7,9 @@ import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapePro
 import { findTask, lockTask, type TaskRow, taskColumns } from '../store/tasks.ts';
 import { manageTask, seeTask } from './access/tasks.ts';
 import { authorize } from './access/rules.ts';
-import { decodeCursor, isoTimestamp, uuidText } from './cursor.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
-import { pageOf } from './skills.ts';
 import { changeHold } from './task-money.ts';
 import { changedTaskColumns, deadlineOf, newTaskRow, taskView } from './task-rows.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -99,15 +98,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       const rows = db<TaskRow>('tasks').where('owner_user_id', principal.user_id).where('owner_type', principal.caller_type);
       return query.status ? rows.where('status', query.status) : rows;
     };
-    const page = filtered().select(...taskColumns).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, taskId] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, taskId!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const [countRows, rows] = await Promise.all([filtered().count<{ count: string }[]>('* as count'), page as unknown as Promise<TaskRow[]>]);
-    const listed = pageOf(rows, query, Number(countRows[0]?.count ?? 0), (row) => [new Date(row.created_at).toISOString(), row.id]);
+    const listed = await newestFirstPage<TaskRow>(filtered, query, { select: taskColumns });
     return { ...listed, items: listed.items.map((row) => taskView(row, principal)) };
   }
 
