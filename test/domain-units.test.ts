@@ -3,7 +3,7 @@ import { isUuid } from '../src/domain/ids.ts';
 import { amountProblem, currencyOfSpace, feeOf, formatAmount, parseAmount } from '../src/domain/money.ts';
 import { assertWithinCeiling, transactionPrice } from '../src/domain/pricing.ts';
 import { secondsUntilEnd, usageWindow } from '../src/domain/usage-windows.ts';
-import { terminalStatuses, transactionStatuses } from '../src/domain/escrow.ts';
+import { nextState, terminalStatuses, transactionStatuses } from '../src/domain/escrow.ts';
 import { nextAttemptAt, wantsKind } from '../src/domain/webhooks.ts';
 import { AppError } from '../src/errors.ts';
 import { limits } from '../src/limits.ts';
@@ -112,6 +112,10 @@ describe('ids and final statuses', () => {
     expect(isUuid('0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f')).toBe(true);
     expect(isUuid('0B6F3C1E-1D2A-4C3B-9E8F-0A1B2C3D4E5F')).toBe(true);
     for (const text of ['x0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f', '0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5fx', '0b6f3c1e1d2a4c3b9e8f0a1b2c3d4e5f', '']) expect(isUuid(text)).toBe(false);
+  });
+
+  it('refuses a move the table does not have with 4090, saying the move and the status', () => {
+    expect(refusalOf(() => nextState('frozen', 'freeze'))).toMatchObject({ code: 4090, message: 'cannot freeze a transaction that is frozen', data: { status: 'frozen', action: 'freeze' } });
   });
 
   it('names exactly the statuses no move leaves', () => {
