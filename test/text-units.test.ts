@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { cosine, vectorOf } from '../src/domain/scoring.ts';
+import { cosineWithStored, flatTextOf, normOf, storedOrComputed, storedVectorOf, vectorOfStored, wordColumnsOf, wordsDigestOf } from '../src/domain/term-vectors.ts';
 import { languageOf, piecesOfWord, searchQueryOf, stem, termsOf } from '../src/domain/text.ts';
 
 /**
@@ -75,5 +78,48 @@ describe('pieces and the database query', () => {
     const hostile = searchQueryOf("x'); DROP TABLE users; -- & !a | b:*", 100);
     expect(hostile).not.toMatch(/['();&!-]/);
     expect(hostile.split(' | ')).toEqual(expect.arrayContaining(['drop', 'users']));
+  });
+});
+
+describe('stored term vectors', () => {
+  const text = { title: 'Contract translation', tags: ['legal'], description: 'Translate contracts, invoices and reports from English into Chinese' };
+
+  it('keeps the heaviest terms, ties by term, weights to three decimals, with their norm', () => {
+    const full = vectorOf(text);
+    const stored = storedVectorOf(text, 3);
+    expect(stored.terms).toHaveLength(3);
+    const heaviest = [...full].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, 3).map(([term, weight]) => [term, Math.round(weight * 1000) / 1000]);
+    expect(stored.terms).toEqual(heaviest);
+    expect(stored.terms.every(([, weight]) => Number.isInteger(weight * 1000))).toBe(true);
+    expect(stored.norm).toBeCloseTo(Math.sqrt(stored.terms.reduce((sum, [, weight]) => sum + weight * weight, 0)), 12);
+    // Equal weights are ordered by term, so every instance keeps the same ones.
+    const tied = storedVectorOf({ description: 'zebra apple mango' }, 2);
+    expect(tied.terms.map(([term]) => term)).toEqual(['w:apple', 'w:mango']);
+  });
+
+  it('gives the cosine of a vector with a stored one from the stored norm, and 0 when either is empty', () => {
+    const stored = storedVectorOf(text);
+    const vector = vectorOfStored(stored);
+    expect(cosineWithStored(vector, normOf(vector), stored)).toBeCloseTo(1, 9);
+    const other = vectorOf({ description: 'Translate invoices' });
+    const expected = cosine(other, vector);
+    expect(cosineWithStored(other, normOf(other), stored)).toBeCloseTo(expected, 9);
+    expect(cosineWithStored(other, 0, stored)).toBe(0);
+    expect(cosineWithStored(other, normOf(other), { terms: [], norm: 0 })).toBe(0);
+    expect(normOf(new Map([['a', 3], ['b', 4]]))).toBe(5);
+  });
+
+  it('uses a row\'s stored vector when it has one, and computes one when it has none', () => {
+    const stored = { terms: [['only', 1]] as [string, number][], norm: 1 };
+    expect(storedOrComputed({ ...text, term_vector: stored })).toBe(stored);
+    expect(storedOrComputed({ ...text, term_vector: null })).toEqual(storedVectorOf(text));
+  });
+
+  it('digests the words a model reads (title, tags, description), and writes both columns from them', () => {
+    expect(flatTextOf(text)).toBe('Contract translation legal Translate contracts, invoices and reports from English into Chinese');
+    expect(flatTextOf({ description: 'just this' })).toBe('  just this');
+    expect(wordsDigestOf(text)).toBe(createHash('sha256').update(flatTextOf(text)).digest('base64url'));
+    expect(wordsDigestOf(text)).not.toBe(wordsDigestOf({ ...text, tags: ['tax'] }));
+    expect(wordColumnsOf(text)).toEqual({ term_vector: JSON.stringify(storedVectorOf(text)), words_sha: wordsDigestOf(text) });
   });
 });
