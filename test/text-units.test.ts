@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { cosine, vectorOf } from '../src/domain/scoring.ts';
+import { blendedSimilarity, combine, cosine, denseCosine, explain, normalizedQuality, priceAlignment, sharedTerms, vectorOf } from '../src/domain/scoring.ts';
 import { cosineWithStored, flatTextOf, normOf, storedOrComputed, storedVectorOf, vectorOfStored, wordColumnsOf, wordsDigestOf } from '../src/domain/term-vectors.ts';
 import { languageOf, piecesOfWord, searchQueryOf, stem, termsOf } from '../src/domain/text.ts';
 
@@ -121,5 +121,66 @@ describe('stored term vectors', () => {
     expect(wordsDigestOf(text)).toBe(createHash('sha256').update(flatTextOf(text)).digest('base64url'));
     expect(wordsDigestOf(text)).not.toBe(wordsDigestOf({ ...text, tags: ['tax'] }));
     expect(wordColumnsOf(text)).toEqual({ term_vector: JSON.stringify(storedVectorOf(text)), words_sha: wordsDigestOf(text) });
+  });
+});
+
+describe('the score and its explanation', () => {
+  it('weighs title and tags twice, and concepts over words over Chinese pieces', () => {
+    const vector = vectorOf({ title: 'Logo', description: 'logo 设计' });
+    expect(vector.get('w:logo')).toBe(3);
+    const concepts = [...vector.keys()].filter((term) => term.startsWith('c:'));
+    for (const concept of concepts) expect(vector.get(concept)! % 1.5).toBe(0);
+    expect(vector.get('p:设计')).toBeCloseTo(0.6, 9);
+    expect(vectorOf({ description: 'logo' }).get('w:logo')).toBe(1);
+  });
+
+  it('takes cosines of sparse and dense vectors, 0 for nothing shared, empty, mismatched or opposite', () => {
+    expect(cosine(new Map([['a', 1]]), new Map([['b', 1]]))).toBe(0);
+    expect(cosine(new Map([['a', 3], ['b', 4]]), new Map([['a', 3], ['b', 4]]))).toBeCloseTo(1, 12);
+    expect(cosine(new Map([['a', 1]]), new Map([['a', 1], ['b', 1]]))).toBeCloseTo(Math.SQRT1_2, 12);
+    expect(denseCosine([1, 0], [1, 0])).toBe(1);
+    expect(denseCosine([1, 0], [0, 1])).toBe(0);
+    expect(denseCosine([1, 1], [1, 0])).toBeCloseTo(Math.SQRT1_2, 12);
+    expect(denseCosine([1, 0], [-1, 0])).toBe(0);
+    expect(denseCosine([], [])).toBe(0);
+    expect(denseCosine([1], [1, 2])).toBe(0);
+    expect(denseCosine([0, 0], [1, 2])).toBe(0);
+    expect(denseCosine([1, 2], [0, 0])).toBe(0);
+  });
+
+  it('aligns prices to four decimals, scales quality into 0..1, and blends an embedding half and half', () => {
+    expect(priceAlignment(300n, 100n)).toBe(0.3333);
+    expect(priceAlignment(499n, 500n)).toBe(1);
+    expect(priceAlignment(501n, 500n)).toBe(0.998);
+    expect([normalizedQuality(0), normalizedQuality(2.5), normalizedQuality(5), normalizedQuality(7), normalizedQuality(-1)]).toEqual([0, 0.5, 1, 1, 0]);
+    expect(blendedSimilarity(0.4, null)).toBe(0.4);
+    expect(blendedSimilarity(0.4, 0.8)).toBeCloseTo(0.6, 12);
+    expect(combine(0.12345, 0.5, 0.25)).toEqual({ score: 0.2114, similarity: 0.1235, price_alignment: 0.5, quality_score: 0.25 });
+  });
+
+  it('names the shared terms in the demand\'s words, concepts in Chinese for a Chinese reader, at most five', () => {
+    const capability = storedVectorOf({ title: 'Contract translation', description: 'Translate contracts and invoices into Chinese' });
+    const english = sharedTerms(termsOf('translate my invoices'), capability, 'en');
+    expect(english).toContain('invoices');
+    expect(english).toContain('translate');
+    const chinese = sharedTerms(termsOf('translate my invoices'), capability, 'zh');
+    expect(chinese.some((term) => /[\u3400-\u9fff]/.test(term))).toBe(true);
+    expect(chinese).toContain('invoices');
+    expect(sharedTerms(termsOf('translate contracts invoices chinese english'), capability, 'en', 2)).toHaveLength(2);
+    expect(sharedTerms(termsOf('bake bread'), capability, 'en')).toEqual([]);
+  });
+
+  it('explains each part in one sentence, in English or Chinese, with or without a budget', () => {
+    const parts = combine(0.5, 1, 0.8);
+    expect(explain({ parts, shared: ['logo', 'design'], price: 1250n, maxPrice: 2000n, currency: 'UT', language: 'en' }))
+      .toBe('Overall score 63%. Text similarity 50% (shared terms: logo, design); the price 12.50 UT is within the budget of 20.00 UT; quality 80%.');
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'UT', language: 'en' }))
+      .toBe('Overall score 63%. Text similarity 50% (no shared terms); the price 25.00 UT is above the budget of 20.00 UT; quality 80%.');
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'en' })).toContain('the demand sets no budget; the price is 25.00 CNY');
+    expect(explain({ parts, shared: ['设计', '标志'], price: 1250n, maxPrice: 2000n, currency: 'CNY', language: 'zh' }))
+      .toBe('综合得分 63%。文本相似度 50%（共同关键词：设计、标志）。价格 12.50 CNY 在预算 20.00 CNY 之内。质量评分 80%。');
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain('没有共同关键词）。价格 25.00 CNY 超出预算 20.00 CNY');
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'zh' })).toContain('需求未设预算，价格 25.00 CNY');
+    expect(explain({ parts, shared: [], price: 2000n, maxPrice: 2000n, currency: 'UT', language: 'en' })).toContain('within the budget');
   });
 });
