@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { analyseClarity, detectLanguage, unmetCriteria } from '../src/domain/clarity.ts';
 import { describe, expect, it } from 'vitest';
 import { blendedSimilarity, combine, cosine, denseCosine, explain, normalizedQuality, priceAlignment, sharedTerms, vectorOf } from '../src/domain/scoring.ts';
 import { cosineWithStored, flatTextOf, normOf, storedOrComputed, storedVectorOf, vectorOfStored, wordColumnsOf, wordsDigestOf } from '../src/domain/term-vectors.ts';
@@ -182,5 +183,57 @@ describe('the score and its explanation', () => {
     expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain('没有共同关键词）。价格 25.00 CNY 超出预算 20.00 CNY');
     expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'zh' })).toContain('需求未设预算，价格 25.00 CNY');
     expect(explain({ parts, shared: [], price: 2000n, maxPrice: 2000n, currency: 'UT', language: 'en' })).toContain('within the budget');
+  });
+});
+
+describe('clarity, criterion by criterion', () => {
+  const words = (count: number) => Array.from({ length: count }, (_, index) => `word${index}`).join(' ');
+  const han = (count: number) => '翻'.repeat(count);
+
+  it('scores length in words for English (25 full, 12 half) and in characters for Chinese (40, 20)', () => {
+    const lengthReason = (text: string) => analyseClarity(text).reasons[0];
+    expect(analyseClarity(words(12)).score).toBeGreaterThan(analyseClarity(words(11)).score);
+    expect(analyseClarity(words(25)).score).toBeGreaterThan(analyseClarity(words(24)).score);
+    expect(analyseClarity(han(40)).score).toBeGreaterThan(analyseClarity(han(39)).score);
+    expect(analyseClarity(han(20)).score).toBeGreaterThan(analyseClarity(han(19)).score);
+    expect(analyseClarity(han(19)).score).toBe(0);
+    expect(lengthReason(words(25))).not.toBe(lengthReason(words(24)));
+    expect(lengthReason(han(40))).not.toBe(lengthReason(han(39)));
+    // Punctuation and spaces are not words.
+    expect(analyseClarity(`${words(24)} , . ; !`).score).toBe(analyseClarity(words(24)).score);
+  });
+
+  it('lowers the score by 0.05 per vague word, at most 0.2, and quotes each once in the text\'s language', () => {
+    const base = `${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`;
+    const clean = analyseClarity(base).score;
+    expect(analyseClarity(`${base} stuff`).score).toBeCloseTo(clean - 0.05, 9);
+    expect(analyseClarity(`${base} stuff Stuff nice`).score).toBeCloseTo(clean - 0.1, 9);
+    expect(analyseClarity(`${base} stuff nice cool whatever maybe somehow`).score).toBeCloseTo(clean - 0.2, 9);
+    const vague = analyseClarity(`${base} stuff nice`);
+    expect(vague.reasons.at(-1)).toBe('It uses vague words: "stuff", "nice".');
+    expect(vague.suggestions.at(-1)).toBe('Replace "stuff", "nice" with the specific thing, amount or standard you mean.');
+    const chinese = analyseClarity(`${han(45)}一些东西`);
+    expect(chinese.reasons.at(-1)).toBe('含有模糊用语：“一些”、“东西”。');
+    expect(chinese.suggestions.at(-1)).toBe('把“一些”、“东西”换成具体的内容、数量或标准。');
+    expect(analyseClarity(base).reasons.join(' ')).not.toContain('vague');
+  });
+
+  it('reads English patterns in a Chinese text too, and tells the language only by Han characters against Latin words', () => {
+    expect(detectLanguage('翻译 PDF')).toBe('zh');
+    expect(detectLanguage('翻 PDF file')).toBe('en');
+    expect(detectLanguage('12345 !!')).toBe('en');
+    expect(detectLanguage('')).toBe('en');
+    const mixed = unmetCriteria(`${han(45)} PDF`);
+    expect(mixed.language).toBe('zh');
+    expect(mixed.names).not.toContain('format');
+  });
+
+  it('lists the unmet criteria by name, never length', () => {
+    const vague = unmetCriteria('  ');
+    expect(vague.names).not.toContain('length');
+    expect(vague.names.length).toBeGreaterThan(3);
+    const precise = unmetCriteria(`${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`);
+    expect(precise.names.length).toBeLessThan(vague.names.length);
+    expect(unmetCriteria(words(2)).language).toBe('en');
   });
 });
