@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { cnyToUt, defaultRange, overlapWeight, percentilesOf, unitPriceOf, weightedPercentile, wordsOf } from '../src/domain/pricing-suggestion.ts';
 import { analyseClarity, detectLanguage, unmetCriteria } from '../src/domain/clarity.ts';
 import { describe, expect, it } from 'vitest';
 import { blendedSimilarity, combine, cosine, denseCosine, explain, normalizedQuality, priceAlignment, sharedTerms, vectorOf } from '../src/domain/scoring.ts';
@@ -235,5 +236,55 @@ describe('clarity, criterion by criterion', () => {
     const precise = unmetCriteria(`${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`);
     expect(precise.names.length).toBeLessThan(vague.names.length);
     expect(unmetCriteria(words(2)).language).toBe('en');
+  });
+});
+
+describe('pricing suggestion arithmetic', () => {
+  const observed = (...pairs: [bigint, number][]) => pairs.map(([price, weight]) => ({ price, weight }));
+
+  it('picks weighted nearest-rank percentiles from prices in any order', () => {
+    const prices = observed([500n, 1], [100n, 1], [300n, 1], [200n, 1], [400n, 1]);
+    expect(percentilesOf(prices)).toEqual({ p25: 200n, p50: 300n, p75: 400n });
+    expect(weightedPercentile(observed([100n, 1], [900n, 3]), 25)).toBe(100n);
+    expect(weightedPercentile(observed([100n, 1], [900n, 3]), 26)).toBe(900n);
+    expect(weightedPercentile(observed([300n, 1], [300n, 1], [100n, 2]), 50)).toBe(100n);
+    expect(weightedPercentile(observed([100n, 1], [200n, 1]), 100)).toBe(200n);
+    expect(percentilesOf([])).toBeNull();
+    expect(() => weightedPercentile([], 50)).toThrow('no observations');
+  });
+
+  it('takes words of three letters or more without stop words, and Chinese pairs (a lone character whole)', () => {
+    expect([...wordsOf('Translate THE contracts, an API for you 3d x1y')]).toEqual(['translate', 'contracts', 'api', 'x1y']);
+    expect([...wordsOf('翻译合同 好')]).toEqual(['翻译', '译合', '合同', '好']);
+    expect([...wordsOf('')]).toEqual([]);
+  });
+
+  it('weighs a listing 1 plus the words it shares with the description, at most 5 of them', () => {
+    const description = wordsOf('translate contracts invoices reports letters manuals');
+    expect(overlapWeight(description, 'bake bread')).toBe(1);
+    expect(overlapWeight(description, 'translate contracts')).toBe(3);
+    expect(overlapWeight(description, 'translate contracts invoices reports letters manuals')).toBe(6);
+    expect(overlapWeight(new Set(), 'translate contracts')).toBe(1);
+  });
+
+  it('turns a settled total into its unit price by the pricing model', () => {
+    expect(unitPriceOf(1000n, 'per_hour', 4)).toBe(250n);
+    expect(unitPriceOf(1000n, 'per_day', 48)).toBe(500n);
+    expect(unitPriceOf(1000n, 'per_day', 49)).toBe(333n);
+    expect(unitPriceOf(1000n, 'per_day', 1)).toBe(1000n);
+    expect(unitPriceOf(1000n, 'per_use', 4)).toBe(1000n);
+    expect(unitPriceOf(1000n, 'per_hour', null)).toBe(1000n);
+    expect(unitPriceOf(1000n, 'per_hour', 0)).toBe(1000n);
+    expect(unitPriceOf(1000n, 'per_hour', 1)).toBe(1000n);
+  });
+
+  it('converts the documented CNY ranges to UT exactly at the configured rate, rounding down', () => {
+    expect(cnyToUt(1000n, '0.10')).toBe(10_000n);
+    expect(cnyToUt(1000n, '2')).toBe(500n);
+    expect(cnyToUt(1000n, '1.5')).toBe(666n);
+    expect(cnyToUt(1000n, '0.1234567')).toBe(8100n); // the rate is read to six decimals: 0.123456
+    expect(cnyToUt(1000n, '0')).toBe(1000n);
+    expect(defaultRange('per_hour', 'CNY', '0.10')).toEqual({ p25: 5_000n, p50: 10_000n, p75: 20_000n });
+    expect(defaultRange(undefined, 'UT', '2')).toEqual({ p25: 500n, p50: 1_500n, p75: 5_000n });
   });
 });
