@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { effectiveStatus, requireOpen } from '../src/domain/demands.ts';
+import { optimizeDescription } from '../src/domain/description-optimizer.ts';
 import { cnyToUt, defaultRange, overlapWeight, percentilesOf, unitPriceOf, weightedPercentile, wordsOf } from '../src/domain/pricing-suggestion.ts';
 import { analyseClarity, detectLanguage, unmetCriteria } from '../src/domain/clarity.ts';
 import { describe, expect, it } from 'vitest';
@@ -286,5 +288,54 @@ describe('pricing suggestion arithmetic', () => {
     expect(cnyToUt(1000n, '0')).toBe(1000n);
     expect(defaultRange('per_hour', 'CNY', '0.10')).toEqual({ p25: 5_000n, p50: 10_000n, p75: 20_000n });
     expect(defaultRange(undefined, 'UT', '2')).toEqual({ p25: 500n, p50: 1_500n, p75: 5_000n });
+  });
+});
+
+describe('demand states', () => {
+  it('reads an open demand as expired from the exact instant its expires_at passes, and nothing else', () => {
+    const at = new Date('2026-11-24T12:00:00.000Z');
+    expect(effectiveStatus('open', '2026-11-24T12:00:00.000Z', at)).toBe('expired');
+    expect(effectiveStatus('open', new Date(at.getTime() + 1), at)).toBe('open');
+    expect(effectiveStatus('open', null, at)).toBe('open');
+    expect(effectiveStatus('cancelled', '2020-01-01T00:00:00.000Z', at)).toBe('cancelled');
+    expect(effectiveStatus('fulfilled', '2020-01-01T00:00:00.000Z', at)).toBe('fulfilled');
+  });
+
+  it('refuses to cancel or match anything but an open demand, with 4090 naming both', () => {
+    expect(() => requireOpen('open', 'match')).not.toThrow();
+    let refusal: unknown;
+    try {
+      requireOpen('expired', 'cancel');
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toMatchObject({ code: 4090, message: 'cannot cancel a demand that is expired', data: { status: 'expired', action: 'cancel' } });
+  });
+});
+
+describe('the built-in description optimiser', () => {
+  it('tidies white space and blank lines, and adds a labelled blank for each missing part, listing each change', () => {
+    const result = optimizeDescription('  Need   a logo\t for my shop \n\n\n\nthanks  ');
+    expect(result.language).toBe('en');
+    expect(result.optimized_description.startsWith('Need a logo for my shop\n\nthanks\n\n')).toBe(true);
+    expect(result.optimized_description).toContain('Deadline: [when you need it: a date or a number of days]');
+    expect(result.optimized_description).toContain('Budget: [amount or range]');
+    expect(result.optimized_description).not.toContain('Deliverable:');
+    expect(result.changes[0]).toBe('tidied extra spaces and blank lines');
+    expect(result.changes).toContain('added a line for the budget');
+    expect(result.changes).not.toContain('added a line for the deliverable');
+  });
+
+  it('answers in Chinese for a Chinese text, and changes nothing in a complete, tidy one', () => {
+    const chinese = optimizeDescription('设计一个标志');
+    expect(chinese.language).toBe('zh');
+    expect(chinese.optimized_description).toContain('预算：【金额或范围】');
+    expect(chinese.changes).toContain('补充了“预算”一行');
+    expect(chinese.changes).not.toContain('整理了多余的空格和空行');
+    expect(optimizeDescription('设计  一个标志').changes[0]).toBe('整理了多余的空格和空行');
+    const nearlyComplete = 'Design 3 logo files as PNG by Friday for 200 dollars; must pass our review.';
+    expect(optimizeDescription(nearlyComplete)).toEqual({
+      language: 'en', optimized_description: `${nearlyComplete}\n\nQuantity: [how many, or how much]`, changes: ['added a line for the quantity'],
+    });
   });
 });
