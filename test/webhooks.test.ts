@@ -160,6 +160,29 @@ describe('a receiver that fails', () => {
   });
 });
 
+describe('a subscription whose queue is full', () => {
+  it(`records new events as failed (queue_full) once ${limits.webhookPendingPerSubscriptionMax} wait, instead of growing without bound`, async () => {
+    const owner = await createAgent(test);
+    const hook = await subscribe(owner, { url: receiver.url('/full', [503]), event_types: ['task.*'] });
+    const { db } = test.runtime.engine.dependencies;
+    // As if the receiver had been down while that many events came: waiting, due much later.
+    await db.raw(
+      `INSERT INTO webhook_deliveries (id, subscription_id, source, source_event_id, ordering_key, event_type, body, status, next_attempt_at, created_at)
+       SELECT gen_random_uuid(), ?, 'ping', 0, 'ping:' || n, 'webhook.ping', '{}'::jsonb, 'pending', ?::timestamptz, ?::timestamptz FROM generate_series(1, ?) AS n`,
+      [hook.id, new Date(test.runtime.engine.dependencies.now().getTime() + 86_400_000), test.runtime.engine.dependencies.now(), limits.webhookPendingPerSubscriptionMax],
+    );
+    await test.http.post('/api/v1/tasks/').set(owner.headers).send({ title: 'Sort receipts', description: 'A box of them', mode: 'online' }).expect(201);
+    await deliver();
+    const failed = (await test.http.get(`/api/v1/webhooks/${hook.id}/deliveries?status=failed`).set(owner.headers).expect(200)).body.data.items;
+    expect(failed).toHaveLength(1);
+    expect(failed[0]).toMatchObject({ event_type: 'task.published', status: 'failed', attempts: 0 });
+    expect(failed[0].last_error).toMatch(/^queue_full/);
+    expect(receiver.at('/full')).toEqual([]);
+    expect((await test.http.get(`/api/v1/webhooks/${hook.id}`).set(owner.headers).expect(200)).body.data.deliveries).toEqual({ pending: limits.webhookPendingPerSubscriptionMax, delivered: 0, failed: 1 });
+    await db('webhook_deliveries').where({ subscription_id: hook.id }).del();
+  });
+});
+
 describe('what a subscription hears', () => {
   it("hears its owner's task and application moves, as the task stream carries them", async () => {
     const publisher = await createAgent(test);
