@@ -11,7 +11,7 @@ export const mutationGroups = {
   },
   text: {
     mutate: ['src/domain/text.ts', 'src/domain/term-vectors.ts', 'src/domain/scoring.ts', 'src/domain/clarity.ts', 'src/domain/demands.ts', 'src/domain/pricing-suggestion.ts', 'src/domain/description-optimizer.ts', 'src/domain/a2a.ts'],
-    tests: ['test/scoring.test.ts', 'test/clarity.test.ts', 'test/matching.test.ts', 'test/demands.test.ts', 'test/pricing-suggestion.test.ts', 'test/domain-units.test.ts', 'test/text-units.test.ts', 'test/task-ai.test.ts', 'test/a2a-conversation.test.ts', 'test/a2a-protocol.test.ts'],
+    tests: ['test/scoring.test.ts', 'test/clarity.test.ts', 'test/matching.test.ts', 'test/demands.test.ts', 'test/pricing-suggestion.test.ts', 'test/domain-units.test.ts', 'test/text-units.test.ts', 'test/task-ai.test.ts', 'test/a2a-units.test.ts', 'test/a2a-conversation.test.ts', 'test/a2a-protocol.test.ts'],
   },
   market: {
     mutate: ['src/domain/skills.ts', 'src/domain/tasks.ts', 'src/domain/skill-drafts.ts', 'src/domain/skill-extraction.ts', 'src/domain/skill-kinds.ts', 'src/domain/task-drafts.ts', 'src/domain/glossary.ts', 'src/domain/categories.ts', 'src/domain/device-codes.ts'],
