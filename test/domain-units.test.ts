@@ -6,6 +6,9 @@ import { secondsUntilEnd, usageWindow } from '../src/domain/usage-windows.ts';
 import { nextState, terminalStatuses, transactionStatuses } from '../src/domain/escrow.ts';
 import { nextAttemptAt, wantsKind } from '../src/domain/webhooks.ts';
 import { AppError } from '../src/errors.ts';
+import { missingRestated, nextApplicationState, nextTaskState, taskHallSortOf } from '../src/domain/tasks.ts';
+import { actionTowards, averageRatingOf, hallSortOf, nextSkillStatus, qualityScoreOf } from '../src/domain/skills.ts';
+import { normalizeUserCode, userCodeAlphabet, userCodeLength } from '../src/domain/device-codes.ts';
 import { limits } from '../src/limits.ts';
 
 /**
@@ -146,5 +149,59 @@ describe('webhook rules', () => {
     expect(nextAttemptAt(schedule, created, at(240_000), 9, 0.5)).toEqual(at(300_000));
     expect(nextAttemptAt(schedule, created, at(240_001), 9, 0.5)).toBeNull();
     expect(nextAttemptAt(schedule, created, created, 1_000, 0.5)).toEqual(at(60_000));
+  });
+});
+
+describe('task, application and skill rules', () => {
+  it('moves tasks and applications only along their tables, refusing with 4090 naming the status and the move', () => {
+    expect(nextTaskState('open', 'close')).toMatchObject({ to: 'closed', money: 'release' });
+    expect(refusalOf(() => nextTaskState('closed', 'publish'))).toMatchObject({ code: 4090, message: 'cannot publish a task that is closed', data: { status: 'closed', action: 'publish' } });
+    expect(refusalOf(() => nextTaskState('open', 'publish'))).toMatchObject({ code: 4090, data: { status: 'open', action: 'publish' } });
+    expect(nextApplicationState('pending', 'accept')).toBe('accepted');
+    expect(nextApplicationState('pending', 'withdraw')).toBe('withdrawn');
+    expect(refusalOf(() => nextApplicationState('rejected', 'accept'))).toMatchObject({ code: 4090, message: 'cannot accept an application that is rejected', data: { status: 'rejected', action: 'accept' } });
+    expect(refusalOf(() => nextApplicationState('accepted', 'reject'))).toMatchObject({ code: 4090, data: { status: 'accepted', action: 'reject' } });
+    expect(nextSkillStatus('active', 'deactivate')).toBe('inactive');
+    expect(refusalOf(() => nextSkillStatus('active', 'activate'))).toMatchObject({ code: 4090, message: 'cannot activate a skill that is active', data: { status: 'active', action: 'activate' } });
+  });
+
+  it('orders a hall by relevance with a query and by newest without, and refuses relevance without one', () => {
+    for (const sortOf of [taskHallSortOf, hallSortOf] as const) {
+      expect(sortOf(undefined, true)).toBe('relevance');
+      expect(sortOf(undefined, false)).toBe('newest');
+      expect(sortOf('newest', true)).toBe('newest');
+      expect(sortOf('relevance', true)).toBe('relevance');
+      expect(refusalOf(() => sortOf('relevance', false))).toMatchObject({ code: 4000, message: 'sort=relevance needs a text query', data: { errors: [{ path: 'query.sort', message: 'relevance needs q' }] } });
+    }
+  });
+
+  it('names the restated fields a body lacks, in order, counting an undefined value as missing', () => {
+    expect(missingRestated('publish', {})).toEqual(['delivery_hours']);
+    expect(missingRestated('publish', { delivery_hours: 2 })).toEqual([]);
+    expect(missingRestated('reuse', { delivery_hours: undefined })).toEqual(['delivery_hours', 'bounty_amount']);
+    expect(missingRestated('reuse', { delivery_hours: 2, bounty_amount: null })).toEqual([]);
+    expect(missingRestated('reuse', { bounty_amount: '1.00' })).toEqual(['delivery_hours']);
+  });
+
+  it('scores quality as a Bayesian average and shows the plain average to two decimals', () => {
+    expect(qualityScoreOf(0, 0)).toBe(3);
+    expect(qualityScoreOf(1, 5)).toBe(3.333);
+    expect(qualityScoreOf(50, 250)).toBe(4.818);
+    expect(averageRatingOf(0, 0)).toBeNull();
+    expect(averageRatingOf(3, 13)).toBe(4.33);
+    expect(averageRatingOf(2, 9)).toBe(4.5);
+    expect(actionTowards('active', 'active')).toBeNull();
+    expect(actionTowards('active', 'inactive')).toBe('deactivate');
+    expect(actionTowards('inactive', 'active')).toBe('activate');
+  });
+
+  it('reads a typed user code whatever its case, spaces and dashes, and refuses a wrong length or letter', () => {
+    const code = userCodeAlphabet.slice(0, userCodeLength);
+    expect(normalizeUserCode(code.toLowerCase())).toBe(code);
+    expect(normalizeUserCode(` ${code.slice(0, 4)}-${code.slice(4)} `)).toBe(code);
+    expect(normalizeUserCode(code.slice(1))).toBeNull();
+    expect(normalizeUserCode(`${code}${code[0]}`)).toBeNull();
+    const outside = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'].find((letter) => !userCodeAlphabet.includes(letter))!;
+    expect(normalizeUserCode(`${outside}${code.slice(1)}`)).toBeNull();
   });
 });
