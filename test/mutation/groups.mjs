@@ -15,7 +15,7 @@ export const mutationGroups = {
   },
   market: {
     mutate: ['src/domain/skills.ts', 'src/domain/tasks.ts', 'src/domain/skill-drafts.ts', 'src/domain/skill-extraction.ts', 'src/domain/skill-kinds.ts', 'src/domain/task-drafts.ts', 'src/domain/glossary.ts', 'src/domain/categories.ts', 'src/domain/device-codes.ts'],
-    tests: ['test/skill-states.test.ts', 'test/task-states.test.ts', 'test/skill-extraction.test.ts', 'test/skill-ai-create.test.ts', 'test/task-ai.test.ts', 'test/skill-hall.test.ts', 'test/device-authorization.test.ts', 'test/domain-units.test.ts'],
+    tests: ['test/skill-states.test.ts', 'test/task-states.test.ts', 'test/skill-extraction.test.ts', 'test/skill-ai-create.test.ts', 'test/task-ai.test.ts', 'test/skill-hall.test.ts', 'test/device-authorization.test.ts', 'test/domain-units.test.ts', 'test/extraction-units.test.ts'],
   },
   access: {
     mutate: ['src/engine/access/**/*.ts', 'rest/access-matrix.ts'],
