@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { extractSkills } from '../src/domain/skill-extraction.ts';
+import { draftSkill, headOf, priceOf, pricingModelOf } from '../src/domain/skill-drafts.ts';
+import { deliveryHoursOf, draftTask } from '../src/domain/task-drafts.ts';
 import { limits } from '../src/limits.ts';
 
 /**
@@ -70,5 +72,56 @@ describe('built-in extraction', () => {
     expect(extractSkills(everything).skills.length).toBeLessThanOrEqual(limits.skillCandidatesPerExtractMax);
     const hidden = `${'x '.repeat(limits.skillExtractTextLengthMax)} React and Vue.`;
     expect(extractSkills(hidden).skills).toEqual([]);
+  });
+});
+
+describe('the built-in drafters', () => {
+  it('reads a price only with its currency or sign, through minor units', () => {
+    expect(['$50', '$ 50.5', '¥80', '￥80', '50 UT', '50ut', '12.5 dollars', '30 rmb', '40元', '40 块', '7 usd', '9 CNY'].map(priceOf))
+      .toEqual(['50.00', '50.50', '80.00', '80.00', '50.00', '50.00', '12.50', '30.00', '40.00', '40.00', '7.00', '9.00']);
+    for (const text of ['50', 'about 50 pages', '50 utilities', '', 'USD']) expect(priceOf(text)).toBeUndefined();
+  });
+
+  it('reads the pricing model from its words in both languages, fixed otherwise', () => {
+    expect(['40 per hour', 'hourly', '$40 an hour', '40/hr', '每小时 40', 'per day', 'daily rate', '按天', 'per call', '按次', 'negotiable', '面议', 'a logo'].map(pricingModelOf))
+      .toEqual(['per_hour', 'per_hour', 'per_hour', 'per_hour', 'per_hour', 'per_day', 'per_day', 'per_day', 'per_use', 'per_use', 'negotiable', 'negotiable', 'fixed']);
+  });
+
+  it('heads a draft with the first clause, cut at a word', () => {
+    expect(headOf('Translate contracts, fast. Also letters')).toBe('Translate contracts');
+    expect(headOf(', only a comma')).toBe(', only a comma');
+    const long = `${'word '.repeat(40)}end`;
+    const head = headOf(long);
+    expect(head.length).toBeLessThanOrEqual(limits.skillNameLengthMax);
+    expect(head.endsWith('word')).toBe(true);
+    expect(headOf('x'.repeat(200))).toBe('x'.repeat(limits.skillNameLengthMax));
+  });
+
+  it('reads a deadline in hours, days or weeks, Chinese numerals too, within bounds (three days without one)', () => {
+    expect(['in 48 hours', 'within 3 days', '2 weeks', '5h', '10 hrs', '两天内', '3天', '一周', '12小时', 'in a week', 'soon', '0 hours', '9999 weeks'].map(deliveryHoursOf))
+      .toEqual([48, 72, 336, 5, 10, 48, 72, 168, 12, 168, 72, 1, limits.skillDurationHoursMax]);
+  });
+
+  it('drafts a skill field by field in the prompt\'s language', () => {
+    const fields = Object.fromEntries(draftSkill({ prompt: 'I do English to Chinese translation and localization, 40 dollars per hour', city: 'Shanghai' }));
+    expect(fields).toMatchObject({ category: 'translation', mode: 'online', city: 'Shanghai', pricing_model: 'per_hour', ut_price: '40.00' });
+    expect(draftSkill({ prompt: 'I translate contracts' }).map(([name]) => name)).toEqual(['name', 'category', 'mode', 'tags', 'description', 'pricing_model']);
+    expect(String(fields.description)).toContain('Boundaries: work beyond this description is quoted separately');
+    const chinese = Object.fromEntries(draftSkill({ prompt: '我设计标志和品牌', mode: 'offline', category: 'design' }));
+    expect(chinese).toMatchObject({ name: '标志与品牌设计', category: 'design', mode: 'offline', pricing_model: 'fixed' });
+    expect(String(chinese.description)).toContain('服务范围：描述以外的工作另行报价');
+    expect(Object.fromEntries(draftSkill({ prompt: 'Walk my dog' }))).toMatchObject({ name: 'Walk my dog', category: 'other', tags: [] });
+  });
+
+  it('drafts a task field by field: title, kind, deadline, bounty', () => {
+    const fields = draftTask({ prompt: 'Translate my contract into Chinese within 2 days, $60', city: 'Beijing' });
+    expect(fields.map(([name]) => name)).toEqual(['title', 'mode', 'city', 'category', 'tags', 'description', 'delivery_hours', 'preferred_billing_model', 'bounty_amount']);
+    expect(Object.fromEntries(fields)).toMatchObject({ title: 'Translate my contract into Chinese within 2 days', city: 'Beijing', category: 'translation', delivery_hours: 48, preferred_billing_model: 'fixed', bounty_amount: '60.00' });
+    expect(String(Object.fromEntries(fields).description)).toContain('Acceptance: the publisher checks the delivery against this description within two days.');
+    const plain = Object.fromEntries(draftTask({ prompt: 'Walk my dog' }));
+    expect(plain).not.toHaveProperty('category');
+    expect(plain).not.toHaveProperty('bounty_amount');
+    expect(plain).toMatchObject({ mode: 'online', delivery_hours: 72, tags: [] });
+    expect(String(Object.fromEntries(draftTask({ prompt: '三天内设计一个标志' })).description)).toContain('验收：发布者在两天内按本描述验收。');
   });
 });
