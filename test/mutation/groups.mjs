@@ -23,6 +23,6 @@ export const mutationGroups = {
   },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
-    tests: ['test/idempotency-claims.test.ts', 'test/callback-addresses.test.ts', 'test/invoke.test.ts'],
+    tests: ['test/idempotency-claims.test.ts', 'test/callback-addresses.test.ts', 'test/address-units.test.ts', 'test/invoke.test.ts'],
   },
 };

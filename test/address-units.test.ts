@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { embeddedIpv4, privateAddressesAllowed, publicAddressesOnly, publicAnd } from '../src/callbacks/addresses.ts';
+
+/**
+ * The address guard of every outbound request (callbacks, webhooks), form by form: each IPv6
+ * spelling of an IPv4 host is judged as that host, zone ids are ignored, and an operator's trusted
+ * subnet opens exactly that subnet (issue 16, mutation testing of the claims group).
+ */
+describe('IPv4 hosts inside IPv6 addresses', () => {
+  it.each([
+    ['::ffff:10.200.30.4', '10.200.30.4'], ['::ffff:10.0.200.4', '10.0.200.4'], ['::ffff:10.0.0.200', '10.0.0.200'], ['::FFFF:7F00:1', '127.0.0.1'],
+    ['::ffff:0:127.0.0.1', '127.0.0.1'], ['::ffff:0:a00:1', '10.0.0.1'], ['::10.0.0.1', '10.0.0.1'], ['::0.0.0.2', '0.0.0.2'], ['::0.1.0.0', '0.1.0.0'],
+    ['64:ff9b::169.254.169.254', '169.254.169.254'], ['64:ff9b:1::10.1.2.3', '10.1.2.3'], ['2002:c0a8:101::', '192.168.1.1'], ['2002:0a00:0001::1', '10.0.0.1'],
+  ])('finds %s carries %s', (address, carried) => {
+    expect(embeddedIpv4(address)).toBe(carried);
+  });
+
+  it.each(['::1', '::', '2001:db8::1', '64:ff9b:2::10.1.2.3', '64:ff9b:1:1::10.1.2.3', '0:0:0:0:1:ffff:a00:1', '::ffff:1:a00:1', '1::ffff:a00:1', '::ffff:zz:1', '1:2:3', '64:ff9b:0:0:1::a00:1'])('finds nothing in %s', (address) => {
+    expect(embeddedIpv4(address)).toBeNull();
+  });
+});
+
+describe('the policies', () => {
+  it('refuses every spelling of an internal IPv4 host publicly, and allows each when private addresses are', () => {
+    for (const address of ['::ffff:10.200.30.4', '::ffff:10.0.0.200', '::ffff:0:127.0.0.1', '::10.0.0.1', '64:ff9b::169.254.169.254', '64:ff9b:1::10.1.2.3', '2002:c0a8:101::']) {
+      expect(publicAddressesOnly(address)).toBe(false);
+      expect(privateAddressesAllowed(address)).toBe(true);
+    }
+    for (const address of ['::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::']) expect(publicAddressesOnly(address)).toBe(true);
+  });
+
+  it('ignores a zone id, and never allows the never-ranges', () => {
+    expect(publicAddressesOnly('fe80::1%eth0')).toBe(false);
+    expect(privateAddressesAllowed('fe80::1%eth0')).toBe(true);
+    expect(privateAddressesAllowed('ff02::1%eth0')).toBe(false);
+    for (const address of ['0.0.0.0', '224.0.0.1', '255.255.255.255', '::', 'ff02::1', '::ffff:0.0.0.0']) expect(privateAddressesAllowed(address)).toBe(false);
+    for (const address of ['example.com', '', '10.0.0.256']) expect(privateAddressesAllowed(address)).toBe(false);
+    expect(publicAddressesOnly('2606:4700:4700::1111')).toBe(true);
+  });
+
+  it('opens exactly a trusted subnet, in either family and in its IPv6 spellings, and nothing next to it', () => {
+    const trusting = publicAnd(['10.1.0.0/16', 'fd00:1::/32']);
+    expect(trusting('10.1.2.3')).toBe(true);
+    expect(trusting('::ffff:10.1.2.3')).toBe(true);
+    expect(trusting('10.2.0.1')).toBe(false);
+    expect(trusting('fd00:1::5')).toBe(true);
+    expect(trusting('fd00:2::5')).toBe(false);
+    expect(trusting('fd00:1::5%eth0')).toBe(true);
+    expect(trusting('8.8.8.8')).toBe(true);
+    expect(trusting('127.0.0.1')).toBe(false);
+    expect(publicAnd(['0.0.0.0/0'])('0.0.0.0')).toBe(false);
+  });
+});
