@@ -91,7 +91,7 @@ export function createWebhooks(dependencies: EngineDependencies) {
       id: deliveryId, subscription_id: id, source: 'ping', source_event_id: 0, ordering_key: `ping:${deliveryId}`, event_type: webhookPing,
       body: JSON.stringify(body), status: 'pending', next_attempt_at: at, created_at: at,
     });
-    worker.kick();
+    kick();
     return { delivery_id: deliveryId, event_type: webhookPing, status: 'pending' };
   }
 
@@ -110,11 +110,18 @@ export function createWebhooks(dependencies: EngineDependencies) {
   /** One pass: dispatch what was committed, start the sends that are due; true when it found work. */
   async function pass(): Promise<boolean> {
     const dispatched = await dispatcher.dispatch();
-    const started = await sender.sendDue(() => worker.kick());
+    const started = await sender.sendDue(kick);
     return dispatched + started > 0;
   }
   const worker = kickedRunner('webhooks', pass, log);
   const schedule = periodic('webhooks', async () => worker.kick(), log);
+  // Work is kicked (after a send, a ping) only while the worker runs: an app whose background jobs
+  // are not started (a test's, a command's) sends nothing by itself, and stops without waiting on
+  // a receiver; runOnce drives it there.
+  let running = false;
+  const kick = () => {
+    if (running) worker.kick();
+  };
 
   /** For tests and tools: passes until nothing is due, every send they started recorded. */
   /** Whether anything could be dispatched or sent now: undispatched events, or deliveries due (their lease, if any, run out). */
@@ -143,9 +150,15 @@ export function createWebhooks(dependencies: EngineDependencies) {
   }
 
   return {
-    create, list, get, remove, rotateSecret, ping, deliveries, runOnce, kick: worker.kick,
-    start: (intervalMs: number = limits.webhookPollIntervalMs) => schedule.start(intervalMs),
-    stop: schedule.stop,
+    create, list, get, remove, rotateSecret, ping, deliveries, runOnce, kick,
+    start: (intervalMs: number = limits.webhookPollIntervalMs) => {
+      running = true;
+      schedule.start(intervalMs);
+    },
+    stop: () => {
+      running = false;
+      schedule.stop();
+    },
     idle: async () => {
       await schedule.idle();
       await worker.idle();
