@@ -194,11 +194,12 @@ export const rpcMethodAccess: Record<string, RouteAccess> = {
   ListTasks: ownSpace,
   // Over HTTP these answer "unsupported" to every caller: nothing to refuse.
   'tasks/unsubscribe': unsupported,
-  'tasks/pushNotification/set': unsupported, 'tasks/pushNotification/get': unsupported,
-  'tasks/pushNotificationConfig/set': unsupported, 'tasks/pushNotificationConfig/get': unsupported,
-  'tasks/pushNotificationConfig/list': unsupported, 'tasks/pushNotificationConfig/delete': unsupported,
-  CreateTaskPushNotificationConfig: unsupported, GetTaskPushNotificationConfig: unsupported,
-  ListTaskPushNotificationConfigs: unsupported, DeleteTaskPushNotificationConfig: unsupported,
+  // A push config belongs to its maker, on a task the maker can see: either party of its transaction.
+  'tasks/pushNotification/set': eitherParty, 'tasks/pushNotification/get': eitherParty,
+  'tasks/pushNotificationConfig/set': eitherParty, 'tasks/pushNotificationConfig/get': eitherParty,
+  'tasks/pushNotificationConfig/list': eitherParty, 'tasks/pushNotificationConfig/delete': eitherParty,
+  CreateTaskPushNotificationConfig: eitherParty, GetTaskPushNotificationConfig: eitherParty,
+  ListTaskPushNotificationConfigs: eitherParty, ListTaskPushNotificationConfig: eitherParty, DeleteTaskPushNotificationConfig: eitherParty,
   'agent/getAuthenticatedExtendedCard': unsupported, GetExtendedAgentCard: unsupported,
 };
 

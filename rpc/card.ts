@@ -67,7 +67,7 @@ function v10Card(config: Config) {
     provider: { organization: 'Agent Marketplace', url: base },
     version: '1.0.0',
     documentationUrl: `${base}/docs`,
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
     securitySchemes: v10SecuritySchemes,
     securityRequirements: [
       { schemes: { apiKey: { list: [] }, platformUserId: { list: [] } } },
@@ -123,7 +123,7 @@ export function agentCard(config: Config, generation: Generation, legacyPath = f
   return {
     ...rest,
     ...locators,
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: false },
     authentication: v01Authentication,
     securitySchemes: v03SecuritySchemes,
     security: [{ apiKey: [], platformUserId: [] }, { bearer: [] }],

@@ -8,6 +8,7 @@ import { errorResponse, toRpcError } from './errors.ts';
 import { serveHttp } from './http.ts';
 import { requestLogger } from '../rest/request-log.ts';
 import { createRpcServer } from './methods.ts';
+import { renderPush } from './push.ts';
 import { attachWebSocket } from './websocket.ts';
 
 /**
@@ -36,6 +37,8 @@ const rpcResponse = z
   .meta({ id: 'JsonRpcResponse', description: 'error.data carries the REST envelope {code, message, data} for marketplace errors' });
 
 export function rpcRoutes(engine: Engine): RouteSpec[] {
+  // A2A push bodies are this layer's shapes; the engine's sender asks for them when it sends.
+  engine.webhooks.a2aPush.useRenderer(renderPush);
   const dispatcher = createDispatcher(createRpcServer(engine));
   const { log } = engine.dependencies;
   return [

@@ -3,12 +3,14 @@ import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
-import { DecoratedError, RpcError, asNotCancelable, errorResponse, pushNotificationsNotSupported, toRpcError, unsupportedOperation } from './errors.ts';
+import { DecoratedError, RpcError, asNotCancelable, errorResponse, toRpcError, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
 import type { Generation } from './shapes.ts';
 import { listTasks } from './list-tasks.ts';
+import { pushMethods, registerInline } from './push.ts';
+import { authOf } from './push-params.ts';
 import { StreamStart } from './task-stream.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
@@ -32,37 +34,45 @@ export const streamingMethods: ReadonlySet<string> = new Set([
   'tasks/sendSubscribe', 'tasks/resubscribe', 'message/stream', 'SendStreamingMessage', 'SubscribeToTask',
 ]);
 
-const pushNotificationMethods = [
-  'tasks/pushNotification/set', 'tasks/pushNotification/get',
-  'tasks/pushNotificationConfig/set', 'tasks/pushNotificationConfig/get', 'tasks/pushNotificationConfig/list', 'tasks/pushNotificationConfig/delete',
-  'CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig',
-];
-
 const extendedCardMethods = ['agent/getAuthenticatedExtendedCard', 'GetExtendedAgentCard'];
 
 type Method = (params: unknown, context: RpcContext) => Promise<unknown>;
 type SendGeneration = SendRequest['generation'];
 
+/** A push config given inside a send: url, token and authentication, and an id when the client chose one. */
+interface InlinePush {
+  id?: string | null;
+  url: string;
+  token?: string | null;
+  authentication?: Parameters<typeof authOf>[0];
+}
+
 /**
  * A send, and how it wants its answer: blocking (v0.1 always; v0.3 unless `blocking: false`; v1.0
  * unless `returnImmediately: true`) waits for an instant invoke's outcome; a stream never waits.
+ * A push config inside it is stored on the task the send made or continued (validated before).
  */
 async function send(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration, streaming: boolean) {
   if (generation === 'v0.1') {
     const input = parse(schemas.sendV01, params);
-    if (input.pushNotification != null) throw pushNotificationsNotSupported();
     const mode = { wait: !streaming };
     const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId, mode });
+    await registerPush(engine, context, generation, outcome.name.taskId, input.pushNotification);
     return { ...outcome, historyLength: input.historyLength };
   }
   const input = generation === 'v0.3' ? parse(schemas.sendV03, params) : parse(schemas.sendV10, params);
   const configuration = (input.configuration ?? {}) as {
-    pushNotificationConfig?: unknown; taskPushNotificationConfig?: unknown; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
+    pushNotificationConfig?: InlinePush | null; taskPushNotificationConfig?: InlinePush | null; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
   };
-  if (configuration.pushNotificationConfig != null || configuration.taskPushNotificationConfig != null) throw pushNotificationsNotSupported();
   const blocking = generation === 'v0.3' ? configuration.blocking !== false : configuration.returnImmediately !== true;
   const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, mode: { wait: blocking && !streaming } });
+  await registerPush(engine, context, generation, outcome.name.taskId, configuration.taskPushNotificationConfig ?? configuration.pushNotificationConfig);
   return { ...outcome, historyLength: configuration.historyLength };
+}
+
+async function registerPush(engine: Engine, context: RpcContext, generation: SendGeneration, taskName: string, push: InlinePush | null | undefined) {
+  if (!push) return;
+  await registerInline(engine, context.principal, { taskName, generation, configId: push.id ?? null, url: push.url, token: push.token || null, ...authOf(push.authentication) });
 }
 
 /** The task a caller names (a conversation's or transaction's id, or a v0.1 client id), as the caller may see it. */
@@ -125,7 +135,7 @@ export function createMethods(engine: Engine): Record<string, Method> {
       return { unsubscribed: context.unsubscribe(subscription) };
     },
   };
-  for (const name of pushNotificationMethods) table[name] = async () => { throw pushNotificationsNotSupported(); };
+  Object.assign(table, pushMethods(engine));
   for (const name of extendedCardMethods) table[name] = async () => { throw unsupportedOperation('there is no authenticated extended agent card'); };
   return table;
 }

@@ -5,6 +5,7 @@ import { idempotencyKey } from '../src/schemas/transactions.ts';
 import { amountInput } from '../src/schemas/money.ts';
 import { validationError } from '../src/schemas/validation.ts';
 import { dateTime } from '../src/schemas/common.ts';
+import { pushConfigV0, pushConfigV1Inline } from './push-params.ts';
 
 /**
  * The params of every method, validated with zod (failures: -32602 with the 4000 details).
@@ -49,7 +50,7 @@ export const sendV01 = z.object({
   sessionId: contextId,
   message,
   acceptedOutputModes: z.array(z.string()).nullish(),
-  pushNotification: z.unknown().optional(),
+  pushNotification: pushConfigV0.omit({ id: true }).nullish(),
   historyLength,
   metadata,
 });
@@ -58,7 +59,7 @@ export const sendV01 = z.object({
 export const sendV03 = z.object({
   message: identifiedMessage,
   configuration: z
-    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, pushNotificationConfig: z.unknown().optional(), blocking: z.boolean().nullish() })
+    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, pushNotificationConfig: pushConfigV0.nullish(), blocking: z.boolean().nullish() })
     .nullish(),
   metadata,
 });
@@ -68,7 +69,7 @@ export const sendV10 = z.object({
   tenant: z.string().nullish(),
   message: identifiedMessage,
   configuration: z
-    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, taskPushNotificationConfig: z.unknown().optional(), returnImmediately: z.boolean().nullish() })
+    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, taskPushNotificationConfig: pushConfigV1Inline.nullish(), pushNotificationConfig: pushConfigV1Inline.nullish(), returnImmediately: z.boolean().nullish() })
     .nullish(),
   metadata,
 });

@@ -379,4 +379,15 @@ export const limits = {
   webhookPreviousSecretValidMs: 24 * 60 * 60 * 1000,
   /** runOnce (tests, tools) gives up after this many passes, so a receiver that keeps failing cannot hold it. */
   webhookRunOnceRoundsMax: 1_000,
+  // A2A push notification configs (issue 19 point 2): subscriptions of the same pipeline.
+  /** Live configs one caller may keep on one A2A task (one page of a list holds them all). */
+  a2aPushConfigsPerTaskMax: 10,
+  /** Configs are deleted this long after they were made, whatever their task did (a task's life is days, its auto-confirm 72 hours). */
+  a2aPushConfigRetentionMs: 30 * 24 * 60 * 60 * 1000,
+  /** A send that registers a config answers once its first push went out, or after this long at most. */
+  a2aPushFirstAttemptWaitMs: 2_000,
+  a2aPushFirstAttemptPollMs: 20,
+  a2aPushConfigIdLengthMax: 200,
+  a2aPushTokenLengthMax: 1_000,
+  a2aPushUrlLengthMax: 2_048,
 } as const;

@@ -246,7 +246,29 @@ function rpcParamsOf(method: string, world: World): unknown {
   if (method in sends) return sends[method];
   if (method === 'ListTasks') return {};
   if (method === 'tasks/unsubscribe') return { subscription: randomUUID() };
-  return { id: world.ids.tx_id };
+  const taskId = world.ids.tx_id;
+  const url = 'https://receiver.example/a2a';
+  const pushes: Record<string, unknown> = {
+    'tasks/pushNotification/set': { id: taskId, pushNotificationConfig: { url } },
+    'tasks/pushNotificationConfig/set': { taskId, pushNotificationConfig: { url } },
+    'tasks/pushNotificationConfig/get': { id: taskId, pushNotificationConfigId: matrixConfigId },
+    'tasks/pushNotificationConfig/delete': { id: taskId, pushNotificationConfigId: matrixConfigId },
+    CreateTaskPushNotificationConfig: { taskId, url },
+    GetTaskPushNotificationConfig: { taskId, id: matrixConfigId },
+    ListTaskPushNotificationConfigs: { taskId }, ListTaskPushNotificationConfig: { taskId },
+    DeleteTaskPushNotificationConfig: { taskId, id: matrixConfigId },
+  };
+  return pushes[method] ?? { id: taskId };
+}
+
+/** The config each party of the world's transaction keeps, so that reading one is allowed to both. */
+const matrixConfigId = 'matrix-config';
+async function withPushConfigs(world: World) {
+  for (const party of ['owner', 'counterparty'] as const) {
+    const body = { jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: world.ids.tx_id, id: matrixConfigId, url: 'https://receiver.example/a2a' } };
+    const answer = await (await fetch(`${base}/api/v1/rpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...world.callers[party] }, body: JSON.stringify(body) })).json();
+    if (!answer.result) throw new Error(`the ${party}'s push config: ${JSON.stringify(answer)}`);
+  }
 }
 
 /** The JSON of a stream's first `data:` line. */
@@ -273,6 +295,7 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
   it('answers every JSON-RPC method as its row says, for every kind of caller', async () => {
     for (const [method, row] of Object.entries(rpcMethodAccess)) {
       const world = await newWorld();
+      if (/pushnotification/i.test(method)) await withPushConfigs(world);
       for (const [caller, expected] of callsOf(row, credentialOutcomes.user)) {
         const what = `${method} as ${caller}`;
         const abort = new AbortController();

@@ -74,9 +74,9 @@ describe('JSON-RPC framing', () => {
     }
   });
 
-  it('answers push notification methods with -32003 and file parts with -32005', async () => {
-    for (const method of ['tasks/pushNotification/set', 'tasks/pushNotificationConfig/set', 'CreateTaskPushNotificationConfig']) {
-      expect((await call(method, { id: 'x' }).expect(200)).body.error.code).toBe(-32003);
+  it('answers push notification methods for an unknown task with -32001 and file parts with -32005', async () => {
+    for (const [method, params] of [['tasks/pushNotification/set', { id: 'x', pushNotificationConfig: { url: 'https://receiver.example/a2a' } }], ['tasks/pushNotificationConfig/set', { taskId: 'x', pushNotificationConfig: { url: 'https://receiver.example/a2a' } }], ['CreateTaskPushNotificationConfig', { taskId: 'x', url: 'https://receiver.example/a2a' }]] as const) {
+      expect((await call(method, params).expect(200)).body.error.code).toBe(-32001);
     }
     const file = { kind: 'file', file: { uri: 'https://example.com/a.pdf' } };
     const response = await call('message/send', { message: { role: 'user', messageId: randomUUID(), parts: [file] } }).expect(200);

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../src/callbacks/webhook-signing.ts';
@@ -10,6 +8,7 @@ import { taskStreamEvent } from '../src/schemas/tasks.ts';
 import { streamEvent } from '../rest/routes/streams.ts';
 import { type Actor, createAgent, createApiKey, linkUser, signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { type Received, startReceiver } from './helpers/receiver.ts';
 import { act, agentMarket, buy, credit } from './helpers/market.ts';
 
 /**
@@ -17,37 +16,6 @@ import { act, agentMarket, buy, credit } from './helpers/market.ts';
  * what arrives, in what order, signed how, and what happens when the receiver fails. The
  * operator setting CALLBACK_ALLOW_PRIVATE lets deliveries reach 127.0.0.1, as for callbacks.
  */
-interface Received { path: string; headers: IncomingMessage['headers']; body: string }
-
-/** A receiver whose paths answer from a script of statuses (the last one repeats), recording every request. */
-async function startReceiver() {
-  const received: Received[] = [];
-  const scripts = new Map<string, number[]>();
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const path = request.url!;
-      received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const script = scripts.get(path) ?? [200];
-      const status = script.length > 1 ? script.shift()! : script[0]!;
-      response.writeHead(status, { 'Content-Type': 'text/plain' });
-      response.end(status === 200 ? 'ok' : 'receiver trouble');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    received, base,
-    url: (path: string, statuses?: number[]) => {
-      if (statuses) scripts.set(path, statuses);
-      return `${base}${path}`;
-    },
-    at: (path: string) => received.filter((request) => request.path === path),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 let test: TestApp;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {

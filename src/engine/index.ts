@@ -78,7 +78,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
-  const webhooks = createWebhooks(dependencies);
+  const webhooks = createWebhooks(dependencies, a2a);
   const relay = createRelay(dependencies.bus, dependencies.db, dependencies.log, dependencies.now, [transactionFeed, taskFeed]);
   const streams = createStreams(hub, transactions);
   const pricing = createPricingSuggestionEngine(dependencies, ai);

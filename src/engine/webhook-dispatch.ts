@@ -10,6 +10,7 @@ import type { OutboxRow } from '../store/outbox.ts';
 import type { TaskEventRow } from '../store/task-events.ts';
 import type { EngineDependencies } from './dependencies.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
+import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.ts';
 
 /**
  * The dispatcher (docs/webhooks.md "Delivery"): turns committed outbox rows, of transactions and of
@@ -64,12 +65,33 @@ function taskCandidate(row: TaskEventRow): Candidate {
  * and made after the subscription was (an event still waiting to be dispatched when it was made
  * happened before it).
  */
-function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: string): boolean {
+function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: string, a2aTasks: Map<string, Set<string>>): boolean {
   if (subscription.owner_user_id !== recipient || !candidate.space(subscription.owner_type)) return false;
   if (candidate.createdAt < new Date(subscription.created_at)) return false;
+  // An A2A push config hears the transaction of its task (the purchase itself, or a conversation's pick).
+  if (subscription.kind === 'a2a_push') return candidate.source === 'transaction' && (a2aTasks.get(candidate.transactionId!)?.has(subscription.a2a_task_id!) ?? false);
   if (!wantsKind(subscription.event_types, candidate.type)) return false;
   if (subscription.transaction_id !== null && subscription.transaction_id !== candidate.transactionId) return false;
   return subscription.task_id === null || subscription.task_id === candidate.taskId;
+}
+
+/** The A2A tasks each transaction is: itself, and the conversation whose pick bought it. */
+async function a2aTasksOf(trx: Knex, candidates: Candidate[]): Promise<Map<string, Set<string>>> {
+  const transactionIds = [...new Set(candidates.flatMap((candidate) => (candidate.transactionId ? [candidate.transactionId] : [])))];
+  const tasks = new Map(transactionIds.map((id) => [id, new Set([id])]));
+  if (transactionIds.length === 0) return tasks;
+  const rows = (await trx('a2a_tasks').whereIn('transaction_id', transactionIds).select('id', 'transaction_id')) as { id: string; transaction_id: string }[];
+  for (const row of rows) tasks.get(row.transaction_id)?.add(row.id);
+  return tasks;
+}
+
+/** The rows one subscription gets for one event: a webhook's body as it is, an A2A push's parts to render when sent. */
+function bodiesFor(subscription: SubscriptionRow, candidate: Candidate): { part: number; body: unknown; orderingKey: string }[] {
+  if (subscription.kind !== 'a2a_push') return [{ part: 0, body: candidate.body, orderingKey: candidate.orderingKey }];
+  const view = ((candidate.body.data as { data?: { transaction?: PushDeliveryBody['a2a']['view'] } }).data?.transaction) ?? null;
+  return pushPartsOf(subscription.a2a_generation!, view?.status ?? '').map((part, index) => ({
+    part: index, body: { a2a: { part, view } } satisfies PushDeliveryBody, orderingKey: pushOrderingKey(subscription.a2a_task_id!),
+  }));
 }
 
 async function queueLengths(trx: Knex, subscriptionIds: string[]): Promise<Map<string, number>> {
@@ -86,21 +108,24 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
     const subscriptions = (await trx('webhook_subscriptions').whereIn('owner_user_id', users).whereNull('deleted_at')) as SubscriptionRow[];
     if (subscriptions.length === 0) return [];
     const queued = await queueLengths(trx, subscriptions.map((subscription) => subscription.id));
+    const a2aTasks = subscriptions.some((subscription) => subscription.kind === 'a2a_push') ? await a2aTasksOf(trx, candidates) : new Map<string, Set<string>>();
     const at = now();
     const deliveries = [];
     for (const candidate of candidates) {
       for (const recipient of new Set(candidate.recipients)) {
-        for (const subscription of subscriptions.filter((each) => hears(each, candidate, recipient))) {
-          const length = queued.get(subscription.id) ?? 0;
-          const full = length >= limits.webhookPendingPerSubscriptionMax;
-          if (!full) queued.set(subscription.id, length + 1);
-          deliveries.push({
-            id: randomUUID(), subscription_id: subscription.id, source: candidate.source, source_event_id: candidate.sourceEventId,
-            ordering_key: candidate.orderingKey, event_type: candidate.type, body: JSON.stringify(candidate.body),
-            status: full ? 'failed' : 'pending', next_attempt_at: at, created_at: at,
-            last_error: full ? `queue_full: ${limits.webhookPendingPerSubscriptionMax} deliveries were already waiting for this subscription` : null,
-            finished_at: full ? at : null,
-          });
+        for (const subscription of subscriptions.filter((each) => hears(each, candidate, recipient, a2aTasks))) {
+          for (const { part, body, orderingKey } of bodiesFor(subscription, candidate)) {
+            const length = queued.get(subscription.id) ?? 0;
+            const full = length >= limits.webhookPendingPerSubscriptionMax;
+            if (!full) queued.set(subscription.id, length + 1);
+            deliveries.push({
+              id: randomUUID(), subscription_id: subscription.id, source: candidate.source, source_event_id: candidate.sourceEventId, part,
+              ordering_key: orderingKey, event_type: candidate.type, body: JSON.stringify(body),
+              status: full ? 'failed' : 'pending', next_attempt_at: at, created_at: at,
+              last_error: full ? `queue_full: ${limits.webhookPendingPerSubscriptionMax} deliveries were already waiting for this subscription` : null,
+              finished_at: full ? at : null,
+            });
+          }
         }
       }
     }

@@ -13,6 +13,15 @@ export interface SubscriptionRow {
   previous_secret_expires_at: Date | null;
   created_at: Date;
   deleted_at: Date | null;
+  /** A REST webhook, or an A2A push notification config (migration 027; the a2a_ fields are set only then). */
+  kind: 'webhook' | 'a2a_push';
+  a2a_generation: 'v0.1' | 'v0.3' | 'v1.0' | null;
+  a2a_task_id: string | null;
+  a2a_task_name: string | null;
+  a2a_config_id: string | null;
+  a2a_token: string | null;
+  a2a_auth_scheme: string | null;
+  a2a_auth_credentials: string | null;
 }
 
 export interface DeliveryRow {
@@ -20,6 +29,8 @@ export interface DeliveryRow {
   subscription_id: string;
   source: string;
   source_event_id: string;
+  /** Orders the deliveries one event made for one subscription (a v1.0 push's artifact, then its status). */
+  part: number;
   ordering_key: string;
   event_type: string;
   body: Record<string, unknown>;

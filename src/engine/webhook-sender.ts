@@ -16,7 +16,13 @@ import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
  * Sends run in the background, bounded per instance and per subscription, so a receiver that is
  * slow or down holds only its own share and never the API, the streams or other receivers.
  */
-export function createWebhookSender({ db, now, log }: EngineDependencies, network: CallbackNetwork, random: () => number = Math.random) {
+/** What a subscription's deliveries POST: REST webhooks send the stored body; A2A pushes render theirs when sent. */
+export interface DeliveryPayload {
+  bodyOf(subscription: SubscriptionRow, delivery: DeliveryRow): Promise<string>;
+  headersOf(subscription: SubscriptionRow): Record<string, string>;
+}
+
+export function createWebhookSender({ db, now, log }: EngineDependencies, network: CallbackNetwork, payload: DeliveryPayload, random: () => number = Math.random) {
   const inFlight = new Map<string, number>();
   const sends = new Set<Promise<void>>();
   let inFlightTotal = 0;
@@ -35,7 +41,7 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
              AND NOT EXISTS (
                SELECT 1 FROM webhook_deliveries AS earlier
                 WHERE earlier.subscription_id = due.subscription_id AND earlier.ordering_key = due.ordering_key
-                  AND earlier.status IN ('pending', 'sending') AND earlier.source_event_id < due.source_event_id)
+                  AND earlier.status IN ('pending', 'sending') AND (earlier.source_event_id, earlier.part) < (due.source_event_id, due.part))
            ORDER BY due.next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
         RETURNING *`,
       [new Date(at.getTime() + limits.webhookLeaseMs), at, at, `{${busy.join(',')}}`, Math.min(room, limits.webhookClaimBatchSize)],
@@ -57,9 +63,17 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
     if (!subscription || subscription.deleted_at !== null) {
       error = 'the subscription was deleted';
     } else {
-      const body = JSON.stringify(delivery.body);
-      const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-webhooks/1', ...webhookHeaders(secretsOf(subscription, startedAt), delivery.id, Math.floor(startedAt.getTime() / 1000), body) };
-      const outcome = await postGuarded({ url: subscription.url, body, headers, timeoutMs: limits.webhookTimeoutMs }, network);
+      const outcome = await payload.bodyOf(subscription, delivery).then(
+        (body) => {
+          const signature = webhookHeaders(secretsOf(subscription, startedAt), delivery.id, Math.floor(startedAt.getTime() / 1000), body);
+          const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-webhooks/1', ...signature, ...payload.headersOf(subscription) };
+          return postGuarded({ url: subscription.url, body, headers, timeoutMs: limits.webhookTimeoutMs }, network);
+        },
+        (cause: unknown) => {
+          log.warn('a webhook delivery could not be rendered', { error: cause, delivery_id: delivery.id });
+          return { kind: 'failed' as const, reason: 'the event could not be rendered: its task is no longer readable' };
+        },
+      );
       if (outcome.kind === 'answered') {
         statusCode = outcome.status;
         if (outcome.status < 200 || outcome.status > 299) error = `HTTP ${outcome.status}: ${outcome.body.toString('utf8').slice(0, limits.webhookErrorLengthMax)}`;

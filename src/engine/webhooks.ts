@@ -15,13 +15,15 @@ import { newestFirstPage } from './paging.ts';
 import { createWebhookDispatcher } from './webhook-dispatch.ts';
 import { type AttemptRow, type DeliveryRow, deliveryView, type SubscriptionRow, subscriptionView } from './webhook-rows.ts';
 import { createWebhookSender } from './webhook-sender.ts';
+import type { A2AEngine } from './a2a/index.ts';
+import { createA2APush } from './a2a-push.ts';
 
 /**
  * Webhooks (docs/webhooks.md): a user's subscriptions to kinds of events, and the worker that
  * delivers those events to them. A subscription is its owner's alone, in the space it was made
  * in (4040 for anyone else, as for every resource of another).
  */
-export function createWebhooks(dependencies: EngineDependencies) {
+export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine) {
   const { db, now, config, log } = dependencies;
   // The same address guard as invoke's callbacks, and the same operator setting for private addresses.
   const network: CallbackNetwork = {
@@ -29,16 +31,21 @@ export function createWebhooks(dependencies: EngineDependencies) {
     resolve: dependencies.callbackNetwork?.resolve ?? systemResolver,
   };
   const dispatcher = createWebhookDispatcher(dependencies);
-  const sender = createWebhookSender(dependencies, network);
+  // A2A push configs ride the same pipeline; what they POST is rendered by rpc/ when sent.
+  const push = createA2APush(dependencies, a2a, () => kick());
+  const sender = createWebhookSender(dependencies, network, {
+    bodyOf: async (subscription, delivery) => (subscription.kind === 'a2a_push' ? push.bodyOf(subscription, delivery) : JSON.stringify(delivery.body)),
+    headersOf: (subscription) => (subscription.kind === 'a2a_push' ? push.headersOf(subscription) : {}),
+  });
 
   const findOwn = async (principal: Principal, id: string) =>
-    authorize(manageWebhook, principal, (await db('webhook_subscriptions').where({ id }).whereNull('deleted_at').first()) as SubscriptionRow | undefined, 'webhook');
+    authorize(manageWebhook, principal, (await db('webhook_subscriptions').where({ id, kind: 'webhook' }).whereNull('deleted_at').first()) as SubscriptionRow | undefined, 'webhook');
 
   async function create(principal: Principal, input: CreateWebhookInput) {
     return withTransaction(db, async ({ trx }) => {
       // The owner's subscriptions are counted under a lock on the owner's row, so parallel creates cannot pass the limit.
       await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
-      const [counted] = (await trx('webhook_subscriptions').where({ owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at').count('* as count')) as { count: string | number }[];
+      const [counted] = (await trx('webhook_subscriptions').where({ kind: 'webhook', owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at').count('* as count')) as { count: string | number }[];
       if (Number(counted?.count ?? 0) >= limits.webhookSubscriptionsPerUserMax) {
         throw new AppError('conflict', `you have ${limits.webhookSubscriptionsPerUserMax} webhooks in this space, the most there can be: delete one first`, { webhooks_max: limits.webhookSubscriptionsPerUserMax });
       }
@@ -52,7 +59,7 @@ export function createWebhooks(dependencies: EngineDependencies) {
   }
 
   function list(principal: Principal, query: { page: number; page_size: number; cursor?: string }) {
-    const filtered = () => db('webhook_subscriptions').where({ owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
+    const filtered = () => db('webhook_subscriptions').where({ kind: 'webhook', owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
     return newestFirstPage<SubscriptionRow>(filtered, query).then((page) => ({ ...page, items: page.items.map(subscriptionView) }));
   }
 
@@ -149,8 +156,11 @@ export function createWebhooks(dependencies: EngineDependencies) {
     }
   }
 
+  /** A2A push configs; a send that registers one waits (bounded) for its first push while the worker runs. */
+  const a2aPush = { ...push, awaitFirstAttempt: (deliveryId: string) => push.awaitFirstAttempt(deliveryId, limits.a2aPushFirstAttemptWaitMs, running) };
+
   return {
-    create, list, get, remove, rotateSecret, ping, deliveries, runOnce, kick,
+    create, list, get, remove, rotateSecret, ping, deliveries, runOnce, kick, a2aPush,
     start: (intervalMs: number = limits.webhookPollIntervalMs) => {
       running = true;
       schedule.start(intervalMs);
