@@ -266,7 +266,7 @@ const matrixConfigId = 'matrix-config';
 async function withPushConfigs(world: World) {
   for (const party of ['owner', 'counterparty'] as const) {
     const body = { jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: world.ids.tx_id, id: matrixConfigId, url: 'https://receiver.example/a2a' } };
-    const answer = await (await fetch(`${base}/api/v1/rpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...world.callers[party] }, body: JSON.stringify(body) })).json();
+    const answer = (await (await fetch(`${base}/api/v1/rpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...world.callers[party] }, body: JSON.stringify(body) })).json()) as { result?: unknown };
     if (!answer.result) throw new Error(`the ${party}'s push config: ${JSON.stringify(answer)}`);
   }
 }
