@@ -239,3 +239,23 @@ describe('what arrives', () => {
     expect(JSON.parse(request!.body).task.id).toBe(task.id);
   });
 });
+
+describe('retention', () => {
+  it('forgets a config a2aPushConfigRetentionMs after it was made, and a deleted one once its deliveries are past retention', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const task = await purchase(buyer, capability.id);
+    await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'old', url: receiver.url('/old') });
+    await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'deleted', url: receiver.url('/old') });
+    await rpc.ok(buyer, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'deleted' });
+    const count = async () => Number(((await test.runtime.engine.dependencies.db('webhook_subscriptions').where({ a2a_task_id: task.id }).count('* as count')) as { count: string }[])[0]!.count);
+    expect(await count()).toBe(2);
+    test.clock.advanceMs(limits.webhookDeliveryRetentionMs + 1);
+    expect((await test.runtime.engine.retention.runOnce()).webhookSubscriptions).toBeGreaterThanOrEqual(1);
+    expect(await count()).toBe(1);
+    expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs.map((config: Json) => config.id)).toEqual(['old']);
+    test.clock.advanceMs(limits.a2aPushConfigRetentionMs);
+    await test.runtime.engine.retention.runOnce();
+    expect(await count()).toBe(0);
+    expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([]);
+  });
+});

@@ -80,20 +80,34 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     );
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
+  /**
+   * Subscriptions that are over: deleted ones once their deliveries' retention has passed too, and
+   * A2A push configs a2aPushConfigRetentionMs after they were made (a task's life is days; an
+   * agent that still wants pushes sets its config again). Their deliveries go with them (cascade).
+   */
+  function pruneWebhookSubscriptions(): Promise<number> {
+    const deletedBefore = new Date(now().getTime() - limits.webhookDeliveryRetentionMs);
+    const madeBefore = new Date(now().getTime() - limits.a2aPushConfigRetentionMs);
+    const over = (query: Knex.QueryBuilder) =>
+      query.where((either) => either.where('deleted_at', '<', deletedBefore).orWhere((push) => push.where({ kind: 'a2a_push' }).where('created_at', '<', madeBefore)));
+    return inBatches(() => db('webhook_subscriptions').whereIn('id', victims('webhook_subscriptions', 'id', over)).del());
+  }
+
+  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; webhookSubscriptions: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
     const outboxEvents = await pruneOutbox('outbox_events');
     const taskEvents = await pruneOutbox('task_events');
     const webhookDeliveries = await pruneWebhookDeliveries();
+    const webhookSubscriptions = await pruneWebhookSubscriptions();
     const idempotencyKeys = await deleteExpiredKeys();
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
     const a2aMessages = await pruneA2AHistory();
     const conversations = await pruneUnboughtConversations();
-    if (outboxEvents + taskEvents + webhookDeliveries + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+    if (outboxEvents + taskEvents + webhookDeliveries + webhookSubscriptions + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
       log.info('retention deleted old rows', {
-        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, webhook_subscriptions: webhookSubscriptions, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
       });
     }
-    return { outboxEvents, taskEvents, webhookDeliveries, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
+    return { outboxEvents, taskEvents, webhookDeliveries, webhookSubscriptions, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
   }
 
   const schedule = periodic('retention', runOnce, log);
