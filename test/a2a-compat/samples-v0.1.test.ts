@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/actors.ts';
-import { agentMarket, balance } from '../helpers/market.ts';
+import { act, agentMarket, balance } from '../helpers/market.ts';
+import { startReceiver } from '../helpers/receiver.ts';
+import { pushedTask } from './v01-models.ts';
 import { type CompatClient, type EventView, type Outgoing, type TaskView, dataPartFlow, textFlow } from './flows.ts';
 import { type ListeningApp, startListeningApp, wrongCredentials } from './harness.ts';
 import { A2AClientHTTPError, SamplesClient, hexId, resolveAgentCard, taskSendParams } from './v01-client.ts';
@@ -9,11 +11,16 @@ import type { AgentCard, Message, StreamingResponse, Task, TaskResponse } from '
 /** The original A2A samples' wire format (tasks/send generation), through v01-client.ts. */
 let app: ListeningApp;
 let card: AgentCard;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
   app = await startListeningApp();
   card = await resolveAgentCard(app.baseUrl);
+  receiver = await startReceiver();
 });
-afterAll(() => app.close());
+afterAll(async () => {
+  await receiver.close();
+  await app.close();
+});
 
 const clientFor = (actor: Actor) => new SamplesClient(card.url, actor.headers);
 
@@ -105,5 +112,27 @@ describe('the A2A v0.1 samples’ wire format', () => {
       .getTask({ id: hexId() })
       .then((response) => `error ${response.error?.code}`, (error: Error) => (error instanceof A2AClientHTTPError ? `http ${error.statusCode}` : `${error.name}: ${error.message}`));
     expect(['http 401', 'error -32110']).toContain(outcome);
+  });
+});
+
+describe('push notifications in the v0.1 samples\' wire format', () => {
+  it('sets and reads the task callback; a push is the whole v0.1 Task under the client\'s id, with the token header', async () => {
+    expect(card.capabilities.pushNotifications).toBe(true);
+    const { buyer, seller, capability } = await agentMarket(app.test);
+    const client = clientFor(buyer);
+    const id = hexId();
+    const url = receiver.url('/samples-v01');
+    const bought = resultOf(await client.sendTask(taskSendParams({ id, sessionId: hexId(), parts: [{ data: { capability_id: capability.id } }], pushNotification: { url, token: 'samples-token' } })));
+    expect(bought.id).toBe(id);
+    expect(resultOf(await client.getTaskCallback({ id }))).toEqual({ id, pushNotificationConfig: { url, token: 'samples-token' } });
+    await act(app.test, seller, (bought.metadata!.marketplace as { transaction_id: string }).transaction_id, 'accept').expect(200);
+    await app.test.runtime.engine.webhooks.runOnce();
+    const pushes = receiver.at('/samples-v01').map((request) => pushedTask.parse(JSON.parse(request.body)));
+    expect(pushes.map((task) => [task.id, task.status.state])).toEqual([[id, 'submitted'], [id, 'working']]);
+    expect(receiver.at('/samples-v01').every((request) => request.headers['x-a2a-notification-token'] === 'samples-token')).toBe(true);
+
+    const replaced = resultOf(await client.setTaskCallback({ id, pushNotificationConfig: { url: receiver.url('/samples-v01-b') } }));
+    expect(replaced).toEqual({ id, pushNotificationConfig: { url: receiver.url('/samples-v01-b') } });
+    expect(await client.setTaskCallback({ id: hexId(), pushNotificationConfig: { url } })).toMatchObject({ result: null, error: { code: -32001 } });
   });
 });

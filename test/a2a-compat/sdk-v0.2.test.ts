@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { A2AClient } from '@a2a-js/sdk-v02/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentMarket, balance } from '../helpers/market.ts';
+import { act, agentMarket, balance } from '../helpers/market.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 import { type CompatClient, dataPartFlow, textFlow } from './flows.ts';
 import { type ListeningApp, runAs, startListeningApp, streamAs, wrapGlobalFetch, wrongCredentials } from './harness.ts';
 import { kindMessage, viewOfKindEvent, viewOfKindTask } from './kind-views.ts';
@@ -15,7 +16,9 @@ import { kindMessage, viewOfKindEvent, viewOfKindTask } from './kind-views.ts';
 let app: ListeningApp;
 let client: A2AClient;
 let restoreFetch: () => void;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
+  receiver = await startReceiver();
   app = await startListeningApp();
   restoreFetch = wrapGlobalFetch();
   client = new A2AClient(app.baseUrl);
@@ -23,6 +26,7 @@ beforeAll(async () => {
 afterAll(async () => {
   restoreFetch();
   await app.close();
+  await receiver.close();
 });
 
 /** A send's or read's result; an error response fails the step with its code and message. */
@@ -88,5 +92,21 @@ describe('@a2a-js/sdk 0.2.5', () => {
       (error: Error) => `${error.name}: ${error.message}`,
     );
     expect(outcome).toContain('-32110');
+  });
+});
+
+describe('push notifications through @a2a-js/sdk 0.2.5', () => {
+  it('sets and gets a config (its only two methods), and the push is the v0.2 task', async () => {
+    const { buyer, seller, capability } = await agentMarket(app.test);
+    expect((await client.getAgentCard()).capabilities.pushNotifications).toBe(true);
+    const bought = await adapter.send(buyer, { data: { capability_id: capability.id } });
+    const url = receiver.url('/sdk02');
+    const set = resultOf(await runAs(buyer, () => client.setTaskPushNotificationConfig({ taskId: bought.id, pushNotificationConfig: { url, token: 'v02' } })));
+    expect(set).toEqual({ taskId: bought.id, pushNotificationConfig: { id: bought.id, url, token: 'v02' } });
+    expect(resultOf(await runAs(buyer, () => client.getTaskPushNotificationConfig({ id: bought.id })))).toEqual(set);
+    await act(app.test, seller, bought.id, 'accept').expect(200);
+    await app.test.runtime.engine.webhooks.runOnce();
+    expect(receiver.at('/sdk02').map((request) => JSON.parse(request.body))).toEqual([expect.objectContaining({ kind: 'task', id: bought.id, status: expect.objectContaining({ state: 'working' }) })]);
+    expect(await runAs(buyer, () => client.getTaskPushNotificationConfig({ id: randomUUID() }))).toMatchObject({ error: { code: -32001 } });
   });
 });

@@ -2,17 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk-v03/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/actors.ts';
-import { agentMarket, balance } from '../helpers/market.ts';
+import { act, agentMarket, balance } from '../helpers/market.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 import { type CompatClient, dataPartFlow, textFlow } from './flows.ts';
 import { type ListeningApp, fetchAs, startListeningApp, wrongCredentials } from './harness.ts';
 import { kindMessage, viewOfKindEvent, viewOfKindTask } from './kind-views.ts';
 
 /** @a2a-js/sdk 0.3.14 (A2A v0.3: message/send, kind parts), through its ClientFactory as its README shows. */
 let app: ListeningApp;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
   app = await startListeningApp();
+  receiver = await startReceiver();
 });
-afterAll(() => app.close());
+afterAll(async () => {
+  await receiver.close();
+  await app.close();
+});
 
 /** One client per actor: the factory's transport carries the actor's credentials on every request. */
 const clients = new Map<Actor | null, Promise<Client>>();
@@ -80,5 +86,39 @@ describe('@a2a-js/sdk 0.3.14', () => {
     const client = await clientFor(wrongCredentials(buyer));
     // Readable: the client's error message names the JSON-RPC code (-32110, "authentication required").
     await expect(client.getTask({ id: randomUUID() })).rejects.toThrow(/-32110/);
+  });
+});
+
+describe('push notifications through @a2a-js/sdk 0.3.14', () => {
+  it('sets, gets, lists and deletes configs; each push is the whole v0.3 task with the token header', async () => {
+    const { buyer, seller, capability } = await agentMarket(app.test);
+    const client = await clientFor(buyer);
+    expect((await client.getAgentCard()).capabilities.pushNotifications).toBe(true);
+    const bought = viewOfKindTask(await client.sendMessage(kindMessage({ data: { capability_id: capability.id } })));
+    const url = receiver.url('/sdk03');
+    const set = await client.setTaskPushNotificationConfig({ taskId: bought.id, pushNotificationConfig: { url, token: 'v03-token' } });
+    expect(set).toEqual({ taskId: bought.id, pushNotificationConfig: { id: bought.id, url, token: 'v03-token' } });
+    expect(await client.getTaskPushNotificationConfig({ id: bought.id })).toEqual(set);
+    expect(await client.listTaskPushNotificationConfig({ id: bought.id })).toEqual([set]);
+
+    await act(app.test, seller, bought.id, 'accept').expect(200);
+    await app.test.runtime.engine.webhooks.runOnce();
+    const [push] = receiver.at('/sdk03');
+    expect(JSON.parse(push!.body)).toMatchObject({ kind: 'task', id: bought.id, contextId: bought.contextId, status: { state: 'working' } });
+    expect(push!.headers['x-a2a-notification-token']).toBe('v03-token');
+
+    await client.deleteTaskPushNotificationConfig({ id: bought.id, pushNotificationConfigId: bought.id });
+    expect(await client.listTaskPushNotificationConfig({ id: bought.id })).toEqual([]);
+    await expect(client.getTaskPushNotificationConfig({ id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+  });
+
+  it('registers a config given in message/send\'s configuration: the task is pushed first', async () => {
+    const { buyer, capability } = await agentMarket(app.test);
+    const client = await clientFor(buyer);
+    const url = receiver.url('/sdk03-inline');
+    const sent = await client.sendMessage({ ...kindMessage({ data: { capability_id: capability.id } }), configuration: { pushNotificationConfig: { url }, blocking: true } });
+    const bought = viewOfKindTask(sent);
+    await app.test.runtime.engine.webhooks.runOnce();
+    expect(receiver.at('/sdk03-inline').map((request) => JSON.parse(request.body))).toEqual([expect.objectContaining({ kind: 'task', id: bought.id })]);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Message, type Part, Role, type SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { type Message, type Part, Role, type SendMessageRequest, StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Actor } from '../helpers/actors.ts';
@@ -9,24 +9,29 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, agentMarket, balance, createCapability } from '../helpers/market.ts';
 import { type ConversationClient, type Outgoing, type TaskView, textFlow } from './flows.ts';
 import { wrongCredentials } from './harness.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 
 /** The official A2A client (@a2a-js/sdk, v1.0 protocol) against a listening server. */
 let test: TestApp;
 let server: Server;
 let baseUrl: string;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
+  receiver = await startReceiver();
   // The card's URLs come from PUBLIC_BASE_URL, so the port is chosen before the app is built.
   let app: TestApp['app'] | null = null;
   server = createServer((request, response) => app!(request, response));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  test = await startTestApp({ PUBLIC_BASE_URL: baseUrl });
+  // Pushes go to a receiver on loopback, which only the operator's private-address setting allows.
+  test = await startTestApp({ PUBLIC_BASE_URL: baseUrl, CALLBACK_ALLOW_PRIVATE: 'true' });
   app = test.app;
 });
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   await test.close();
+  await receiver.close();
 });
 
 /** Credentials ride on every request through the transport's fetch, as a real agent would add them. */
@@ -230,5 +235,68 @@ describe('@a2a-js/sdk 1.3 in the compatibility suite', () => {
     const { buyer } = await agentMarket(test, '0');
     const client = await factoryFor(wrongCredentials(buyer)).createFromUrl(baseUrl);
     await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ envelopeCode: -32110, data: { code: 4010 } });
+  });
+});
+
+describe('push notifications through @a2a-js/sdk 1.3', () => {
+  it('creates, reads, lists and deletes configs; each push parses as the SDK\'s StreamResponse, with the configured Authorization', async () => {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const client = await clientFor(buyer);
+    const card = await client.getAgentCard();
+    expect(card.capabilities?.pushNotifications).toBe(true);
+    const bought = asTask(await client.sendMessage(message({ capability_id: capability.id })));
+    const url = receiver.url('/sdk13');
+    const created = await client.createTaskPushNotificationConfig({ tenant: '', id: 'sdk-hook', taskId: bought.id, url, token: 'sdk-token', authentication: { scheme: 'Bearer', credentials: 'sdk-credentials' } });
+    expect(created).toMatchObject({ id: 'sdk-hook', taskId: bought.id, url, token: 'sdk-token', authentication: { scheme: 'Bearer' } });
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'sdk-hook' })).toMatchObject({ id: 'sdk-hook', url });
+    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' });
+    expect(listed.configs.map((config) => config.id)).toEqual(['sdk-hook']);
+
+    await act(test, seller, bought.id, 'accept').expect(200);
+    await act(test, seller, bought.id, 'deliver', { result_payload: { summary: 'pushed' } }).expect(200);
+    await test.runtime.engine.webhooks.runOnce();
+    const pushes = receiver.at('/sdk13').map((request) => StreamResponse.fromJSON(JSON.parse(request.body)));
+    expect(pushes.map((push) => push.payload?.$case)).toEqual(['statusUpdate', 'artifactUpdate', 'statusUpdate']);
+    const states = pushes.flatMap((push) => (push.payload?.$case === 'statusUpdate' ? [push.payload.value.status?.state] : []));
+    expect(states).toEqual([TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_INPUT_REQUIRED]);
+    const artifact = pushes[1]!.payload!.$case === 'artifactUpdate' ? pushes[1]!.payload!.value : undefined;
+    expect(artifact?.taskId).toBe(bought.id);
+    expect(artifact?.artifact?.parts[0]?.content).toEqual({ $case: 'data', value: { summary: 'pushed' } });
+    expect(receiver.at('/sdk13').every((request) => request.headers.authorization === 'Bearer sdk-credentials')).toBe(true);
+
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'sdk-hook' });
+    await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'sdk-hook' })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    await expect(client.createTaskPushNotificationConfig({ tenant: '', id: '', taskId: randomUUID(), url, token: '', authentication: undefined })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+  });
+
+  it('registers a config inside sendMessage: the task arrives first, as a StreamResponse task', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const client = await clientFor(buyer);
+    const url = receiver.url('/sdk13-inline');
+    const request = message({ capability_id: capability.id });
+    request.configuration = { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: 'inline', authentication: undefined }, historyLength: undefined, returnImmediately: false };
+    const bought = asTask(await client.sendMessage(request));
+    await test.runtime.engine.webhooks.runOnce();
+    const [first] = receiver.at('/sdk13-inline').map((each) => StreamResponse.fromJSON(JSON.parse(each.body)));
+    expect(first?.payload?.$case).toBe('task');
+    expect((first!.payload!.value as Task).id).toBe(bought.id);
+    expect(receiver.at('/sdk13-inline')[0]!.headers['x-a2a-notification-token']).toBe('inline');
+    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' });
+    expect(listed.configs).toEqual([expect.objectContaining({ taskId: bought.id, url, token: 'inline' })]);
+  });
+
+  it('does the same over the SDK\'s v0.3 transport (tasks/pushNotificationConfig/*)', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const card = await (await clientFor(null)).getAgentCard();
+    const legacyCard = { ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolVersion === '0.3') };
+    const client: Client = await factoryFor(buyer, true).createFromAgentCard(legacyCard);
+    const bought = asTask(await client.sendMessage(message({ capability_id: capability.id })));
+    const url = receiver.url('/sdk13-legacy');
+    const created = await client.createTaskPushNotificationConfig({ tenant: '', id: 'legacy', taskId: bought.id, url, token: '', authentication: undefined });
+    expect(created).toMatchObject({ id: 'legacy', taskId: bought.id, url });
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'legacy' })).toMatchObject({ id: 'legacy', url });
+    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual(['legacy']);
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'legacy' });
+    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
   });
 });

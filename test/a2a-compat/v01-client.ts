@@ -53,13 +53,13 @@ export const dumpParts = (parts: SendPart[]): Dumped[] =>
   parts.map((part) => (part.data ? { type: 'data', name: null, data: part.data, metadata: null } : { type: 'text', name: null, text: part.text ?? '', metadata: null }));
 
 /** TaskSendParams `model_dump()`, with the CLI's `acceptedOutputModes: ['text']`. */
-export function taskSendParams(input: { id: string; sessionId: string; parts: SendPart[]; historyLength?: number }): Dumped {
+export function taskSendParams(input: { id: string; sessionId: string; parts: SendPart[]; historyLength?: number; pushNotification?: { url: string; token?: string } }): Dumped {
   return {
     id: input.id,
     sessionId: input.sessionId,
     message: { role: 'user', parts: dumpParts(input.parts), metadata: null },
     acceptedOutputModes: ['text'],
-    pushNotification: null,
+    pushNotification: input.pushNotification ? { url: input.pushNotification.url, token: input.pushNotification.token ?? null, authentication: null } : null,
     historyLength: input.historyLength ?? null,
     metadata: null,
   };
@@ -92,6 +92,12 @@ export class SamplesClient {
   getTask = async (input: { id: string; historyLength?: number }) =>
     validate(models.taskResponse, await this.request('tasks/get', { id: input.id, metadata: null, historyLength: input.historyLength ?? null }), 'GetTaskResponse');
   cancelTask = async (input: { id: string }) => validate(models.taskResponse, await this.request('tasks/cancel', { id: input.id, metadata: null }), 'CancelTaskResponse');
+
+  /** The samples' A2AClient.set_task_callback and get_task_callback. */
+  setTaskCallback = async (input: { id: string; pushNotificationConfig: { url: string; token?: string } }) =>
+    validate(models.taskPushNotificationResponse, await this.request('tasks/pushNotification/set', { id: input.id, pushNotificationConfig: { url: input.pushNotificationConfig.url, token: input.pushNotificationConfig.token ?? null, authentication: null } }), 'SetTaskPushNotificationResponse');
+  getTaskCallback = async (input: { id: string }) =>
+    validate(models.taskPushNotificationResponse, await this.request('tasks/pushNotification/get', { id: input.id, metadata: null }), 'GetTaskPushNotificationResponse');
 
   sendTaskStreaming = (params: Dumped) => this.stream('tasks/sendSubscribe', params);
   resubscribe = (input: { id: string }) => this.stream('tasks/resubscribe', { id: input.id, metadata: null });

@@ -74,6 +74,16 @@ export const taskResponse = response(task);
  */
 export const streamingResponse = response(z.union([taskStatusUpdateEvent, taskArtifactUpdateEvent]));
 
+/** PushNotificationConfig, AuthenticationInfo and TaskPushNotificationConfig of the samples' common/types.py. */
+const pushNotificationConfig = z.object({ url: z.string(), token: optionalText, authentication: z.object({ schemes: z.array(z.string()), credentials: optionalText }).nullish() });
+export const taskPushNotificationConfig = z.object({ id: z.string(), pushNotificationConfig: pushNotificationConfig });
+
+/** SetTaskPushNotificationResponse and GetTaskPushNotificationResponse. */
+export const taskPushNotificationResponse = response(taskPushNotificationConfig);
+
+/** What a v0.1 push carries: the samples' task managers POST the whole Task. */
+export const pushedTask = task;
+
 export const agentCard = z.object({
   name: z.string(),
   description: optionalText,
@@ -103,3 +113,4 @@ export type Message = z.output<typeof message>;
 export type TaskResponse = z.output<typeof taskResponse>;
 export type StreamingResponse = z.output<typeof streamingResponse>;
 export type AgentCard = z.output<typeof agentCard>;
+export type TaskPushNotificationResponse = z.output<typeof taskPushNotificationResponse>;
