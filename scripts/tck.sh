@@ -32,6 +32,9 @@ git -C "$tck_dir" checkout --quiet "$tck_commit"
 data_dir=$(mktemp -d)
 export DATA_DIR=$data_dir PORT=$port ADMIN_TOKEN=tck-admin-token-$RANDOM$RANDOM LOG_LEVEL=warn
 export PUBLIC_BASE_URL=http://localhost:$port
+# The kit's push notification tests run their receiver on localhost:8888; pushes reach loopback
+# only with the operator's private-address setting (docs/webhooks.md "Addresses").
+export CALLBACK_ALLOW_PRIVATE=true
 cli() { (cd "$root" && node --import tsx src/cli/index.ts "$@"); }
 field() { node -pe "JSON.parse(require('fs').readFileSync(0, 'utf8')).$1"; }
 
