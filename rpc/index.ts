@@ -25,7 +25,7 @@ const rpcId = z.union([z.string(), z.number(), z.null()]);
 
 const rpcRequest = z
   .object({ jsonrpc: z.literal('2.0'), method: z.string(), params: z.record(z.string(), z.unknown()).optional(), id: rpcId.optional() })
-  .meta({ id: 'JsonRpcRequest', description: 'A2A methods: tasks/send, tasks/sendSubscribe, message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe, SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, ListTasks' });
+  .meta({ id: 'JsonRpcRequest', description: 'A2A methods: tasks/send, tasks/sendSubscribe, message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe, SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, ListTasks; push notification configs: tasks/pushNotification/set|get, tasks/pushNotificationConfig/set|get|list|delete, CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig, ListTaskPushNotificationConfigs, DeleteTaskPushNotificationConfig (docs/webhooks.md)' });
 
 const rpcResponse = z
   .object({
