@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { webhookEventTypes, webhookPing } from '../src/domain/webhooks.ts';
+import { demandMatched, webhookEventTypes, webhookPing } from '../src/domain/webhooks.ts';
+import { demandMatchedEvent } from '../src/schemas/webhooks.ts';
 import { taskStreamEvent } from '../src/schemas/tasks.ts';
 import { streamEvent } from './routes/streams.ts';
 
@@ -23,7 +24,7 @@ const payloadOf = (type: string, data: z.ZodType) =>
 export function webhookEntries(convert: (schema: z.ZodType, io: 'input' | 'output') => JsonSchema) {
   const entries: Record<string, unknown> = {};
   for (const type of webhookEventTypes) {
-    const data = type === webhookPing ? z.object({ webhook_id: z.string() }) : type.startsWith('transaction.') ? streamEvent : taskStreamEvent;
+    const data = type === webhookPing ? z.object({ webhook_id: z.string() }) : type === demandMatched ? demandMatchedEvent : type.startsWith('transaction.') ? streamEvent : taskStreamEvent;
     entries[type] = {
       post: {
         summary: type === webhookPing ? 'Sent on POST /api/v1/webhooks/{id}/ping, to every subscription' : `A ${type} event, to subscriptions naming it, its family or *`,

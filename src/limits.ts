@@ -189,6 +189,8 @@ export const limits = {
   autoAcceptClaimStaleMs: 60_000,
   /** A new or re-offered capability is scored against at most this many auto-accept demands. */
   autoAcceptDemandsPerCapabilityMax: 100,
+  /** A capability offered tells at most this many open demands it matches (demand.matched), the ones the text search ranks first. */
+  demandMatchEventsPerCapabilityMax: 100,
   /** Candidates one demand tries to buy in turn before it waits for the next capability. */
   autoAcceptAttemptsPerRunMax: 3,
   /** Auto-accept jobs (a capability offered anew) one run claims at once, and how often every instance looks for due ones. */

@@ -295,3 +295,42 @@ describe('a receiver at a private address', () => {
     }
   });
 });
+
+describe('demand matches', () => {
+  const translation = { title: 'English to Chinese translation', description: 'Professional translation of documents from English into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: '30.00', callback_url: 'https://seller.example/callback' };
+
+  it('tells a demand\'s owner once when a capability offered matches it, and nobody whose demand it does not match', async () => {
+    const [requester, unrelated, seller] = [await createAgent(test), await createAgent(test), await createAgent(test)];
+    const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ description: 'Translate our English manual into Chinese' }).expect(201)).body.data;
+    await test.http.post('/api/v1/demands').set(unrelated.headers).send({ description: 'Repair a vintage bicycle gearbox' }).expect(201);
+    await subscribe(requester, { url: receiver.url('/demand-match'), event_types: ['demand.*'] });
+    await subscribe(unrelated, { url: receiver.url('/demand-unrelated'), event_types: ['*'] });
+    const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(translation).expect(201)).body.data;
+    await test.runtime.engine.autoAcceptJobs.idle();
+    // Offered again (withdrawn, then back): the same match is not told twice.
+    await test.http.put(`/api/v1/capabilities/${capability.id}`).set(seller.headers).send({ available: false }).expect(200);
+    await test.http.put(`/api/v1/capabilities/${capability.id}`).set(seller.headers).send({ available: true }).expect(200);
+    await test.runtime.engine.autoAcceptJobs.idle();
+    await deliver();
+
+    const told = bodies('/demand-match');
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatchObject({
+      type: 'demand.matched',
+      data: { type: 'demand.matched', demand_id: demand.id, capability: { id: capability.id, title: translation.title, price: '30.00', currency: 'UT', pricing_model: 'per_use' } },
+    });
+    expect(told[0]!.data.score).toBeGreaterThanOrEqual(0.5);
+    expect(bodies('/demand-unrelated')).toEqual([]);
+  });
+
+  it('stays in its space: a person\'s demand hears nothing of an agent\'s capability', async () => {
+    const person = await signUpHuman(test);
+    await test.http.post('/api/v1/demands').set(person.headers).send({ description: 'Translate our English manual into Chinese' }).expect(201);
+    await subscribe(person, { url: receiver.url('/demand-human'), event_types: ['demand.matched'] });
+    const seller = await createAgent(test);
+    await test.http.post('/api/v1/capabilities').set(seller.headers).send(translation).expect(201);
+    await test.runtime.engine.autoAcceptJobs.idle();
+    await deliver();
+    expect(bodies('/demand-human')).toEqual([]);
+  });
+});

@@ -25,6 +25,13 @@ export const qualityScale = 5;
  */
 export const autoAcceptScoreMin = 0.5;
 
+/**
+ * A newly offered capability is news to a demand's owner (`demand.matched`) from the same score:
+ * a match good enough to buy on the owner's behalf is good enough to tell them of, and a lower
+ * bar would send every loosely related offer.
+ */
+export const demandMatchedScoreMin = autoAcceptScoreMin;
+
 export type TermVector = Map<string, number>;
 
 export interface MatchText {

@@ -7,15 +7,19 @@ import { applicationEventTypes, taskEventTypes } from './tasks.ts';
  */
 export const webhookPing = 'webhook.ping';
 
-/** Every kind a delivery can carry: a transaction's moves, a task's and an application's, and the ping. */
+/** A capability offered (anew) matches an open demand of another user of its space (docs/webhooks.md). */
+export const demandMatched = 'demand.matched';
+
+/** Every kind a delivery can carry: a transaction's moves, a task's and an application's, a demand's match, and the ping. */
 export const webhookEventTypes: readonly string[] = [
   ...transactionStatuses.map((status) => `transaction.${status}`),
   ...new Set([...Object.values(taskEventTypes), ...Object.values(applicationEventTypes)]),
+  demandMatched,
   webhookPing,
 ];
 
-/** What a subscription may name: a kind, a family (`transaction.*`, `task.*`, `application.*`), or `*` for all. */
-export const webhookKindPatterns: readonly string[] = ['*', 'transaction.*', 'task.*', 'application.*', ...webhookEventTypes.filter((type) => type !== webhookPing)];
+/** What a subscription may name: a kind, a family (`transaction.*`, `task.*`, `application.*`, `demand.*`), or `*` for all. */
+export const webhookKindPatterns: readonly string[] = ['*', 'transaction.*', 'task.*', 'application.*', 'demand.*', ...webhookEventTypes.filter((type) => type !== webhookPing)];
 
 /** The ping goes to every subscription; any other kind to those whose list names it, its family or `*`. */
 export function wantsKind(patterns: readonly string[], type: string): boolean {

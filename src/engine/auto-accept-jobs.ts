@@ -2,6 +2,7 @@ import { limits } from '../limits.ts';
 import { kickedRunner, periodic } from '../periodic.ts';
 import { claimAutoAcceptJobs, finishAutoAcceptJob } from '../store/auto-accept-jobs.ts';
 import type { AutoAccept } from './auto-accept.ts';
+import type { DemandMatches } from './demand-matches.ts';
 import type { EngineDependencies } from './dependencies.ts';
 
 /**
@@ -10,9 +11,10 @@ import type { EngineDependencies } from './dependencies.ts';
  * transaction and kicks this instance's runner after the commit, so it answers at once and the
  * purchase follows within moments; a periodic run on every instance picks up what a crash left
  * (a claim older than autoAcceptClaimStaleMs). Each job runs forCapability, whose attempts claim
- * each demand first, so a job run twice buys nothing twice.
+ * each demand first, so a job run twice buys nothing twice. The same job tells the open demands the
+ * capability matches (`demand.matched`, engine/demand-matches.ts), once each.
  */
-export function createAutoAcceptJobs({ db, now, log }: EngineDependencies, autoAccept: AutoAccept) {
+export function createAutoAcceptJobs({ db, now, log }: EngineDependencies, autoAccept: AutoAccept, demandMatches: DemandMatches) {
   async function runOnce(): Promise<number> {
     const at = now();
     const jobs = await claimAutoAcceptJobs(db, at, new Date(at.getTime() - limits.autoAcceptClaimStaleMs), limits.autoAcceptJobsPerRunMax);
@@ -20,6 +22,7 @@ export function createAutoAcceptJobs({ db, now, log }: EngineDependencies, autoA
       if (job.attempts > limits.autoAcceptJobAttemptsMax) {
         log.warn('auto-accept job given up after its attempts', { capability_id: job.capability_id, attempts: job.attempts });
       } else {
+        await demandMatches.forCapability(job.capability_id);
         await autoAccept.forCapability(job.capability_id);
       }
       await finishAutoAcceptJob(db, job.capability_id, at);

@@ -1,5 +1,6 @@
 import { createEventHub } from '../events/hub.ts';
 import { createAutoAcceptJobs } from './auto-accept-jobs.ts';
+import { createDemandMatches } from './demand-matches.ts';
 import { createPublisher, transactionFeed } from '../events/publisher.ts';
 import { taskFeed } from '../events/task-feed.ts';
 import { createRelay } from '../events/relay.ts';
@@ -61,7 +62,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   const analysis = createAnalysisEngine({ ai, log: dependencies.log });
   const autoAccept = createAutoAccept(dependencies, transactions, matching);
   const demands = withEmbeddingNotes(createDemandEngine(dependencies, idempotency, autoAccept, analysis), embeddings);
-  const autoAcceptJobs = createAutoAcceptJobs(dependencies, autoAccept);
+  const autoAcceptJobs = createAutoAcceptJobs(dependencies, autoAccept, createDemandMatches(dependencies, matching));
   const capabilities = withAfterWriteKicks(createCapabilityEngine(dependencies, idempotency), autoAcceptJobs.kick, embeddings);
   const wallet = createWalletEngine(dependencies, idempotency);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);

@@ -36,6 +36,14 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     );
   }
 
+  /** Demand matches are kept as long as the other events, once the dispatcher has read them. */
+  function pruneDemandEvents(): Promise<number> {
+    const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
+    return inBatches(() =>
+      db('demand_events').whereIn('id', victims('demand_events', 'id', (query) => query.whereNotNull('dispatched_at').where('created_at', '<', cutoff))).del(),
+    );
+  }
+
   function deleteExpiredKeys(): Promise<number> {
     const at = now();
     return inBatches(() =>
@@ -93,21 +101,22 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     return inBatches(() => db('webhook_subscriptions').whereIn('id', victims('webhook_subscriptions', 'id', over)).del());
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; webhookSubscriptions: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
+  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; webhookSubscriptions: number; demandEvents: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
     const outboxEvents = await pruneOutbox('outbox_events');
     const taskEvents = await pruneOutbox('task_events');
     const webhookDeliveries = await pruneWebhookDeliveries();
     const webhookSubscriptions = await pruneWebhookSubscriptions();
+    const demandEvents = await pruneDemandEvents();
     const idempotencyKeys = await deleteExpiredKeys();
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
     const a2aMessages = await pruneA2AHistory();
     const conversations = await pruneUnboughtConversations();
-    if (outboxEvents + taskEvents + webhookDeliveries + webhookSubscriptions + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+    if (outboxEvents + taskEvents + webhookDeliveries + webhookSubscriptions + demandEvents + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
       log.info('retention deleted old rows', {
-        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, webhook_subscriptions: webhookSubscriptions, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, webhook_subscriptions: webhookSubscriptions, demand_events: demandEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
       });
     }
-    return { outboxEvents, taskEvents, webhookDeliveries, webhookSubscriptions, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
+    return { outboxEvents, taskEvents, webhookDeliveries, webhookSubscriptions, demandEvents, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
   }
 
   const schedule = periodic('retention', runOnce, log);

@@ -8,6 +8,7 @@ import { toPublishedTaskEvent } from '../events/task-feed.ts';
 import { limits } from '../limits.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import type { TaskEventRow } from '../store/task-events.ts';
+import { type DemandEventRow, toDemandEvent } from './demand-matches.ts';
 import type { EngineDependencies } from './dependencies.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
 import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.ts';
@@ -20,7 +21,7 @@ import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.
  * transaction or task are made in the order its events were.
  */
 interface Candidate {
-  source: 'transaction' | 'task';
+  source: 'transaction' | 'task' | 'demand';
   sourceEventId: string;
   createdAt: Date;
   orderingKey: string;
@@ -35,6 +36,7 @@ interface Candidate {
 const feeds = {
   transaction: { table: 'outbox_events', lockKey: 1 },
   task: { table: 'task_events', lockKey: 2 },
+  demand: { table: 'demand_events', lockKey: 3 },
 } as const;
 /** The advisory-lock class of the dispatchers (an arbitrary constant, distinct from other advisory locks of the product). */
 const dispatchLockClass = 190_019;
@@ -59,6 +61,22 @@ function taskCandidate(row: TaskEventRow): Candidate {
     body: { type: event.type, timestamp: event.created_at, data: event },
   };
 }
+
+function demandCandidate(row: DemandEventRow): Candidate {
+  const event = toDemandEvent(row);
+  return {
+    source: 'demand', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `demand:${row.demand_id}`,
+    recipients: [row.recipient_user_id], space: (ownerType) => ownerType === row.space,
+    transactionId: null, taskId: null, type: row.type,
+    body: { type: row.type, timestamp: event.created_at, data: event },
+  };
+}
+
+const candidatesOf = {
+  transaction: (rows: unknown[]) => (rows as OutboxRow[]).map(transactionCandidate),
+  task: (rows: unknown[]) => (rows as TaskEventRow[]).map(taskCandidate),
+  demand: (rows: unknown[]) => (rows as DemandEventRow[]).map(demandCandidate),
+};
 
 /**
  * A subscription hears an event of its space, one of its kinds, within its filter when it has one,
@@ -139,7 +157,7 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
       if (!(locked.rows[0] as { locked: boolean }).locked) return 0;
       const rows = await trx(feeds[feed].table).whereNull('dispatched_at').orderBy('id').limit(limits.webhookDispatchBatchSize);
       if (rows.length === 0) return 0;
-      const candidates = feed === 'transaction' ? (rows as OutboxRow[]).map(transactionCandidate) : (rows as TaskEventRow[]).map(taskCandidate);
+      const candidates = candidatesOf[feed](rows);
       const deliveries = await deliveriesFor(trx, candidates);
       for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
         await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));

@@ -136,6 +136,7 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     const at = now();
     const result = await db.raw(
       `SELECT EXISTS (SELECT 1 FROM outbox_events WHERE dispatched_at IS NULL) OR EXISTS (SELECT 1 FROM task_events WHERE dispatched_at IS NULL)
+           OR EXISTS (SELECT 1 FROM demand_events WHERE dispatched_at IS NULL)
            OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?)) AS due`,
       [at, at],
     );

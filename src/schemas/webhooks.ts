@@ -62,3 +62,19 @@ export const webhookPayload = z
   .meta({ id: 'WebhookPayload' });
 
 export type CreateWebhookInput = z.output<typeof createWebhookBody>;
+
+/** `demand.matched`'s event: the demand, the capability now offered, and how it scored against the demand. */
+export const demandMatchedEvent = z
+  .object({
+    id: z.string().meta({ description: 'The event id (increasing)' }),
+    type: z.literal('demand.matched'),
+    demand_id: uuid,
+    capability: z.object({ id: uuid, title: z.string(), price: z.string(), currency: z.enum(['UT', 'CNY']), pricing_model: z.string(), category: z.string() }),
+    score: z.number(),
+    similarity: z.number(),
+    price_alignment: z.number(),
+    quality_score: z.number(),
+    created_at: dateTime,
+  })
+  .meta({ id: 'DemandMatchedEvent' });
+export type DemandMatchedEvent = z.output<typeof demandMatchedEvent>;
