@@ -182,7 +182,11 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       return { view: frozen.replayed ? await get(principal, id) : frozen.data };
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      return { view: await get(principal, id), failure: error };
+      const current = await get(principal, id);
+      // A twin of this purchase froze it first (a conversation's parallel pick freezes the same
+      // transaction without this key): the purchase succeeded, and saying 4090 would be wrong.
+      if (error.errorName === 'invalid_state_transition' && !['pending_freeze', 'cancelled_by_buyer'].includes(current.status)) return { view: current };
+      return { view: current, failure: error };
     }
   }
 
