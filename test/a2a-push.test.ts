@@ -240,6 +240,34 @@ describe('what arrives', () => {
   });
 });
 
+describe('its owner sees it', () => {
+  it('a receiver down for the whole window: the config\'s deliveries show as failed over REST, with every attempt; a ping or a stranger is refused', async () => {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const task = await purchase(buyer, capability.id);
+    await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'down', url: receiver.url('/push-down', [503]) });
+    await act(test, seller, task.id, 'accept').expect(200);
+    for (let elapsedMs = 0; elapsedMs <= limits.webhookDeliveryWindowMs + limits.webhookRetryDelayMaxMs; elapsedMs += limits.webhookRetryDelayMaxMs) {
+      await deliver();
+      test.clock.advanceMs(limits.webhookRetryDelayMaxMs);
+    }
+    await deliver();
+    const listed = (await test.http.get('/api/v1/webhooks?kind=a2a_push').set(buyer.headers).expect(200)).body.data.items;
+    expect(listed).toEqual([expect.objectContaining({ kind: 'a2a_push', a2a: { task_id: task.id, config_id: 'down', generation: 'v1.0' }, url: receiver.url('/push-down') })]);
+    expect((await test.http.get('/api/v1/webhooks').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
+    const id = listed[0].id as string;
+    expect((await test.http.get(`/api/v1/webhooks/${id}`).set(buyer.headers).expect(200)).body.data.deliveries).toEqual({ pending: 0, delivered: 0, failed: 1 });
+    const [failed] = (await test.http.get(`/api/v1/webhooks/${id}/deliveries?status=failed`).set(buyer.headers).expect(200)).body.data.items;
+    expect(failed).toMatchObject({ event_type: 'transaction.accepted', status: 'failed', last_status_code: 503 });
+    expect(failed.attempt_log.length).toBe(receiver.at('/push-down').length);
+    await test.http.post(`/api/v1/webhooks/${id}/ping`).set(buyer.headers).expect(404);
+    await test.http.post(`/api/v1/webhooks/${id}/rotate-secret`).set(buyer.headers).expect(404);
+    await test.http.get(`/api/v1/webhooks/${id}`).set(seller.headers).expect(404);
+    // Deleting it over REST is deleting the config.
+    await test.http.delete(`/api/v1/webhooks/${id}`).set(buyer.headers).expect(200);
+    expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([]);
+  });
+});
+
 describe('retention', () => {
   it('forgets a config a2aPushConfigRetentionMs after it was made, and a deleted one once its deliveries are past retention', async () => {
     const { buyer, capability } = await agentMarket(test);

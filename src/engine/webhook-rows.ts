@@ -60,6 +60,8 @@ export const subscriptionView = (row: SubscriptionRow) => ({
   id: row.id, url: row.url, event_types: row.event_types, transaction_id: row.transaction_id, task_id: row.task_id,
   description: row.description, owner_type: row.owner_type, created_at: iso(row.created_at)!,
   previous_secret_expires_at: row.previous_secret_expires_at !== null && row.previous_secret !== null ? iso(row.previous_secret_expires_at) : null,
+  kind: row.kind,
+  a2a: row.kind === 'a2a_push' ? { task_id: row.a2a_task_name!, config_id: row.a2a_config_id!, generation: row.a2a_generation! } : null,
 });
 
 export const attemptView = (row: AttemptRow) => ({

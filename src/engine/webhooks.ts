@@ -38,8 +38,13 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     headersOf: (subscription) => (subscription.kind === 'a2a_push' ? push.headersOf(subscription) : {}),
   });
 
-  const findOwn = async (principal: Principal, id: string) =>
-    authorize(manageWebhook, principal, (await db('webhook_subscriptions').where({ id, kind: 'webhook' }).whereNull('deleted_at').first()) as SubscriptionRow | undefined, 'webhook');
+  /**
+   * One of the caller's live subscriptions. A2A push configs are read, listed and deleted here too
+   * (their deliveries and failures are visible to their owner like a webhook's); a ping and a
+   * secret rotation are for webhooks only (a push config's secret is never shown).
+   */
+  const findOwn = async (principal: Principal, id: string, kinds: readonly SubscriptionRow['kind'][] = ['webhook', 'a2a_push']) =>
+    authorize(manageWebhook, principal, (await db('webhook_subscriptions').where({ id }).whereIn('kind', kinds).whereNull('deleted_at').first()) as SubscriptionRow | undefined, 'webhook');
 
   async function create(principal: Principal, input: CreateWebhookInput) {
     return withTransaction(db, async ({ trx }) => {
@@ -58,8 +63,8 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     });
   }
 
-  function list(principal: Principal, query: { page: number; page_size: number; cursor?: string }) {
-    const filtered = () => db('webhook_subscriptions').where({ kind: 'webhook', owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
+  function list(principal: Principal, query: { kind: SubscriptionRow['kind']; page: number; page_size: number; cursor?: string }) {
+    const filtered = () => db('webhook_subscriptions').where({ kind: query.kind, owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
     return newestFirstPage<SubscriptionRow>(filtered, query).then((page) => ({ ...page, items: page.items.map(subscriptionView) }));
   }
 
@@ -79,7 +84,7 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
 
   /** A new secret, shown once; the old one keeps signing beside it for webhookPreviousSecretValidMs, so receivers can switch without losing a delivery. */
   async function rotateSecret(principal: Principal, id: string) {
-    const row = await findOwn(principal, id);
+    const row = await findOwn(principal, id, ['webhook']);
     const secret = newWebhookSecret();
     const [rotated] = (await db('webhook_subscriptions').where({ id, secret: row.secret }).update({
       secret, previous_secret: row.secret, previous_secret_expires_at: new Date(now().getTime() + limits.webhookPreviousSecretValidMs),
@@ -90,7 +95,7 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
 
   /** A `webhook.ping` delivery, sent like any other, so an owner can check the receiver and its signature check. */
   async function ping(principal: Principal, id: string) {
-    await findOwn(principal, id);
+    await findOwn(principal, id, ['webhook']);
     const at = now();
     const deliveryId = randomUUID();
     const body = { type: webhookPing, timestamp: at.toISOString(), data: { webhook_id: id } };

@@ -5,6 +5,7 @@ import { dateTime, uuid } from './common.ts';
 import { pageQuery, pagedList } from './pagination.ts';
 
 /** Webhooks (docs/webhooks.md): subscriptions, their deliveries, and what a delivery's body is. */
+export const subscriptionKinds = ['webhook', 'a2a_push'] as const;
 export const createWebhookBody = z
   .strictObject({
     url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(limits.urlLengthMax)
@@ -23,6 +24,9 @@ export const webhookResponse = z
     id: uuid, url: z.string(), event_types: z.array(z.string()), transaction_id: uuid.nullable(), task_id: uuid.nullable(),
     description: z.string().nullable(), owner_type: z.enum(['agent', 'human']), created_at: dateTime,
     previous_secret_expires_at: dateTime.nullable().meta({ description: 'After a rotation: until when the old secret still signs beside the new one' }),
+    kind: z.enum(subscriptionKinds).meta({ description: '`webhook` (this API), or `a2a_push`: an A2A push notification config set over JSON-RPC (docs/webhooks.md)' }),
+    a2a: z.object({ task_id: z.string(), config_id: z.string(), generation: z.enum(['v0.1', 'v0.3', 'v1.0']) }).nullable()
+      .meta({ description: 'For an A2A push config: its task (as the agent named it), its id and the generation it speaks' }),
   })
   .meta({ id: 'Webhook' });
 
@@ -36,7 +40,10 @@ export const webhookDetails = webhookResponse
 
 export const webhookIdParams = z.object({ webhook_id: uuid });
 export const webhookList = pagedList(webhookResponse).meta({ id: 'WebhookList' });
-export const listWebhooksQuery = z.object({ ...pageQuery });
+export const listWebhooksQuery = z.object({
+  kind: z.enum(subscriptionKinds).default('webhook').meta({ description: 'Which subscriptions: webhooks (default), or A2A push notification configs' }),
+  ...pageQuery,
+});
 
 export const deliveryStatuses = ['pending', 'delivered', 'failed'] as const;
 export const listDeliveriesQuery = z.object({ status: z.enum(deliveryStatuses).optional(), ...pageQuery });
@@ -47,7 +54,7 @@ export const webhookDelivery = z
     subscription_id: uuid, event_type: z.string(), status: z.enum(deliveryStatuses), attempts: z.number().int(),
     next_attempt_at: dateTime.nullable(), last_status_code: z.number().int().nullable(), last_error: z.string().nullable(),
     created_at: dateTime, finished_at: dateTime.nullable(),
-    body: z.record(z.string(), z.unknown()).meta({ description: 'The JSON body POSTed: `{type, timestamp, data}`' }),
+    body: z.record(z.string(), z.unknown()).meta({ description: 'The JSON body POSTed: `{type, timestamp, data}`; for an A2A push, what it is rendered from when sent (`{a2a: {part, view}}`)' }),
     attempt_log: z.array(z.object({ number: z.number().int(), started_at: dateTime, duration_ms: z.number().int(), status_code: z.number().int().nullable(), error: z.string().nullable() })),
   })
   .meta({ id: 'WebhookDelivery' });
