@@ -386,8 +386,11 @@ export const limits = {
   a2aPushConfigsPerTaskMax: 10,
   /** Configs are deleted this long after they were made, whatever their task did (a task's life is days, its auto-confirm 72 hours). */
   a2aPushConfigRetentionMs: 30 * 24 * 60 * 60 * 1000,
-  /** A send that registers a config answers once its first push went out, or after this long at most. */
-  a2aPushFirstAttemptWaitMs: 2_000,
+  /**
+   * A send that registers a config answers once its first push was answered, or after this long at
+   * most: the one place a receiver can delay the API, so it is short (docs/webhooks.md).
+   */
+  a2aPushFirstAttemptWaitMs: 500,
   a2aPushFirstAttemptPollMs: 20,
   a2aPushConfigIdLengthMax: 200,
   a2aPushTokenLengthMax: 1_000,
