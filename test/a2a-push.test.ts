@@ -240,6 +240,22 @@ describe('what arrives', () => {
   });
 });
 
+describe('with the worker running, as in production', () => {
+  it('answers an inline registration once its first push has reached the receiver', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const webhooks = test.runtime.engine.webhooks;
+    webhooks.start(limits.webhookPollIntervalMs);
+    try {
+      const task = await purchase(buyer, capability.id, { taskPushNotificationConfig: { url: receiver.url('/running') } });
+      // No runOnce here: the send itself waited for the push.
+      expect(bodies('/running')).toEqual([{ task: expect.objectContaining({ id: task.id }) }]);
+    } finally {
+      webhooks.stop();
+      await webhooks.idle();
+    }
+  });
+});
+
 describe('its owner sees it', () => {
   it('a receiver down for the whole window: the config\'s deliveries show as failed over REST, with every attempt; a ping or a stranger is refused', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
