@@ -5,6 +5,7 @@ import { requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, clientAddress, handled, route } from '../rest/route.ts';
 import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
+import { mcpAuthenticator } from './authentication.ts';
 import { createMcpServer } from './server.ts';
 import { type McpTool, mcpTools } from './tools.ts';
 
@@ -26,19 +27,24 @@ export const mcpPath = '/mcp';
  * buckets, or from the write buckets when it calls a tool that changes state.
  */
 export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools): RouteSpec[] {
+  const authenticate = mcpAuthenticator(engine);
   return [
     route({
-      method: 'post', path: mcpPath, tag: 'mcp', auth: 'user', rawResponse: { contentType: 'application/json' },
+      // Authenticated in the handler (mcp/authentication.ts): the answers to missing or wrong
+      // credentials are the MCP authorization specification's, not REST's.
+      method: 'post', path: mcpPath, tag: 'mcp', auth: 'none', documentedAuth: 'user', rawResponse: { contentType: 'application/json' },
       // Limited in the handler, per message, by what each message does.
-      rateLimits: [], errors: [4290],
+      rateLimits: [], errors: [4010, 4011, 4012, 4290],
       summary:
-        'Model Context Protocol endpoint (Streamable HTTP, stateless; docs/mcp.md). Authenticates like REST: ' +
-        'X-Api-Key + X-Platform-User-Id, or a bearer token. Send Accept: application/json, text/event-stream',
+        'Model Context Protocol endpoint (Streamable HTTP, stateless; docs/mcp.md). An OAuth 2.1 protected resource: ' +
+        'MCP clients sign in from the 401 challenge (/.well-known/oauth-protected-resource/mcp); automation may send ' +
+        'X-Api-Key + X-Platform-User-Id (wrong ones answer 403, code 4012), or a bearer token. Send Accept: application/json, text/event-stream',
       body: z.record(z.string(), z.unknown()).meta({ description: 'One JSON-RPC 2.0 message of the MCP protocol' }),
       response: z.record(z.string(), z.unknown()),
-      handler: async ({ principal, request, response }) => {
-        await admit(engine, tools, request, principal!);
-        const server = createMcpServer(engine, principal!, tools, request);
+      handler: async ({ request, response }) => {
+        const principal = await authenticate(request, response);
+        await admit(engine, tools, request, principal);
+        const server = createMcpServer(engine, principal, tools, request);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         response.on('close', () => {
           void transport.close();

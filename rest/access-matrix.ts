@@ -18,11 +18,11 @@ import type { AuthRequirement, RouteSpec } from './route.ts';
  * mixed credentials, 4030 forbidden (the caller sees the resource but may not do this), 4040 not
  * found (the caller may not know the resource exists).
  */
-export type Outcome = 'allow' | 4010 | 4011 | 4030 | 4040;
+export type Outcome = 'allow' | 4010 | 4011 | 4012 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'push' | 'demand' | 'transaction' | 'device_request' | 'api_key' | 'webhook' | 'protocol';
+export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'push' | 'demand' | 'transaction' | 'device_request' | 'oauth_request' | 'api_key' | 'webhook' | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -63,6 +63,9 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/auth/me': ownSpace,
   'POST /api/v1/auth/device-auth/lookup': humanOnly('device_request'),
   'POST /api/v1/auth/device-auth/confirm': humanOnly('device_request'),
+  // A pending MCP sign-in request is answered by whichever person signs in on the consent page (its id is unguessable).
+  'GET /api/v1/auth/oauth/requests/:request_id': humanOnly('oauth_request'),
+  'POST /api/v1/auth/oauth/requests/:request_id/decision': humanOnly('oauth_request'),
   'GET /api/v1/auth/api-keys': humanOnly('self'),
   'DELETE /api/v1/auth/api-keys/:id': humanOnly('api_key'),
   'POST /api/v1/admin/api-keys': adminOnly,
@@ -173,6 +176,12 @@ export const credentialOutcomes: Record<AuthRequirement, Record<CredentialKind, 
   human: { anonymous: 4010, mixed_credentials: 4011, revoked_key: 4010, expired_token: 4010, admin_token: 4010 },
   admin: { anonymous: 4010, mixed_credentials: 4010, revoked_key: 4010, expired_token: 4010, admin_token: 'allow' },
 };
+
+/**
+ * /mcp answers credentials as the MCP authorization specification's clients need (mcp/authentication.ts):
+ * as a user route, except that API key headers that are not valid are 4012 (403), not 4010.
+ */
+export const mcpCredentialOutcomes: Record<CredentialKind, Outcome> = { ...credentialOutcomes.user, revoked_key: 4012 };
 
 export const routeKey = (spec: Pick<RouteSpec, 'method' | 'path'>) => `${spec.method.toUpperCase()} ${spec.path}`;
 

@@ -1,3 +1,4 @@
+import { type OriginGuard, originGuard } from '../rest/origin-guard.ts';
 import { assertSafeJson } from '../src/schemas/json-safety.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
@@ -81,6 +82,8 @@ class RpcSockets {
   private readonly log: Logger;
   /** Whose X-Forwarded-For to believe, as for REST (TRUST_PROXY). */
   private readonly trustProxy: ReturnType<typeof compileTrustProxy>;
+  /** A browser page of another origin may not open the socket (DNS rebinding; rest/origin-guard.ts). */
+  private readonly guard: OriginGuard;
 
   constructor(
     private readonly server: Server,
@@ -89,6 +92,7 @@ class RpcSockets {
   ) {
     this.log = engine.dependencies.log;
     this.trustProxy = compileTrustProxy(engine.dependencies.config.TRUST_PROXY);
+    this.guard = originGuard(engine.dependencies.config);
     server.on('upgrade', this.onUpgrade);
     this.heartbeat = setInterval(() => this.beat(), engine.dependencies.config.STREAM_HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -102,7 +106,9 @@ class RpcSockets {
       return;
     }
     const address = peerAddress(request, this.trustProxy);
-    authenticateHeaders(this.engine, request.headers, address)
+    Promise.resolve()
+      .then(() => this.guard(request.headers))
+      .then(() => authenticateHeaders(this.engine, request.headers, address))
       .then((principal) => {
         // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
         // A revocation of the API key closes the connection (and the socket's close releases it).

@@ -25,7 +25,10 @@ import { webhookRoutes } from '../rest/routes/webhooks.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
 import { mcpRoutes } from '../mcp/index.ts';
-import { verificationPage } from '../web/serve.ts';
+import { consentPage, verificationPage } from '../web/serve.ts';
+import { oauthRoutes } from '../rest/routes/oauth.ts';
+import { oauthRouter } from '../mcp/oauth.ts';
+import { originGuard } from '../rest/origin-guard.ts';
 import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
@@ -39,7 +42,7 @@ import { assertSafeJson } from './schemas/json-safety.ts';
  */
 export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
-    ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine), ...deviceAuthorizationRoutes(engine),
+    ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine), ...deviceAuthorizationRoutes(engine), ...oauthRoutes(engine),
     ...matchingRoutes(engine), ...demandRoutes(engine),
     ...capabilityRoutes(engine), ...skillRoutes(engine), ...taskRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...webhookRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
     ...pricingRoutes(engine),
@@ -98,6 +101,15 @@ export function createApp(engine: Engine) {
   installRequestIds(app, log);
   // Decides request.ip, the key of the per-address rate limits (docs/decisions.md).
   app.set('trust proxy', config.TRUST_PROXY);
+  // Browsers may reach /mcp and JSON-RPC: their Origin and Host are checked first (rest/origin-guard.ts).
+  const guard = originGuard(config);
+  app.use((request, _response, next) => {
+    if (request.path === '/mcp' || request.path === '/api/v1/rpc') guard(request.headers, request.hostname);
+    next();
+  });
+  // MCP sign-in's OAuth endpoints read form bodies and answer CORS preflights in the protocol's
+  // own terms (mcp/oauth.ts), so they come before the JSON parser and the OPTIONS guard.
+  app.use(oauthRouter(engine));
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
@@ -126,6 +138,7 @@ export function createApp(engine: Engine) {
   app.use('/docs/assets', express.static(path.resolve(swaggerUi.getAbsoluteFSPath()), { index: false }));
   // The device verification page (docs/decisions.md "Device authorization"), at verification_url.
   app.use('/device', verificationPage());
+  app.use('/oauth/consent', consentPage());
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {

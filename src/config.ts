@@ -28,6 +28,14 @@ const environmentSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, 'ADMIN_TOKEN must be at least 16 characters').optional(),
   PUBLIC_BASE_URL: z.string().url().optional(),
   CALLBACK_ALLOW_PRIVATE: booleanFromString.default(false),
+  /**
+   * Browser origins (scheme://host[:port], comma-separated) allowed to call /mcp, the JSON-RPC
+   * endpoint and its WebSocket, beside PUBLIC_BASE_URL's own; a request with another Origin is
+   * refused (403), as the MCP transport specification asks against DNS rebinding. `*` allows any.
+   */
+  ALLOWED_ORIGINS: z.string().optional(),
+  /** Host names (comma-separated) those endpoints answer to, beside PUBLIC_BASE_URL's host and loopback names. */
+  ALLOWED_HOSTS: z.string().optional(),
   AUTO_CONFIRM_HOURS: z.coerce.number().positive().default(72),
   DELIVERY_DEADLINE_HOURS: z.coerce.number().positive().default(72),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(0),
@@ -89,6 +97,8 @@ export interface Config extends Omit<Environment, 'JWT_SECRET' | 'ADMIN_TOKEN'> 
   JWT_SECRET: string;
   ADMIN_TOKEN: string;
   publicBaseUrl: string;
+  allowedOrigins: string[];
+  allowedHosts: string[];
   /** True when DATABASE_URL is unset and the embedded PGlite database is used. */
   embeddedDatabase: boolean;
   rateLimits: Record<RateLimitName, RateLimitSetting | null>;
@@ -97,6 +107,8 @@ export interface Config extends Omit<Environment, 'JWT_SECRET' | 'ADMIN_TOKEN'> 
 }
 
 export class ConfigError extends Error {}
+
+const listOf = (text: string | undefined) => (text ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
 
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(environment).filter(([, value]) => value !== ''));
@@ -122,6 +134,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     ...secrets,
     generatedSecretFiles,
     publicBaseUrl: values.PUBLIC_BASE_URL ?? `http://localhost:${values.PORT}`,
+    allowedOrigins: listOf(values.ALLOWED_ORIGINS),
+    allowedHosts: listOf(values.ALLOWED_HOSTS).map((host) => host.toLowerCase()),
     embeddedDatabase: !values.DATABASE_URL,
     rateLimits,
   };

@@ -9,6 +9,9 @@ export const errorTable = {
   invalid_json: { code: 4001, httpStatus: 400, rpcCode: -32700 },
   unauthenticated: { code: 4010, httpStatus: 401, rpcCode: -32110 },
   mixed_credentials: { code: 4011, httpStatus: 400, rpcCode: -32111 },
+  // /mcp only: API key headers that are not valid. 403, not 401, so that an OAuth client (which
+  // takes a 401 for "sign in") shows the person what is wrong instead (docs/mcp.md "Signing in").
+  credentials_rejected: { code: 4012, httpStatus: 403, rpcCode: -32112 },
   forbidden: { code: 4030, httpStatus: 403, rpcCode: -32130 },
   not_found: { code: 4040, httpStatus: 404, rpcCode: -32001 },
   method_not_allowed: { code: 4050, httpStatus: 405, rpcCode: -32105 },

@@ -395,4 +395,19 @@ export const limits = {
   a2aPushConfigIdLengthMax: 200,
   a2aPushTokenLengthMax: 1_000,
   a2aPushUrlLengthMax: 2_048,
+  // MCP sign-in (issue 20, docs/mcp.md "Signing in").
+  oauthUriLengthMax: 2_048,
+  oauthRedirectUrisMax: 10,
+  oauthClientNameLengthMax: 200,
+  oauthScopeLengthMax: 200,
+  /** A client metadata document is fetched again after this long. */
+  oauthMetadataDocumentTtlMs: 24 * 60 * 60 * 1000,
+  oauthMetadataDocumentTimeoutMs: 5_000,
+  /** How long a sign-in request waits for the person to decide. */
+  oauthRequestLifetimeMs: 10 * 60 * 1000,
+  oauthCodeLifetimeMs: 60_000,
+  oauthAccessTokenLifetimeMs: 60 * 60 * 1000,
+  oauthRefreshTokenLifetimeMs: 30 * 24 * 60 * 60 * 1000,
+  /** Registered clients that never got a token are forgotten after this long. */
+  oauthIdleClientRetentionMs: 7 * 24 * 60 * 60 * 1000,
 } as const;

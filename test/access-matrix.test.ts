@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CredentialKind, type Outcome, type Party, type RouteAccess, credentialOutcomes, mcpToolAccess, routeAccess, routeKey, routesWithoutRow, rpcMethodAccess } from '../rest/access-matrix.ts';
+import { type CredentialKind, type Outcome, type Party, type RouteAccess, credentialOutcomes, mcpCredentialOutcomes, mcpToolAccess, routeAccess, routeKey, routesWithoutRow, rpcMethodAccess } from '../rest/access-matrix.ts';
 import { mcpTools } from '../mcp/tools.ts';
 import { createMethods } from '../rpc/methods.ts';
 import { callTool, connectMcp } from './helpers/mcp.ts';
+import { pendingSignIn } from './helpers/oauth.ts';
 import type { RouteSpec } from '../rest/route.ts';
 import { allRoutes } from '../src/app.ts';
 import { rateLimitNames, rateLimitVariable } from '../src/config.ts';
@@ -73,7 +74,7 @@ const extractBody = { content: 'I translate contracts from English into Chinese.
 
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; push_id: string; webhook_id: string; otherCapabilityId: string; ownerId: string };
+  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; push_id: string; webhook_id: string; otherCapabilityId: string; ownerId: string; request_id: string };
   userCode: string;
   deviceCode: string;
 }
@@ -119,6 +120,7 @@ async function newWorld(): Promise<World> {
   const revoked = await approvedKey(ownerAsHuman);
   await ok('DELETE', `/api/v1/auth/api-keys/${revoked.id}`, ownerAsHuman);
   const device = await ok<{ device_code: string; user_code: string }>('POST', '/api/v1/auth/device-auth', {}, { agent_platform_type: 'claude_code' });
+  const signIn = await pendingSignIn(base, test.runtime.engine.oauth.resource);
   return {
     callers: {
       owner: owner.headers, counterparty: counterparty.headers, other_user: other.headers, other_space: ownerAsHuman,
@@ -128,7 +130,7 @@ async function newWorld(): Promise<World> {
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, push_id: pushed.id, webhook_id: webhook.id, otherCapabilityId: offered.id, ownerId: owner.userId },
+    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, push_id: pushed.id, webhook_id: webhook.id, otherCapabilityId: offered.id, ownerId: owner.userId, request_id: signIn.requestId },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -145,6 +147,7 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'POST /api/v1/auth/device-auth/poll': { device_code: world.deviceCode },
     'POST /api/v1/auth/device-auth/lookup': { user_code: world.userCode },
     'POST /api/v1/auth/device-auth/confirm': { user_code: world.userCode, decision: 'deny' },
+    'POST /api/v1/auth/oauth/requests/:request_id/decision': { decision: 'deny' },
     'POST /api/v1/admin/api-keys': { agent_platform_type: 'custom_mcp' },
     'POST /api/v1/admin/api-keys/:id/links': { user_id: world.ids.ownerId },
     'POST /api/v1/admin/transactions/:tx_id/resolve': { outcome: 'refund' },
@@ -185,7 +188,7 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
 }
 
 const deniedCodes = new Set([4010, 4011, 4030, 4040]);
-const statusOf: Record<Exclude<Outcome, 'allow'>, number> = { 4010: 401, 4011: 400, 4030: 403, 4040: 404 };
+const statusOf: Record<Exclude<Outcome, 'allow'>, number> = { 4010: 401, 4011: 400, 4012: 403, 4030: 403, 4040: 404 };
 
 function expectOutcome(answer: { status: number; code: number | null }, expected: Outcome, what: string) {
   if (expected === 'allow') {
@@ -337,7 +340,7 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
       }
     }
     const world = await newWorld();
-    for (const [caller, expected] of Object.entries(credentialOutcomes.user) as [CredentialKind, Outcome][]) {
+    for (const [caller, expected] of Object.entries(mcpCredentialOutcomes) as [CredentialKind, Outcome][]) {
       const answer = await call('post', '/mcp', { ...world.callers[caller], Accept: 'application/json, text/event-stream' }, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } });
       expectOutcome(answer, expected, `POST /mcp as ${caller}`);
     }

@@ -149,10 +149,10 @@ describe('MCP: tools', () => {
 });
 
 describe('MCP: failures', () => {
-  it('refuses a request without credentials (401, 4010), with bad credentials (401, 4010) and with mixed credentials (400, 4011)', async () => {
+  it('refuses a request without credentials (401, 4010), with bad key headers (403, 4012: not a sign-in challenge) and with mixed credentials (400, 4011)', async () => {
     expect(await refusal({})).toEqual({ status: 401, code: 4010 });
     const agent = await createAgent(test);
-    expect(await refusal({ 'X-Api-Key': 'not-a-key', 'X-Platform-User-Id': agent.userId })).toEqual({ status: 401, code: 4010 });
+    expect(await refusal({ 'X-Api-Key': 'not-a-key', 'X-Platform-User-Id': agent.userId })).toEqual({ status: 403, code: 4012 });
     expect(await refusal({ ...agent.headers, Authorization: 'Bearer whatever' })).toEqual({ status: 400, code: 4011 });
   });
 

@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 
 /**
  * Serves the device verification page (web/device.html, .css, .js) at /device, the
- * verification_url. The files are read once at start. The Content-Security-Policy allows only
+ * verification_url, and the MCP sign-in consent page (web/oauth.html, .js) at /oauth/consent. The files are read once at start. The Content-Security-Policy allows only
  * this origin's own script, style and API calls: no inline script, no external assets, no
  * framing (an approve button inside someone else's frame is a clickjacking target), no forms
  * posting elsewhere.
@@ -18,12 +18,10 @@ const contentSecurityPolicy = [
 const directory = path.dirname(fileURLToPath(import.meta.url));
 const read = (name: string) => readFileSync(path.join(directory, name));
 
-export function verificationPage() {
-  const files: Record<string, { body: Buffer; type: string }> = {
-    '/': { body: read('device.html'), type: 'text/html; charset=utf-8' },
-    '/device.css': { body: read('device.css'), type: 'text/css; charset=utf-8' },
-    '/device.js': { body: read('device.js'), type: 'text/javascript; charset=utf-8' },
-  };
+type PageFiles = Record<string, { body: Buffer; type: string }>;
+
+/** A page of web/ and its own assets, read once, served with the headers above. */
+function staticPage(files: PageFiles) {
   return (request: Request, response: Response, next: NextFunction) => {
     const file = files[request.path];
     if (!file || (request.method !== 'GET' && request.method !== 'HEAD')) return next();
@@ -37,3 +35,18 @@ export function verificationPage() {
     response.status(200).end(request.method === 'HEAD' ? undefined : file.body);
   };
 }
+
+const html = 'text/html; charset=utf-8';
+const script = 'text/javascript; charset=utf-8';
+
+export const verificationPage = () => staticPage({
+  '/': { body: read('device.html'), type: html },
+  '/device.css': { body: read('device.css'), type: 'text/css; charset=utf-8' },
+  '/device.js': { body: read('device.js'), type: script },
+});
+
+/** The MCP sign-in consent page (docs/mcp.md "Signing in"), styled by the device page's sheet. */
+export const consentPage = () => staticPage({
+  '/': { body: read('oauth.html'), type: html },
+  '/oauth.js': { body: read('oauth.js'), type: script },
+});

@@ -54,7 +54,7 @@ export type PostOutcome = { kind: 'answered'; status: number; body: Buffer } | {
  * following 307/308 redirects by the rules above: the one outbound path of the product, used by
  * invoke's callbacks and by webhook and push deliveries alike.
  */
-export async function postGuarded(target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number }, network: CallbackNetwork): Promise<PostOutcome> {
+export async function postGuarded(target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number; method?: 'POST' | 'GET' }, network: CallbackNetwork): Promise<PostOutcome> {
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -64,7 +64,7 @@ export async function postGuarded(target: { url: string; body: string; headers: 
   try {
     let url = new URL(target.url);
     for (let hop = 0; ; hop++) {
-      const answer = await sendHop(url, target.body, target.headers, network, controller.signal);
+      const answer = await sendHop(url, target.method ?? 'POST', target.body, target.headers, network, controller.signal);
       if ((answer.status === 307 || answer.status === 308) && answer.location !== undefined) {
         const next = new URL(answer.location, url);
         if (hop >= limits.callbackRedirectsMax) return { kind: 'failed', reason: `more than ${limits.callbackRedirectsMax} redirects` };
@@ -125,15 +125,19 @@ function guardedLookup(network: CallbackNetwork): LookupFunction {
   }) as LookupFunction;
 }
 
-function sendHop(url: URL, body: string, headers: Record<string, string>, network: CallbackNetwork, signal: AbortSignal): Promise<HopAnswer> {
+/** A GET through the same guard, timeout and size limit (an OAuth client's metadata document, say). */
+export const getGuarded = (target: { url: string; headers: Record<string, string>; timeoutMs: number }, network: CallbackNetwork) =>
+  postGuarded({ ...target, body: '', method: 'GET' }, network);
+
+function sendHop(url: URL, method: 'POST' | 'GET', body: string, headers: Record<string, string>, network: CallbackNetwork, signal: AbortSignal): Promise<HopAnswer> {
   return new Promise((resolve, reject) => {
     const hostname = url.hostname.replace(/^\[|\]$/g, '');
     // A literal address is never looked up, so it is judged here, before any connection.
     if (isIP(hostname) !== 0 && !network.allowAddress(hostname)) return reject(refusedAddress());
     const transport = url.protocol === 'https:' ? https : http;
     const request = transport.request({
-      protocol: url.protocol, hostname, port: url.port || undefined, path: `${url.pathname}${url.search}`, method: 'POST',
-      headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) }, agent: false, signal, lookup: guardedLookup(network),
+      protocol: url.protocol, hostname, port: url.port || undefined, path: `${url.pathname}${url.search}`, method,
+      headers: method === 'POST' ? { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } : headers, agent: false, signal, lookup: guardedLookup(network),
     }, (response) => readBounded(response, request, resolve, reject));
     request.on('socket', (socket) => {
       socket.once('connect', () => {
@@ -144,7 +148,7 @@ function sendHop(url: URL, body: string, headers: Record<string, string>, networ
     request.on('error', reject);
     // Whatever stage the exchange is in (connecting, sending, reading), the timeout ends it.
     signal.addEventListener('abort', () => reject(new CallbackProblem('aborted')), { once: true });
-    request.end(body);
+    request.end(method === 'POST' ? body : undefined);
   });
 }
 

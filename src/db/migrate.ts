@@ -29,6 +29,7 @@ import * as taskEvents from './migrations/025_task_events.ts';
 import * as webhooks from './migrations/026_webhooks.ts';
 import * as a2aPush from './migrations/027_a2a_push.ts';
 import * as demandEvents from './migrations/028_demand_events.ts';
+import * as mcpOAuth from './migrations/029_mcp_oauth.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -63,6 +64,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '026_webhooks': webhooks,
   '027_a2a_push': a2aPush,
   '028_demand_events': demandEvents,
+  '029_mcp_oauth': mcpOAuth,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

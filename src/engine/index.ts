@@ -40,6 +40,9 @@ import { createTaskAi } from './task-ai.ts';
 import { createTaskPushes } from './task-pushes.ts';
 import { createTaskEvents } from './task-events.ts';
 import { createWebhooks } from './webhooks.ts';
+import { createOAuth } from './oauth.ts';
+import { createOAuthClients } from './oauth-clients.ts';
+import { outboundNetwork } from './outbound.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
 export async function createEngine(dependencies: EngineDependencies) {
@@ -52,6 +55,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   const stopRevocations = await identity.listenForRevocations();
   const apiKeys = createApiKeyEngine(dependencies, identity);
   const deviceAuthorization = createDeviceAuthorizationEngine(dependencies, admission);
+  const oauth = createOAuth(dependencies, createOAuthClients(dependencies, outboundNetwork(dependencies)), admission);
   const transactions = createTransactionEngine(dependencies, idempotency, transitions);
   const ai = dependencies.ai ?? createAiProvider(aiSettingsFromConfig(dependencies.config), dependencies.log);
   // The provider's embeddings, stored with the rows, refine matching when LLM_EMBEDDING_MODEL is
@@ -109,7 +113,7 @@ export async function createEngine(dependencies: EngineDependencies) {
     await taskEvents.close();
   }
 
-  return { identity, apiKeys, webhooks, deviceAuthorization, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return { identity, apiKeys, webhooks, deviceAuthorization, oauth, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
 }
 
 /**

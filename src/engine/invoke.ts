@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type CallbackNetwork, type CallbackOutcome, callCallback, privateAddressRefusal, privateAddressSetting, systemResolver } from '../callbacks/client.ts';
-import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
+import { type CallbackOutcome, callCallback, privateAddressRefusal, privateAddressSetting } from '../callbacks/client.ts';
 import { withSingleStatement } from '../db/transaction.ts';
 import { formatAmount } from '../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../domain/pricing.ts';
@@ -14,6 +13,7 @@ import { type TransactionRow, findTransaction } from '../store/transactions.ts';
 import { invokeCapability } from './access/invoke.ts';
 import { authorize } from './access/rules.ts';
 import { takeCapabilityUsage } from './capability-limits.ts';
+import { outboundNetwork } from './outbound.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
 import { balanceRefusal, checkDemandLink, newTransactionRow, overdueInvoke } from './transactions.ts';
@@ -68,10 +68,7 @@ interface PreparedCall {
 
 export function createInvokeEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions, hub: Pick<EventHub, 'nextEventOf'>) {
   const { db, now, config, log } = dependencies;
-  const network: CallbackNetwork = {
-    allowAddress: dependencies.callbackNetwork?.allowAddress ?? (config.CALLBACK_ALLOW_PRIVATE ? privateAddressesAllowed : publicAddressesOnly),
-    resolve: dependencies.callbackNetwork?.resolve ?? systemResolver,
-  };
+  const network = outboundNetwork(dependencies);
 
   async function invoke(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest | null, hooks: InvokeHooks = {}): Promise<Outcome<InvokeAnswer>> {
     if (principal.caller_type !== 'agent') throw new AppError('forbidden', 'only agent callers (API key) may invoke');

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { type CallbackNetwork, systemResolver } from '../callbacks/client.ts';
-import { privateAddressesAllowed, publicAddressesOnly } from '../callbacks/addresses.ts';
 import { newWebhookSecret } from '../callbacks/webhook-signing.ts';
 import { webhookPing } from '../domain/webhooks.ts';
 import { withTransaction } from '../db/transaction.ts';
@@ -10,6 +8,7 @@ import { kickedRunner, periodic } from '../periodic.ts';
 import type { CreateWebhookInput } from '../schemas/webhooks.ts';
 import { authorize } from './access/rules.ts';
 import { manageWebhook } from './access/webhooks.ts';
+import { outboundNetwork } from './outbound.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { newestFirstPage } from './paging.ts';
 import { createWebhookDispatcher } from './webhook-dispatch.ts';
@@ -26,10 +25,7 @@ import { createA2APush } from './a2a-push.ts';
 export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine) {
   const { db, now, config, log } = dependencies;
   // The same address guard as invoke's callbacks, and the same operator setting for private addresses.
-  const network: CallbackNetwork = {
-    allowAddress: dependencies.callbackNetwork?.allowAddress ?? (config.CALLBACK_ALLOW_PRIVATE ? privateAddressesAllowed : publicAddressesOnly),
-    resolve: dependencies.callbackNetwork?.resolve ?? systemResolver,
-  };
+  const network = outboundNetwork(dependencies);
   const dispatcher = createWebhookDispatcher(dependencies);
   // A2A push configs ride the same pipeline; what they POST is rendered by rpc/ when sent.
   const push = createA2APush(dependencies, a2a, () => kick());
