@@ -184,7 +184,7 @@ describe('the authorization server', () => {
     for (const redirect of ['javascript:alert(1)', 'http://evil.example/callback', 'https://app.example/cb#fragment']) {
       const response = await fetch(`${base}/oauth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ redirect_uris: [redirect] }) });
       expect(response.status, redirect).toBe(400);
-      expect((await response.json()).error).toBe('invalid_client_metadata');
+      expect(((await response.json()) as { error: string }).error).toBe('invalid_client_metadata');
     }
     const elsewhere = await authorize(base, { clientId: client.client_id, redirectUri: 'http://127.0.0.1:1/elsewhere', challenge: 'x'.repeat(43) });
     expect(elsewhere.status).toBe(400);
@@ -246,7 +246,7 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
     for (const path of ['/mcp', '/api/v1/rpc']) {
       const foreign = await fetch(`${base}${path}`, { method: 'POST', headers: { ...human.headers, Origin: 'http://evil.example', 'Content-Type': 'application/json' }, body: '{}' });
       expect(foreign.status, path).toBe(403);
-      expect((await foreign.json()).code).toBe(4030);
+      expect(((await foreign.json()) as { code: number }).code).toBe(4030);
       const own = await fetch(`${base}${path}`, { method: 'POST', headers: { ...human.headers, Origin: base, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
       expect(own.status, path).not.toBe(403);
     }
