@@ -11,6 +11,7 @@ import { launchChromium } from './helpers/browser.ts';
 import { authorize, pendingSignIn, registerClient, token } from './helpers/oauth.ts';
 import { freePort } from './helpers/processes.ts';
 import { credit } from './helpers/market.ts';
+import { limits } from '../src/limits.ts';
 
 /**
  * MCP sign-in end to end (docs/mcp.md "Signing in"), the way mcp-remote and the other MCP clients
@@ -252,5 +253,22 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
     }
     const rebound = await test.http.post('/mcp').set('Host', 'evil.example').set(human.headers).send({});
     expect(rebound.status).toBe(403);
+  });
+});
+
+describe('retention', () => {
+  it('forgets expired sign-in requests, expired tokens and idle clients', async () => {
+    const { db } = test.runtime.engine.dependencies;
+    const pending = await pendingSignIn(base);
+    const granted = await approvedCode();
+    await token(base, { grant_type: 'authorization_code', code: granted.code!, client_id: granted.client.client_id, code_verifier: granted.verifier });
+    const count = async (table: string, where: Record<string, string>) => Number(((await db(table).where(where).count('* as count')) as { count: string }[])[0]!.count);
+    test.clock.advanceMs(limits.oauthRefreshTokenLifetimeMs + limits.oauthIdleClientRetentionMs + 1);
+    expect((await test.runtime.engine.retention.runOnce()).oauth).toBeGreaterThan(0);
+    expect(await count('oauth_requests', { id: pending.requestId })).toBe(0);
+    expect(await count('oauth_tokens', { client_id: granted.client.client_id })).toBe(0);
+    // The sign-in request is gone, and with it the client that never finished signing in.
+    expect(await count('oauth_clients', { client_id: pending.client.client_id })).toBe(0);
+    await test.http.get(`/api/v1/auth/oauth/requests/${pending.requestId}`).set(granted.human.headers).expect(404);
   });
 });

@@ -44,6 +44,25 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     );
   }
 
+  /**
+   * MCP sign-in's rows once they can no longer be used: sign-in requests (and their codes) a day
+   * past their expiry, tokens past theirs (a used refresh token is kept until then, so that a replay
+   * is still recognised), and clients with neither requests nor tokens left once they have been
+   * idle for oauthIdleClientRetentionMs (a metadata document's client is fetched again if it comes back).
+   */
+  async function pruneOAuth(): Promise<number> {
+    const at = now();
+    const dayAgo = new Date(at.getTime() - 24 * hourMs);
+    const requests = await inBatches(() => db('oauth_requests').whereIn('id', victims('oauth_requests', 'id', (query) => query.where('expires_at', '<', dayAgo))).del());
+    const tokens = await inBatches(() => db('oauth_tokens').whereIn('token_hash', victims('oauth_tokens', 'token_hash', (query) => query.where('expires_at', '<', at))).del());
+    const idleSince = new Date(at.getTime() - limits.oauthIdleClientRetentionMs);
+    const idle = (query: Knex.QueryBuilder) => query.where('created_at', '<', idleSince)
+      .whereNotExists(db('oauth_requests').select(db.raw('1')).whereRaw('oauth_requests.client_id = oauth_clients.client_id'))
+      .whereNotExists(db('oauth_tokens').select(db.raw('1')).whereRaw('oauth_tokens.client_id = oauth_clients.client_id'));
+    const clients = await inBatches(() => db('oauth_clients').whereIn('client_id', victims('oauth_clients', 'client_id', idle)).del());
+    return requests + tokens + clients;
+  }
+
   function deleteExpiredKeys(): Promise<number> {
     const at = now();
     return inBatches(() =>
@@ -101,22 +120,23 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     return inBatches(() => db('webhook_subscriptions').whereIn('id', victims('webhook_subscriptions', 'id', over)).del());
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; webhookSubscriptions: number; demandEvents: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
+  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; webhookSubscriptions: number; demandEvents: number; oauth: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
     const outboxEvents = await pruneOutbox('outbox_events');
     const taskEvents = await pruneOutbox('task_events');
     const webhookDeliveries = await pruneWebhookDeliveries();
     const webhookSubscriptions = await pruneWebhookSubscriptions();
     const demandEvents = await pruneDemandEvents();
+    const oauth = await pruneOAuth();
     const idempotencyKeys = await deleteExpiredKeys();
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
     const a2aMessages = await pruneA2AHistory();
     const conversations = await pruneUnboughtConversations();
-    if (outboxEvents + taskEvents + webhookDeliveries + webhookSubscriptions + demandEvents + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+    if (outboxEvents + taskEvents + webhookDeliveries + webhookSubscriptions + demandEvents + oauth + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
       log.info('retention deleted old rows', {
-        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, webhook_subscriptions: webhookSubscriptions, demand_events: demandEvents, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, webhook_subscriptions: webhookSubscriptions, demand_events: demandEvents, oauth, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
       });
     }
-    return { outboxEvents, taskEvents, webhookDeliveries, webhookSubscriptions, demandEvents, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
+    return { outboxEvents, taskEvents, webhookDeliveries, webhookSubscriptions, demandEvents, oauth, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
   }
 
   const schedule = periodic('retention', runOnce, log);
