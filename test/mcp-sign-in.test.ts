@@ -5,6 +5,8 @@ import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { attachRpcWebSocket } from '../rpc/index.ts';
 import { signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { launchChromium } from './helpers/browser.ts';
@@ -24,6 +26,7 @@ let test: TestApp;
 let server: Server;
 let base: string;
 let browser: Awaited<ReturnType<typeof launchChromium>>;
+let sockets: { close(): Promise<void> };
 let callback: { url: string; codes: URLSearchParams[]; close(): Promise<void> };
 
 /** The client's loopback redirect target, as a native MCP client opens one. */
@@ -42,6 +45,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${port}`;
   test = await startTestApp({ PUBLIC_BASE_URL: base });
   server = createServer(test.app);
+  sockets = attachRpcWebSocket(server, test.runtime.engine);
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   callback = await startCallback();
   browser = await launchChromium();
@@ -49,6 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await callback?.close();
+  await sockets?.close();
   server?.closeAllConnections();
   await new Promise((resolve) => server?.close(resolve));
   await test?.close();
@@ -253,6 +258,14 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
     }
     const rebound = await test.http.post('/mcp').set('Host', 'evil.example').set(human.headers).send({});
     expect(rebound.status).toBe(403);
+    // The JSON-RPC WebSocket too: the upgrade is refused before any socket exists.
+    const socket = new WebSocket(`${base.replace('http', 'ws')}/api/v1/rpc/ws`, { headers: { ...human.headers, Origin: 'http://evil.example' } });
+    const status = await new Promise<number>((resolve) => {
+      socket.on('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      socket.on('open', () => resolve(101));
+    });
+    socket.terminate();
+    expect(status).toBe(403);
   });
 });
 
