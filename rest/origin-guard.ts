@@ -7,9 +7,10 @@ import { AppError } from '../src/errors.ts';
  * the JSON-RPC endpoint and its WebSocket): the MCP transport specification asks servers to
  * validate Origin against DNS rebinding, where a page of another site, whose name now resolves to
  * this server, calls it with the visitor's network position. A request without Origin (any client
- * that is not a browser) passes; one whose Origin is not this server's (PUBLIC_BASE_URL) nor in
- * ALLOWED_ORIGINS is refused, and so is one addressed to a Host name that is neither
- * PUBLIC_BASE_URL's, a loopback name, nor in ALLOWED_HOSTS (docs/mcp.md "Origin and Host").
+ * that is not a browser) passes; one addressed to a Host name that is neither PUBLIC_BASE_URL's, a
+ * loopback name, nor in ALLOWED_HOSTS is refused, and so is one whose Origin is neither this
+ * server's (PUBLIC_BASE_URL, or the Host it was sent to) nor in ALLOWED_ORIGINS (docs/mcp.md
+ * "Origin and Host").
  */
 const loopbackHosts = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
@@ -26,16 +27,20 @@ export function originGuard(config: Pick<Config, 'publicBaseUrl' | 'allowedOrigi
   const origins = new Set([own.origin, ...config.allowedOrigins.map((origin) => (origin === '*' ? '*' : URL.canParse(origin) ? new URL(origin).origin : origin))]);
   const hosts = new Set([own.hostname.toLowerCase(), ...config.allowedHosts]);
 
-  /** Throws 4030 when the request comes from an origin, or to a host, this server does not answer. */
+  /**
+   * Throws 4030 when the request is addressed to a host, or comes from an origin, this server does
+   * not answer. The host is checked first: once it is one of this server's names, a page served
+   * from that very name (Origin naming the Host the request was sent to) is this server's own.
+   */
   return (headers: IncomingHttpHeaders, hostname?: string) => {
-    const origin = headers.origin;
-    if (origin !== undefined && !origins.has('*') && !origins.has(origin)) {
-      throw new AppError('forbidden', `requests from the origin ${origin.slice(0, 200)} are not allowed here (the operator's ALLOWED_ORIGINS lists the others)`);
-    }
     const host = hostname ?? hostnameOf(headers.host ?? '');
     if (host !== null && !hosts.has(host) && !loopbackHosts.has(host)) {
       throw new AppError('forbidden', `this server does not answer to the host name ${host.slice(0, 200)} (the operator's ALLOWED_HOSTS lists the others)`);
     }
+    const origin = headers.origin;
+    if (origin === undefined || origins.has('*') || origins.has(origin)) return;
+    const sameHost = URL.canParse(origin) && headers.host !== undefined && new URL(origin).host.toLowerCase() === headers.host.toLowerCase();
+    if (!sameHost) throw new AppError('forbidden', `requests from the origin ${origin.slice(0, 200)} are not allowed here (the operator's ALLOWED_ORIGINS lists the others)`);
   };
 }
 
