@@ -236,6 +236,20 @@ describe('the authorization server', () => {
     expect(call.status).toBe(401);
   });
 
+  it('answers an expired access token with 401 invalid_token and the pointer to sign in, and a refresh still works', async () => {
+    const granted = await approvedCode();
+    const tokens = await token(base, { grant_type: 'authorization_code', code: granted.code!, client_id: granted.client.client_id, code_verifier: granted.verifier });
+    const list = (accessToken: string) => fetch(`${base}/mcp`, { method: 'POST', headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    expect((await list(tokens.body.access_token)).status).toBe(200);
+    test.clock.advanceMs(limits.oauthAccessTokenLifetimeMs + 1);
+    const expired = await list(tokens.body.access_token);
+    expect(expired.status).toBe(401);
+    expect(expired.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="the access token is invalid, expired or revoked", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+    expect(((await expired.json()) as { code: number }).code).toBe(4010);
+    const refreshed = await token(base, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: granted.client.client_id });
+    expect((await list(refreshed.body.access_token)).status).toBe(200);
+  });
+
   it('lets only a signed-in person read or answer a sign-in request, never an agent', async () => {
     const signIn = await pendingSignIn(base);
     await test.http.get(`/api/v1/auth/oauth/requests/${signIn.requestId}`).expect(401);
