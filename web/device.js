@@ -1,129 +1,36 @@
 // The device verification page: sign in (or sign up), check the user code, approve or deny, and
-// manage the keys your approvals issued. The access token lives in this tab's sessionStorage and
-// goes out only in the Authorization header of same-origin calls (docs/decisions.md, "Device
-// authorization": that header is what a cross-site form cannot send).
+// manage the keys your approvals issued. The session and the sign-in form are web/session.js's.
 'use strict';
 
 (function () {
-  const storageKey = 'agent-marketplace.device-page';
-  const $ = (id) => document.getElementById(id);
-  let session = readSession();
-  let signingUp = false;
+  const shared = window.MarketplaceSession;
+  const { $, call, show, setText } = shared;
   let currentCode = null;
-
-  function readSession() {
-    try {
-      return JSON.parse(sessionStorage.getItem(storageKey) || 'null');
-    } catch {
-      return null;
-    }
-  }
-
-  function saveSession(value) {
-    session = value;
-    if (value) sessionStorage.setItem(storageKey, JSON.stringify(value));
-    else sessionStorage.removeItem(storageKey);
-  }
-
-  /** One call to the API: resolves to the envelope; a network failure becomes a code of its own. */
-  async function call(method, path, body) {
-    const headers = { Accept: 'application/json' };
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
-    if (session) headers.Authorization = 'Bearer ' + session.token;
-    try {
-      const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
-      return await response.json();
-    } catch {
-      return { code: -1, data: null };
-    }
-  }
-
-  function show(id, visible) {
-    $(id).hidden = !visible;
-  }
-
-  function setText(id, text) {
-    const element = $(id);
-    element.textContent = text || '';
-    element.hidden = !text;
-  }
 
   function announce(text) {
     setText('status', text);
   }
 
-  /** A sentence a person can act on, for the codes the page can meet. */
-  function explain(envelope, context) {
-    const data = envelope.data || {};
-    switch (envelope.code) {
-      case -1: return 'The server could not be reached. Check your connection and try again.';
-      case 4010: return context === 'sign-in' ? 'Wrong email or password.' : 'Your session has ended. Please sign in again.';
-      case 4092: return 'An account with this email already exists. Sign in instead.';
-      case 4040: return 'No request has this code. Check the code the application shows and try again.';
-      case 4803: return 'This code has expired or was already used. Start again in the application to get a new code.';
-      case 4290: return 'Too many attempts. Please wait ' + (data.retry_after_seconds || 60) + ' seconds and try again.';
-      default: return data.detail || 'Something went wrong (code ' + envelope.code + '). Please try again.';
-    }
-  }
+  /** A sentence a person can act on, for the codes the device calls can meet. */
+  const explain = shared.explainer((envelope) => {
+    if (envelope.code === 4040) return 'No request has this code. Check the code the application shows and try again.';
+    if (envelope.code === 4803) return 'This code has expired or was already used. Start again in the application to get a new code.';
+    return null;
+  });
 
-  /** Puts each validation error next to its field; what has no field goes to the form's message. */
-  function showErrors(envelope, fields, formErrorId, context) {
-    for (const id of Object.values(fields)) {
-      setText(id + '-error', '');
-      $(id).removeAttribute('aria-invalid');
-    }
-    setText(formErrorId, '');
-    let first = null;
-    if (envelope.code === 4000 && envelope.data && Array.isArray(envelope.data.errors)) {
-      for (const error of envelope.data.errors) {
-        const id = fields[String(error.path).replace(/^body\./, '')];
-        if (!id) continue;
-        setText(id + '-error', error.message);
-        $(id).setAttribute('aria-invalid', 'true');
-        first = first || $(id);
-      }
-    }
-    if (first) first.focus();
-    else setText(formErrorId, explain(envelope, context));
-  }
+  const showErrors = (envelope, fields, formErrorId, context) => shared.showErrors(envelope, fields, formErrorId, context, explain);
 
   function signedOut(message) {
-    saveSession(null);
+    shared.save(null);
     for (const id of ['account', 'code', 'request', 'outcome', 'keys']) show(id, false);
     show('sign-in', true);
     setText('sign-in-error', message || '');
   }
 
-  function toggleMode() {
-    signingUp = !signingUp;
-    show('display-name-field', signingUp);
-    show('password-hint', signingUp);
-    $('sign-in-title').textContent = signingUp ? 'Create an account' : 'Sign in';
-    $('sign-in-submit').textContent = signingUp ? 'Create account' : 'Sign in';
-    $('mode-toggle').textContent = signingUp ? 'Have an account? Sign in' : 'New here? Create an account';
-    $('password').setAttribute('autocomplete', signingUp ? 'new-password' : 'current-password');
-    $('sign-in-title').focus();
-  }
-
-  async function submitSignIn(event) {
-    event.preventDefault();
-    const email = $('email').value.trim();
-    const body = { email, password: $('password').value };
-    if (signingUp && $('display-name').value.trim()) body.display_name = $('display-name').value.trim();
-    const envelope = await call('POST', signingUp ? '/api/v1/auth/signup' : '/api/v1/auth/login', body);
-    if (envelope.code !== 0) {
-      showErrors(envelope, { email: 'email', password: 'password', display_name: 'display-name' }, 'sign-in-error', 'sign-in');
-      return;
-    }
-    $('password').value = '';
-    saveSession({ token: envelope.data.access_token, email });
-    await enter();
-  }
-
   /** The signed-in view: the code (looked up at once when the link carried it) and the keys. */
   async function enter() {
     show('sign-in', false);
-    $('who').textContent = session.email;
+    $('who').textContent = shared.current.email;
     show('account', true);
     loadKeys();
     const fromLink = currentCode || new URLSearchParams(location.search).get('user_code');
@@ -247,8 +154,7 @@
   }
 
   function start() {
-    $('sign-in-form').addEventListener('submit', submitSignIn);
-    $('mode-toggle').addEventListener('click', toggleMode);
+    shared.attachSignIn(enter, explain);
     $('sign-out').addEventListener('click', () => {
       signedOut('');
       announce('You are signed out.');
@@ -262,7 +168,7 @@
     $('refresh-keys').addEventListener('click', loadKeys);
     // Coming back to this tab (from the application) shows the key it has collected meanwhile.
     document.addEventListener('visibilitychange', () => {
-      if (document.visibilityState === 'visible' && session) loadKeys();
+      if (document.visibilityState === 'visible' && shared.current) loadKeys();
     });
     $('approve').addEventListener('click', () => decide('approve'));
     $('deny').addEventListener('click', () => decide('deny'));
@@ -272,7 +178,7 @@
     });
     const fromLink = new URLSearchParams(location.search).get('user_code');
     if (fromLink) $('user-code').value = fromLink;
-    if (session) enter();
+    if (shared.current) enter();
     else signedOut('');
   }
 

@@ -17,6 +17,8 @@ const contentSecurityPolicy = [
 
 const directory = path.dirname(fileURLToPath(import.meta.url));
 const read = (name: string) => readFileSync(path.join(directory, name));
+/** A page with the shared sign-in form (web/sign-in.html) put in its place. */
+const withSignIn = (name: string) => Buffer.from(read(name).toString('utf8').replace('<!-- sign-in -->\n', read('sign-in.html').toString('utf8')));
 
 type PageFiles = Record<string, { body: Buffer; type: string }>;
 
@@ -40,13 +42,14 @@ const html = 'text/html; charset=utf-8';
 const script = 'text/javascript; charset=utf-8';
 
 export const verificationPage = () => staticPage({
-  '/': { body: read('device.html'), type: html },
+  '/': { body: withSignIn('device.html'), type: html },
   '/device.css': { body: read('device.css'), type: 'text/css; charset=utf-8' },
+  '/session.js': { body: read('session.js'), type: script },
   '/device.js': { body: read('device.js'), type: script },
 });
 
 /** The MCP sign-in consent page (docs/mcp.md "Signing in"), styled by the device page's sheet. */
 export const consentPage = () => staticPage({
-  '/': { body: read('oauth.html'), type: html },
+  '/': { body: withSignIn('oauth.html'), type: html },
   '/oauth.js': { body: read('oauth.js'), type: script },
 });
