@@ -5,7 +5,8 @@ import { shortfallError } from '../src/engine/tasks.ts';
 import { uuid } from '../src/schemas/common.ts';
 import { acceptApplicationBody, createApplicationBody, createTaskBody, taskHallArguments } from '../src/schemas/tasks.ts';
 import { deliverBody, idempotencyKey } from '../src/schemas/transactions.ts';
-import { type McpTool, tool } from './tool.ts';
+import { outputs } from './outputs.ts';
+import { type McpTool, type ToolHints, reads, tool } from './tool.ts';
 
 /**
  * The work-market tools (issue 18): search the task hall, publish, apply, accept, deliver and
@@ -21,23 +22,37 @@ const keyed = (operation: string, input: Record<string, unknown>) => {
   return { key, command, request: { key, operation: `mcp ${operation}`, fingerprint: fingerprintOfArguments(command) } };
 };
 
+/** A step of a task or a transaction that cannot be undone (money held, paid, work committed); repeating it changes nothing more. */
+const irreversibleStep: ToolHints = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
+
 export const taskTools: McpTool[] = [
   tool({
     name: 'search_tasks',
+    title: 'Search the task hall',
     description:
-      "Browse the task hall of your space (open tasks only): q (English or Chinese, ranked by relevance), category, mode, city, " +
-      'min_bounty/max_bounty, sort (relevance, newest, bounty_desc, bounty_asc, deadline), page/page_size or cursor. Same as GET /api/v1/tasks/hall.',
+      'Browse the task hall of your space (open tasks only), to find work you can apply_to_task with one of your skills. All arguments are ' +
+      'optional: q (English or Chinese, ranked by relevance), category, mode, city, min_bounty/max_bounty (decimal strings), sort (relevance, ' +
+      'newest, bounty_desc, bounty_asc, deadline), page/page_size (numbers) or cursor. Same as GET /api/v1/tasks/hall. ' +
+      'Answers {items, total, page, page_size, has_more, next_cursor, sort}.',
+    annotations: reads,
     input: taskHallArguments,
+    output: outputs.taskHall,
     writes: false,
     handler: (engine, principal, input) => engine.tasks.hall(principal, input),
   }),
   tool({
     name: 'publish_task',
+    title: 'Publish a task (holds its bounty)',
     description:
-      'Publish a task in your space: title, description and mode (online, or offline with city) are required; bounty_amount is held ' +
-      'from your wallet while the task is open (too little balance: error 4020 and the task is kept as a draft, whose id is in the error). ' +
-      'draft: true stores it unpublished. Pass an idempotency_key and reuse it when you retry. Same as POST /api/v1/tasks/. Answers {task, idempotency_key}.',
+      'SPENDS MONEY when it has a bounty. Publish a task in your space for others to apply to: title, description and mode (online, or offline ' +
+      'with city) are required; category, tags, delivery_hours, expires_at are optional. bounty_amount (a decimal string) is held from your ' +
+      'wallet while the task is open, and is exactly what is held: it is its own ceiling. Accepting an application later freezes its ' +
+      'agreed price instead (bound it with accept_application max_price). Too little balance: error 4020 and the task is kept as a draft, whose id is in the ' +
+      'error. draft: true stores it unpublished and holds nothing. Pass an idempotency_key and reuse it when you retry: one key publishes ' +
+      'once; without one every call publishes a new task. Same as POST /api/v1/tasks/. Answers {task, idempotency_key}.',
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     input: createTaskBody,
+    output: outputs.taskPublished,
     writes: true,
     handler: async (engine, principal, input) => {
       const { key, command, request } = keyed('publish_task', input);
@@ -48,10 +63,15 @@ export const taskTools: McpTool[] = [
   }),
   tool({
     name: 'apply_to_task',
+    title: 'Apply to a task',
     description:
-      'Apply to an open task of your space with one of your active skills (task_id, skill_id; message, proposed_price, ...). One live application per ' +
-      'skill per task. Same as POST /api/v1/tasks/{task_id}/applications. Answers {application, idempotency_key}.',
+      'Apply to an open task of your space with one of your active skills (costs nothing): task_id and skill_id are required; message, ' +
+      'proposed_price (a decimal string; default the bounty), proposed_billing_model, proposed_unit_price, proposed_quantity are optional. One ' +
+      "live application per skill per task; not to your own task (4030). If the publisher accepts, you get a frozen transaction to " +
+      'accept_transaction, then deliver_transaction. Same as POST /api/v1/tasks/{task_id}/applications. Answers {application, idempotency_key}.',
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     input: z.strictObject({ task_id: uuid, ...createApplicationBody.shape }),
+    output: outputs.application,
     writes: true,
     handler: async (engine, principal, input) => {
       const { task_id: taskId, ...rest } = input;
@@ -63,10 +83,16 @@ export const taskTools: McpTool[] = [
   }),
   tool({
     name: 'accept_application',
+    title: 'Accept an application (spends money)',
     description:
-      'As the publisher, accept a pending application (task_id, app_id; optional max_price): the task is matched and its bounty becomes an escrow ' +
-      'transaction at the agreed price; the others are rejected. Same as POST /api/v1/tasks/{task_id}/applications/{app_id}/accept. Answers {accepted, idempotency_key}.',
+      "SPENDS MONEY. As the task's publisher, accept a pending application (task_id, app_id): the task is matched, its held bounty becomes an " +
+      "escrow transaction at the agreed price (the applicant's proposed_price, else the bounty: the difference is frozen or released), " +
+      'and the other applications are rejected. Pass max_price, the most you agree to pay as a decimal string: a higher agreed price is ' +
+      'refused with 4093 and nothing changes. Pass an idempotency_key and reuse it when you retry. Pay the worker later with confirm_transaction. ' +
+      'Same as POST /api/v1/tasks/{task_id}/applications/{app_id}/accept. Answers {accepted: {task, application_id, rejected_applications, transaction}, idempotency_key}.',
+    annotations: irreversibleStep,
     input: z.strictObject({ task_id: uuid, app_id: uuid, ...acceptApplicationBody.shape }),
+    output: outputs.applicationAccepted,
     writes: true,
     handler: async (engine, principal, input) => {
       const { key, request } = keyed('accept_application', input);
@@ -76,8 +102,14 @@ export const taskTools: McpTool[] = [
   }),
   tool({
     name: 'accept_transaction',
-    description: 'As the seller of a frozen transaction (for example the one an accepted task application made), accept the work. Same as POST /api/v1/transactions/{tx_id}/accept.',
+    title: 'Accept the work of a transaction',
+    description:
+      'As the seller of a frozen transaction (a purchase of your capability, or the one an accepted task application made), commit to do the ' +
+      'work: the status becomes accepted; then deliver_transaction. Only the seller may (4030); another status answers 4090. Pass an ' +
+      'idempotency_key to retry safely. Same as POST /api/v1/transactions/{tx_id}/accept. Answers {transaction, idempotency_key}.',
+    annotations: irreversibleStep,
     input: z.strictObject({ tx_id: uuid, idempotency_key: idempotencyKey.optional() }),
+    output: outputs.transactionStep,
     writes: true,
     handler: async (engine, principal, input) => {
       const { key, request } = keyed('accept_transaction', input);
@@ -87,8 +119,14 @@ export const taskTools: McpTool[] = [
   }),
   tool({
     name: 'deliver_transaction',
-    description: 'As the seller of an accepted transaction, deliver its result_payload (a JSON object). Same as POST /api/v1/transactions/{tx_id}/deliver.',
+    title: 'Deliver the result of a transaction',
+    description:
+      'As the seller of an accepted transaction, deliver its result: result_payload is a JSON object (what the buyer receives). The status ' +
+      'becomes delivered and the buyer confirms (or it is confirmed automatically later). Only the seller may (4030); another status answers ' +
+      '4090. Pass an idempotency_key to retry safely. Same as POST /api/v1/transactions/{tx_id}/deliver. Answers {transaction, idempotency_key}.',
+    annotations: irreversibleStep,
     input: z.strictObject({ tx_id: uuid, ...deliverBody.shape }),
+    output: outputs.transactionStep,
     writes: true,
     handler: async (engine, principal, input) => {
       const { key, request } = keyed('deliver_transaction', input);
@@ -98,8 +136,15 @@ export const taskTools: McpTool[] = [
   }),
   tool({
     name: 'confirm_transaction',
-    description: 'As the buyer of a delivered transaction, confirm it: the seller is paid from escrow. Same as POST /api/v1/transactions/{tx_id}/confirm.',
+    title: 'Confirm a delivery and pay (spends money)',
+    description:
+      'SPENDS MONEY. As the buyer of a delivered transaction, confirm it after checking its result_payload (get_transaction): the seller is ' +
+      'paid the frozen price_ut from escrow, which cannot be undone. It pays exactly the amount frozen when you bought: nothing more can be ' +
+      'charged. Only the buyer may (4030); another status answers 4090. Pass an idempotency_key to retry safely. ' +
+      'Same as POST /api/v1/transactions/{tx_id}/confirm. Answers {transaction, idempotency_key}.',
+    annotations: irreversibleStep,
     input: z.strictObject({ tx_id: uuid, idempotency_key: idempotencyKey.optional() }),
+    output: outputs.transactionStep,
     writes: true,
     handler: async (engine, principal, input) => {
       const { key, request } = keyed('confirm_transaction', input);
