@@ -20,7 +20,7 @@ import { freePort } from './helpers/processes.ts';
  * (they call the suite's reference tools, prompts and resources, or need server-sent streams,
  * logging or completions, which a stateless marketplace server does not offer).
  */
-export const applicableScenarios = ['server-initialize', 'ping', 'tools-list', 'resources-list', 'dns-rebinding-protection'];
+export const applicableScenarios = ['server-initialize', 'ping', 'tools-list', 'resources-list', 'prompts-list', 'dns-rebinding-protection'];
 
 const run = promisify(execFile);
 const conformanceCli = path.join(path.dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
