@@ -26,7 +26,7 @@ export const toDemandEvent = (row: DemandEventRow): DemandMatchedEvent => ({ id:
 /**
  * `demand.matched` (docs/webhooks.md "Event kinds"): when a capability is offered (anew), the open
  * demands of its space, of other users, that it matches at least as well as auto-accept asks
- * (demandMatchedScoreMin) are told, through the webhook pipeline. Run by the capability's
+ * (demandMatchedScoreMin, on the words alone) are told, through the webhook pipeline. Run by the capability's
  * auto-accept job, off the request path; a job run twice tells nobody twice (one row per demand
  * and capability). At most limits.demandMatchEventsPerCapabilityMax demands per offer, the ones
  * the text search ranks first.
@@ -40,9 +40,12 @@ export function createDemandMatches({ db, now, log }: EngineDependencies, matchi
       const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: limits.demandMatchEventsPerCapabilityMax });
       const at = now();
       const rows = [];
-      for (const demand of demands) {
-        const [scored] = await matching.scoreCapabilities(demand, [capability]);
-        if (!scored || scored.parts.score < demandMatchedScoreMin) continue;
+      // Words alone: telling of an offer never costs the embedding provider a call, and the row's
+      // own embedding is made once, by the embeddings job, when it is written.
+      const { scored: ranked } = await matching.scoreDemands(capability, demands, false);
+      for (const scored of ranked) {
+        const demand = scored.demand;
+        if (scored.parts.score < demandMatchedScoreMin) continue;
         const payload: DemandEventRow['payload'] = {
           type: 'demand.matched', demand_id: demand.id,
           capability: { id: capability.id, title: capability.title, price: formatAmount(capability.price), currency: currencyOfSpace(capability.owner_type), pricing_model: capability.pricing_model, category: capability.category },

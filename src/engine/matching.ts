@@ -101,17 +101,7 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
     const capabilityText = textOfCapability(capability);
     const query = searchQueryOf(flatTextOf(capabilityText), limits.matchQueryTermsMax);
     const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: Math.max(limits.matchCandidatesMax, input.top_k) });
-    // One batch of embeddings for all the demands (not one call per demand), and each demand's
-    // stored vector against the capability's: the capability's text is not analysed again.
-    const capabilityStored = storedOrComputed(capability);
-    const embedded = await embeddingSimilarities(capabilityItem(capability), demands.map(demandItem));
-    const scored = demands.map((demand, index) => {
-      const demandStored = storedOrComputed({ ...textOfDemand(demand), term_vector: demand.term_vector });
-      const lexical = cosineWithStored(vectorOfStored(demandStored), demandStored.norm, capabilityStored);
-      const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
-      const parts = combine(blendedSimilarity(lexical, embedded.similarities[index]!), priceAlignment(BigInt(capability.price), maxPrice), normalizedQuality(Number(capability.quality_score)));
-      return { demand, parts };
-    });
+    const { scored, embedded } = await scoreDemands(capability, demands, true);
     const candidates: MatchCandidate[] = scored
       .filter((entry) => entry.parts.similarity > 0)
       .sort((left, right) => right.parts.score - left.parts.score || (left.demand.id < right.demand.id ? -1 : 1))
@@ -121,6 +111,26 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
         price_ut: demand.max_price === null ? null : formatAmount(demand.max_price), category: demand.category,
       }));
     return { capability_id: capability.id, candidates, embeddings: embedded.use };
+  }
+
+  /**
+   * Demands scored against one capability, each demand's stored vector against the capability's
+   * (no text is analysed again). With `useEmbeddings`, one batch of embeddings for all the demands
+   * (not one call per demand); without, words alone, as when no embedding model is configured.
+   */
+  async function scoreDemands(capability: CapabilityMatchRow, demands: DemandRow[], useEmbeddings: boolean) {
+    const capabilityStored = storedOrComputed(capability);
+    const embedded = useEmbeddings
+      ? await embeddingSimilarities(capabilityItem(capability), demands.map(demandItem))
+      : { similarities: demands.map(() => null), use: 'not_configured' as EmbeddingsUse };
+    const scored = demands.map((demand, index) => {
+      const demandStored = storedOrComputed({ ...textOfDemand(demand), term_vector: demand.term_vector });
+      const lexical = cosineWithStored(vectorOfStored(demandStored), demandStored.norm, capabilityStored);
+      const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
+      const parts = combine(blendedSimilarity(lexical, embedded.similarities[index]!), priceAlignment(BigInt(capability.price), maxPrice), normalizedQuality(Number(capability.quality_score)));
+      return { demand, parts };
+    });
+    return { scored, embedded };
   }
 
   /** One demand against chosen capabilities of its space: the score parts and a sentence each. */
@@ -144,7 +154,7 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
     return { demand_id: demand.id, language, results, embeddings };
   }
 
-  return { match, discoverDemands, evaluateAlignment, rankFor, scoreCapabilities };
+  return { match, discoverDemands, evaluateAlignment, rankFor, scoreCapabilities, scoreDemands };
 }
 
 export type MatchingEngine = ReturnType<typeof createMatchingEngine>;
