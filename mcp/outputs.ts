@@ -3,7 +3,7 @@ import { capabilityList, capabilityResponse } from '../src/schemas/capabilities.
 import { demandResponse } from '../src/schemas/demands.ts';
 import { matchResponse } from '../src/schemas/matching.ts';
 import { deletedSkillResponse, hallResponse, skillList, skillResponse } from '../src/schemas/skills.ts';
-import { acceptedApplicationResponse, applicationResponse, taskHallResponse, taskResponse } from '../src/schemas/tasks.ts';
+import { acceptedApplicationResponse, applicationList, applicationResponse, taskHallResponse, taskResponse } from '../src/schemas/tasks.ts';
 import { transactionResponse } from '../src/schemas/transactions.ts';
 import { walletOverview } from '../src/schemas/wallet.ts';
 
@@ -35,5 +35,6 @@ export const outputs = {
   taskHall: taskHallResponse,
   taskPublished: keyedAnswer('task', taskResponse),
   application: keyedAnswer('application', applicationResponse),
+  applicationList,
   applicationAccepted: keyedAnswer('accepted', acceptedApplicationResponse),
 };

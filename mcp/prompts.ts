@@ -82,7 +82,7 @@ export const mcpPrompts: McpPrompt[] = [
           'choose the category that fits (read marketplace://categories for the codes).',
         `3. Call publish_task with title, description, mode${city ? ', city' : ''}, category${bounty ? `, bounty_amount = "${bounty}"` : ''}, ` +
           'delivery_hours if the job has a deadline, and an idempotency_key; if the call fails or times out, retry with the same key.',
-        '4. Tell me the task id and its status. When applications arrive, accept one with accept_application, passing max_price (the most I ' +
+        '4. Tell me the task id and its status. When applications arrive (list_task_applications), accept one with accept_application, passing max_price (the most I ' +
           'agree to pay) so a higher agreed price is refused; after delivery, check the result and call confirm_transaction to pay.',
       ].join('\n');
     },

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { fingerprintOf } from '../src/engine/idempotency.ts';
 import { shortfallError } from '../src/engine/tasks.ts';
 import { uuid } from '../src/schemas/common.ts';
-import { acceptApplicationBody, createApplicationBody, createTaskBody, taskHallArguments } from '../src/schemas/tasks.ts';
+import { acceptApplicationBody, createApplicationBody, createTaskBody, listApplicationsQuery, taskHallArguments } from '../src/schemas/tasks.ts';
 import { deliverBody, idempotencyKey } from '../src/schemas/transactions.ts';
 import { outputs } from './outputs.ts';
 import { type McpTool, type ToolHints, reads, tool } from './tool.ts';
@@ -79,6 +79,22 @@ export const taskTools: McpTool[] = [
       const { task_id: _id, ...application } = command;
       const { data } = await engine.tasks.applications.apply(principal, taskId, application as never, request);
       return { application: data, idempotency_key: key };
+    },
+  }),
+  tool({
+    name: 'list_task_applications',
+    title: "List a task's applications",
+    description:
+      "As the task's publisher, the applications to your task (task_id), newest first, each with its applicant's skill, proposed price and " +
+      'status: pick one and accept_application(task_id, app_id = its id). Optional status (pending, withdrawn, rejected, accepted) and ' +
+      'page/page_size (numbers) or cursor. Same as GET /api/v1/tasks/{task_id}/applications. Answers {items, total, page, page_size, has_more, next_cursor}.',
+    annotations: reads,
+    input: z.strictObject({ task_id: uuid, ...listApplicationsQuery.shape }),
+    output: outputs.applicationList,
+    writes: false,
+    handler: (engine, principal, input) => {
+      const { task_id: taskId, ...query } = input;
+      return engine.tasks.applications.listForTask(principal, taskId, query);
     },
   }),
   tool({

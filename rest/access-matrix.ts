@@ -230,6 +230,7 @@ export const mcpToolAccess: Record<string, RouteAccess> = {
   search_tasks: ownSpace,
   publish_task: ownSpace,
   apply_to_task: { resource: 'task', parties: { owner: 4030, counterparty: 'allow', other_user: 4030, other_space: 4040 } },
+  list_task_applications: { resource: 'task', parties: { owner: 'allow', counterparty: 4030, other_user: 4030, other_space: 4040 } },
   accept_application: { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
   accept_transaction: sellerMove,
   deliver_transaction: sellerMove,

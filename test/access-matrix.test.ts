@@ -327,7 +327,7 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
         get_capability: { cap_id: world.ids.cap_id }, buy_capability: { capability_id: world.ids.otherCapabilityId, booked_hours: 1 },
         match_capabilities: { demand_id: world.ids.demand_id }, create_demand: { description: 'Design a logo for a bakery' }, get_transaction: { tx_id: world.ids.tx_id },
         get_skill: { skill_id: world.ids.skill_id }, update_skill: { skill_id: world.ids.skill_id, name: 'Renamed' }, delete_skill: { skill_id: world.ids.skill_id }, create_skill: skillBody,
-        publish_task: taskBody, apply_to_task: { task_id: world.ids.task_id, skill_id: world.ids.counterpartySkillId }, accept_application: { task_id: world.ids.task_id, app_id: world.ids.app_id },
+        publish_task: taskBody, apply_to_task: { task_id: world.ids.task_id, skill_id: world.ids.counterpartySkillId }, accept_application: { task_id: world.ids.task_id, app_id: world.ids.app_id }, list_task_applications: { task_id: world.ids.task_id },
         accept_transaction: { tx_id: world.ids.tx_id }, deliver_transaction: { tx_id: world.ids.tx_id, result_payload: { done: true } }, confirm_transaction: { tx_id: world.ids.tx_id },
       };
       for (const [party, expected] of callsOf(row, null)) {

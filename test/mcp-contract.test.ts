@@ -208,6 +208,9 @@ describe('MCP tools: answers', () => {
     const task = (await succeed(buyer, 'publish_task', { title: `Count ${word} nests`, description: 'From drone photos', mode: 'online', category: 'data', bounty_amount: '20.00' })).task;
     await succeed(seller, 'search_tasks', { q: word, max_bounty: '100' });
     const application = (await succeed(seller, 'apply_to_task', { task_id: task.id, skill_id: skill.id, proposed_price: '18.00', message: 'Happy to' })).application;
+    // The publisher finds it over MCP alone, to accept it.
+    const listed = await succeed(buyer, 'list_task_applications', { task_id: task.id, status: 'pending' });
+    expect(listed.items.map((item: { id: string }) => item.id)).toEqual([application.id]);
     const accepted = (await succeed(buyer, 'accept_application', { task_id: task.id, app_id: application.id, max_price: '18.00' })).accepted;
     const transactionId = accepted.transaction.id as string;
     await succeed(seller, 'accept_transaction', { tx_id: transactionId });
@@ -237,7 +240,7 @@ describe('MCP tools: arguments', () => {
     create_demand: { description: 'x' }, get_transaction: { tx_id: ids.id }, get_wallet: {}, search_skills: {}, get_skill: { skill_id: ids.id },
     create_skill: { name: 'x', description: 'y', category: 'other' }, list_my_skills: {}, update_skill: { skill_id: ids.id, name: 'x' },
     delete_skill: { skill_id: ids.id }, search_tasks: {}, publish_task: { title: 'x', description: 'y', mode: 'online' },
-    apply_to_task: { task_id: ids.id, skill_id: ids.id }, accept_application: { task_id: ids.id, app_id: ids.id }, accept_transaction: { tx_id: ids.id },
+    apply_to_task: { task_id: ids.id, skill_id: ids.id }, accept_application: { task_id: ids.id, app_id: ids.id }, list_task_applications: { task_id: ids.id }, accept_transaction: { tx_id: ids.id },
     deliver_transaction: { tx_id: ids.id, result_payload: {} }, confirm_transaction: { tx_id: ids.id },
   });
 
