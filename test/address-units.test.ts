@@ -29,6 +29,15 @@ describe('the policies', () => {
     for (const address of ['::ffff:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::']) expect(publicAddressesOnly(address)).toBe(true);
   });
 
+  it('judges an address next to the NAT64 prefixes as itself, not as the IPv4 host its last groups spell', () => {
+    // Only 64:ff9b::/96 and 64:ff9b:1::/96 lead to an IPv4 host; a public address whose other
+    // groups look alike (2606:ff9b::, 64:ff9c::) is not refused for the 10.0.0.1 its tail spells.
+    for (const address of ['2606:ff9b::a00:1', '2606:ff9b:1::a00:1', '64:ff9c::a00:1', '64:ff9c:1::a00:1']) {
+      expect(embeddedIpv4(address)).toBeNull();
+      expect(publicAddressesOnly(address)).toBe(true);
+    }
+  });
+
   it('ignores a zone id, and never allows the never-ranges', () => {
     expect(publicAddressesOnly('fe80::1%eth0')).toBe(false);
     expect(privateAddressesAllowed('fe80::1%eth0')).toBe(true);
@@ -42,6 +51,9 @@ describe('the policies', () => {
     const trusting = publicAnd(['10.1.0.0/16', 'fd00:1::/32']);
     expect(trusting('10.1.2.3')).toBe(true);
     expect(trusting('::ffff:10.1.2.3')).toBe(true);
+    expect(trusting('64:ff9b::10.1.2.3')).toBe(true);
+    expect(trusting('2002:a01:203::')).toBe(true);
+    expect(trusting('64:ff9b::10.2.0.1')).toBe(false);
     expect(trusting('10.2.0.1')).toBe(false);
     expect(trusting('fd00:1::5')).toBe(true);
     expect(trusting('fd00:2::5')).toBe(false);

@@ -19,7 +19,7 @@ export const mutationGroups = {
   },
   access: {
     mutate: ['src/engine/access/**/*.ts', 'rest/access-matrix.ts'],
-    tests: ['test/access-policy.test.ts', 'test/access-matrix.test.ts'],
+    tests: ['test/access-policy.test.ts', 'test/access-matrix.test.ts', 'test/access-units.test.ts'],
   },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
