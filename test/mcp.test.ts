@@ -88,7 +88,7 @@ describe('MCP: tools', () => {
     const { tools } = await agent.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
       'accept_application', 'accept_transaction', 'apply_to_task', 'buy_capability', 'confirm_transaction', 'create_demand', 'create_skill', 'delete_skill', 'deliver_transaction',
-      'get_capability', 'get_skill', 'get_transaction', 'get_wallet', 'list_my_skills', 'match_capabilities', 'publish_task', 'search_capabilities',
+      'get_capability', 'get_skill', 'get_transaction', 'get_wallet', 'list_my_skills', 'list_task_applications', 'match_capabilities', 'publish_task', 'search_capabilities',
       'search_skills', 'search_tasks', 'update_skill',
     ]);
     const buy = tools.find((tool) => tool.name === 'buy_capability')!;
