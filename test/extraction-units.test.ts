@@ -72,17 +72,38 @@ describe('built-in extraction', () => {
     expect(extractSkills(everything).skills.length).toBeLessThanOrEqual(limits.skillCandidatesPerExtractMax);
     const hidden = `${'x '.repeat(limits.skillExtractTextLengthMax)} React and Vue.`;
     expect(extractSkills(hidden).skills).toEqual([]);
+    expect(extractSkills('I drew illustrationsforchildrenbooksandmagazines.').skills[0]!.tags).toEqual(['illustrationsforchildrenbooksa']);
+  });
+
+  it('orders tags by how many sentences show them, not by which came first', () => {
+    expect(extractSkills('Brand guidelines. Logo design. Logos for startups.').skills.map((skill) => skill.tags)).toEqual([['logo', 'brand']]);
+  });
+
+  it('adds kinds shown by one word only up to three candidates, the first shown first, and none past three strong ones', () => {
+    expect(extractSkills('React and Vue. Photoshop. Excel. Selenium.').skills.map((skill) => skill.key)).toEqual(['web_frontend', 'graphic', 'data_analysis']);
+    const fiveStrong = 'React and Vue. Docker and Kubernetes. Figma wireframes. Django and Flask. Photoshop. Excel. Selenium.';
+    expect(extractSkills(fiveStrong).skills.map((skill) => skill.key)).toEqual(['web_frontend', 'devops', 'ui_ux', 'backend', 'python']);
+  });
+
+  it('puts a kind with more evidence first among kinds shown by as many words', () => {
+    expect(extractSkills('Photoshop. Excel sheets. Excel reports.').skills.map((skill) => [skill.key, skill.evidence.length])).toEqual([['data_analysis', 2], ['graphic', 1]]);
+  });
+
+  it('joins a Chinese candidate\'s evidence with the Chinese full stop', () => {
+    expect(extractSkills('我做前端。我也做前端页面。').skills[0]).toMatchObject({ description: '我做前端。我也做前端页面', evidence: ['我做前端', '我也做前端页面'] });
   });
 });
 
 describe('the built-in drafters', () => {
   it('reads a price only with its currency or sign, through minor units', () => {
+    expect(['$50.55', '12.55 dollars', '5 dollar'].map(priceOf)).toEqual(['50.55', '12.55', '5.00']);
     expect(['$50', '$ 50.5', '¥80', '￥80', '50 UT', '50ut', '12.5 dollars', '30 rmb', '40元', '40 块', '7 usd', '9 CNY'].map(priceOf))
       .toEqual(['50.00', '50.50', '80.00', '80.00', '50.00', '50.00', '12.50', '30.00', '40.00', '40.00', '7.00', '9.00']);
     for (const text of ['50', 'about 50 pages', '50 utilities', '', 'USD']) expect(priceOf(text)).toBeUndefined();
   });
 
   it('reads the pricing model from its words in both languages, fixed otherwise', () => {
+    expect(pricingModelOf('40/ hr')).toBe('per_hour');
     expect(['40 per hour', 'hourly', '$40 an hour', '40/hr', '每小时 40', 'per day', 'daily rate', '按天', 'per call', '按次', 'negotiable', '面议', 'a logo'].map(pricingModelOf))
       .toEqual(['per_hour', 'per_hour', 'per_hour', 'per_hour', 'per_hour', 'per_day', 'per_day', 'per_day', 'per_use', 'per_use', 'negotiable', 'negotiable', 'fixed']);
   });
@@ -97,7 +118,20 @@ describe('the built-in drafters', () => {
     expect(headOf('x'.repeat(200))).toBe('x'.repeat(limits.skillNameLengthMax));
   });
 
+  it('titles a draft with a first clause of up to 100 characters whole, a longer one cut before the word it would split', () => {
+    const titleOf = (prompt: string) => Object.fromEntries(draftTask({ prompt })).title;
+    const word = 'abcdefgh ';
+    expect(titleOf('Walk my dog , every morning')).toBe('Walk my dog');
+    expect(titleOf(`${word.repeat(11)}a`)).toBe(`${word.repeat(11)}a`);
+    expect(titleOf(word.repeat(15))).toBe(word.repeat(11).trim());
+    expect(titleOf(`${'x'.repeat(90)}  ${'y'.repeat(20)}`)).toBe('x'.repeat(90));
+    // A cut whose last space is in its first 20 characters keeps the 100 characters instead.
+    expect(titleOf(`${'a'.repeat(20)} ${'b'.repeat(100)}`)).toBe(`${'a'.repeat(20)} ${'b'.repeat(79)}`);
+    expect(Object.fromEntries(draftSkill({ prompt: word.repeat(15) })).name).toBe(word.repeat(11).trim());
+  });
+
   it('reads a deadline in hours, days or weeks, Chinese numerals too, within bounds (three days without one)', () => {
+    expect(['两 天', 'in 1 hour', '10 hr', '1 day', '1 week'].map(deliveryHoursOf)).toEqual([48, 1, 10, 24, 168]);
     expect(['in 48 hours', 'within 3 days', '2 weeks', '5h', '10 hrs', '两天内', '3天', '一周', '12小时', 'in a week', 'soon', '0 hours', '9999 weeks'].map(deliveryHoursOf))
       .toEqual([48, 72, 336, 5, 10, 48, 72, 168, 12, 168, 72, 1, limits.skillDurationHoursMax]);
   });
@@ -107,6 +141,9 @@ describe('the built-in drafters', () => {
     expect(fields).toMatchObject({ category: 'translation', mode: 'online', city: 'Shanghai', pricing_model: 'per_hour', ut_price: '40.00' });
     expect(draftSkill({ prompt: 'I translate contracts' }).map(([name]) => name)).toEqual(['name', 'category', 'mode', 'tags', 'description', 'pricing_model']);
     expect(String(fields.description)).toContain('Boundaries: work beyond this description is quoted separately');
+    expect(Object.fromEntries(draftSkill({ prompt: 'I translate contracts' })).description).toBe(
+      'I translate contracts\n\nDeliverables: the translation work described above, in the formats agreed before work starts. Boundaries: work beyond this description is quoted separately; up to two rounds of revisions are included.',
+    );
     const chinese = Object.fromEntries(draftSkill({ prompt: '我设计标志和品牌', mode: 'offline', category: 'design' }));
     expect(chinese).toMatchObject({ name: '标志与品牌设计', category: 'design', mode: 'offline', pricing_model: 'fixed' });
     expect(String(chinese.description)).toContain('服务范围：描述以外的工作另行报价');
