@@ -56,12 +56,30 @@ describe('history and titles', () => {
     expect((partsForHistory([bigText], 100)[0] as { text: string }).text.startsWith('…')).toBe(true);
   });
 
+  it('counts every part kept, whole or cut, against the limit, and cuts a text to what the earlier parts left', () => {
+    const small = { kind: 'text' as const, text: 'hello' };
+    const size = Buffer.byteLength(JSON.stringify(small));
+    expect(partsForHistory([small, { kind: 'text', text: 'world' }], size + 10)).toEqual([
+      small, { kind: 'text', text: `… [${size} bytes cut: history keeps at most ${size + 10} bytes of parts per message]` },
+    ]);
+    const bigText = { kind: 'text' as const, text: 'y'.repeat(3_000) };
+    // (1000 - 30 bytes of "hello" - 200) / 6 = 128 characters.
+    expect(partsForHistory([small, bigText], 1_000)[1]).toEqual({ kind: 'text', text: `${'y'.repeat(128)}… [3025 bytes cut: history keeps at most 1000 bytes of parts per message]` });
+    const medium = { kind: 'text' as const, text: 'm'.repeat(850) };
+    const [, after] = partsForHistory([bigText, medium], 1_000) as { kind: string; text: string }[];
+    // The cut first part took 208 bytes: (1000 - 208 - 200) / 6 = 98 characters of the second are kept.
+    expect(after).toEqual({ kind: 'text', text: `${'m'.repeat(98)}… [875 bytes cut: history keeps at most 1000 bytes of parts per message]` });
+  });
+
   it('titles a demand by its first line, cut at a word within the limit', () => {
     expect(titleOf('  Translate my contract  \nmore lines', 50)).toBe('Translate my contract');
     expect(titleOf('abcdefghij', 10)).toBe('abcdefghij');
     expect(titleOf('Translate a long legal contract into Chinese', 20)).toBe('Translate a long…');
     expect(titleOf('Supercalifragilistic expialidocious', 12)).toBe('Supercalifr…');
     expect(titleOf('ab cdefghijklmnop', 10)).toBe('ab cdefgh…');
+    expect(titleOf('aaaaaaaaaaaa  bbbbbbbbbb', 20)).toBe('aaaaaaaaaaaa…');
+    // A last space at exactly half the limit is too early to cut at.
+    expect(titleOf('abcdefghij klmnopqrstuvwxyz', 20)).toBe('abcdefghij klmnopqr…');
   });
 });
 

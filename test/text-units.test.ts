@@ -20,6 +20,7 @@ describe('the stemmer', () => {
     ['sing', 'sing'], ['bring', 'bring'], ['coding', 'cod'], ['translating', 'translat'],
     ['bed', 'bed'], ['used', 'used'], ['tested', 'test'], ['designed', 'design'],
     ['classes', 'class'], ['boxes', 'box'], ['matches', 'match'], ['wishes', 'wish'], ['shoes', 'shoe'],
+    ['gas', 'gas'], ['addressees', 'addressee'],
     ['logos', 'logo'], ['glass', 'glass'], ['status', 'status'], ['reports', 'report'], ['data', 'data'], ['design', 'design'],
   ])('stems %s to %s', (word, expected) => {
     expect(stem(word)).toBe(expected);
@@ -48,6 +49,16 @@ describe('terms of a text', () => {
     expect([...english.concepts.values()]).toContain('translate');
     expect([...chinese.concepts.values()].some((form) => /翻译|合同/.test(form))).toBe(true);
     expect(termsOf('the and of').concepts.size).toBe(0);
+  });
+
+  it('finds a concept of a short stem only in the word itself or its plural, never as the start of another word', () => {
+    expect([...termsOf('seo audit').concepts]).toContainEqual(['seo', 'seo']);
+    expect([...termsOf('apps').concepts]).toContainEqual(['app', 'apps']);
+    expect([...termsOf('apple pie').concepts.keys()]).not.toContain('app');
+  });
+
+  it('keeps the English words on either side of Chinese apart', () => {
+    expect(termsOf('logo设计design').rawWords).toEqual(['logo', 'design']);
   });
 });
 
@@ -78,6 +89,14 @@ describe('pieces and the database query', () => {
     expect(atoms.every((atom) => /^[a-z0-9\u3400-\u9fff]+(?::\*)?$/.test(atom))).toBe(true);
     expect(searchQueryOf('translate 合同 invoices', 2).split(' | ')).toHaveLength(2);
     expect(searchQueryOf('the and of', 10)).toBe('');
+    // Stems of three letters or fewer stay whole words: "app:*" would find "apple".
+    const short = searchQueryOf('mobile apps', 100).split(' | ');
+    expect(short).toEqual(expect.arrayContaining(['app', 'io']));
+    expect(short).not.toContain('app:*');
+    expect(short).not.toContain('io:*');
+    // An English text finds Chinese listings through its concepts' Chinese forms, and Chinese text through its pieces.
+    expect(searchQueryOf('translate', 100).split(' | ')).toContain('翻译');
+    expect(searchQueryOf('烤面包', 100)).toBe('烤面 | 面包');
     // Only letters and digits reach the query: no input changes its syntax.
     const hostile = searchQueryOf("x'); DROP TABLE users; -- & !a | b:*", 100);
     expect(hostile).not.toMatch(/['();&!-]/);
@@ -122,6 +141,7 @@ describe('stored term vectors', () => {
   it('digests the words a model reads (title, tags, description), and writes both columns from them', () => {
     expect(flatTextOf(text)).toBe('Contract translation legal Translate contracts, invoices and reports from English into Chinese');
     expect(flatTextOf({ description: 'just this' })).toBe('  just this');
+    expect(flatTextOf({ title: 'Tax return', tags: ['legal', 'tax'], description: 'Filing' })).toBe('Tax return legal tax Filing');
     expect(wordsDigestOf(text)).toBe(createHash('sha256').update(flatTextOf(text)).digest('base64url'));
     expect(wordsDigestOf(text)).not.toBe(wordsDigestOf({ ...text, tags: ['tax'] }));
     expect(wordColumnsOf(text)).toEqual({ term_vector: JSON.stringify(storedVectorOf(text)), words_sha: wordsDigestOf(text) });
@@ -145,6 +165,7 @@ describe('the score and its explanation', () => {
     expect(denseCosine([1, 0], [1, 0])).toBe(1);
     expect(denseCosine([1, 0], [0, 1])).toBe(0);
     expect(denseCosine([1, 1], [1, 0])).toBeCloseTo(Math.SQRT1_2, 12);
+    expect(denseCosine([3, 4], [6, 8])).toBeCloseTo(1, 12);
     expect(denseCosine([1, 0], [-1, 0])).toBe(0);
     expect(denseCosine([], [])).toBe(0);
     expect(denseCosine([1], [1, 2])).toBe(0);
@@ -156,6 +177,9 @@ describe('the score and its explanation', () => {
     expect(priceAlignment(300n, 100n)).toBe(0.3333);
     expect(priceAlignment(499n, 500n)).toBe(1);
     expect(priceAlignment(501n, 500n)).toBe(0.998);
+    // A free capability is within a zero budget.
+    expect(priceAlignment(0n, 0n)).toBe(1);
+    expect(priceAlignment(1n, 0n)).toBe(0);
     expect([normalizedQuality(0), normalizedQuality(2.5), normalizedQuality(5), normalizedQuality(7), normalizedQuality(-1)]).toEqual([0, 0.5, 1, 1, 0]);
     expect(blendedSimilarity(0.4, null)).toBe(0.4);
     expect(blendedSimilarity(0.4, 0.8)).toBeCloseTo(0.6, 12);
@@ -172,6 +196,10 @@ describe('the score and its explanation', () => {
     expect(chinese).toContain('invoices');
     expect(sharedTerms(termsOf('translate contracts invoices chinese english'), capability, 'en', 2)).toHaveLength(2);
     expect(sharedTerms(termsOf('bake bread'), capability, 'en')).toEqual([]);
+    // A concept of the demand's that the capability lacks is not shared.
+    expect(sharedTerms(termsOf('translate my invoices'), storedVectorOf({ description: 'Logo design' }), 'en')).toEqual([]);
+    // The title and each tag are words of their own.
+    expect(sharedTerms(termsOf('logo design'), storedVectorOf({ title: 'Logo', tags: ['design'], description: 'We draw' }), 'en')).toEqual(['design', 'logo']);
   });
 
   it('explains each part in one sentence, in English or Chinese, with or without a budget', () => {
@@ -186,6 +214,7 @@ describe('the score and its explanation', () => {
     expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain('没有共同关键词）。价格 25.00 CNY 超出预算 20.00 CNY');
     expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'zh' })).toContain('需求未设预算，价格 25.00 CNY');
     expect(explain({ parts, shared: [], price: 2000n, maxPrice: 2000n, currency: 'UT', language: 'en' })).toContain('within the budget');
+    expect(explain({ parts, shared: [], price: 2000n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain('价格 20.00 CNY 在预算 20.00 CNY 之内');
   });
 });
 
@@ -204,6 +233,9 @@ describe('clarity, criterion by criterion', () => {
     expect(lengthReason(han(40))).not.toBe(lengthReason(han(39)));
     // Punctuation and spaces are not words.
     expect(analyseClarity(`${words(24)} , . ; !`).score).toBe(analyseClarity(words(24)).score);
+    const plain = (count: number) => Array(count).fill('word').join(' ');
+    expect(lengthReason(plain(25))).toBe('The description has enough detail to act on.');
+    expect(lengthReason(plain(24))).toBe('The description is short: a provider has little to go on.');
   });
 
   it('lowers the score by 0.05 per vague word, at most 0.2, and quotes each once in the text\'s language', () => {
@@ -224,6 +256,8 @@ describe('clarity, criterion by criterion', () => {
   it('reads English patterns in a Chinese text too, and tells the language only by Han characters against Latin words', () => {
     expect(detectLanguage('翻译 PDF')).toBe('zh');
     expect(detectLanguage('翻 PDF file')).toBe('en');
+    expect(detectLanguage('翻 PDF')).toBe('zh');
+    expect(analyseClarity('做 PPT。').language).toBe('zh');
     expect(detectLanguage('12345 !!')).toBe('en');
     expect(detectLanguage('')).toBe('en');
     const mixed = unmetCriteria(`${han(45)} PDF`);
@@ -237,6 +271,12 @@ describe('clarity, criterion by criterion', () => {
     expect(vague.names.length).toBeGreaterThan(3);
     const precise = unmetCriteria(`${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`);
     expect(precise.names.length).toBeLessThan(vague.names.length);
+    // Each criterion answers with one reason, met or not, in order.
+    expect(analyseClarity(`${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`)).toEqual({
+      score: 0.8, language: 'en',
+      reasons: ['The description has enough detail to act on.', 'It does not say what exactly should be delivered.', 'It gives a quantity or size.', 'It specifies a format.', 'It sets a deadline.', 'It states a budget.', 'It says how the result will be judged.'],
+      suggestions: ['Name the deliverable, e.g. "a 5-page landing page" or "a cleaned CSV file".'],
+    });
     expect(unmetCriteria(words(2)).language).toBe('en');
   });
 });
@@ -324,6 +364,9 @@ describe('the built-in description optimiser', () => {
     expect(result.changes[0]).toBe('tidied extra spaces and blank lines');
     expect(result.changes).toContain('added a line for the budget');
     expect(result.changes).not.toContain('added a line for the deliverable');
+    expect(optimizeDescription('\n  Need   a logo\n').optimized_description).toBe(
+      'Need a logo\n\nQuantity: [how many, or how much]\nFormat: [file type or form of the delivery]\nDeadline: [when you need it: a date or a number of days]\nBudget: [amount or range]\nAcceptance: [how you will check the delivery]',
+    );
   });
 
   it('answers in Chinese for a Chinese text, and changes nothing in a complete, tidy one', () => {
@@ -333,6 +376,8 @@ describe('the built-in description optimiser', () => {
     expect(chinese.changes).toContain('补充了“预算”一行');
     expect(chinese.changes).not.toContain('整理了多余的空格和空行');
     expect(optimizeDescription('设计  一个标志').changes[0]).toBe('整理了多余的空格和空行');
+    const complete = 'Design a logo: 3 files as PNG by Friday for 200 dollars; must pass our review.';
+    expect(optimizeDescription(complete)).toEqual({ language: 'en', optimized_description: complete, changes: [] });
     const nearlyComplete = 'Design 3 logo files as PNG by Friday for 200 dollars; must pass our review.';
     expect(optimizeDescription(nearlyComplete)).toEqual({
       language: 'en', optimized_description: `${nearlyComplete}\n\nQuantity: [how many, or how much]`, changes: ['added a line for the quantity'],
