@@ -9,8 +9,7 @@ import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
 import type { Generation } from './shapes.ts';
 import { listTasks } from './list-tasks.ts';
-import { pushMethods, registerInline } from './push.ts';
-import { authOf } from './push-params.ts';
+import { type PushConfigGiven, pushMethods, registerInline } from './push.ts';
 import { StreamStart } from './task-stream.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
@@ -39,14 +38,6 @@ const extendedCardMethods = ['agent/getAuthenticatedExtendedCard', 'GetExtendedA
 type Method = (params: unknown, context: RpcContext) => Promise<unknown>;
 type SendGeneration = SendRequest['generation'];
 
-/** A push config given inside a send: url, token and authentication, and an id when the client chose one. */
-interface InlinePush {
-  id?: string | null;
-  url: string;
-  token?: string | null;
-  authentication?: Parameters<typeof authOf>[0];
-}
-
 /**
  * A send, and how it wants its answer: blocking (v0.1 always; v0.3 unless `blocking: false`; v1.0
  * unless `returnImmediately: true`) waits for an instant invoke's outcome; a stream never waits.
@@ -62,7 +53,7 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
   }
   const input = generation === 'v0.3' ? parse(schemas.sendV03, params) : parse(schemas.sendV10, params);
   const configuration = (input.configuration ?? {}) as {
-    pushNotificationConfig?: InlinePush | null; taskPushNotificationConfig?: InlinePush | null; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
+    pushNotificationConfig?: PushConfigGiven | null; taskPushNotificationConfig?: PushConfigGiven | null; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
   };
   const blocking = generation === 'v0.3' ? configuration.blocking !== false : configuration.returnImmediately !== true;
   const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, mode: { wait: blocking && !streaming } });
@@ -70,9 +61,8 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
   return { ...outcome, historyLength: configuration.historyLength };
 }
 
-async function registerPush(engine: Engine, context: RpcContext, generation: SendGeneration, taskName: string, push: InlinePush | null | undefined) {
-  if (!push) return;
-  await registerInline(engine, context.principal, { taskName, generation, configId: push.id ?? null, url: push.url, token: push.token || null, ...authOf(push.authentication) });
+async function registerPush(engine: Engine, context: RpcContext, generation: SendGeneration, taskName: string, push: PushConfigGiven | null | undefined) {
+  if (push) await registerInline(engine, context.principal, generation, taskName, push);
 }
 
 /** The task a caller names (a conversation's or transaction's id, or a v0.1 client id), as the caller may see it. */

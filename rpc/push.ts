@@ -34,20 +34,28 @@ export const configShapes = {
   }),
 };
 
+/** A push config as every generation writes it: url, token, authentication, and an id when the client chose one. */
+export interface PushConfigGiven {
+  id?: string | null;
+  url: string;
+  token?: string | null;
+  authentication?: Parameters<typeof schemas.authOf>[0];
+}
+
+const stored = (generation: PushGeneration, taskName: string, configId: string, config: PushConfigGiven): PushConfigInput => ({
+  taskName, generation, configId, url: config.url, token: config.token || null, ...schemas.authOf(config.authentication),
+});
+
 /**
  * Stores a config given inside a send, on the task the send made or continued, and waits (bounded)
  * for its first push, the task as it is now, so that the client's receiver has it before the
  * client reads the answer.
  */
-export async function registerInline(engine: Engine, principal: Principal, input: Omit<PushConfigInput, 'configId'> & { configId: string | null }) {
-  const configId = input.configId || (input.generation === 'v1.0' ? randomUUID() : input.taskName);
-  const { snapshotId } = await engine.webhooks.a2aPush.set(principal, { ...input, configId }, { snapshot: true });
+export async function registerInline(engine: Engine, principal: Principal, generation: PushGeneration, taskName: string, config: PushConfigGiven) {
+  const configId = config.id || (generation === 'v1.0' ? randomUUID() : taskName);
+  const { snapshotId } = await engine.webhooks.a2aPush.set(principal, stored(generation, taskName, configId, config), { snapshot: true });
   if (snapshotId) await engine.webhooks.a2aPush.awaitFirstAttempt(snapshotId);
 }
-
-const stored = (generation: PushGeneration, taskName: string, configId: string, config: { url: string; token?: string | null; authentication?: Parameters<typeof schemas.authOf>[0] }): PushConfigInput => ({
-  taskName, generation, configId, url: config.url, token: config.token || null, ...schemas.authOf(config.authentication),
-});
 
 function v01Methods(engine: Engine): Record<string, Method> {
   const push = engine.webhooks.a2aPush;
