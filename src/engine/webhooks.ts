@@ -131,7 +131,6 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     if (running) worker.kick();
   };
 
-  /** For tests and tools: passes until nothing is due, every send they started recorded. */
   /** Whether anything could be dispatched or sent now: undispatched events, or deliveries due (their lease, if any, run out). */
   async function anythingDue(): Promise<boolean> {
     const at = now();
