@@ -20,7 +20,7 @@ import type { OAuthClient, OAuthClients } from './oauth-clients.ts';
  * (each token is checked against its key on every request). The grant acts as the person in the
  * agent space (caller type agent, UT), as a device-flow key does.
  */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'invalid_scope' | 'access_denied';
+export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'invalid_scope';
 
 /** A refusal the OAuth adapter answers in the protocol's own terms (RFC 6749 section 5.2). */
 export class OAuthProblem extends Error {
