@@ -3,7 +3,7 @@ import { alignWith, linkPurchaseTo, seeDemand } from '../src/engine/access/deman
 import { type Caller, type Rule, authorize } from '../src/engine/access/rules.ts';
 import { manageSkill } from '../src/engine/access/skills.ts';
 import { seeTask } from '../src/engine/access/tasks.ts';
-import { canSee, canSeeEventOf, partyOf } from '../src/engine/access/transactions.ts';
+import { authorizeAction, canSee, canSeeEventOf, partyOf } from '../src/engine/access/transactions.ts';
 import { historyAccountIds } from '../src/engine/access/wallet.ts';
 import { AppError } from '../src/errors.ts';
 import { userAccountId } from '../src/store/accounts.ts';
@@ -19,17 +19,26 @@ const owner: Caller = { user_id: '00000000-0000-4000-8000-000000000001', caller_
 const other: Caller = { user_id: '00000000-0000-4000-8000-000000000002', caller_type: 'agent' };
 const ownerAsHuman: Caller = { user_id: owner.user_id, caller_type: 'human' };
 
-/** What a caller gets: 'allow', or the refusal's code and message. */
-function answer<Resource>(rules: readonly Rule<Resource>[], caller: Caller, row: Resource, name = 'resource'): 'allow' | { code: number; message: string } {
+/** What a caller gets from a check: 'allow', or the refusal's code and message. */
+function outcomeOf(check: () => unknown): 'allow' | { code: number; message: string } {
   try {
-    authorize(rules, caller, row, name);
+    check();
     return 'allow';
   } catch (error) {
     if (error instanceof AppError) return { code: error.code, message: error.message };
     throw error;
   }
 }
+const answer = <Resource>(rules: readonly Rule<Resource>[], caller: Caller, row: Resource, name = 'resource') => outcomeOf(() => authorize(rules, caller, row, name));
 const hidden = expect.objectContaining({ code: 4040 });
+
+describe('any resource', () => {
+  it('answers a row that is not there, missing or null, "not found" before asking any rule', () => {
+    const rules: Rule<{ owner_user_id: string }>[] = [{ says: 'owned', holds: (caller, row) => row.owner_user_id === caller.user_id, otherwise: 'not_found' }];
+    expect(answer(rules, owner, undefined as unknown as { owner_user_id: string }, 'skill')).toEqual({ code: 4040, message: 'skill not found' });
+    expect(answer(rules, owner, null as unknown as { owner_user_id: string }, 'skill')).toEqual({ code: 4040, message: 'skill not found' });
+  });
+});
 
 describe('tasks', () => {
   const task = (status: string) => ({ owner_user_id: owner.user_id, owner_type: 'agent', status });
@@ -101,6 +110,14 @@ describe('transactions', () => {
     expect(canSeeEventOf(ownerAsHuman, { ...view, currency: 'CNY' })).toBe(true);
     expect(canSeeEventOf(owner, { ...view, currency: 'CNY' })).toBe(false);
     expect(canSeeEventOf(owner, {})).toBe(false);
+  });
+
+  it('refuses a party the other party\'s move (4030), and the sweeper or the operator a move not theirs as one that does not exist (4090)', () => {
+    expect(outcomeOf(() => authorizeAction('buyer', 'confirm', 'delivered'))).toBe('allow');
+    expect(outcomeOf(() => authorizeAction('system', 'auto_confirm', 'delivered'))).toBe('allow');
+    expect(outcomeOf(() => authorizeAction('seller', 'confirm', 'delivered'))).toEqual({ code: 4030, message: 'only the buyer may confirm' });
+    expect(outcomeOf(() => authorizeAction('system', 'confirm', 'delivered'))).toEqual({ code: 4090, message: 'cannot confirm a transaction that is delivered' });
+    expect(outcomeOf(() => authorizeAction('admin', 'deliver', 'accepted'))).toEqual({ code: 4090, message: 'cannot deliver a transaction that is accepted' });
   });
 });
 

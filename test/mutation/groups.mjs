@@ -6,7 +6,7 @@
  */
 export const mutationGroups = {
   escrow: {
-    mutate: ['src/domain/escrow.ts', 'src/domain/money.ts', 'src/domain/pricing.ts', 'src/domain/usage-windows.ts', 'src/domain/ids.ts'],
+    mutate: ['src/domain/escrow.ts', 'src/domain/money.ts', 'src/domain/pricing.ts', 'src/domain/usage-windows.ts', 'src/domain/ids.ts', 'src/domain/webhooks.ts'],
     tests: ['test/escrow-table.test.ts', 'test/escrow-model.test.ts', 'test/escrow-rules.test.ts', 'test/money-invariants.test.ts', 'test/domain-units.test.ts'],
   },
   text: {
