@@ -9,7 +9,7 @@ import { mutationGroups } from './test/mutation/groups.mjs';
  */
 const groupName = process.env.MUTATION_GROUP;
 const group = mutationGroups[groupName];
-if (!group) throw new Error(`MUTATION_GROUP must name one of: ${Object.keys(mutationGroups).join(', ')} (npm run mutate runs them all)`);
+if (!group || group.script) throw new Error(`MUTATION_GROUP must name one of: ${Object.keys(mutationGroups).join(', ')} (npm run mutate runs them all)`);
 
 export default {
   testRunner: 'vitest',

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -207,9 +208,18 @@ describe('the access matrix', () => {
     expect(Object.keys(routeAccess).filter((key) => !keys.has(key))).toEqual([]);
     const added = { method: 'post' as const, path: '/api/v1/brand-new' };
     expect(routesWithoutRow([...routes, added])).toEqual(['POST /api/v1/brand-new']);
+    if (process.env.ACCESS_MATRIX_RECORD) writeFileSync(process.env.ACCESS_MATRIX_RECORD, JSON.stringify(Object.fromEntries(routes.map((spec) => [routeKey(spec), spec.auth]))));
   });
 
-  const checked = () => allRoutes(test.runtime.engine).filter((spec) => routeAccess[routeKey(spec)]!.resource !== 'protocol');
+  /**
+   * Mutation testing of the declarations (test/mutation/declarations.mjs) runs this file once with
+   * ACCESS_MATRIX_RECORD to record each route's declared `auth`, then once per changed declaration
+   * with ACCESS_MATRIX_DECLARED naming that record, to check only the routes declared otherwise.
+   */
+  const declaredBefore = process.env.ACCESS_MATRIX_DECLARED ? (JSON.parse(readFileSync(process.env.ACCESS_MATRIX_DECLARED, 'utf8')) as Record<string, string>) : null;
+  const checked = () => allRoutes(test.runtime.engine)
+    .filter((spec) => routeAccess[routeKey(spec)]!.resource !== 'protocol')
+    .filter((spec) => declaredBefore === null || declaredBefore[routeKey(spec)] !== spec.auth);
   it('answers every route as its row says, for every kind of caller', async () => {
     for (const spec of checked()) {
       const key = routeKey(spec);

@@ -21,6 +21,15 @@ export const mutationGroups = {
     mutate: ['src/engine/access/**/*.ts', 'rest/access-matrix.ts'],
     tests: ['test/access-policy.test.ts', 'test/access-matrix.test.ts', 'test/access-units.test.ts'],
   },
+  /**
+   * The route table's declarations: Stryker counts them as static (evaluated when the app is built),
+   * so test/mutation/declarations.mjs mutates each route's `auth` itself and runs the access matrix.
+   */
+  declarations: {
+    script: 'test/mutation/declarations.mjs',
+    mutate: ["every route's declared auth in rest/routes/*.ts, rpc/card.ts and src/app.ts"],
+    tests: ['test/access-matrix.test.ts'],
+  },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
     tests: ['test/idempotency-claims.test.ts', 'test/callback-addresses.test.ts', 'test/address-units.test.ts', 'test/invoke.test.ts'],

@@ -18,7 +18,8 @@ for (const [index, name] of chosen.entries()) {
   const environment = { ...process.env, MUTATION_GROUP: name };
   delete environment.TEST_DATABASE_URL;
   delete environment.TEST_REDIS_URL;
-  const run = spawnSync('npx', ['stryker', 'run', '--incremental', ...strykerOptions], { stdio: 'inherit', env: environment });
+  const command = mutationGroups[name].script ? ['node', [mutationGroups[name].script]] : ['npx', ['stryker', 'run', '--incremental', ...strykerOptions]];
+  const run = spawnSync(command[0], command[1], { stdio: 'inherit', env: environment });
   if (run.status !== 0) process.exitCode = 1;
 }
 
