@@ -28,9 +28,15 @@ export interface RouteAccess {
   resource: Resource;
   /** Per party; a party left out is not one of this resource's (a capability has no counterparty). */
   parties: Partial<Record<Party, Outcome>>;
+  /**
+   * The route needs no credentials: anyone may call it, with or without them. Said here and not
+   * only by the route's `auth`, so that a public route declared closed (a health probe asking for
+   * a key) fails the matrix instead of changing what the matrix expects.
+   */
+  open?: true;
 }
 
-const everyone: RouteAccess = { resource: 'public', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' } };
+const everyone: RouteAccess = { resource: 'public', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' }, open: true };
 const ownSpace: RouteAccess = { resource: 'self', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' } };
 const adminOnly: RouteAccess = { resource: 'public', parties: { owner: 4010, other_user: 4010, other_space: 4010 } };
 const humanOnly = (resource: Resource): RouteAccess => ({ resource, parties: { owner: 4030, other_user: 4030, other_space: 'allow' } });
@@ -55,7 +61,7 @@ export const routeAccess: Record<string, RouteAccess> = {
   'POST /api/v1/auth/signup': everyone,
   'POST /api/v1/auth/login': everyone,
   'POST /api/v1/auth/device-auth': everyone,
-  'POST /api/v1/auth/device-auth/poll': { resource: 'device_request', parties: everyone.parties },
+  'POST /api/v1/auth/device-auth/poll': { resource: 'device_request', parties: everyone.parties, open: true },
   // JSON-RPC and MCP answer in their own protocols: their methods and tools have rows of their own.
   'POST /api/v1/rpc': { resource: 'protocol', parties: {} },
   'POST /mcp': { resource: 'protocol', parties: {} },

@@ -201,13 +201,16 @@ function expectOutcome(answer: { status: number; code: number | null }, expected
 }
 
 describe('the access matrix', () => {
-  it('has a row for every route and names no route that is not there; a route added without a row is named', () => {
+  it('has a row for every route and names no route that is not there; a route added without a row is named; the open routes are the rows that say so', () => {
     const routes = allRoutes(test.runtime.engine);
     expect(routesWithoutRow(routes)).toEqual([]);
     const keys = new Set(routes.map(routeKey));
     expect(Object.keys(routeAccess).filter((key) => !keys.has(key))).toEqual([]);
     const added = { method: 'post' as const, path: '/api/v1/brand-new' };
     expect(routesWithoutRow([...routes, added])).toEqual(['POST /api/v1/brand-new']);
+    // Who needs no credentials is said by the rows, apart from the declarations it checks.
+    const declaredOpen = routes.filter((spec) => spec.auth === 'none' && routeAccess[routeKey(spec)]?.resource !== 'protocol').map(routeKey);
+    expect(declaredOpen.sort()).toEqual(Object.keys(routeAccess).filter((key) => routeAccess[key]!.open).sort());
     if (process.env.ACCESS_MATRIX_RECORD) writeFileSync(process.env.ACCESS_MATRIX_RECORD, JSON.stringify(Object.fromEntries(routes.map((spec) => [routeKey(spec), spec.auth]))));
   });
 
@@ -225,7 +228,7 @@ describe('the access matrix', () => {
       const key = routeKey(spec);
       const row = routeAccess[key]!;
       const world = await newWorld();
-      const credentialKinds = Object.entries(credentialOutcomes[spec.auth]) as [CredentialKind, Outcome][];
+      const credentialKinds = Object.entries(credentialOutcomes[row.open ? 'none' : spec.auth]) as [CredentialKind, Outcome][];
       const parties = Object.entries(row.parties) as [Party, Outcome][];
       // The refusals first: an allowed call may change the world (a cancel, a revoked key).
       const calls = [...credentialKinds, ...parties].sort(([, left], [, right]) => Number(left === 'allow') - Number(right === 'allow'));
