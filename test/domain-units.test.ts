@@ -135,6 +135,9 @@ describe('webhook rules', () => {
     expect(wantsKind(['task.*'], 'application.accepted')).toBe(false);
     expect(wantsKind(['transaction.frozen'], 'transaction.settled')).toBe(false);
     expect(wantsKind(['task.published'], 'webhook.ping')).toBe(true);
+    // A subscription naming several kinds gets each of them, not only events every name matches.
+    expect(wantsKind(['task.published', 'transaction.settled'], 'transaction.settled')).toBe(true);
+    expect(wantsKind(['demand.*', 'task.published'], 'demand.matched')).toBe(true);
   });
 
   it('backs off exponentially with jitter, capped, and gives up past the window', () => {
