@@ -150,6 +150,25 @@ describe('the built-in drafters', () => {
     expect(Object.fromEntries(draftSkill({ prompt: 'Walk my dog' }))).toMatchObject({ name: 'Walk my dog', category: 'other', tags: [] });
   });
 
+  it('keeps a draft\'s description within its limit, with room for the closing, whatever the prompt\'s length', () => {
+    // The request schemas cap a prompt at limits.skillPromptLengthMax, well below these cuts; the
+    // drafters keep their own cut so that raising that limit cannot produce a description the
+    // skill or task schema would refuse.
+    const words = (length: number) => 'translate '.repeat(Math.ceil(length / 10)).slice(0, length).trim();
+    for (const length of [limits.skillDescriptionLengthMax - 400, limits.skillDescriptionLengthMax, limits.skillDescriptionLengthMax + 1_000]) {
+      const prompt = words(length);
+      const description = String(Object.fromEntries(draftSkill({ prompt })).description);
+      expect(description.length).toBeLessThanOrEqual(limits.skillDescriptionLengthMax);
+      expect(description.startsWith(`${prompt.slice(0, limits.skillDescriptionLengthMax - 400)}\n\nDeliverables:`)).toBe(true);
+    }
+    for (const length of [limits.taskDescriptionLengthMax, limits.taskDescriptionLengthMax + 1_000]) {
+      const prompt = words(length);
+      const description = String(Object.fromEntries(draftTask({ prompt })).description);
+      expect(description.length).toBeLessThanOrEqual(limits.taskDescriptionLengthMax);
+      expect(description.startsWith(`${prompt.slice(0, limits.taskDescriptionLengthMax - 400)}\n\n`)).toBe(true);
+    }
+  });
+
   it('drafts a task field by field: title, kind, deadline, bounty', () => {
     const fields = draftTask({ prompt: 'Translate my contract into Chinese within 2 days, $60', city: 'Beijing' });
     expect(fields.map(([name]) => name)).toEqual(['title', 'mode', 'city', 'category', 'tags', 'description', 'delivery_hours', 'preferred_billing_model', 'bounty_amount']);
