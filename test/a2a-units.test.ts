@@ -73,6 +73,8 @@ describe('history and titles', () => {
 
   it('titles a demand by its first line, cut at a word within the limit', () => {
     expect(titleOf('  Translate my contract  \nmore lines', 50)).toBe('Translate my contract');
+    // Blank lines before the words are not the title.
+    expect(titleOf('\n\n  Translate my contract\nmore lines', 50)).toBe('Translate my contract');
     expect(titleOf('abcdefghij', 10)).toBe('abcdefghij');
     expect(titleOf('Translate a long legal contract into Chinese', 20)).toBe('Translate a long…');
     expect(titleOf('Supercalifragilistic expialidocious', 12)).toBe('Supercalifr…');
@@ -90,6 +92,13 @@ describe("a buyer's words", () => {
     ['buy 0B6F3C1E', { capabilityId: '0b6f3c1e' }], ['0b6f3c1e-1d', { capabilityId: '0b6f3c1e-1d' }], ['0b6f-3c1e', { capabilityId: '0b6f-3c1e' }],
   ] as const)('reads %j as a pick', (text, pick) => {
     expect(pickOf(text)).toEqual(pick);
+  });
+
+  it('reads a pick or an answer with blank space or a line break around it as without', () => {
+    expect(pickOf('  buy 2.\n')).toEqual({ number: 2 });
+    expect(pickOf('0b6f3c1e!  ')).toEqual({ capabilityId: '0b6f3c1e' });
+    expect(actionOf(' confirm.\n')).toEqual({ action: 'confirm' });
+    expect(actionOf('\t确认\n')).toEqual({ action: 'confirm' });
   });
 
   it.each(['1234', 'buy the first one', 'translate 2 pages', '0b6f3c1', '0b6f-3c1', 'pick me', ''])('reads %j as no pick', (text) => {

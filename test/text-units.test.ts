@@ -129,6 +129,9 @@ describe('stored term vectors', () => {
     expect(cosineWithStored(other, normOf(other), stored)).toBeCloseTo(expected, 9);
     expect(cosineWithStored(other, 0, stored)).toBe(0);
     expect(cosineWithStored(other, normOf(other), { terms: [], norm: 0 })).toBe(0);
+    // A text with no terms at all (stop words only) shares nothing: 0, not NaN, so it still sorts.
+    expect(cosine(new Map(), vector)).toBe(0);
+    expect(cosine(vector, new Map())).toBe(0);
     expect(normOf(new Map([['a', 3], ['b', 4]]))).toBe(5);
   });
 
