@@ -9,7 +9,8 @@ import path from 'node:path';
  * what Stryker would, for that one field: in a copy of the project, each route's declared `auth`
  * is changed in its source to a requirement that lets in someone it should not (or shuts out
  * someone it should let in), and the access matrix test is run for the routes whose declaration
- * changed (and its check of which routes are open). The mutant is killed when the test fails. Run by `npm run mutate -- declarations`.
+ * changed, with its check of which routes are open. The mutant is killed when the test fails (or
+ * runs past its time, as Stryker counts a timeout). Run by `npm run mutate -- declarations`.
  */
 const root = process.cwd();
 const sandbox = path.join(root, '.stryker-tmp', 'declarations');
@@ -21,13 +22,13 @@ const declarationFiles = [
 /** What each requirement is changed to: opened to everyone, or to the other caller type. */
 const alternatives = { none: ['user'], user: ['none'], agent: ['none', 'user'], human: ['none', 'user'], admin: ['none', 'user'] };
 const declaration = /auth: '(none|user|agent|human|admin)'/g;
-const left = new Set(['node_modules', '.git', '.bench-out', '.stryker-tmp', '.scratch', 'data']);
+const leftOut = new Set(['node_modules', '.git', '.bench-out', '.stryker-tmp', '.scratch', 'data']);
 
 function prepareSandbox() {
   rmSync(sandbox, { recursive: true, force: true });
   mkdirSync(sandbox, { recursive: true });
   for (const entry of readdirSync(root)) {
-    if (!left.has(entry)) cpSync(path.join(root, entry), path.join(sandbox, entry), { recursive: true });
+    if (!leftOut.has(entry)) cpSync(path.join(root, entry), path.join(sandbox, entry), { recursive: true });
   }
   symlinkSync(path.join(root, 'node_modules'), path.join(sandbox, 'node_modules'), 'dir');
 }
