@@ -30,6 +30,9 @@ import * as webhooks from './migrations/026_webhooks.ts';
 import * as a2aPush from './migrations/027_a2a_push.ts';
 import * as demandEvents from './migrations/028_demand_events.ts';
 import * as mcpOAuth from './migrations/029_mcp_oauth.ts';
+import * as taskPushWithdrawal from './migrations/030_task_push_withdrawal.ts';
+import * as subscriptionCaps from './migrations/032_subscription_caps.ts';
+import * as linearSearchText from './migrations/033_linear_search_text.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -65,6 +68,9 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '027_a2a_push': a2aPush,
   '028_demand_events': demandEvents,
   '029_mcp_oauth': mcpOAuth,
+  '030_task_push_withdrawal': taskPushWithdrawal,
+  '032_subscription_caps': subscriptionCaps,
+  '033_linear_search_text': linearSearchText,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
