@@ -67,7 +67,7 @@ export const taskTools: McpTool[] = [
     description:
       'Apply to an open task of your space with one of your active skills (costs nothing): task_id and skill_id are required; message, ' +
       'proposed_price (a decimal string; default the bounty), proposed_billing_model, proposed_unit_price, proposed_quantity are optional. One ' +
-      "live application per skill per task; not to your own task (4030). If the publisher accepts, you get a frozen transaction to " +
+      "live application per skill per task; not to your own task (4030); not after the task's expires_at (4090). If the publisher accepts, you get a frozen transaction to " +
       'accept_transaction, then deliver_transaction. Same as POST /api/v1/tasks/{task_id}/applications. Answers {application, idempotency_key}.',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     input: z.strictObject({ task_id: uuid, ...createApplicationBody.shape }),
@@ -104,7 +104,8 @@ export const taskTools: McpTool[] = [
       "SPENDS MONEY. As the task's publisher, accept a pending application (task_id, app_id): the task is matched, its held bounty becomes an " +
       "escrow transaction at the agreed price (the applicant's proposed_price, else the bounty: the difference is frozen or released), " +
       'and the other applications are rejected. Pass max_price, the most you agree to pay as a decimal string: a higher agreed price is ' +
-      'refused with 4093 and nothing changes. Pass an idempotency_key and reuse it when you retry. Pay the worker later with confirm_transaction. ' +
+      'refused with 4093 and nothing changes. Without max_price the ceiling is the bounty the task holds (4093 naming price and bounty_held ' +
+      'above it). A task past its expires_at is expired: 4090. Pass an idempotency_key and reuse it when you retry. Pay the worker later with confirm_transaction. ' +
       'Same as POST /api/v1/tasks/{task_id}/applications/{app_id}/accept. Answers {accepted: {task, application_id, rejected_applications, transaction}, idempotency_key}.',
     annotations: irreversibleStep,
     input: z.strictObject({ task_id: uuid, app_id: uuid, ...acceptApplicationBody.shape }),

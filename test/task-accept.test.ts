@@ -81,19 +81,44 @@ describe('accepting an application: the task\'s money through escrow, end to end
     expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body.data).toMatchObject({ status: 'matched', transaction_status: 'frozen' });
   });
 
-  it('buys at the bounty when the application proposes no price, and freezes the difference of a price above the hold', async () => {
+  it('buys at the bounty when the application proposes no price, and freezes the difference of a price above the hold when max_price allows it', async () => {
     const atBounty = await market('agent', '12.00', [null]);
     expect((await accept(atBounty.publisher, atBounty.task.id, atBounty.applications[0]!).expect(200)).body.data.transaction.price_ut).toBe('12.00');
     expect(await balance(test, atBounty.publisher)).toMatchObject({ available: '88.00', frozen: '12.00' });
     const above = await market('agent', '10.00', ['40.00']);
-    expect((await accept(above.publisher, above.task.id, above.applications[0]!).expect(200)).body.data.transaction.price_ut).toBe('40.00');
+    expect((await accept(above.publisher, above.task.id, above.applications[0]!, { max_price: '40.00' }).expect(200)).body.data.transaction.price_ut).toBe('40.00');
     expect(await balance(test, above.publisher)).toMatchObject({ available: '60.00', frozen: '40.00' });
+    await expectBooks();
+  });
+
+  for (const space of ['agent', 'human'] as const) {
+    it(`without max_price the ceiling is the bounty held: a higher proposal is refused with 4093 naming both amounts, and nothing moves (${space} space)`, async () => {
+      // The observed case (issue 28, point 2): a 10.00 bounty, an application asking 95.00, an accept with no body.
+      const { publisher, task, applications, wallet } = await market(space, '10.00', ['95.00', '10.00']);
+      const currency = space === 'agent' ? 'UT' : 'CNY';
+      const noBody = await test.http.post(`/api/v1/tasks/${task.id}/applications/${applications[0]}/accept`).set(publisher.headers).expect(409);
+      expect(noBody.body).toMatchObject({ code: 4093, data: { currency, price: '95.00', max_price: '10.00', bounty_held: '10.00' } });
+      expect((await accept(publisher, task.id, applications[0]!, {}).expect(409)).body.code).toBe(4093);
+      expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({ status: 'open', bounty_held: '10.00' });
+      expect(await balance(test, publisher, wallet)).toMatchObject({ available: '90.00', frozen: '10.00' });
+      const applied = (await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(publisher.headers).expect(200)).body.data.items;
+      expect(applied.map((item: { status: string }) => item.status)).toEqual(['pending', 'pending']);
+      // A proposal at the bounty needs nothing more.
+      expect((await accept(publisher, task.id, applications[1]!).expect(200)).body.data.transaction.price_ut).toBe('10.00');
+      await expectBooks();
+    });
+  }
+
+  it('a task without a bounty holds nothing: a proposed price needs max_price', async () => {
+    const { publisher, task, applications } = await market('agent', null, ['7.00']);
+    expect((await accept(publisher, task.id, applications[0]!).expect(409)).body).toMatchObject({ code: 4093, data: { price: '7.00', max_price: '0.00', bounty_held: '0.00' } });
+    expect((await accept(publisher, task.id, applications[0]!, { max_price: '7.00' }).expect(200)).body.data.transaction.price_ut).toBe('7.00');
     await expectBooks();
   });
 
   it('refuses a price the hold and the balance cannot cover (4020), or above max_price (4093), changing nothing', async () => {
     const { publisher, task, applications } = await market('agent', '10.00', ['150.00', '20.00'], '50.00');
-    const short = await accept(publisher, task.id, applications[0]!).expect(402);
+    const short = await accept(publisher, task.id, applications[0]!, { max_price: '150.00' }).expect(402);
     expect(short.body).toMatchObject({ code: 4020, data: { currency: 'UT', available: '50.00', required: '150.00' } });
     const ceiling = await accept(publisher, task.id, applications[1]!, { max_price: '15.00' }).expect(409);
     expect(ceiling.body).toMatchObject({ code: 4093, data: { price: '20.00', max_price: '15.00' } });

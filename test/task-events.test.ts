@@ -132,7 +132,8 @@ describe('GET /api/v1/tasks/events', () => {
     const dear = await apply(applicant, task.id, { proposed_price: '50.00' });
     const stream = watch(publisher);
     await stream.opened;
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({}).expect(402)).body.code).toBe(4020);
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({}).expect(409)).body.code).toBe(4093);
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({ max_price: '50.00' }).expect(402)).body.code).toBe(4020);
     expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({ max_price: '20.00' }).expect(409)).body.code).toBe(4093);
     expect((await test.http.put(`/api/v1/tasks/${task.id}`).set(publisher.headers).send({ bounty_amount: '99.00' }).expect(402)).body.code).toBe(4020);
     // A move that did happen afterwards is the first thing the stream carries.

@@ -105,6 +105,18 @@ export const taskRoutes = (engine: Engine) => [
     handler: ({ principal, params, body }) => engine.tasks.selectSkill(principal!, params.task_id, body),
   }),
   route({
+    method: 'get', path: `${base}/:task_id/pushes`, tag: 'tasks', auth: 'user', errors: [4030, 4040],
+    summary: "The invitations and selections sent for your task, newest first, whatever their status (its publisher only; status filter; page/page_size or cursor)",
+    params: schemas.taskIdParams, query: schemas.listPushesQuery, response: schemas.pushList,
+    handler: ({ principal, params, query }) => engine.tasks.pushesOfTask(principal!, params.task_id, query),
+  }),
+  route({
+    method: 'delete', path: `${base}/:task_id/pushes/:push_id`, tag: 'tasks', auth: 'user', errors: [4030, 4040, 4090],
+    summary: "Withdraw an invitation or selection of your task that its skill's owner has not answered yet (then the skill may be pushed again)",
+    params: schemas.taskPushParams, response: schemas.pushResponse,
+    handler: ({ principal, params }) => engine.tasks.withdrawPush(principal!, params.task_id, params.push_id),
+  }),
+  route({
     method: 'get', path: `${base}/applications/mine`, tag: 'tasks', auth: 'user',
     summary: 'The applications the caller made in this space, newest first (status filter; page/page_size or cursor)',
     query: schemas.listApplicationsQuery, response: schemas.applicationList,
@@ -139,7 +151,7 @@ export const taskRoutes = (engine: Engine) => [
   }),
   route({
     method: 'post', path: `${base}/:task_id/applications/:app_id/accept`, idempotent: true, tag: 'tasks', auth: 'user', errors: [4020, 4030, 4040, 4090, 4091, 4093, 4220],
-    summary: "The publisher accepts a pending application: the task is matched, its bounty hold becomes an escrow transaction at the agreed price (the applicant's proposed price, else the bounty), the other applications are rejected",
+    summary: "The publisher accepts a pending application: the task is matched, its bounty hold becomes an escrow transaction at the agreed price (the applicant's proposed price, else the bounty), the other applications are rejected. Without max_price the ceiling is the bounty held (4093 above it)",
     params: schemas.applicationParams, body: schemas.acceptApplicationBody.optional(), response: schemas.acceptedApplicationResponse,
     handler: async ({ principal, params, body, idempotency, response }) =>
       renderOutcome(response, await engine.tasks.applications.accept(principal!, params.task_id, params.app_id, body?.max_price, idempotency)),
@@ -157,8 +169,8 @@ export const taskRoutes = (engine: Engine) => [
     handler: ({ principal, params }) => engine.tasks.get(principal!, params.task_id),
   }),
   route({
-    method: 'put', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4020, 4030, 4040, 4090],
-    summary: 'Change a draft or open task (publisher only); a new bounty of an open task moves its hold by the difference',
+    method: 'put', path: `${base}/:task_id`, tag: 'tasks', auth: 'user', errors: [4020, 4030, 4040, 4090, 4092],
+    summary: 'Change a draft or open task (publisher only); a new bounty of an open task moves its hold by the difference, and may not drop below a pending selection\'s price (4092)',
     params: schemas.taskIdParams, body: schemas.updateTaskBody, response: schemas.taskResponse,
     handler: ({ principal, params, body }) => engine.tasks.update(principal!, params.task_id, body),
   }),

@@ -31,8 +31,10 @@ import * as a2aPush from './migrations/027_a2a_push.ts';
 import * as demandEvents from './migrations/028_demand_events.ts';
 import * as mcpOAuth from './migrations/029_mcp_oauth.ts';
 import * as taskPushWithdrawal from './migrations/030_task_push_withdrawal.ts';
+import * as ratingCost from './migrations/031_rating_cost.ts';
 import * as subscriptionCaps from './migrations/032_subscription_caps.ts';
 import * as linearSearchText from './migrations/033_linear_search_text.ts';
+import * as webhookTurns from './migrations/035_webhook_turns.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -69,8 +71,10 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '028_demand_events': demandEvents,
   '029_mcp_oauth': mcpOAuth,
   '030_task_push_withdrawal': taskPushWithdrawal,
+  '031_rating_cost': ratingCost,
   '032_subscription_caps': subscriptionCaps,
   '033_linear_search_text': linearSearchText,
+  '035_webhook_turns': webhookTurns,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { nextApplicationState, nextTaskState } from '../domain/tasks.ts';
 import { AppError, forbidden, notFound } from '../errors.ts';
@@ -9,7 +10,7 @@ import type { TransactionRow } from '../store/transactions.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
 import { changeHold } from './task-money.ts';
-import { taskView } from './task-rows.ts';
+import { statusAt, taskView } from './task-rows.ts';
 import type { Transitions } from './transitions.ts';
 import { transactionView } from './views.ts';
 import type { ApplicationRow } from './application-rows.ts';
@@ -18,8 +19,8 @@ import type { TaskEvents } from './task-events.ts';
 /**
  * Accepting an application (docs/tasks.md "Accepting"): in one database transaction the task is
  * matched, its bounty hold released, and an escrow transaction created and frozen in which the
- * publisher buys from the applicant at the agreed price; the other pending applications are
- * rejected. From then on delivery, confirmation, dispute and settlement are the transaction's.
+ * publisher buys from the applicant at the agreed price, never above the publisher's ceiling (its
+ * max_price, else the bounty held); the other pending applications are rejected. From then on delivery, confirmation, dispute and settlement are the transaction's.
  * A price the publisher's money cannot cover (even with the released hold) refuses the whole
  * accept with 4020: the task keeps its hold and stays open.
  */
@@ -28,6 +29,33 @@ function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
   if (application.proposed_price !== null) return BigInt(application.proposed_price);
   if (task.bounty_amount !== null) return BigInt(task.bounty_amount);
   throw new AppError('invalid_state_transition', 'nothing to agree on: the application proposes no price and the task has no bounty', { status: 'pending', action: 'accept' });
+}
+
+/**
+ * The most the publisher agreed to pay (docs/tasks.md "Accepting"): the max_price it sent; else
+ * the bounty the task holds now, read under the task's lock in the transaction that freezes the
+ * money. An application a selection made may cost the selection's price instead, above the
+ * bounty, while the task holds at least what it held when the publisher selected: the publisher
+ * named that price against that bounty, and lowering the bounty takes the agreement back.
+ */
+async function ceilingOf(trx: Knex, task: TaskRow, applicationId: string, maxPrice: bigint | undefined): Promise<bigint> {
+  if (maxPrice !== undefined) return maxPrice;
+  const held = BigInt(task.bounty_held);
+  const selection = (await trx('task_pushes').where({ application_id: applicationId, kind: 'selection' }).first('price', 'bounty_at_selection')) as
+    { price: string | null; bounty_at_selection: string | null } | undefined;
+  if (selection?.price == null || selection.bounty_at_selection === null || held < BigInt(selection.bounty_at_selection)) return held;
+  const price = BigInt(selection.price);
+  return price > held ? price : held;
+}
+
+function aboveCeiling(task: TaskRow, price: bigint, ceiling: bigint, maxPrice: bigint | undefined): AppError {
+  const why = maxPrice === undefined
+    ? 'the agreed price is above the bounty the task holds: nothing was accepted. To pay it, send max_price'
+    : 'the agreed price is above your max_price: nothing was accepted';
+  return new AppError('price_above_ceiling', why, {
+    currency: task.bounty_currency, price: formatAmount(price), max_price: formatAmount(ceiling), bounty_held: formatAmount(task.bounty_held),
+    detail: `${why}; nothing was charged. To pay ${formatAmount(price)} ${task.bounty_currency}, send max_price "${formatAmount(price)}" or more.`,
+  });
 }
 
 function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: bigint, feeBps: number, at: Date): TransactionRow {
@@ -56,12 +84,11 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
         throw notFound('application');
       }
       nextApplicationState(application.status, 'accept');
-      nextTaskState(task.status, 'match');
-      const price = agreedPrice(application, task);
-      if (maxPrice !== undefined && price > maxPrice) {
-        throw new AppError('price_above_ceiling', 'the agreed price is above your max_price: nothing was accepted', { price: formatAmount(price), max_price: formatAmount(maxPrice) });
-      }
       const at = now();
+      nextTaskState(statusAt(task, at), 'match');
+      const price = agreedPrice(application, task);
+      const ceiling = await ceilingOf(trx, task, applicationId, maxPrice);
+      if (price > ceiling) throw aboveCeiling(task, price, ceiling, maxPrice);
       await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
       const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at);
       await transitions.insert(unit, row);

@@ -14,7 +14,9 @@ import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
 import { type ApplicationRow, applicationView } from './application-rows.ts';
 import type { TaskEvents } from './task-events.ts';
+import { statusAt } from './task-rows.ts';
 import { limits } from '../limits.ts';
+import { checkApplicantCaps } from './applicant-caps.ts';
 
 const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
 
@@ -34,7 +36,8 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       const { trx } = unit;
       const task = authorize(seeTask, principal, await shareTask(trx, taskId), 'task');
       if (task.owner_user_id === principal.user_id) throw forbidden('you cannot apply to your own task');
-      if (task.status !== 'open') throw new AppError('invalid_state_transition', `cannot apply to a task that is ${task.status}`, { status: task.status, action: 'apply' });
+      const status = statusAt(task, now());
+      if (status !== 'open') throw new AppError('invalid_state_transition', `cannot apply to a task that is ${status}`, { status, action: 'apply' });
       const [counted] = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).count('* as pending')) as { pending: string | number }[];
       if (Number(counted?.pending ?? 0) >= limits.taskPendingApplicationsMax) {
         throw new AppError('conflict', `this task has ${limits.taskPendingApplicationsMax} pending applications, the most it takes: try again once the publisher has answered some`, { pending_applications_max: limits.taskPendingApplicationsMax });
@@ -43,6 +46,7 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       if (skill.deleted_at !== null) throw notFound('skill');
       if (skill.owner_user_id !== principal.user_id) throw forbidden('apply with a skill of your own');
       if (skill.status !== 'active') throw new AppError('invalid_state_transition', 'an inactive skill cannot apply to tasks', { status: skill.status, action: 'apply' });
+      await checkApplicantCaps(trx, principal, taskId);
       const row = {
         id: randomUUID(), task_id: taskId, skill_id: skill.id, applicant_id: principal.user_id, owner_type: principal.caller_type,
         message: input.message ?? null, proposed_price: input.proposed_price === undefined ? null : String(input.proposed_price),

@@ -22,12 +22,12 @@ const keyShapes: Record<Exclude<TaskHallSort, 'relevance'>, ((part: string) => b
   newest: [isoTimestamp, uuidText], deadline: [isoTimestamp, uuidText], bounty_desc: [bountyText, uuidText], bounty_asc: [bountyText, uuidText],
 };
 
-export function createTaskHall({ db }: EngineDependencies) {
+export function createTaskHall({ db, now }: EngineDependencies) {
   async function hall(principal: Principal, input: TaskHallInput) {
     const textQuery = input.q === undefined ? undefined : searchQueryOf(input.q, limits.matchQueryTermsMax);
     const sort = taskHallSortOf(input.sort, input.q !== undefined);
     const filter: TaskHallFilter = {
-      space: principal.caller_type, category: input.category, mode: input.mode, city: input.city, minBounty: input.min_bounty, maxBounty: input.max_bounty,
+      space: principal.caller_type, openAt: now(), category: input.category, mode: input.mode, city: input.city, minBounty: input.min_bounty, maxBounty: input.max_bounty,
       textQuery: textQuery === undefined ? undefined : textQuery === '' ? 'nothingsearchable' : textQuery,
     };
     if (sort === 'relevance') return ranked(principal, filter as TaskHallFilter & { textQuery: string }, input);

@@ -11,6 +11,7 @@ import { findSkill, hallTextCandidates, skillsByIds } from '../store/skills.ts';
 import { findTask, lockTask, type TaskRow } from '../store/tasks.ts';
 import { seeSkill } from './access/skills.ts';
 import { manageTask } from './access/tasks.ts';
+import { statusAt } from './task-rows.ts';
 import { authorize } from './access/rules.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { newestFirstPage } from './paging.ts';
@@ -19,12 +20,14 @@ import { newestFirstPage } from './paging.ts';
  * Recommendations and pushes (docs/tasks.md "Recommendations and pushes"): the matcher ranks the
  * active skills of the task's space for its publisher; the publisher invites a skill's owner
  * (push-skill) or picks the skill at a price (select-skill), once per skill per task; the owner
- * answers. Accepting an invitation makes an application; accepting a selection makes the
- * application and has it accepted at the selection's price, as the publisher asked.
+ * answers, or the publisher withdraws a push not answered yet. Accepting an invitation makes an
+ * application; accepting a selection makes the application and has it accepted at the selection's
+ * price, as the publisher asked, within the ceiling task-acceptance.ts reads for selections.
  */
 interface PushRow {
   id: string; task_id: string; skill_id: string; skill_owner_id: string; owner_type: string; kind: 'invitation' | 'selection';
-  message: string | null; price: string | null; status: 'pending' | 'accepted' | 'declined'; application_id: string | null; created_at: Date; responded_at: Date | null;
+  message: string | null; price: string | null; status: 'pending' | 'accepted' | 'declined' | 'withdrawn'; application_id: string | null;
+  bounty_at_selection: string | null; created_at: Date; responded_at: Date | null;
 }
 const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
 const pushView = (row: PushRow) => ({
@@ -35,6 +38,17 @@ const pushView = (row: PushRow) => ({
 
 type Apply = (principal: Principal, taskId: string, input: { skill_id: string; message?: string; proposed_price?: bigint }, request: null) => Promise<{ data: { id: string } }>;
 type Accept = (principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: null) => Promise<{ data: unknown }>;
+
+/**
+ * The selections of a task still waiting for their answer at a price above `amount`: a bounty
+ * lowered below one of them is refused (docs/tasks.md "Recommendations and pushes"). Read under
+ * the task's lock, which select-skill takes too, so no selection slips in beside the change.
+ */
+export async function pendingSelectionsAbove(trx: Knex, taskId: string, amount: bigint) {
+  const rows = (await trx<PushRow>('task_pushes').where({ task_id: taskId, kind: 'selection', status: 'pending' }).where('price', '>', String(amount))
+    .orderBy('created_at').select('id', 'price')) as Pick<PushRow, 'id' | 'price'>[];
+  return rows.map((row) => ({ push_id: row.id, price: formatAmount(row.price!) }));
+}
 
 export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, accept: Accept) {
   /** The active skills of the task's space, other than the publisher's, best for the task first. */
@@ -65,7 +79,8 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
   function push(principal: Principal, taskId: string, input: { skill_id: string; message?: string; price?: bigint }, kind: PushRow['kind']) {
     return withTransaction(db, async ({ trx }) => {
       const task = authorize(manageTask, principal, await lockTask(trx, taskId), 'task');
-      if (task.status !== 'open') throw new AppError('invalid_state_transition', `cannot push a skill to a task that is ${task.status}`, { status: task.status, action: kind === 'selection' ? 'select' : 'push' });
+      const status = statusAt(task, now());
+      if (status !== 'open') throw new AppError('invalid_state_transition', `cannot push a skill to a task that is ${status}`, { status, action: kind === 'selection' ? 'select' : 'push' });
       const skill = authorize(seeSkill, principal, await findSkill(trx, input.skill_id), 'skill');
       if (skill.deleted_at !== null) throw notFound('skill');
       if (skill.owner_user_id === principal.user_id) throw forbidden('push a skill of someone else');
@@ -76,14 +91,15 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
       }
       const row = {
         id: randomUUID(), task_id: taskId, skill_id: skill.id, skill_owner_id: skill.owner_user_id, owner_type: task.owner_type, kind,
-        message: input.message ?? null, price: price === undefined ? null : String(price), status: 'pending', application_id: null, created_at: now(),
+        message: input.message ?? null, price: price === undefined ? null : String(price), status: 'pending', application_id: null,
+        bounty_at_selection: kind === 'selection' ? task.bounty_held : null, created_at: now(),
       };
       try {
         const [inserted] = (await trx.transaction((savepoint) => savepoint('task_pushes').insert(row).returning('*'))) as PushRow[];
         return pushView(inserted!);
       } catch (error) {
         if ((error as { code?: string }).code !== '23505') throw error;
-        const existing = await trx<PushRow>('task_pushes').where({ task_id: taskId, skill_id: skill.id }).first('id');
+        const existing = await trx<PushRow>('task_pushes').where({ task_id: taskId, skill_id: skill.id }).whereNot('status', 'withdrawn').first('id');
         throw new AppError('conflict', 'this skill was pushed to this task already', { push_id: existing?.id ?? null });
       }
     });
@@ -98,6 +114,38 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     return { ...listed, items: listed.items.map(pushView) };
   }
 
+  /** A task's pushes, newest first: its publisher's to read, whatever their status. */
+  async function listForTask(principal: Principal, taskId: string, query: { status?: string; page: number; page_size: number; cursor?: string }) {
+    authorize(manageTask, principal, await findTask(db, taskId), 'task');
+    const filtered = () => {
+      const rows = db<PushRow>('task_pushes').where('task_id', taskId);
+      return query.status ? rows.where('status', query.status) : rows;
+    };
+    const listed = await newestFirstPage<PushRow>(filtered, query);
+    return { ...listed, items: listed.items.map(pushView) };
+  }
+
+  /**
+   * The publisher takes back a push its skill's owner has not answered (pending -> withdrawn,
+   * compare-and-set under the push's lock, so an answer and a withdrawal cannot both win). The
+   * owner sees it withdrawn in pushes/mine and an answer is then 4090. A push is known to the
+   * publisher and the skill's owner only: the owner may not withdraw (4030), anyone else 4040.
+   */
+  function withdraw(principal: Principal, taskId: string, pushId: string) {
+    return withTransaction(db, async ({ trx }) => {
+      const row = (await trx<PushRow>('task_pushes').where({ id: pushId, task_id: taskId }).forNoKeyUpdate().first()) as PushRow | undefined;
+      if (!row || row.owner_type !== principal.caller_type) throw notFound('push');
+      const task = (await findTask(trx, taskId))!;
+      if (task.owner_user_id !== principal.user_id) {
+        if (row.skill_owner_id === principal.user_id) throw forbidden("only the task's publisher can withdraw a push");
+        throw notFound('push');
+      }
+      if (row.status !== 'pending') throw new AppError('invalid_state_transition', `cannot withdraw a push that is ${row.status}`, { status: row.status, action: 'withdraw' });
+      const [withdrawn] = (await trx('task_pushes').where({ id: pushId, status: 'pending' }).update({ status: 'withdrawn', responded_at: now() }).returning('*')) as PushRow[];
+      return pushView(withdrawn!);
+    });
+  }
+
   /** The push, claimed for an answer by the skill's owner: pending -> answered, compare-and-set. */
   async function claimAnswer(trx: Knex, principal: Principal, pushId: string, status: 'accepted' | 'declined'): Promise<PushRow> {
     const row = (await trx<PushRow>('task_pushes').where({ id: pushId }).forNoKeyUpdate().first()) as PushRow | undefined;
@@ -108,6 +156,11 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
       throw notFound('push');
     }
     if (row.status !== 'pending') throw new AppError('invalid_state_transition', `cannot answer a push that is ${row.status}`, { status: row.status, action: 'respond' });
+    if (status === 'accepted') {
+      // Past the task's deadline nothing is taken on, swept or not; declining still closes the push.
+      const task = (await findTask(trx, row.task_id))!;
+      if (statusAt(task, now()) === 'expired') throw new AppError('invalid_state_transition', 'cannot accept a push to a task past its deadline', { status: 'expired', action: 'respond' });
+    }
     const [answered] = (await trx('task_pushes').where({ id: pushId, status: 'pending' }).update({ status, responded_at: now() }).returning('*')) as PushRow[];
     return answered!;
   }
@@ -135,7 +188,9 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     const task = (await findTask(db, pending.task_id))!;
     const publisher: Principal = { user_id: task.owner_user_id, caller_type: task.owner_type, platform: null, api_key_id: null };
     try {
-      const accepted = await accept(publisher, pending.task_id, application.data.id, BigInt(pending.price!), null);
+      // No max_price: the acceptance reads the selection's own ceiling (its price while the bounty
+      // it was made against stands, else the bounty held) in the transaction that freezes the money.
+      const accepted = await accept(publisher, pending.task_id, application.data.id, undefined, null);
       return { push, application_id: application.data.id, accepted: accepted.data, acceptance_error: null };
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
@@ -148,6 +203,8 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     pushSkill: (principal: Principal, taskId: string, input: { skill_id: string; message?: string }) => push(principal, taskId, input, 'invitation'),
     selectSkill: (principal: Principal, taskId: string, input: { skill_id: string; message?: string; price?: bigint }) => push(principal, taskId, input, 'selection'),
     pushesMine: mine,
+    pushesOfTask: listForTask,
+    withdrawPush: withdraw,
     respond,
   };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { currencyOfSpace, formatAmount } from '../domain/money.ts';
 import { wordColumnsOf } from '../domain/term-vectors.ts';
+import type { TaskStatus } from '../domain/tasks.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { CreateTaskInput, TaskView, UpdateTaskInput } from '../schemas/tasks.ts';
@@ -27,6 +28,17 @@ export function deadlineOf(given: string | undefined, at: Date): Date {
   if (deadline.getTime() <= at.getTime()) throw refuse('expires_at', 'must be in the future');
   if (deadline.getTime() > at.getTime() + limits.taskLifetimeDaysMax * dayMs) throw refuse('expires_at', `must be within ${limits.taskLifetimeDaysMax} days`);
   return deadline;
+}
+
+/**
+ * The status a task has for a move made at `at`: an open task past its deadline is expired,
+ * whether the sweeper has moved it yet or not (docs/tasks.md "Expiry"). Every move that takes
+ * work or money on (apply, accept, push, select, answer a push, update) decides on this, read
+ * from the row of its own database transaction, so nothing waits on the sweeper's next round.
+ */
+export function statusAt(row: Pick<TaskRow, 'status' | 'expires_at'>, at: Date): TaskStatus {
+  if (row.status === 'open' && row.expires_at !== null && new Date(row.expires_at).getTime() <= at.getTime()) return 'expired';
+  return row.status;
 }
 
 export function newTaskRow(principal: Principal, input: Omit<CreateTaskInput, 'draft'>, at: Date, reusedFrom: string | null = null) {

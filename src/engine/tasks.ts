@@ -11,7 +11,8 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
 import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
 import { changeHold } from './task-money.ts';
-import { changedTaskColumns, deadlineOf, newTaskRow, taskView } from './task-rows.ts';
+import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from './task-rows.ts';
+import { pendingSelectionsAbove } from './task-pushes.ts';
 import type { TaskEvents } from './task-events.ts';
 
 /** A publish that found too little money: the task stays a draft, and the answer says by how much. */
@@ -50,6 +51,10 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       return { task: taskView(row, principal), shortfall: { currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required) } };
     }
     const expiresAt = row.expires_at ?? deadlineOf(undefined, at);
+    // A draft keeps the deadline it was given; once that has passed, it is not published expired.
+    if (new Date(expiresAt).getTime() <= at.getTime()) {
+      throw new AppError('validation_error', 'the deadline of this draft has passed: send a new expires_at', { errors: [{ path: 'body.expires_at', message: 'the stored deadline has passed: required' }] });
+    }
     const [published] = (await trx('tasks').where({ id: row.id, status: 'draft' })
       .update({ status: 'open', bounty_held: String(wanted), published_at: at, expires_at: expiresAt, updated_at: at }).returning([...taskColumns])) as TaskRow[];
     if (!published) throw new AppError('invalid_state_transition', 'the task changed while it was being published', { action: 'publish' });
@@ -103,19 +108,27 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
   }
 
   /**
-   * A partial update while draft or open. On an open task a new bounty moves the hold by the
-   * difference in the same database transaction; too little money refuses the update (4020) and
-   * changes nothing.
+   * A partial update while draft or open (an open task past its deadline is expired: 4090). On an
+   * open task a new bounty moves the hold by the difference in the same database transaction; too
+   * little money refuses the update (4020), and so does a bounty lowered below the price of a
+   * selection still waiting for its answer (4092 naming them: withdraw them first). Either way
+   * nothing changes.
    */
   function update(principal: Principal, id: string, patch: UpdateTaskInput): Promise<TaskView> {
     return withTransaction(db, async (unit) => {
       const { trx } = unit;
       const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
-      nextTaskState(row.status, 'update');
       const at = now();
+      nextTaskState(statusAt(row, at), 'update');
       const columns = changedTaskColumns(principal, row, patch, at);
       if (row.status === 'open' && 'bounty_amount' in columns) {
         const wanted = columns.bounty_amount === null ? 0n : BigInt(columns.bounty_amount as string);
+        const waiting = wanted < BigInt(row.bounty_held) ? await pendingSelectionsAbove(trx, id, wanted) : [];
+        if (waiting.length > 0) {
+          throw new AppError('conflict', 'the bounty cannot drop below the price of a selection waiting for its answer: withdraw the selection first (DELETE /api/v1/tasks/{task_id}/pushes/{push_id})', {
+            bounty_amount: formatAmount(wanted), pending_selections: waiting,
+          });
+        }
         const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: id, held: BigInt(row.bounty_held), wanted, at });
         if (!held.ok) {
           throw new AppError('insufficient_balance', 'the new bounty is more than the available balance allows: nothing changed', {

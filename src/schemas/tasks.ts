@@ -207,7 +207,11 @@ export const rateTaskBody = z
   })
   .meta({ id: 'TaskRating' });
 export const taskRatingResponse = z
-  .object({ task_id: uuid, skill_id: uuid, score: z.number().int(), comment: z.string().nullable(), quality_score: z.number(), rating_count: z.number().int() })
+  .object({
+    task_id: uuid, skill_id: uuid, score: z.number().int(), comment: z.string().nullable(),
+    counted: z.boolean().meta({ description: "Whether the rating counts towards the skill's quality score: only when the transaction moved money, once per rater and skill in 30 days (docs/skills.md)" }),
+    quality_score: z.number(), rating_count: z.number().int(),
+  })
   .meta({ id: 'TaskRatingResult' });
 
 /** What task ai-create drafts: the create fields without the idempotency key or the draft flag. */
@@ -260,13 +264,14 @@ export const selectSkillBody = z
 export const pushResponse = z
   .object({
     id: uuid, task_id: uuid, skill_id: uuid, skill_owner_id: uuid, kind: z.enum(['invitation', 'selection']), message: z.string().nullable(),
-    price: amountOutput.nullable(), status: z.enum(['pending', 'accepted', 'declined']), application_id: uuid.nullable(),
+    price: amountOutput.nullable(), status: z.enum(['pending', 'accepted', 'declined', 'withdrawn']), application_id: uuid.nullable(),
     created_at: dateTime, responded_at: dateTime.nullable(),
   })
   .meta({ id: 'TaskPush' });
 export const pushList = pagedList(pushResponse).meta({ id: 'TaskPushList' });
-export const listPushesQuery = z.object({ status: z.enum(['pending', 'accepted', 'declined']).optional(), ...pageQuery });
+export const listPushesQuery = z.object({ status: z.enum(['pending', 'accepted', 'declined', 'withdrawn']).optional(), ...pageQuery });
 export const pushIdParams = z.object({ push_id: uuid });
+export const taskPushParams = z.object({ task_id: uuid, push_id: uuid });
 export const respondPushBody = z
   .strictObject({ decision: z.enum(['accept', 'decline']), message: z.string().trim().min(1).max(limits.noteLengthMax).optional() })
   .meta({ id: 'TaskPushRespond' });

@@ -51,11 +51,14 @@ export interface TaskHallFilter {
   minBounty?: bigint;
   maxBounty?: bigint;
   textQuery?: string;
+  /** Now: a task past its deadline is expired for every move (docs/tasks.md "Expiry"), so the hall leaves it out before the sweeper does. */
+  openAt?: Date;
 }
 
 /** The open tasks of one space that the filters select: the hall. */
 export function taskHallQuery(db: Knex, filter: TaskHallFilter) {
   const query = db<TaskRow>('tasks').where('owner_type', filter.space).where('status', 'open');
+  if (filter.openAt) query.where('expires_at', '>', filter.openAt);
   if (filter.category) query.where('category', filter.category);
   if (filter.mode) query.where('mode', filter.mode);
   if (filter.city) query.whereRaw('lower(city) = lower(?)', [filter.city]);
