@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { createAuthenticator } from '../rest/authentication.ts';
 import { clientAddress } from '../rest/route.ts';
+import { requestBaseUrl } from '../src/config.ts';
 import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { accessTokenPrefix, oauthScope } from '../src/engine/oauth.ts';
@@ -23,10 +24,12 @@ import { resourceMetadataUrl } from './oauth.ts';
 export function mcpAuthenticator(engine: Engine) {
   const { config } = engine.dependencies;
   const shared = createAuthenticator(engine, config.ADMIN_TOKEN);
-  const pointer = `resource_metadata="${resourceMetadataUrl(config.publicBaseUrl)}"`;
   const tokenPattern = new RegExp(`^Bearer (${accessTokenPrefix}[A-Za-z0-9_-]{1,100})$`);
 
   return async (request: Request, response: Response): Promise<Principal> => {
+    // The resource is the /mcp of the base URL the request reached (PUBLIC_BASE_URL, or the loopback name used without it).
+    const base = requestBaseUrl(config, request.get('host'));
+    const pointer = `resource_metadata="${resourceMetadataUrl(base)}"`;
     const authorization = request.get('authorization');
     const keyHeaders = request.get('x-api-key') !== undefined || request.get('x-platform-user-id') !== undefined;
     if (authorization === undefined && !keyHeaders) {
@@ -35,7 +38,7 @@ export function mcpAuthenticator(engine: Engine) {
     }
     const token = tokenPattern.exec(authorization?.trim() ?? '');
     if (token && !keyHeaders) {
-      const principal = await engine.oauth.authenticate(token[1]!, clientAddress(request));
+      const principal = await engine.oauth.authenticate(token[1]!, clientAddress(request), base);
       if (principal) return principal;
       response.setHeader('WWW-Authenticate', `Bearer error="invalid_token", error_description="the access token is invalid, expired or revoked", ${pointer}`);
       throw new AppError('unauthenticated', 'the access token is invalid, expired or revoked: refresh it or sign in again');

@@ -1,5 +1,4 @@
 import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/register.js';
-import { authorizationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
 import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/metadata.js';
 import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
 import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
@@ -10,15 +9,19 @@ import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { clientAddress } from '../rest/route.ts';
+import { requestBaseUrl } from '../src/config.ts';
+import type { RateLimitName } from '../src/engine/admission.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { type OAuthEngine, OAuthProblem, oauthScope } from '../src/engine/oauth.ts';
+import { issuerAt, type OAuthEngine, OAuthProblem, oauthScope, resourceAt } from '../src/engine/oauth.ts';
+import { TtlCache } from '../src/engine/ttl-cache.ts';
 import { AppError } from '../src/errors.ts';
+import { authorizationEndpoint } from './oauth-authorize.ts';
 
 /**
  * MCP sign-in over HTTP (docs/mcp.md "Signing in"): the OAuth 2.1 endpoints of the MCP
- * authorization specification, built from the MCP SDK's own handlers (request parsing,
- * redirect-URI matching, PKCE S256 verification, the error responses) around the engine's
- * clients, requests, codes and tokens (src/engine/oauth.ts). Mounted before the JSON body parser
+ * authorization specification, built from the MCP SDK's own handlers (request parsing, PKCE S256
+ * verification, the error responses) around the engine's clients, requests, codes and tokens
+ * (src/engine/oauth.ts); the authorization endpoint is this server's own (mcp/oauth-authorize.ts). Mounted before the JSON body parser
  * and the OPTIONS guard: these endpoints read form bodies and answer CORS preflights, as OAuth
  * clients in browsers need.
  */
@@ -33,6 +36,7 @@ function asOAuthError(error: unknown): unknown {
   if (error.code === 'invalid_grant') return new InvalidGrantError(error.message);
   if (error.code === 'invalid_target') return new InvalidTargetError(error.message);
   if (error.code === 'invalid_scope') return new InvalidScopeError(error.message);
+  if (error.code === 'temporarily_unavailable') return new TooManyRequestsError(error.message);
   return new InvalidRequestError(error.message);
 }
 
@@ -40,7 +44,7 @@ const translated = <T>(work: () => Promise<T>) => work().catch((error: unknown) 
   throw asOAuthError(error);
 });
 
-export function oauthProvider(oauth: OAuthEngine, consentUrl: string): OAuthServerProvider {
+export function oauthProvider(oauth: OAuthEngine): OAuthServerProvider {
   return {
     clientsStore: {
       getClient: (clientId) => oauth.clients.find(clientId) as Promise<OAuthClientInformationFull | undefined>,
@@ -48,10 +52,8 @@ export function oauthProvider(oauth: OAuthEngine, consentUrl: string): OAuthServ
         throw error instanceof AppError ? new InvalidClientMetadataError(error.message) : error;
       }) as Promise<OAuthClientInformationFull>,
     },
-    authorize: async (client, params, response) => {
-      const id = await translated(() => oauth.startRequest(client as never, params));
-      response.redirect(302, `${consentUrl}?request=${encodeURIComponent(id)}`);
-    },
+    // The authorization endpoint is mcp/oauth-authorize.ts: the SDK's would redirect to any registered URI.
+    authorize: () => Promise.reject(new Error('authorization requests are answered by mcp/oauth-authorize.ts')),
     challengeForAuthorizationCode: (client, code) => translated(() => oauth.challengeFor(client.client_id, code)),
     exchangeAuthorizationCode: (client, code, _verifier, redirectUri, resource) => translated(() => oauth.exchangeCode(client as never, code, redirectUri, resource)),
     exchangeRefreshToken: (client, refreshToken, _scopes, resource) => translated(() => oauth.refresh(client as never, refreshToken, resource)),
@@ -60,16 +62,16 @@ export function oauthProvider(oauth: OAuthEngine, consentUrl: string): OAuthServ
   };
 }
 
-/** RFC 9728 protected resource metadata and RFC 8414 authorization server metadata. */
-export function oauthMetadata(oauth: OAuthEngine, base: string) {
+/** RFC 9728 protected resource metadata and RFC 8414 authorization server metadata, at the base URL a request reached. */
+export function oauthMetadata(base: string) {
   const at = (path: string) => new URL(path, base).href;
   return {
     resource: {
-      resource: oauth.resource, authorization_servers: [oauth.issuer], scopes_supported: [oauthScope], bearer_methods_supported: ['header'],
+      resource: resourceAt(base), authorization_servers: [issuerAt(base)], scopes_supported: [oauthScope], bearer_methods_supported: ['header'],
       resource_name: 'Agent Marketplace MCP', resource_documentation: at('/docs'),
     },
     server: {
-      issuer: oauth.issuer, authorization_endpoint: at(oauthPaths.authorize), token_endpoint: at(oauthPaths.token),
+      issuer: issuerAt(base), authorization_endpoint: at(oauthPaths.authorize), token_endpoint: at(oauthPaths.token),
       registration_endpoint: at(oauthPaths.register), revocation_endpoint: at(oauthPaths.revoke),
       response_types_supported: ['code'], response_modes_supported: ['query'], grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'], token_endpoint_auth_methods_supported: ['none'], revocation_endpoint_auth_methods_supported: ['none'],
@@ -79,16 +81,17 @@ export function oauthMetadata(oauth: OAuthEngine, base: string) {
   };
 }
 
-/** The RFC 9728 URL a 401 of /mcp points to (the path-suffixed form for the /mcp resource). */
+/** The RFC 9728 URL a 401 of /mcp points to (the path-suffixed form for the /mcp resource), at the base URL the request reached. */
 export const resourceMetadataUrl = (base: string) => new URL(`${oauthPaths.protectedResource}/mcp`, base).href;
 
 /**
  * The per-address request budget of REST guards these endpoints too (the SDK's own in-memory
- * limiter is off: it would count per instance and trust no proxy setting).
+ * limiter is off: it would count per instance and trust no proxy setting); registration has a
+ * bucket of its own besides, since each registration is stored (issue 28 point 9).
  */
-function underRequestLimits(engine: Engine) {
+function underRequestLimits(engine: Engine, namesFor: (request: Request) => RateLimitName[] = () => ['requestsPerAddress']) {
   return (request: Request, response: Response, next: NextFunction) => {
-    engine.admission.consume(['requestsPerAddress'], { address: clientAddress(request), principal: null }).then(() => next(), (error: unknown) => {
+    engine.admission.consume(namesFor(request), { address: clientAddress(request), principal: null }).then(() => next(), (error: unknown) => {
       if (!(error instanceof AppError)) return next(error);
       const retryAfter = (error.data as { retry_after_seconds?: number } | undefined)?.retry_after_seconds;
       if (retryAfter !== undefined) response.setHeader('Retry-After', String(retryAfter));
@@ -97,22 +100,40 @@ function underRequestLimits(engine: Engine) {
   };
 }
 
+/**
+ * The metadata documents of each base URL the server answers for: PUBLIC_BASE_URL, or, when it is
+ * unset, each loopback name a client used (config.ts requestBaseUrl). The Host header is the
+ * client's, so the handlers kept are bounded; one not kept is made again.
+ */
+function metadataHandlers() {
+  const kept = new TtlCache<{ resource: RequestHandler; server: RequestHandler }>(60 * 60 * 1000, 16);
+  return (base: string) => {
+    const found = kept.get(base);
+    if (found) return found;
+    const metadata = oauthMetadata(base);
+    const made = { resource: metadataHandler(metadata.resource), server: metadataHandler(metadata.server as never) };
+    kept.set(base, made);
+    return made;
+  };
+}
+
 export function oauthRouter(engine: Engine): Router {
-  const base = engine.dependencies.config.publicBaseUrl;
-  const provider = oauthProvider(engine.oauth, new URL(oauthPaths.consent, base).href);
-  const metadata = oauthMetadata(engine.oauth, base);
+  const { config } = engine.dependencies;
+  const provider = oauthProvider(engine.oauth);
+  const metadataAt = metadataHandlers();
+  const baseOf = (request: Request) => requestBaseUrl(config, request.get('host'));
   const router = express.Router();
   // These are the OAuth protocol's endpoints, described by the metadata documents they serve (RFC
   // 8414, RFC 9728), not by the OpenAPI document of the API: each is mounted as a plain function,
   // so that the API's route listing (test/public-surface.test.ts) sees only the route table.
   const mount = (path: string, ...handlers: RequestHandler[]) => router.use(path, ...handlers.map((handler): RequestHandler => (request, response, next) => handler(request, response, next)));
-  for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource]) mount(path, metadataHandler(metadata.resource));
-  mount(oauthPaths.authorizationServer, metadataHandler(metadata.server as never));
+  for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource]) mount(path, (request, response, next) => metadataAt(baseOf(request)).resource(request, response, next));
+  mount(oauthPaths.authorizationServer, (request, response, next) => metadataAt(baseOf(request)).server(request, response, next));
   const limited = underRequestLimits(engine);
-  mount(oauthPaths.authorize, limited, authorizationHandler({ provider, rateLimit: false }));
+  mount(oauthPaths.authorize, limited, authorizationEndpoint(engine));
   mount(oauthPaths.token, limited, tokenHandler({ provider, rateLimit: false }));
-  mount(oauthPaths.register, limited, clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientIdGeneration: false, clientSecretExpirySeconds: 0 }));
+  mount(oauthPaths.register, underRequestLimits(engine, (request) => (request.method === 'POST' ? ['requestsPerAddress', 'oauthRegistrationsPerAddress'] : ['requestsPerAddress'])),
+    clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientIdGeneration: false, clientSecretExpirySeconds: 0 }));
   mount(oauthPaths.revoke, limited, revocationHandler({ provider, rateLimit: false }));
   return router;
 }
-

@@ -10,9 +10,17 @@ export function createAuthenticator(engine: Engine, adminToken: string) {
   return async (request: Request, requirement: AuthRequirement) => {
     if (requirement === 'none') return null;
     if (requirement === 'admin') {
-      const given = Buffer.from(request.get('x-admin-token') ?? '');
+      const header = request.get('x-admin-token');
+      // A token presented is a credential like a key or a bearer token: wrong ones count against
+      // the address's failed authentications, and once those are spent none is looked at.
+      const failures = header === undefined ? null : engine.admission.authenticationFailures;
+      failures?.refuseIfBlocked(clientAddress(request));
+      const given = Buffer.from(header ?? '');
       const valid = given.length === expectedAdminToken.length && timingSafeEqual(given, expectedAdminToken);
-      if (!valid) throw unauthenticated('a valid X-Admin-Token is required');
+      if (!valid) {
+        await failures?.recordFailure(clientAddress(request));
+        throw unauthenticated('a valid X-Admin-Token is required');
+      }
       return null;
     }
     const principal = await engine.identity.authenticate({

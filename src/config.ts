@@ -141,6 +141,25 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
   };
 }
 
+const loopbackNames = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * The base URL a request reached this server by, for what it says of itself (OAuth metadata, the
+ * MCP resource, sign-in redirects): PUBLIC_BASE_URL when it is set. Without it, a request addressed
+ * to a loopback name (localhost, 127.0.0.1, [::1], any port) gets that name back, because MCP
+ * clients refuse a protected resource other than the URL they were given, and people type either
+ * name; any other Host gets the default http://localhost:PORT (docs/mcp.md "Troubleshooting").
+ */
+export function requestBaseUrl(config: Pick<Config, 'PUBLIC_BASE_URL' | 'publicBaseUrl'>, host: string | undefined): string {
+  if (config.PUBLIC_BASE_URL !== undefined || host === undefined) return config.publicBaseUrl;
+  const given = host.toLowerCase();
+  if (!URL.canParse(`http://${given}`)) return config.publicBaseUrl;
+  const url = new URL(`http://${given}`);
+  // The Host header is the client's to choose: only a bare loopback name and port is taken.
+  const bare = url.host === given || `${url.host}:80` === given;
+  return bare && loopbackNames.has(url.hostname) ? url.origin : config.publicBaseUrl;
+}
+
 /**
  * A fresh machine must start with no configuration, so missing secrets are generated once and
  * kept in DATA_DIR. In production a missing secret is a configuration error instead, because a

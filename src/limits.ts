@@ -126,6 +126,13 @@ export const limits = {
     loginFailuresPerAccount: { requests: 100, windowSeconds: 900 },
     /** Requests whose credentials were refused (4010), by address; when spent, credentials are not looked up. */
     authenticationFailuresPerAddress: { requests: 60, windowSeconds: 60 },
+    /** MCP sign-in client registrations (RFC 7591, anonymous) by address: each is kept a week unless it signs in. */
+    oauthRegistrationsPerAddress: { requests: 20, windowSeconds: 3_600 },
+    /**
+     * MCP sign-in requests stored by address. A window is a request's lifetime (10 minutes), so
+     * at most twice this many wait for a person at once.
+     */
+    oauthSignInRequestsPerAddress: { requests: 30, windowSeconds: 600 },
     /** GET routes (lists, history, single resources) by credential. */
     readsPerCredential: { requests: 1_200, windowSeconds: 60 },
     writesPerCredential: { requests: 600, windowSeconds: 60 },
@@ -332,6 +339,19 @@ export const limits = {
   skillPromptLengthMax: 2_000,
   skillDraftStepDelayMs: 20,
   ratingCommentLengthMax: 2_000,
+  /**
+   * Live (undeleted) skills one user keeps per space (issue 28): each is a row in the hall and a
+   * way to apply, so one account cannot flood either. Counted under a lock on the user's row.
+   */
+  skillsPerUserMax: 50,
+  /**
+   * A rating moves a skill's quality score only when it rates a settled transaction that moved at
+   * least this many minor units, and only one rating per rater and skill counts within the window:
+   * a loop of free or small tasks between two accounts cannot raise a score (docs/skills.md
+   * "Ratings and quality"). The others are stored and shown, marked not counted.
+   */
+  skillRatingCountedAmountMinorUnitsMin: 1,
+  skillRatingCountedWindowMs: 30 * 24 * 60 * 60 * 1000,
   // Tasks (issue 18, docs/tasks.md).
   taskTitleLengthMax: 200,
   taskDescriptionLengthMax: 10_000,
@@ -350,10 +370,23 @@ export const limits = {
    * task's shared lock, so parallel applies may pass it by at most their number.
    */
   taskPendingApplicationsMax: 200,
+  /**
+   * Pending applications one applicant (user and space) holds on one task, whatever skills it
+   * has, and on all tasks together (issue 28): no single account takes more than a small share
+   * of a task's places. Both counted under a lock on the applicant's user row, so parallel
+   * applies cannot pass them.
+   */
+  taskApplicationsPerApplicantMax: 2,
+  liveApplicationsPerApplicantMax: 50,
 
   // Webhooks (issue 19, docs/webhooks.md).
   /** Live subscriptions one user has at most, per space. */
   webhookSubscriptionsPerUserMax: 20,
+  /**
+   * Live webhooks made with one API key, all its users together (ten times a user's): an
+   * auto-provisioning key gets a new user with every new user id (issue 28 point 5).
+   */
+  webhookSubscriptionsPerApiKeyMax: 200,
   webhookDescriptionLengthMax: 500,
   /** One delivery attempt: the receiver answers within this or the attempt failed (and is retried). */
   webhookTimeoutMs: 10_000,
@@ -368,11 +401,20 @@ export const limits = {
   /** Sends in flight per instance, and per subscription on one instance: a slow receiver holds at most its share. */
   webhookSendsInFlightMax: 32,
   webhookSendsInFlightPerSubscriptionMax: 4,
+  /**
+   * Sends in flight per owner (a user, all its webhooks and push configs) on one instance, well
+   * below the instance's 32: one owner's receivers that never answer hold a quarter of the slots
+   * at most, and the rest go to other owners, taken in turn (issue 28, point 6).
+   */
+  webhookSendsInFlightPerOwnerMax: 8,
   /** The dispatcher and sender look for work this often (and at once when an event is published here). */
   webhookPollIntervalMs: 1_000,
-  /** Outbox rows one dispatch reads, and due deliveries one claim takes. */
+  /**
+   * Outbox rows one dispatch reads, and due deliveries one claim takes: a claim is one round of
+   * the owners' turns, so it is small, and a worker claims again at once while slots are free.
+   */
   webhookDispatchBatchSize: 500,
-  webhookClaimBatchSize: 32,
+  webhookClaimBatchSize: 8,
   /** Finished deliveries (and their attempts) are kept this long for their owner to read, then deleted. */
   webhookDeliveryRetentionMs: 7 * 24 * 60 * 60 * 1000,
   /** A received answer's body is kept (in the attempt) up to this many characters, for the owner to see why it failed. */
@@ -384,6 +426,13 @@ export const limits = {
   // A2A push notification configs (issue 19 point 2): subscriptions of the same pipeline.
   /** Live configs one caller may keep on one A2A task (one page of a list holds them all). */
   a2aPushConfigsPerTaskMax: 10,
+  /**
+   * Live configs one user keeps per space, on all its tasks, and all the users of one API key
+   * together (ten times a user's). At the cap, a config whose task is finished and which has
+   * nothing left to send is retired to make room (docs/webhooks.md "Bounds", issue 28 point 5).
+   */
+  a2aPushConfigsPerUserMax: 1_000,
+  a2aPushConfigsPerApiKeyMax: 10_000,
   /** Configs are deleted this long after they were made, whatever their task did (a task's life is days, its auto-confirm 72 hours). */
   a2aPushConfigRetentionMs: 30 * 24 * 60 * 60 * 1000,
   /**
@@ -396,12 +445,27 @@ export const limits = {
   a2aPushTokenLengthMax: 1_000,
   a2aPushUrlLengthMax: 2_048,
   // MCP sign-in (issue 20, docs/mcp.md "Signing in").
+  /** A client_id (a metadata document's https URL at most) and a resource indicator, in characters. */
   oauthUriLengthMax: 2_048,
-  oauthRedirectUrisMax: 10,
+  /**
+   * A registered redirect, client or logo URI, in characters; with the counts below a registered
+   * client is stored in under 8 kB (issue 28 point 9).
+   */
+  oauthClientUriLengthMax: 1_000,
+  oauthRedirectUrisMax: 5,
   oauthClientNameLengthMax: 200,
   oauthScopeLengthMax: 200,
+  /** A PKCE S256 challenge is the base64url SHA-256 of the verifier: always 43 characters (RFC 7636 section 4.2). */
+  oauthCodeChallengeLength: 43,
+  /** The client's state, kept with a waiting sign-in request and echoed back, in characters. */
+  oauthStateLengthMax: 500,
+  /** A form posted to the authorization endpoint, in bytes (every field it may carry fits several times). */
+  oauthAuthorizationFormBytesMax: 16_384,
   /** A client metadata document is fetched again after this long. */
   oauthMetadataDocumentTtlMs: 24 * 60 * 60 * 1000,
+  /** A client_id whose document could not be read is not fetched again for this long (per instance). */
+  oauthMetadataDocumentFailureTtlMs: 60_000,
+  oauthMetadataDocumentFailuresCachedMax: 1_000,
   oauthMetadataDocumentTimeoutMs: 5_000,
   /** How long a sign-in request waits for the person to decide. */
   oauthRequestLifetimeMs: 10 * 60 * 1000,

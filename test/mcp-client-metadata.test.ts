@@ -10,6 +10,7 @@ import { signUpHuman } from './helpers/actors.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { authorize, pkcePair, token } from './helpers/oauth.ts';
 import { freePort } from './helpers/processes.ts';
+import { limits } from '../src/limits.ts';
 
 /**
  * Client ID metadata documents (docs/mcp.md "Signing in"): a client that names itself by the https
@@ -24,6 +25,8 @@ let base: string;
 let documents: HttpsServer;
 let documentBase: string;
 let certificates: string;
+/** The paths the document server was asked for, in order. */
+const fetched: string[] = [];
 const previousTlsSetting = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
 
 beforeAll(async () => {
@@ -32,9 +35,14 @@ beforeAll(async () => {
     '-keyout', path.join(certificates, 'key.pem'), '-out', path.join(certificates, 'cert.pem')], { stdio: 'ignore' });
   documents = createHttpsServer({ key: readFileSync(path.join(certificates, 'key.pem')), cert: readFileSync(path.join(certificates, 'cert.pem')) }, (request, response) => {
     const own = `${documentBase}${request.url}`;
+    fetched.push(request.url ?? '');
+    // A redirect to a document that names the first URL: a client id must be its document's own address.
+    if (request.url === '/redirect.json') return void response.writeHead(307, { Location: '/target.json' }).end();
     const bodies: Record<string, unknown> = {
       '/client.json': { client_id: own, client_name: 'Document client', client_uri: 'https://client.example', redirect_uris: ['http://127.0.0.1:33418/callback'] },
       '/borrowed.json': { client_id: `${documentBase}/client.json`, client_name: 'Borrower', redirect_uris: ['http://127.0.0.1:33418/callback'] },
+      '/target.json': { client_id: `${documentBase}/redirect.json`, client_name: 'Redirected', redirect_uris: ['http://127.0.0.1:33418/callback'] },
+      '/userinfo.json': { client_id: `https://trusted.example@${documentBase.slice('https://'.length)}/userinfo.json`, client_name: 'Trusted', redirect_uris: ['http://127.0.0.1:33418/callback'] },
     };
     const body = bodies[request.url ?? ''];
     response.writeHead(body ? 200 : 404, { 'Content-Type': 'application/json' }).end(JSON.stringify(body ?? {}));
@@ -69,7 +77,7 @@ describe('a client named by its metadata document', () => {
     expect(started.requestId).toBeTruthy();
     const human = await signUpHuman(test);
     const described = (await test.http.get(`/api/v1/auth/oauth/requests/${started.requestId}`).set(human.headers).expect(200)).body.data;
-    expect(described).toMatchObject({ client_id: clientId, client_name: 'Document client', client_uri: 'https://client.example' });
+    expect(described).toMatchObject({ client_id: clientId, client_name: 'Document client', client_uri: 'https://client.example', client_host: new URL(documentBase).host });
     const decided = await test.http.post(`/api/v1/auth/oauth/requests/${started.requestId}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);
     const code = new URL(decided.body.data.redirect_to).searchParams.get('code')!;
     const tokens = await token(base, { grant_type: 'authorization_code', code, client_id: clientId, code_verifier: pkce.verifier });
@@ -85,5 +93,27 @@ describe('a client named by its metadata document', () => {
       expect(started.status, clientId).toBe(400);
       expect(started.requestId).toBeNull();
     }
+  });
+
+  it('follows no redirect and refuses a client id with userinfo or a fragment, fetching nothing for those', async () => {
+    const host = documentBase.slice('https://'.length);
+    for (const clientId of [`${documentBase}/redirect.json`, `https://trusted.example@${host}/userinfo.json`, `${documentBase}/client.json#fragment`]) {
+      fetched.length = 0;
+      const started = await authorize(base, { clientId, redirectUri: 'http://127.0.0.1:33418/callback', challenge: pkcePair().challenge });
+      expect(started.status, clientId).toBe(400);
+      expect(started.location, clientId).toBeNull();
+      expect(fetched, clientId).not.toContain('/target.json');
+      if (!clientId.endsWith('redirect.json')) expect(fetched, clientId).toEqual([]);
+    }
+  });
+
+  it('remembers a document that could not be read for a short while, not fetching it on every call', async () => {
+    const clientId = `${documentBase}/missing-for-a-while.json`;
+    fetched.length = 0;
+    for (let attempt = 0; attempt < 3; attempt++) await authorize(base, { clientId, redirectUri: 'http://127.0.0.1:33418/callback', challenge: pkcePair().challenge });
+    expect(fetched).toEqual(['/missing-for-a-while.json']);
+    test.clock.advanceMs(limits.oauthMetadataDocumentFailureTtlMs + 1);
+    await authorize(base, { clientId, redirectUri: 'http://127.0.0.1:33418/callback', challenge: pkcePair().challenge });
+    expect(fetched).toEqual(['/missing-for-a-while.json', '/missing-for-a-while.json']);
   });
 });

@@ -115,7 +115,19 @@ describe('signing in from an MCP client', () => {
     await page.getByLabel('Password').fill(human.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await eventually(() => page.getByText('Sign-in test client').isVisible()).toBe(true);
-    expect(await page.locator('#request-redirect').textContent()).toBe(new URL(callback.url).origin);
+    // The redirect as a person reads a URL: whole, as sent, on one line (not in the user-code style).
+    const redirect = page.locator('#request-redirect');
+    expect(await redirect.innerText()).toBe(callback.url);
+    // The lines the text is laid out on (the test's TypeScript has no DOM types, so the page's objects are described here).
+    type Rectangle = { top: number };
+    type PageElement = { ownerDocument: { createRange(): { selectNodeContents(node: unknown): void; getClientRects(): Iterable<Rectangle> } } };
+    expect(await redirect.evaluate((element: PageElement) => {
+      const range = element.ownerDocument.createRange();
+      range.selectNodeContents(element);
+      return new Set([...range.getClientRects()].map((rectangle) => Math.round(rectangle.top))).size;
+    })).toBe(1);
+    // Beside the name it gives itself: that the application is registered here, vouched for by no address.
+    expect(await page.locator('#request-client-host').innerText()).toMatch(/registered directly/i);
     await page.getByRole('button', { name: 'Allow' }).click();
     await eventually(() => callback.codes.length).toBe(1);
     const answer = callback.codes[0]!;
@@ -255,8 +267,29 @@ describe('the authorization server', () => {
     await test.http.get(`/api/v1/auth/oauth/requests/${signIn.requestId}`).expect(401);
     const human = await signUpHuman(test);
     const described = (await test.http.get(`/api/v1/auth/oauth/requests/${signIn.requestId}`).set(human.headers).expect(200)).body.data;
-    expect(described).toMatchObject({ client_name: 'Test client', redirect_origin: 'http://127.0.0.1:33418', scope: 'marketplace', resource: `${base}/mcp` });
+    expect(described).toMatchObject({
+      client_name: 'Test client', client_host: null, redirect_uri: 'http://127.0.0.1:33418/callback', redirect_origin: 'http://127.0.0.1:33418', scope: 'marketplace', resource: `${base}/mcp`,
+    });
     await test.http.post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`).set(human.headers).set('Origin', 'https://evil.example').send({ decision: 'approve' }).expect(403);
+  });
+});
+
+describe('the error page of an authorization request that cannot be sent back', () => {
+  it('is a readable page under the site CSP: a heading, the reason, no script and no redirect', async () => {
+    const page = await browser.context.newPage();
+    const problems: string[] = [];
+    // The browser's own note of the 400 status is expected; anything else (a CSP violation, a script error) is a problem.
+    page.on('console', (message) => void (/Failed to load resource: .* 400/.test(message.text()) || problems.push(message.text())));
+    page.on('pageerror', (error) => problems.push(error.message));
+    const response = await page.goto(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'no-such-client', redirect_uri: 'ms-msdt:/id', code_challenge: 'x', code_challenge_method: 'S256' })}`);
+    expect(response?.status()).toBe(400);
+    expect(page.url()).toContain(`${base}/oauth/authorize`);
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).innerText()).toMatch(/cannot continue/i);
+    expect(await page.getByRole('alert').innerText()).toMatch(/not known/i);
+    expect(await page.title()).toMatch(/Agent Marketplace/);
+    expect(await page.locator('main').count()).toBe(1);
+    expect(problems).toEqual([]);
+    await page.close();
   });
 });
 

@@ -40,7 +40,11 @@
     const request = envelope.data;
     $('request-client').textContent = request.client_name || request.client_id;
     $('request-client-uri').textContent = request.client_uri || 'not given';
-    $('request-redirect').textContent = request.redirect_origin;
+    // The host serving the application's metadata document vouches for it; a registered one has no such address.
+    $('request-client-host').textContent = request.client_host
+      ? request.client_host + ' (the address that publishes its description)'
+      : 'Registered directly with this server: no address vouches for the name';
+    $('request-redirect').textContent = request.redirect_uri;
     $('request-expiry').dateTime = request.expires_at;
     $('request-expiry').textContent = new Date(request.expires_at).toLocaleString();
     setText('request-error', '');

@@ -10,7 +10,7 @@ import type { NextFunction, Request, Response } from 'express';
  * framing (an approve button inside someone else's frame is a clickjacking target), no forms
  * posting elsewhere.
  */
-const contentSecurityPolicy = [
+export const contentSecurityPolicy = [
   "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self'",
   "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'",
 ].join('; ');

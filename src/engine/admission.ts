@@ -25,6 +25,8 @@ export const rateLimitKeys: Record<RateLimitName, 'address' | 'credential' | 'ap
   loginFailuresPerAccountAndAddress: 'accountAndAddress',
   loginFailuresPerAccount: 'account',
   authenticationFailuresPerAddress: 'address',
+  oauthRegistrationsPerAddress: 'address',
+  oauthSignInRequestsPerAddress: 'address',
   readsPerCredential: 'credential',
   writesPerCredential: 'credential',
   rpcCallsPerCredential: 'credential',

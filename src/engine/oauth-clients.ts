@@ -4,6 +4,7 @@ import { type CallbackNetwork, getGuarded } from '../callbacks/client.ts';
 import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { EngineDependencies } from './dependencies.ts';
+import { TtlCache } from './ttl-cache.ts';
 
 /**
  * The OAuth clients of MCP sign-in (docs/mcp.md "Signing in"): registered dynamically (RFC 7591),
@@ -25,7 +26,15 @@ export interface OAuthClient {
   client_id_issued_at?: number;
 }
 
-/** http only for loopback (native apps, RFC 8252); https; or an app's own scheme, never one that runs or reads something. */
+const loopbackNames = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * Where a browser may be sent with a code or an error (issue 28 point 10): https; http on a
+ * loopback address only (RFC 8252 section 7.3); or a native app's private-use scheme in
+ * reverse-domain form such as com.example.app: (RFC 8252 section 7.1). Any other scheme is an
+ * application of the person's system (search-ms:, ms-msdt:, file: ...) that an anonymous
+ * registration must not make the browser open.
+ */
 export function redirectUriProblem(uri: string): string | null {
   let url: URL;
   try {
@@ -33,17 +42,17 @@ export function redirectUriProblem(uri: string): string | null {
   } catch {
     return 'is not a URL';
   }
-  if (url.hash !== '') return 'must not have a fragment';
+  if (url.hash !== '' || uri.includes('#')) return 'must not have a fragment';
   if (url.protocol === 'https:') return null;
-  if (url.protocol === 'http:') return ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) ? null : 'may use http only on a loopback address';
-  return ['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:'].includes(url.protocol) ? `must not use ${url.protocol}` : null;
+  if (url.protocol === 'http:') return loopbackNames.includes(url.hostname) ? null : 'may use http only on a loopback address (localhost, 127.0.0.1, [::1])';
+  return /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+:$/.test(url.protocol) ? null : 'must use https, http on a loopback address, or a private-use scheme in reverse-domain form (com.example.app:/callback)';
 }
 
-const redirectUri = z.string().max(limits.oauthUriLengthMax).superRefine((uri, context) => {
+const redirectUri = z.string().max(limits.oauthClientUriLengthMax).superRefine((uri, context) => {
   const problem = redirectUriProblem(uri);
   if (problem) context.addIssue({ code: 'custom', message: `redirect_uri ${problem}` });
 });
-const webUri = z.url({ protocol: /^https?$/ }).max(limits.oauthUriLengthMax);
+const webUri = z.url({ protocol: /^https?$/ }).max(limits.oauthClientUriLengthMax);
 
 /** What a client says of itself, registered or in its metadata document; other fields are ignored. */
 export const clientMetadata = z.object({
@@ -55,8 +64,8 @@ export const clientMetadata = z.object({
   // Any method asked for is replaced by "none" (RFC 7591 section 3.2.1 lets the server substitute):
   // every client is public, proved by PKCE, and the answer tells the client so.
   token_endpoint_auth_method: z.string().max(64).optional(),
-  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).optional(),
-  response_types: z.array(z.literal('code')).optional(),
+  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).max(2).optional(),
+  response_types: z.array(z.literal('code')).max(1).optional(),
 });
 
 const asClient = (clientId: string, metadata: z.output<typeof clientMetadata>, issuedAt?: number): OAuthClient => ({
@@ -65,10 +74,22 @@ const asClient = (clientId: string, metadata: z.output<typeof clientMetadata>, i
   ...(issuedAt === undefined ? {} : { client_id_issued_at: issuedAt }),
 });
 
-/** A client_id that names a metadata document: an https URL with a path (draft-ietf-oauth-client-id-metadata-document). */
-export const isMetadataDocumentId = (clientId: string) => /^https:\/\/[^/?#]+\/[^?#]*[^/?#][^?#]*$/.test(clientId) && URL.canParse(clientId);
+/**
+ * A client_id that names a metadata document (draft-ietf-oauth-client-id-metadata-document
+ * section 3): an https URL with a path, and no fragment, query, username or password. It must be
+ * in the URL's own canonical form, so that one document has one name (no dot segments, no
+ * upper-case host, no default port spelled out).
+ */
+export function isMetadataDocumentId(clientId: string): boolean {
+  if (clientId.length > limits.oauthUriLengthMax || clientId.includes('#') || !URL.canParse(clientId)) return false;
+  const url = new URL(clientId);
+  return url.protocol === 'https:' && url.username === '' && url.password === '' && url.search === '' && url.pathname !== '/' && url.href === clientId;
+}
 
 export function createOAuthClients({ db, now, log }: EngineDependencies, network: CallbackNetwork) {
+  /** Documents that could not be read lately: an unknown URL is not fetched again on every call. */
+  const unreadable = new TtlCache<true>(limits.oauthMetadataDocumentFailureTtlMs, limits.oauthMetadataDocumentFailuresCachedMax, () => now().getTime());
+
   /** RFC 7591: the metadata is checked (4000 names the field), the client is public, its id is new. */
   async function register(input: unknown): Promise<OAuthClient> {
     const parsed = clientMetadata.safeParse(input);
@@ -85,14 +106,18 @@ export function createOAuthClients({ db, now, log }: EngineDependencies, network
     const row = (await db('oauth_clients').where({ client_id: clientId }).first()) as { source: string; metadata: OAuthClient; fetched_at: Date | null } | undefined;
     const fresh = row && (row.source === 'registered' || (row.fetched_at !== null && now().getTime() - new Date(row.fetched_at).getTime() < limits.oauthMetadataDocumentTtlMs));
     if (fresh) return row.metadata;
-    if (!isMetadataDocumentId(clientId)) return undefined;
-    return fetchDocument(clientId);
+    if (!isMetadataDocumentId(clientId) || unreadable.get(clientId)) return undefined;
+    const client = await fetchDocument(clientId);
+    if (!client) unreadable.set(clientId, true);
+    return client;
   }
 
   async function fetchDocument(clientId: string): Promise<OAuthClient | undefined> {
-    const answer = await getGuarded({ url: clientId, headers: { Accept: 'application/json' }, timeoutMs: limits.oauthMetadataDocumentTimeoutMs }, network);
+    // No redirect is followed: the document at the client_id's own address is the client's, and
+    // one it redirects to could describe anything (draft section 4).
+    const answer = await getGuarded({ url: clientId, headers: { Accept: 'application/json' }, timeoutMs: limits.oauthMetadataDocumentTimeoutMs, redirectsMax: 0 }, network);
     if (answer.kind !== 'answered' || answer.status !== 200) {
-      log.info('an OAuth client metadata document could not be read', { client_id: clientId, outcome: answer.kind === 'answered' ? `HTTP ${answer.status}` : answer.kind });
+      log.info('an OAuth client metadata document could not be read', { client_id: clientId, outcome: answer.kind === 'answered' ? `HTTP ${answer.status}` : answer.kind === 'failed' ? answer.reason : answer.kind });
       return undefined;
     }
     let document: unknown;

@@ -2,12 +2,12 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { generateApiKey } from '../auth/api-keys.ts';
 import { withTransaction } from '../db/transaction.ts';
-import { notFound } from '../errors.ts';
+import { AppError, notFound } from '../errors.ts';
 import { limits } from '../limits.ts';
 import * as store from '../store/identity.ts';
 import type { Admission } from './admission.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
-import type { OAuthClient, OAuthClients } from './oauth-clients.ts';
+import { isMetadataDocumentId, type OAuthClient, type OAuthClients, redirectUriProblem } from './oauth-clients.ts';
 
 /**
  * MCP sign-in (docs/mcp.md "Signing in"): this server as the OAuth 2.1 authorization server of its
@@ -20,7 +20,7 @@ import type { OAuthClient, OAuthClients } from './oauth-clients.ts';
  * (each token is checked against its key on every request). The grant acts as the person in the
  * agent space (caller type agent, UT), as a device-flow key does.
  */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'invalid_scope';
+export type OAuthErrorCode = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'invalid_scope' | 'temporarily_unavailable';
 
 /** A refusal the OAuth adapter answers in the protocol's own terms (RFC 6749 section 5.2). */
 export class OAuthProblem extends Error {
@@ -82,11 +82,25 @@ export interface IssuedTokens {
   scope: string;
 }
 
+/**
+ * The MCP endpoint is the one resource tokens are for (RFC 8707), and the issuer is this server,
+ * both at the base URL a request reached it by (config.ts requestBaseUrl: PUBLIC_BASE_URL, or the
+ * loopback name used when it is unset). A token keeps the resource it was issued for.
+ */
+export const resourceAt = (base: string) => new URL('/mcp', base).href;
+export const issuerAt = (base: string) => new URL(base).origin;
+const sameResource = (given: string, resource: string) => given.replace(/\/$/, '') === resource;
+const wrongTarget = (resource: string) => new OAuthProblem('invalid_target', `tokens are issued for ${resource} only`);
+
+/** Where a sign-in request was made: the base URL it reached and the client's address (for the per-address cap). */
+export interface RequestContext {
+  base: string;
+  address: string;
+}
+
 export function createOAuth({ db, now, config }: EngineDependencies, clients: OAuthClients, admission: Admission) {
-  /** The MCP endpoint is the one resource tokens are for (RFC 8707); the issuer is this server. */
-  const resource = new URL('/mcp', config.publicBaseUrl).href;
-  const issuer = new URL(config.publicBaseUrl).origin;
-  const sameResource = (given: string) => given.replace(/\/$/, '') === resource;
+  const resource = resourceAt(config.publicBaseUrl);
+  const issuer = issuerAt(config.publicBaseUrl);
 
   function scopeOf(scopes: string[]): string {
     const unknown = scopes.filter((scope) => scope !== '' && scope !== oauthScope);
@@ -94,14 +108,29 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     return oauthScope;
   }
 
-  /** An authorization request of a known client, kept until the person decides or it expires; its id goes to the consent page. */
-  async function startRequest(client: OAuthClient, input: AuthorizationInput): Promise<string> {
-    if (input.resource && !sameResource(input.resource.href)) throw new OAuthProblem('invalid_target', `tokens are issued for ${resource} only`);
+  /**
+   * An authorization request of a known client, kept until the person decides or it expires; its
+   * id goes to the consent page. Every stored field is bounded (issue 28 point 9), and an address
+   * may store only so many (limits.ts oauthSignInRequestsPerAddress).
+   */
+  async function startRequest(client: OAuthClient, input: AuthorizationInput, context: RequestContext): Promise<string> {
+    const target = resourceAt(context.base);
+    if (input.resource && !sameResource(input.resource.href, target)) throw wrongTarget(target);
+    if (!/^[A-Za-z0-9_-]+$/.test(input.codeChallenge) || input.codeChallenge.length !== limits.oauthCodeChallengeLength) {
+      throw new OAuthProblem('invalid_request', `code_challenge must be the ${limits.oauthCodeChallengeLength}-character base64url S256 challenge (RFC 7636)`);
+    }
+    if ((input.state?.length ?? 0) > limits.oauthStateLengthMax) throw new OAuthProblem('invalid_request', `state is longer than ${limits.oauthStateLengthMax} characters`);
+    if (input.redirectUri.length > limits.oauthClientUriLengthMax || redirectUriProblem(input.redirectUri)) throw new OAuthProblem('invalid_request', 'the redirect_uri is not allowed');
+    const scope = scopeOf(input.scopes ?? []);
+    await admission.consume(['oauthSignInRequestsPerAddress'], { address: context.address, principal: null }).catch((error: unknown) => {
+      if (!(error instanceof AppError) || error.errorName !== 'rate_limited') throw error;
+      throw new OAuthProblem('temporarily_unavailable', 'too many sign-in requests from this address; try again later');
+    });
     const id = randomUUID();
     const at = now();
     await db('oauth_requests').insert({
       id, client_id: client.client_id, redirect_uri: input.redirectUri, code_challenge: input.codeChallenge, state: input.state ?? null,
-      scope: scopeOf(input.scopes ?? []), resource, status: 'pending', created_at: at, expires_at: new Date(at.getTime() + limits.oauthRequestLifetimeMs),
+      scope, resource: target, status: 'pending', created_at: at, expires_at: new Date(at.getTime() + limits.oauthRequestLifetimeMs),
     });
     return id;
   }
@@ -119,7 +148,9 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     if (!client) throw notFound('sign-in request');
     return {
       id: row.id, client_id: client.client_id, client_name: client.client_name ?? null, client_uri: client.client_uri ?? null,
-      redirect_origin: redirectOrigin(row.redirect_uri), scope: row.scope, resource: row.resource, expires_at: new Date(row.expires_at).toISOString(),
+      // The one part of a client that someone answers for: the host serving its metadata document.
+      client_host: isMetadataDocumentId(client.client_id) ? new URL(client.client_id).host : null,
+      redirect_uri: row.redirect_uri, redirect_origin: redirectOrigin(row.redirect_uri), scope: row.scope, resource: row.resource, expires_at: new Date(row.expires_at).toISOString(),
     };
   }
 
@@ -147,31 +178,52 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     });
     if (!moved) throw notFound('sign-in request');
     if (row.state !== null) target.searchParams.set('state', row.state);
-    target.searchParams.set('iss', issuer);
+    target.searchParams.set('iss', new URL(row.resource).origin);
     return { status, redirect_to: target.href };
   }
 
+  /** The request of a code this client was given and may still present; used_at says whether it was exchanged already. */
   async function codeRequest(knex: Knex, clientId: string, code: string): Promise<RequestRow & { used_at: Date | null; code_expires_at: Date }> {
     const row = await knex('oauth_codes as c').join('oauth_requests as r', 'r.id', 'c.request_id').where('c.code_hash', hashOf(code))
       .first('r.*', 'c.used_at', 'c.expires_at as code_expires_at');
-    if (!row || row.client_id !== clientId || row.used_at !== null || new Date(row.code_expires_at) <= now()) throw new OAuthProblem('invalid_grant', 'the code is unknown, used, expired or another client\'s');
+    if (!row || row.client_id !== clientId || (row.used_at === null && new Date(row.code_expires_at) <= now())) throw new OAuthProblem('invalid_grant', 'the code is unknown, expired or another client\'s');
     return row;
   }
 
+  /**
+   * A code presented again was intercepted or replayed: the request is refused and the tokens its
+   * first use gave end, with their grant's key (RFC 6749 section 4.1.2). A grant's family is its
+   * request's id, so the code leads to it.
+   */
+  async function refuseReusedCode(requestId: string): Promise<never> {
+    await withTransaction(db, async ({ trx }) => {
+      const first = (await trx('oauth_tokens').where({ family_id: requestId }).first('api_key_id')) as { api_key_id: string } | undefined;
+      if (first) await endFamily(trx, requestId, first.api_key_id);
+    });
+    throw new OAuthProblem('invalid_grant', 'the code was used already: the tokens it gave are revoked; sign in again');
+  }
+
   /** The PKCE challenge the code was asked with (the adapter checks the verifier against it). */
-  const challengeFor = async (clientId: string, code: string) => (await codeRequest(db, clientId, code)).code_challenge;
+  async function challengeFor(clientId: string, code: string): Promise<string> {
+    const row = await codeRequest(db, clientId, code);
+    return row.used_at === null ? row.code_challenge : refuseReusedCode(row.id);
+  }
 
   /** A code, once: the grant's API key and its first tokens, in one database transaction. */
   async function exchangeCode(client: OAuthClient, code: string, redirectUri: string | undefined, resourceGiven: URL | undefined): Promise<IssuedTokens> {
-    return withTransaction(db, async ({ trx }) => {
+    const outcome = await withTransaction(db, async ({ trx }) => {
       const row = await codeRequest(trx, client.client_id, code);
+      if (row.used_at !== null) return { reused: row.id };
       if (redirectUri !== undefined && redirectUri !== row.redirect_uri) throw new OAuthProblem('invalid_grant', 'redirect_uri differs from the authorization request\'s');
-      if (resourceGiven && !sameResource(resourceGiven.href)) throw new OAuthProblem('invalid_target', `tokens are issued for ${resource} only`);
+      if (resourceGiven && !sameResource(resourceGiven.href, row.resource)) throw wrongTarget(row.resource);
+      // A concurrent exchange of the same code that got there first is a reuse like any other.
       const used = await trx('oauth_codes').where({ code_hash: hashOf(code) }).whereNull('used_at').update({ used_at: now() });
-      if (used === 0) throw new OAuthProblem('invalid_grant', 'the code was used already');
+      if (used === 0) return { reused: row.id };
       const apiKeyId = await grantKey(trx, row.user_id!, client);
-      return issue(trx, { family_id: randomUUID(), client_id: client.client_id, api_key_id: apiKeyId, user_id: row.user_id!, scope: row.scope, resource: row.resource });
+      return { tokens: await issue(trx, { family_id: row.id, client_id: client.client_id, api_key_id: apiKeyId, user_id: row.user_id!, scope: row.scope, resource: row.resource }) };
     });
+    // Ending the first use's grant commits on its own, after this transaction gave up.
+    return 'tokens' in outcome ? outcome.tokens! : refuseReusedCode(outcome.reused);
   }
 
   /** The grant as one of the person's keys (its secret is never shown: the tokens are the credential). */
@@ -211,7 +263,7 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     const outcome = await withTransaction(db, async ({ trx }) => {
       const row = (await trx('oauth_tokens').where({ token_hash: hashOf(token), kind: 'refresh' }).forUpdate().first()) as TokenRow | undefined;
       if (!row || row.client_id !== client.client_id || row.revoked_at !== null || new Date(row.expires_at) <= now()) return { problem: 'the refresh token is unknown, revoked, expired or another client\'s' };
-      if (resourceGiven && !sameResource(resourceGiven.href)) throw new OAuthProblem('invalid_target', `tokens are issued for ${resource} only`);
+      if (resourceGiven && !sameResource(resourceGiven.href, row.resource)) throw wrongTarget(row.resource);
       if (row.used_at !== null) {
         await endFamily(trx, row.family_id, row.api_key_id);
         return { problem: 'the refresh token was used already: the grant has ended; sign in again' };
@@ -237,15 +289,15 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
   }
 
   /**
-   * An access token presented to /mcp: valid, for this resource, and its grant's key not revoked;
-   * null otherwise. A failure counts against the address like a wrong API key.
+   * An access token presented to /mcp at `base`: valid, issued for the resource there, and its
+   * grant's key not revoked; null otherwise. A failure counts against the address like a wrong API key.
    */
-  async function authenticate(token: string, address: string): Promise<Principal | null> {
+  async function authenticate(token: string, address: string, base: string): Promise<Principal | null> {
     admission.authenticationFailures.refuseIfBlocked(address);
     const row = (await db('oauth_tokens as t').join('api_keys as k', 'k.id', 't.api_key_id')
       .where({ 't.token_hash': hashOf(token), 't.kind': 'access' }).whereNull('t.revoked_at').whereNull('k.revoked_at').where('t.expires_at', '>', now())
       .first('t.user_id', 't.api_key_id', 't.resource', 't.expires_at')) as Pick<TokenRow, 'user_id' | 'api_key_id' | 'resource' | 'expires_at'> | undefined;
-    if (!row || !sameResource(row.resource)) {
+    if (!row || !sameResource(row.resource, resourceAt(base))) {
       await admission.authenticationFailures.recordFailure(address);
       return null;
     }
