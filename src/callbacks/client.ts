@@ -34,11 +34,16 @@ export interface CallbackCall {
 /** `result` is the callback's answer: an object or null (the specification's "object or null"). */
 export type CallbackOutcome = { kind: 'answered'; result: Record<string, unknown> | null } | { kind: 'failed'; reason: string } | { kind: 'timeout' };
 
-class CallbackProblem extends Error {}
+/** A problem of the call itself; `permanent` when no retry can change it (the guard refused the address). */
+class CallbackProblem extends Error {
+  constructor(message: string, readonly permanent = false) {
+    super(message);
+  }
+}
 /** The reason a callback to an internal address fails; the operator's setting that allows it is named beside it. */
 export const privateAddressRefusal = 'the callback address resolves to a private or reserved address, which is refused (a server operator may allow private addresses with CALLBACK_ALLOW_PRIVATE=true)';
 export const privateAddressSetting = 'CALLBACK_ALLOW_PRIVATE';
-const refusedAddress = () => new CallbackProblem(privateAddressRefusal);
+const refusedAddress = () => new CallbackProblem(privateAddressRefusal, true);
 
 interface HopAnswer {
   status: number;
@@ -46,15 +51,34 @@ interface HopAnswer {
   body: Buffer;
 }
 
-/** What a guarded POST came to: the receiver's answer (any status), or why there was none. */
-export type PostOutcome = { kind: 'answered'; status: number; body: Buffer } | { kind: 'failed'; reason: string } | { kind: 'timeout' };
+/**
+ * What a guarded POST came to: the receiver's answer (any status), or why there was none;
+ * `permanent` when sending again cannot help (the address guard refused, a header cannot be sent).
+ */
+export type PostOutcome = { kind: 'answered'; status: number; body: Buffer } | { kind: 'failed'; reason: string; permanent?: boolean } | { kind: 'timeout' };
+
+/** The first header no HTTP request can carry (a line break, a character outside Latin-1), or null; its value is never named, it may be a secret. */
+function unsendableHeader(headers: Record<string, string>): string | null {
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      http.validateHeaderName(name);
+      http.validateHeaderValue(name, value);
+    } catch {
+      return name;
+    }
+  }
+  return null;
+}
 
 /**
  * POSTs `body` to `url` through the address guard, the timeout and the size limit on the answer,
  * following 307/308 redirects by the rules above: the one outbound path of the product, used by
  * invoke's callbacks and by webhook and push deliveries alike.
  */
-export async function postGuarded(target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number; method?: 'POST' | 'GET' }, network: CallbackNetwork): Promise<PostOutcome> {
+export async function postGuarded(target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number; method?: 'POST' | 'GET'; redirectsMax?: number }, network: CallbackNetwork): Promise<PostOutcome> {
+  const redirectsMax = target.redirectsMax ?? limits.callbackRedirectsMax;
+  const unsendable = unsendableHeader(target.headers);
+  if (unsendable !== null) return { kind: 'failed', reason: `the header ${unsendable} cannot be sent: its value has a line break or a character outside Latin-1`, permanent: true };
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -67,7 +91,7 @@ export async function postGuarded(target: { url: string; body: string; headers: 
       const answer = await sendHop(url, target.method ?? 'POST', target.body, target.headers, network, controller.signal);
       if ((answer.status === 307 || answer.status === 308) && answer.location !== undefined) {
         const next = new URL(answer.location, url);
-        if (hop >= limits.callbackRedirectsMax) return { kind: 'failed', reason: `more than ${limits.callbackRedirectsMax} redirects` };
+        if (hop >= redirectsMax) return { kind: 'failed', reason: redirectsMax === 0 ? 'a redirect, which this address may not answer' : `more than ${redirectsMax} redirects` };
         if (next.protocol !== 'http:' && next.protocol !== 'https:') return { kind: 'failed', reason: 'a redirect to a scheme other than http or https' };
         if (url.protocol === 'https:' && next.protocol === 'http:') return { kind: 'failed', reason: 'a redirect from https to http' };
         url = next;
@@ -77,7 +101,7 @@ export async function postGuarded(target: { url: string; body: string; headers: 
     }
   } catch (error) {
     if (timedOut) return { kind: 'timeout' };
-    if (error instanceof CallbackProblem) return { kind: 'failed', reason: error.message };
+    if (error instanceof CallbackProblem) return { kind: 'failed', reason: error.message, ...(error.permanent ? { permanent: true } : {}) };
     const code = (error as { code?: string }).code;
     return { kind: 'failed', reason: `the receiver could not be reached${code ? ` (${code})` : ''}` };
   } finally {
@@ -125,8 +149,8 @@ function guardedLookup(network: CallbackNetwork): LookupFunction {
   }) as LookupFunction;
 }
 
-/** A GET through the same guard, timeout and size limit (an OAuth client's metadata document, say). */
-export const getGuarded = (target: { url: string; headers: Record<string, string>; timeoutMs: number }, network: CallbackNetwork) =>
+/** A GET through the same guard, timeout and size limit (an OAuth client's metadata document, say); `redirectsMax: 0` follows none. */
+export const getGuarded = (target: { url: string; headers: Record<string, string>; timeoutMs: number; redirectsMax?: number }, network: CallbackNetwork) =>
   postGuarded({ ...target, body: '', method: 'GET' }, network);
 
 function sendHop(url: URL, method: 'POST' | 'GET', body: string, headers: Record<string, string>, network: CallbackNetwork, signal: AbortSignal): Promise<HopAnswer> {
