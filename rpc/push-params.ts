@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isSendableHeaderValue, unsendableHeaderMessage } from '../src/domain/webhooks.ts';
 import { limits } from '../src/limits.ts';
 
 /**
@@ -9,20 +10,23 @@ import { limits } from '../src/limits.ts';
 const taskId = z.string().min(1).max(limits.clientTaskIdLengthMax);
 const configId = z.string().min(1).max(limits.a2aPushConfigIdLengthMax);
 const url = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(limits.a2aPushUrlLengthMax);
-const token = z.string().max(limits.a2aPushTokenLengthMax).nullish();
-const scheme = z.string().min(1).max(100);
-const credentials = z.string().max(limits.a2aPushTokenLengthMax).nullish();
+/** What a push sends as a header (token, scheme, credentials) must be sendable as one, or no push could ever go. */
+const headerText = (text: z.ZodString) => text.refine(isSendableHeaderValue, unsendableHeaderMessage);
+const token = headerText(z.string().max(limits.a2aPushTokenLengthMax)).nullish();
+const scheme = headerText(z.string().min(1).max(100));
+const schemeV0 = headerText(z.string().max(100));
+const credentials = headerText(z.string().max(limits.a2aPushTokenLengthMax)).nullish();
 const metadata = z.record(z.string(), z.unknown()).nullish();
 
 /** v0.1, v0.2 and v0.3: `authentication.schemes` (the first is the one used) and optional credentials. */
-const authenticationV0 = z.object({ schemes: z.array(z.string().max(100)).max(10), credentials }).nullish();
+const authenticationV0 = z.object({ schemes: z.array(schemeV0).max(10), credentials }).nullish();
 
 /** A v0.x PushNotificationConfig (v0.2.2 added its `id`). */
 export const pushConfigV0 = z.object({ id: configId.nullish(), url, token, authentication: authenticationV0 });
 
 /** v1.0: `authentication.scheme`; older v1.0 drafts and clients write `schemes` (the first is taken). */
 const authenticationV1 = z
-  .object({ scheme: scheme.nullish(), schemes: z.array(z.string().max(100)).max(10).nullish(), credentials })
+  .object({ scheme: scheme.nullish(), schemes: z.array(schemeV0).max(10).nullish(), credentials })
   .refine((value) => Boolean(value.scheme ?? value.schemes?.[0]), 'must name its scheme (e.g. "Bearer")')
   .nullish();
 

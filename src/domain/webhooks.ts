@@ -28,6 +28,16 @@ export function wantsKind(patterns: readonly string[], type: string): boolean {
   return patterns.some((pattern) => pattern === '*' || pattern === type || pattern === family);
 }
 
+/**
+ * Whether a text can be sent as an HTTP header value as it is (a push config's token, its
+ * authentication scheme and credentials): Latin-1 without control characters, a tab aside, which
+ * is what Node's HTTP client writes. A CR or LF would end the header, a character beyond U+00FF
+ * has no byte to be written as; either way the push could never be sent, so it is refused when
+ * set (docs/webhooks.md "A2A push notifications").
+ */
+export const isSendableHeaderValue = (value: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(value);
+export const unsendableHeaderMessage = 'must be sendable in an HTTP header: Latin-1 characters only, without line breaks or other control characters';
+
 export interface RetrySchedule {
   firstDelayMs: number;
   delayMaxMs: number;

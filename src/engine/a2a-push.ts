@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { newWebhookSecret } from '../callbacks/webhook-signing.ts';
+import { isSendableHeaderValue, unsendableHeaderMessage } from '../domain/webhooks.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { AppError, notFound } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { TransactionEventView, TransactionView } from '../schemas/transactions.ts';
 import type { A2AEngine, A2ATask } from './a2a/index.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
+import { ensureRoom, lockCapScopes } from './subscription-caps.ts';
 import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
 
 /**
@@ -76,6 +78,12 @@ function completed(view: TransactionEventView | TransactionView | null, current:
   return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, current?.[field] ?? null])) } as TransactionView;
 }
 
+/** The rule for every path that sets a config (rpc/push-params.ts says it first, per field): its headers must be sendable. */
+function refuseUnsendableHeaders(input: PushConfigInput) {
+  const unsendable = (['token', 'scheme', 'credentials'] as const).filter((field) => input[field] !== null && !isSendableHeaderValue(input[field]!));
+  if (unsendable.length > 0) throw new AppError('validation_error', 'request failed validation', { errors: unsendable.map((field) => ({ path: `params.${field}`, message: unsendableHeaderMessage })) });
+}
+
 export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, kick: () => void) {
   const { db, now } = dependencies;
   let renderer: PushRenderer | null = null;
@@ -89,21 +97,23 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
    * inside its send hears of the task it just made.
    */
   async function set(principal: Principal, input: PushConfigInput, options: { snapshot: boolean }): Promise<{ config: PushConfig; snapshotId: string | null }> {
+    refuseUnsendableHeaders(input);
     const task = await a2a.find(principal, input.taskName);
     const outcome = await withTransaction(db, async ({ trx }) => {
-      // The owner's row is locked so that parallel sets on one task cannot pass the limit together.
-      await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
+      // The owner's and its API key's rows are locked so that parallel sets cannot pass a limit together.
+      await lockCapScopes(trx, principal);
       await live(trx, principal, task.id).where({ a2a_config_id: input.configId }).update({ deleted_at: now() });
       const [counted] = (await live(trx, principal, task.id).count('* as count')) as { count: string | number }[];
       if (Number(counted?.count ?? 0) >= limits.a2aPushConfigsPerTaskMax) {
         throw new AppError('conflict', `this task has ${limits.a2aPushConfigsPerTaskMax} push notification configs, the most there can be: delete one first`, { configs_max: limits.a2aPushConfigsPerTaskMax });
       }
       const at = now();
+      await ensureRoom(trx, principal, 'a2a_push', at);
       const row = {
         id: randomUUID(), kind: 'a2a_push', owner_user_id: principal.user_id, owner_type: principal.caller_type, url: input.url, event_types: ['transaction.*'],
         transaction_id: null, task_id: null, description: null, secret: newWebhookSecret(), created_at: at,
         a2a_generation: input.generation, a2a_task_id: task.id, a2a_task_name: input.taskName, a2a_config_id: input.configId,
-        a2a_token: input.token, a2a_auth_scheme: input.scheme, a2a_auth_credentials: input.credentials,
+        a2a_token: input.token, a2a_auth_scheme: input.scheme, a2a_auth_credentials: input.credentials, api_key_id: principal.api_key_id,
       };
       const [inserted] = (await trx('webhook_subscriptions').insert(row).returning('*')) as SubscriptionRow[];
       const snapshotId = options.snapshot ? await queueSnapshot(trx, inserted!, task, at) : null;

@@ -93,14 +93,55 @@ function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: s
   return subscription.task_id === null || subscription.task_id === candidate.taskId;
 }
 
-/** The A2A tasks each transaction is: itself, and the conversation whose pick bought it. */
-async function a2aTasksOf(trx: Knex, candidates: Candidate[]): Promise<Map<string, Set<string>>> {
-  const transactionIds = [...new Set(candidates.flatMap((candidate) => (candidate.transactionId ? [candidate.transactionId] : [])))];
-  const tasks = new Map(transactionIds.map((id) => [id, new Set([id])]));
-  if (transactionIds.length === 0) return tasks;
-  const rows = (await trx('a2a_tasks').whereIn('transaction_id', transactionIds).select('id', 'transaction_id')) as { id: string; transaction_id: string }[];
-  for (const row of rows) tasks.get(row.transaction_id)?.add(row.id);
-  return tasks;
+const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [...new Set(candidates.flatMap((candidate) => (candidate[field] ? [candidate[field]] : [])))];
+
+/**
+ * The webhooks of the batch's parties that can hear one of its events: those without a filter,
+ * and those filtered on one of its transactions or tasks. Bounded by the webhook caps, and read
+ * through an index of (owner, kind) that does not walk past the parties' push configs.
+ */
+function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<SubscriptionRow[]> {
+  const transactionIds = idsOf(candidates, 'transactionId');
+  const taskIds = idsOf(candidates, 'taskId');
+  return trx('webhook_subscriptions').whereIn('owner_user_id', users).where({ kind: 'webhook' }).whereNull('deleted_at')
+    .where((filter) => {
+      filter.where((unfiltered) => unfiltered.whereNull('transaction_id').whereNull('task_id'));
+      if (transactionIds.length > 0) filter.orWhereIn('transaction_id', transactionIds);
+      if (taskIds.length > 0) filter.orWhereIn('task_id', taskIds);
+    }) as unknown as Promise<SubscriptionRow[]>;
+}
+
+/**
+ * The A2A push configs of the batch's transactions, found by their task (the index
+ * webhook_subscriptions_a2a_config is led by a2a_task_id): a config is on the purchase itself, or
+ * on the conversation whose pick bought it. Each row says which transaction it hears, so the
+ * configs its owner has on other tasks are never read.
+ */
+async function pushConfigsOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<{ configs: SubscriptionRow[]; a2aTasks: Map<string, Set<string>> }> {
+  const transactionIds = idsOf(candidates.filter((candidate) => candidate.source === 'transaction'), 'transactionId');
+  const a2aTasks = new Map(transactionIds.map((id) => [id, new Set([id])]));
+  if (transactionIds.length === 0) return { configs: [], a2aTasks };
+  const rows = (await trx('webhook_subscriptions as s').leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
+    .where('s.kind', 'a2a_push').whereNull('s.deleted_at').whereIn('s.owner_user_id', users)
+    .where((task) => task.whereIn('s.a2a_task_id', transactionIds).orWhereIn('c.transaction_id', transactionIds))
+    .select('s.*', trx.raw('coalesce(c.transaction_id, s.a2a_task_id) as heard_transaction_id'))) as (SubscriptionRow & { heard_transaction_id: string })[];
+  for (const row of rows) a2aTasks.get(row.heard_transaction_id)?.add(row.a2a_task_id!);
+  return { configs: rows.map(({ heard_transaction_id: _heard, ...config }) => config as SubscriptionRow), a2aTasks };
+}
+
+/** The subscriptions that may hear one event for one recipient: the recipient's webhooks, and the configs of the event's tasks. */
+function concerning(webhooks: SubscriptionRow[], configs: SubscriptionRow[], a2aTasks: Map<string, Set<string>>) {
+  const groupBy = (rows: SubscriptionRow[], key: (row: SubscriptionRow) => string) => {
+    const groups = new Map<string, SubscriptionRow[]>();
+    for (const row of rows) groups.set(key(row), [...(groups.get(key(row)) ?? []), row]);
+    return groups;
+  };
+  const byOwner = groupBy(webhooks, (subscription) => subscription.owner_user_id);
+  const byTask = groupBy(configs, (config) => config.a2a_task_id!);
+  return (candidate: Candidate, recipient: string): SubscriptionRow[] => [
+    ...(byOwner.get(recipient) ?? []),
+    ...(candidate.source === 'transaction' ? [...(a2aTasks.get(candidate.transactionId!) ?? [])].flatMap((task) => byTask.get(task) ?? []) : []),
+  ];
 }
 
 /** The rows one subscription gets for one event: a webhook's body as it is, an A2A push's parts to render when sent. */
@@ -123,15 +164,16 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
   /** Deliveries for a batch of candidates; a subscription whose queue is full gets its new ones as failed (queue_full). */
   async function deliveriesFor(trx: Knex, candidates: Candidate[]) {
     const users = [...new Set(candidates.flatMap((candidate) => candidate.recipients))];
-    const subscriptions = (await trx('webhook_subscriptions').whereIn('owner_user_id', users).whereNull('deleted_at')) as SubscriptionRow[];
-    if (subscriptions.length === 0) return [];
-    const queued = await queueLengths(trx, subscriptions.map((subscription) => subscription.id));
-    const a2aTasks = subscriptions.some((subscription) => subscription.kind === 'a2a_push') ? await a2aTasksOf(trx, candidates) : new Map<string, Set<string>>();
+    const webhooks = await webhooksOf(trx, users, candidates);
+    const { configs, a2aTasks } = await pushConfigsOf(trx, users, candidates);
+    if (webhooks.length + configs.length === 0) return [];
+    const queued = await queueLengths(trx, [...webhooks, ...configs].map((subscription) => subscription.id));
+    const subscriptionsOf = concerning(webhooks, configs, a2aTasks);
     const at = now();
     const deliveries = [];
     for (const candidate of candidates) {
       for (const recipient of new Set(candidate.recipients)) {
-        for (const subscription of subscriptions.filter((each) => hears(each, candidate, recipient, a2aTasks))) {
+        for (const subscription of subscriptionsOf(candidate, recipient).filter((each) => hears(each, candidate, recipient, a2aTasks))) {
           for (const { part, body, orderingKey } of bodiesFor(subscription, candidate)) {
             const length = queued.get(subscription.id) ?? 0;
             const full = length >= limits.webhookPendingPerSubscriptionMax;

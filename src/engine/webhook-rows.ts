@@ -13,6 +13,8 @@ export interface SubscriptionRow {
   previous_secret_expires_at: Date | null;
   created_at: Date;
   deleted_at: Date | null;
+  /** The API key it was made with (migration 032), counted for that key's cap; null for a JWT or a person. */
+  api_key_id: string | null;
   /** A REST webhook, or an A2A push notification config (migration 027; the a2a_ fields are set only then). */
   kind: 'webhook' | 'a2a_push';
   a2a_generation: 'v0.1' | 'v0.3' | 'v1.0' | null;

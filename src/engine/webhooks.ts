@@ -14,6 +14,7 @@ import { newestFirstPage } from './paging.ts';
 import { createWebhookDispatcher } from './webhook-dispatch.ts';
 import { type AttemptRow, type DeliveryRow, deliveryView, type SubscriptionRow, subscriptionView } from './webhook-rows.ts';
 import { createWebhookSender } from './webhook-sender.ts';
+import { ensureRoom, lockCapScopes } from './subscription-caps.ts';
 import type { A2AEngine } from './a2a/index.ts';
 import { createA2APush } from './a2a-push.ts';
 
@@ -44,15 +45,12 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
 
   async function create(principal: Principal, input: CreateWebhookInput) {
     return withTransaction(db, async ({ trx }) => {
-      // The owner's subscriptions are counted under a lock on the owner's row, so parallel creates cannot pass the limit.
-      await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
-      const [counted] = (await trx('webhook_subscriptions').where({ kind: 'webhook', owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at').count('* as count')) as { count: string | number }[];
-      if (Number(counted?.count ?? 0) >= limits.webhookSubscriptionsPerUserMax) {
-        throw new AppError('conflict', `you have ${limits.webhookSubscriptionsPerUserMax} webhooks in this space, the most there can be: delete one first`, { webhooks_max: limits.webhookSubscriptionsPerUserMax });
-      }
+      // The owner's and its API key's subscriptions are counted under locks, so parallel creates cannot pass a cap.
+      await lockCapScopes(trx, principal);
+      await ensureRoom(trx, principal, 'webhook', now());
       const row = {
         id: randomUUID(), owner_user_id: principal.user_id, owner_type: principal.caller_type, url: input.url, event_types: input.event_types,
-        transaction_id: input.transaction_id ?? null, task_id: input.task_id ?? null, description: input.description ?? null, secret: newWebhookSecret(), created_at: now(),
+        transaction_id: input.transaction_id ?? null, task_id: input.task_id ?? null, description: input.description ?? null, secret: newWebhookSecret(), created_at: now(), api_key_id: principal.api_key_id,
       };
       const [inserted] = (await trx('webhook_subscriptions').insert(row).returning('*')) as SubscriptionRow[];
       return { ...subscriptionView(inserted!), secret: inserted!.secret };
