@@ -49,7 +49,7 @@ export async function startRedis(port: number): Promise<RunningProcess> {
 }
 
 /** Starts `src/main.ts` and resolves with its base URL once it listens. */
-export async function startServer(environment: Record<string, string>): Promise<RunningProcess & { url: string }> {
+export async function startServer(environment: Record<string, string>, startTimeoutMs = 60_000): Promise<RunningProcess & { url: string }> {
   const server = track(spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...environment, PORT: '0', HOST: '127.0.0.1' }, stdio: 'pipe' }));
   let url = '';
   await waitFor(() => {
@@ -57,6 +57,6 @@ export async function startServer(environment: Record<string, string>): Promise<
     if (match) url = match[1]!;
     if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
     return url !== '';
-  }, 'the server to listen', 60_000);
+  }, 'the server to listen', startTimeoutMs);
   return { ...server, url };
 }
