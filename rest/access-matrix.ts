@@ -142,6 +142,9 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/tasks/pushes/mine': ownSpace,
   // The owner pushed the counterparty's skill to its task: only the skill's owner answers.
   'POST /api/v1/tasks/pushes/:push_id/respond': { resource: 'push', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } },
+  // The publisher lists the pushes of its task and withdraws one; the skill's owner knows the push but may not withdraw it.
+  'GET /api/v1/tasks/:task_id/pushes': { resource: 'task', parties: { owner: 'allow', counterparty: 4030, other_user: 4030, other_space: 4040 } },
+  'DELETE /api/v1/tasks/:task_id/pushes/:push_id': { resource: 'push', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
   'POST /api/v1/tasks/:task_id/applications/:app_id/accept': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
 
   'POST /api/v1/demands': ownSpace,

@@ -81,7 +81,11 @@ beforeAll(async () => {
   const capability = await json('POST', '/api/v1/capabilities', seller.headers, { title: 'Translate contracts', description: 'Into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00' });
   const demand = await json('POST', '/api/v1/demands', buyer.headers, { description: 'Translate a contract into Chinese' });
   const bought = await json('POST', '/api/v1/transactions', { ...buyer.headers, 'idempotency-key': randomUUID() }, { capability_id: capability.id, booked_hours: 1 });
-  ids = { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: key.id, user_id: buyer.id };
+  // A task of the owner's with a selection of the seller's skill waiting: the task and push routes (list, withdraw) reach real rows.
+  const task = await json('POST', '/api/v1/tasks/', buyer.headers, { title: 'Translate a contract', description: 'Into Chinese', mode: 'online', bounty_amount: '5.00' });
+  const skill = await json('POST', '/api/v1/skills/', seller.headers, { name: 'Contract translation', description: 'Into Chinese', category: 'translation' });
+  const selection = await json('POST', `/api/v1/tasks/${task.id}/select-skill`, buyer.headers, { skill_id: skill.id });
+  ids = { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: key.id, user_id: buyer.id, task_id: task.id, push_id: selection.id };
 });
 afterAll(async () => {
   server?.closeAllConnections();

@@ -230,16 +230,45 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       const answer = await request(base(), 'POST', `/api/v1/tasks/${task.id}/applications`, seller.headers, { skill_id: skillId, proposed_price: '3.00' });
       record(log, 'task apply', answer);
       if (typeof answer.body?.data?.id === 'string') applications.push({ id: answer.body.data.id, task, applicant: seller });
-    } else if (roll < 0.8 && applications.length > 0) {
+    } else if (roll < 0.75 && applications.length > 0) {
       const application = pick(applications.slice(-20));
-      const answer = await request(base(), 'POST', `/api/v1/tasks/${application.task.id}/applications/${application.id}/accept`, { ...application.task.owner.headers, 'Idempotency-Key': randomUUID() }, {});
+      // The proposals (3.00) are above the bounty (2.00): without max_price the accept is refused (4093), with it the price is paid.
+      const body = Math.random() < 0.8 ? { max_price: '3.00' } : {};
+      const answer = await request(base(), 'POST', `/api/v1/tasks/${application.task.id}/applications/${application.id}/accept`, { ...application.task.owner.headers, 'Idempotency-Key': randomUUID() }, body);
       record(log, 'task accept', answer);
       const id = answer.body?.data?.transaction?.id;
       if (typeof id === 'string' && !known.some((each) => each.id === id)) known.push({ id, buyer: application.task.owner, seller: application.applicant, status: 'frozen' });
+    } else if (roll < 0.9 && sellerSkills.size > 0) {
+      await selectionWork(pick(tasks.slice(-20)));
     } else {
       const task = pick(tasks.slice(-20));
       record(log, 'task close', await request(base(), 'POST', `/api/v1/tasks/${task.id}/close`, task.owner.headers, {}));
     }
+  }
+
+  const pushes: { id: string; task: { id: string; owner: Party }; seller: Party }[] = [];
+  /**
+   * Selections (issue 28, point 1): the publisher selects a seller's skill, lists its task's
+   * pushes, withdraws one or lowers the bounty (refused below a waiting selection's price), and the
+   * seller answers; an accepted selection is a transaction the other moves carry on.
+   */
+  async function selectionWork(task: { id: string; owner: Party }) {
+    const roll = Math.random();
+    if (roll < 0.35 || pushes.length === 0) {
+      const [sellerId, skillId] = pick([...sellerSkills.entries()]);
+      const answer = await request(base(), 'POST', `/api/v1/tasks/${task.id}/select-skill`, task.owner.headers, { skill_id: skillId, ...(Math.random() < 0.5 ? { price: '1.50' } : {}) });
+      record(log, 'task select', answer);
+      if (typeof answer.body?.data?.id === 'string') pushes.push({ id: answer.body.data.id, task, seller: market.sellers.find((each) => each.id === sellerId)! });
+      return;
+    }
+    const push = pick(pushes.slice(-20));
+    if (roll < 0.5) return record(log, 'task pushes list', await request(base(), 'GET', `/api/v1/tasks/${push.task.id}/pushes`, push.task.owner.headers));
+    if (roll < 0.65) return record(log, 'task push withdraw', await request(base(), 'DELETE', `/api/v1/tasks/${push.task.id}/pushes/${push.id}`, push.task.owner.headers));
+    if (roll < 0.75) return record(log, 'task bounty lowered', await request(base(), 'PUT', `/api/v1/tasks/${push.task.id}`, push.task.owner.headers, { bounty_amount: '1.00' }));
+    const answer = await request(base(), 'POST', `/api/v1/tasks/pushes/${push.id}/respond`, push.seller.headers, { decision: Math.random() < 0.8 ? 'accept' : 'decline' });
+    record(log, 'task push respond', answer);
+    const id = answer.body?.data?.accepted?.transaction?.id;
+    if (typeof id === 'string' && !known.some((each) => each.id === id)) known.push({ id, buyer: push.task.owner, seller: push.seller, status: 'frozen' });
   }
 
   const credits: { key: string; userId: string }[] = [];
