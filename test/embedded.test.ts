@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -76,6 +77,25 @@ describe('embedded PGlite', () => {
       expect(await second.db('kept').del()).toBe(1);
     } finally {
       await second.close();
+    }
+  });
+
+  it('says once, on one line, why a second server or a CLI command cannot open a data directory in use', { timeout: 120_000 }, async () => {
+    const directory = temporaryDirectory('lock-message');
+    writeFileSync(path.join(directory, 'pglite.lock'), String(process.pid));
+    const environment = { ...process.env, DATA_DIR: directory, DATABASE_URL: '', REDIS_URL: '', ADMIN_TOKEN: '', JWT_SECRET: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    const run = (entry: string, args: string[] = []) => new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { env: environment, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.once('close', (code) => resolve({ code, stderr }));
+    });
+    const sentence = `The embedded database at ${directory} is in use by process ${process.pid}. Stop that process, or set DATA_DIR to another directory, or use DATABASE_URL.`;
+    for (const [entry, args, prefix] of [['src/main.ts', [], 'failed to start: '], ['src/cli/index.ts', ['migrate'], 'error: ']] as const) {
+      const { code, stderr } = await run(entry, [...args]);
+      expect(code, stderr).toBe(1);
+      expect(stderr.split('in use by process').length - 1, stderr).toBe(1);
+      expect(stderr.split('\n').filter((line) => line.includes('in use by process')), stderr).toEqual([`${prefix}${sentence}`]);
     }
   });
 
