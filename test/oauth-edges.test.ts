@@ -117,12 +117,12 @@ describe('what an anonymous sign-in request may store', () => {
 
 describe('where the browser may be sent', () => {
   it('registers https, loopback http and reverse-domain private-use schemes only', async () => {
-    for (const redirect of ['search-ms:query=x', 'ms-msdt:/id', 'myapp:/callback', 'http://10.0.0.1/cb', 'data:text/html,x']) {
+    for (const redirect of ['search-ms:query=x', 'ms-msdt:/id', 'myapp:/callback', 'http://10.0.0.1/cb', 'data:text/html,x', 'cursor://anysphere.cursor-mcp/elsewhere']) {
       const response = await register({ redirect_uris: [redirect] });
       expect(response.status, redirect).toBe(400);
       expect(((await response.json()) as { error: string }).error, redirect).toBe('invalid_client_metadata');
     }
-    for (const redirect of ['https://app.example/cb', 'http://127.0.0.1:5000/cb', 'http://[::1]/cb', 'http://localhost:8/cb', 'com.example.app:/oauth2redirect']) {
+    for (const redirect of ['https://app.example/cb', 'http://127.0.0.1:5000/cb', 'http://[::1]/cb', 'http://localhost:8/cb', 'com.example.app:/oauth2redirect', 'cursor://anysphere.cursor-mcp/oauth/callback']) {
       expect((await register({ redirect_uris: [redirect] })).status, redirect).toBe(201);
     }
   });

@@ -29,6 +29,14 @@ export interface OAuthClient {
 const loopbackNames = ['localhost', '127.0.0.1', '[::1]'];
 
 /**
+ * App callbacks in a scheme that is not reverse-domain, allowed by their exact address only: a
+ * client documented in docs/mcp.md registers them, and PKCE binds the code to that client either
+ * way. Cursor registers this one beside its https and loopback callbacks (docs/decisions.md "MCP
+ * sign-in edges").
+ */
+const knownAppCallbacks = new Set(['cursor://anysphere.cursor-mcp/oauth/callback']);
+
+/**
  * Where a browser may be sent with a code or an error (issue 28 point 10): https; http on a
  * loopback address only (RFC 8252 section 7.3); or a native app's private-use scheme in
  * reverse-domain form such as com.example.app: (RFC 8252 section 7.1). Any other scheme is an
@@ -43,7 +51,7 @@ export function redirectUriProblem(uri: string): string | null {
     return 'is not a URL';
   }
   if (url.hash !== '' || uri.includes('#')) return 'must not have a fragment';
-  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'https:' || knownAppCallbacks.has(uri)) return null;
   if (url.protocol === 'http:') return loopbackNames.includes(url.hostname) ? null : 'may use http only on a loopback address (localhost, 127.0.0.1, [::1])';
   return /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+:$/.test(url.protocol) ? null : 'must use https, http on a loopback address, or a private-use scheme in reverse-domain form (com.example.app:/callback)';
 }
