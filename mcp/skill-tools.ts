@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { fingerprintOf } from '../src/engine/idempotency.ts';
+import { limits } from '../src/limits.ts';
 import { createSkillBody, hallArguments, listSkillsArguments } from '../src/schemas/skills.ts';
 import { deleteSkillArguments, getSkillArguments, updateSkillToolArguments } from './inputs.ts';
 import { outputs } from './outputs.ts';
@@ -47,7 +48,8 @@ export const skillTools: McpTool[] = [
     description:
       'Offer a skill in your space (costs nothing): name, description (deliverables and boundaries) and category are required; mode online ' +
       '(default) or offline (then city is required), tags, up to 3 https image URLs, ut_price (a decimal string), pricing_model (fixed, ' +
-      'per_hour, per_day, per_use, negotiable), min_duration/max_duration in whole hours. With an active skill you can apply_to_task. Pass an ' +
+      'per_hour, per_day, per_use, negotiable), min_duration/max_duration in whole hours. With an active skill you can apply_to_task. ' +
+      `An account keeps at most ${limits.skillsPerUserMax} skills per space (4092 past it: delete one first). Pass an ` +
       'idempotency_key and reuse it when you retry: one key creates one skill; without one every call creates a new skill; the key used is ' +
       'returned. Same as POST /api/v1/skills/. Answers {skill, idempotency_key}.',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { fingerprintOf } from '../src/engine/idempotency.ts';
 import { shortfallError } from '../src/engine/tasks.ts';
+import { limits } from '../src/limits.ts';
 import { uuid } from '../src/schemas/common.ts';
 import { acceptApplicationBody, createApplicationBody, createTaskBody, listApplicationsQuery, taskHallArguments } from '../src/schemas/tasks.ts';
 import { deliverBody, idempotencyKey } from '../src/schemas/transactions.ts';
@@ -67,7 +68,7 @@ export const taskTools: McpTool[] = [
     description:
       'Apply to an open task of your space with one of your active skills (costs nothing): task_id and skill_id are required; message, ' +
       'proposed_price (a decimal string; default the bounty), proposed_billing_model, proposed_unit_price, proposed_quantity are optional. One ' +
-      "live application per skill per task; not to your own task (4030); not after the task's expires_at (4090). If the publisher accepts, you get a frozen transaction to " +
+      `live application per skill per task, at most ${limits.taskApplicationsPerApplicantMax} pending per account on a task and ${limits.liveApplicationsPerApplicantMax} in all (4092 past either); not to your own task (4030); not after the task's expires_at (4090). If the publisher accepts, you get a frozen transaction to ` +
       'accept_transaction, then deliver_transaction. Same as POST /api/v1/tasks/{task_id}/applications. Answers {application, idempotency_key}.',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     input: z.strictObject({ task_id: uuid, ...createApplicationBody.shape }),

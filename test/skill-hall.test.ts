@@ -14,13 +14,14 @@ type HallPage = { items: HallItem[]; total: number; page: number; page_size: num
 
 beforeAll(async () => {
   test = await startTestApp();
-  sellers = [await createAgent(test), await createAgent(test), await createAgent(test)];
+  // Five sellers: the 200 skills stay under the cap of skills one account keeps (limits.skillsPerUserMax).
+  sellers = [await createAgent(test), await createAgent(test), await createAgent(test), await createAgent(test), await createAgent(test)];
   buyer = await createAgent(test);
   human = await signUpHuman(test);
   const all = [...targetSkills, ...fillerSkills()];
   expect(all).toHaveLength(200);
   for (const [index, skill] of all.entries()) {
-    await test.http.post('/api/v1/skills/').set(sellers[index % 3]!.headers).send(skill).expect(201);
+    await test.http.post('/api/v1/skills/').set(sellers[index % sellers.length]!.headers).send(skill).expect(201);
   }
 }, 120_000);
 afterAll(() => test.close());
@@ -127,8 +128,8 @@ describe('the hall\'s filters and orders', () => {
     const [best, worst] = [ids[2]!, ids[4]!];
     const raters = [sellers[0]!, sellers[1]!, sellers[2]!, buyer];
     for (const rater of raters) {
-      await test.runtime.engine.skills.recordRating({ skill_id: best, rater_user_id: rater.userId, task_id: null, score: 5 });
-      await test.runtime.engine.skills.recordRating({ skill_id: worst, rater_user_id: rater.userId, task_id: null, score: 1 });
+      await test.runtime.engine.skills.recordRating({ skill_id: best, rater_user_id: rater.userId, task_id: null, score: 5, paid_amount: 100n });
+      await test.runtime.engine.skills.recordRating({ skill_id: worst, rater_user_id: rater.userId, task_id: null, score: 1, paid_amount: 100n });
     }
     const ordered = await walk({ sort: 'quality' });
     expect(ordered[0]!.id).toBe(best);

@@ -14,14 +14,15 @@ beforeAll(async () => {
   owner = await createAgent(test);
   human = await signUpHuman(test);
   raters = [];
-  for (let index = 0; index < 4; index++) raters.push(await createAgent(test));
+  for (let index = 0; index < 5; index++) raters.push(await createAgent(test));
 });
 afterAll(() => test.close());
 
 const newSkill = async (body: Record<string, unknown> = {}) =>
   (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Proofreading', description: 'English proofreading', category: 'copywriting', ...body }).expect(201)).body.data as { id: string };
-const rate = (skillId: string, rater: Actor, score: number, taskId: string | null = randomUUID(), comment: string | null = null) =>
-  test.runtime.engine.skills.recordRating({ skill_id: skillId, rater_user_id: rater.userId, task_id: taskId, score, comment });
+/** A rating of a paid transaction (100 minor units) unless `paid` says otherwise; true when it was stored. */
+const rate = async (skillId: string, rater: Actor, score: number, taskId: string | null = randomUUID(), comment: string | null = null, paid = 100n) =>
+  (await test.runtime.engine.skills.recordRating({ skill_id: skillId, rater_user_id: rater.userId, task_id: taskId, score, comment, paid_amount: paid })) !== null;
 const ratingsOf = async (skillId: string, query: Record<string, unknown> = {}, actor: Actor = raters[0]!) =>
   (await test.http.get(`/api/v1/skills/${skillId}/ratings`).set(actor.headers).query(query).expect(200)).body.data;
 
@@ -53,7 +54,7 @@ describe('GET /api/v1/skills/{skill_id}/ratings', () => {
   it('pages with page/page_size and with the cursor', async () => {
     const skill = await newSkill();
     for (let index = 0; index < 5; index++) {
-      await rate(skill.id, raters[index % 4]!, (index % 5) + 1);
+      await rate(skill.id, raters[index]!, (index % 5) + 1);
       test.clock.advanceMs(1000);
     }
     const first = await ratingsOf(skill.id, { page_size: 2 });
@@ -65,14 +66,25 @@ describe('GET /api/v1/skills/{skill_id}/ratings', () => {
     expect(third.has_more).toBe(false);
   });
 
-  it('counts one rating per rater and task: a repeated one changes nothing', async () => {
+  it('stores one rating per rater and task: a repeated one changes nothing', async () => {
     const skill = await newSkill();
     const task = randomUUID();
     expect(await rate(skill.id, raters[0]!, 5, task)).toBe(true);
     expect(await rate(skill.id, raters[0]!, 1, task)).toBe(false);
     expect(await rate(skill.id, raters[0]!, 1, null)).toBe(true);
     expect(await rate(skill.id, raters[0]!, 1, null)).toBe(false);
-    expect(await ratingsOf(skill.id)).toMatchObject({ count: 2, average: 3 });
+    // The rater's second rating of the skill within the window is stored, shown, and not counted.
+    const page = await ratingsOf(skill.id);
+    expect(page).toMatchObject({ count: 1, total: 2, average: 5, quality_score: qualityScoreOf(1, 5) });
+    expect(page.items.map((item: { score: number; counted: boolean }) => [item.score, item.counted])).toEqual([[1, false], [5, true]]);
+  });
+
+  it('counts a rating only when its transaction moved money', async () => {
+    const skill = await newSkill();
+    expect(await rate(skill.id, raters[0]!, 5, randomUUID(), null, 0n)).toBe(true);
+    expect(await ratingsOf(skill.id)).toMatchObject({ count: 0, total: 1, average: null, quality_score: qualityScoreOf(0, 0) });
+    expect(await rate(skill.id, raters[0]!, 4, randomUUID(), null, 1n)).toBe(true);
+    expect(await ratingsOf(skill.id)).toMatchObject({ count: 1, total: 2, average: 4, quality_score: qualityScoreOf(1, 4) });
   });
 
   it('refuses scores outside 1..5 and ratings of skills that do not exist', async () => {
@@ -82,14 +94,15 @@ describe('GET /api/v1/skills/{skill_id}/ratings', () => {
     expect(await ratingsOf(skill.id)).toMatchObject({ count: 0, average: null, quality_score: 3, items: [] });
   });
 
-  it(raceTest('adds up forty parallel ratings exactly (count, sum and quality agree)'), async () => {
+  it(raceTest('stores forty parallel ratings and counts exactly one per rater (count, sum and quality agree)'), async () => {
     const skill = await newSkill();
     const scores = Array.from({ length: 40 }, (_, index) => (index % 5) + 1);
-    await Promise.all(scores.map((score, index) => rate(skill.id, raters[index % 4]!, score)));
-    const sum = scores.reduce((total, score) => total + score, 0);
+    await Promise.all(scores.map((score, index) => rate(skill.id, raters[index % 5]!, score)));
     const page = await ratingsOf(skill.id, { page_size: 100 });
-    expect(page).toMatchObject({ count: 40, total: 40, average: sum / 40, quality_score: qualityScoreOf(40, sum) });
-    expect(page.items.reduce((total: number, item: { score: number }) => total + item.score, 0)).toBe(sum);
+    const counted = page.items.filter((item: { counted: boolean }) => item.counted) as { score: number; rater_user_id: string }[];
+    expect(new Set(counted.map((item) => item.rater_user_id)).size).toBe(5);
+    const sum = counted.reduce((total, item) => total + item.score, 0);
+    expect(page).toMatchObject({ count: 5, total: 40, average: sum / 5, quality_score: qualityScoreOf(5, sum) });
   });
 
   it("stays readable after the skill is deleted, in the skill's space only", async () => {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationActions, applicationStatuses, applicationTransitionTable, nextApplicationState } from '../src/domain/tasks.ts';
-import { type Actor, createAgent, signUpHuman } from './helpers/actors.ts';
+import { type Actor, createAgent, createApiKey, signUpHuman } from './helpers/actors.ts';
 import { raceTest, startTestApp, type TestApp } from './helpers/app.ts';
 import { limits } from '../src/limits.ts';
 
@@ -84,19 +84,29 @@ describe('applying to a task', () => {
 describe('how many applications a task takes', () => {
   it(`takes ${limits.taskPendingApplicationsMax} pending applications, refuses the next with 4092 saying so, and takes one again once one is answered`, async () => {
     const task = await newTask();
-    const skills: { id: string }[] = [];
+    // One account per place (an account holds at most limits.taskApplicationsPerApplicantMax of a
+    // task's): an auto-provisioning key makes a new agent account for each new user id.
+    const key = await createApiKey(test, 'custom_mcp', { auto_provision: true });
+    const accountOf = (): Actor => {
+      const userId = randomUUID();
+      return { userId, headers: { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': userId } };
+    };
+    const skills: { id: string; owner: Actor }[] = [];
     for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax + 1; batch++) {
-      skills.push(...(await Promise.all(Array.from({ length: 20 }, () => newSkill()))));
+      skills.push(...(await Promise.all(Array.from({ length: 20 }, async () => {
+        const owner = accountOf();
+        return { ...(await newSkill(owner)), owner };
+      }))));
     }
     const applied: Application[] = [];
     for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax; batch++) {
       const slice = skills.slice(batch * 20, Math.min((batch + 1) * 20, limits.taskPendingApplicationsMax));
-      applied.push(...(await Promise.all(slice.map(async (skill) => (await apply(applicant, task.id, { skill_id: skill.id }).expect(201)).body.data as Application))));
+      applied.push(...(await Promise.all(slice.map(async (skill) => (await apply(skill.owner, task.id, { skill_id: skill.id }).expect(201)).body.data as Application))));
     }
     const extra = skills[limits.taskPendingApplicationsMax]!;
-    expect((await apply(applicant, task.id, { skill_id: extra.id }).expect(409)).body).toMatchObject({ code: 4092, data: { pending_applications_max: limits.taskPendingApplicationsMax } });
+    expect((await apply(extra.owner, task.id, { skill_id: extra.id }).expect(409)).body).toMatchObject({ code: 4092, data: { pending_applications_max: limits.taskPendingApplicationsMax } });
     await test.http.post(`/api/v1/tasks/${task.id}/applications/${applied[0]!.id}/reject`).set(publisher.headers).send({}).expect(200);
-    await apply(applicant, task.id, { skill_id: extra.id }).expect(201);
+    await apply(extra.owner, task.id, { skill_id: extra.id }).expect(201);
   }, 120_000);
 });
 

@@ -1,4 +1,5 @@
 import { categoryCodes } from '../../src/domain/categories.ts';
+import { limits } from '../../src/limits.ts';
 import { commandLine, saveResult } from '../results.ts';
 import { argument, cities, openHall, qualifiers, queries, subjects } from './harness.ts';
 
@@ -13,7 +14,8 @@ import { argument, cities, openHall, qualifiers, queries, subjects } from './har
 const skillCount = Number(argument('skills', '10000'));
 const requests = Number(argument('requests', '200'));
 const hall = await openHall('bench_skill_hall');
-const sellers = Array.from({ length: 50 }, hall.agent);
+// Enough sellers that none passes the skills one account keeps (limits.skillsPerUserMax).
+const sellers = Array.from({ length: Math.max(50, Math.ceil(skillCount / limits.skillsPerUserMax)) }, hall.agent);
 const buyer = hall.agent();
 
 const skillOf = (index: number) => ({

@@ -13,8 +13,8 @@ const bothSpellings = <T>(make: (path: string) => T) => [make(`${base}/`), make(
 export const skillRoutes = (engine: Engine) => [
   ...bothSpellings((path) =>
     route({
-      method: 'post', path, idempotent: true, tag: 'skills', auth: 'user', successStatus: 201, errors: [4091, 4220],
-      summary: "Create a skill in the caller's space (owner, space and source come from the credentials)",
+      method: 'post', path, idempotent: true, tag: 'skills', auth: 'user', successStatus: 201, errors: [4091, 4092, 4220],
+      summary: "Create a skill in the caller's space (owner, space and source come from the credentials); 4092 past the skills one account keeps per space",
       body: schemas.createSkillBody, response: schemas.skillResponse,
       handler: async ({ principal, body, idempotency, response }) => {
         const { idempotency_key: _key, ...input } = body;
@@ -55,7 +55,7 @@ export const skillRoutes = (engine: Engine) => [
     handler: ({ principal, query }) => engine.skills.candidates.list(principal!, query),
   }),
   route({
-    method: 'post', path: `${base}/candidates/:candidate_id/confirm`, tag: 'skills', auth: 'user', successStatus: 201, errors: [4040, 4090],
+    method: 'post', path: `${base}/candidates/:candidate_id/confirm`, tag: 'skills', auth: 'user', successStatus: 201, errors: [4040, 4090, 4092],
     summary: 'Turn one of your candidates into a skill, with optional edits; once (a second confirmation is 4090 with the skill_id)',
     params: schemas.candidateIdParams, body: schemas.confirmCandidateBody.optional(), response: schemas.skillResponse,
     handler: ({ principal, params, body }) => engine.skills.candidates.confirm(principal!, params.candidate_id, body ?? {}),

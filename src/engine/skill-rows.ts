@@ -40,6 +40,7 @@ export function newSkillRow(principal: Principal, draft: SkillDraft, source: Ski
     rating_count: 0,
     rating_sum: 0,
     quality_score: qualityScoreOf(0, 0),
+    ratings_total: 0,
     created_at: at,
     updated_at: at,
   };
@@ -107,7 +108,11 @@ export interface RatingRow {
   task_id: string | null;
   score: number;
   comment: string | null;
+  /** Whether it counts towards the skill's quality score (docs/skills.md "Ratings and quality"). */
+  counted: boolean;
   created_at: Date;
 }
 
-export const ratingView = (row: RatingRow): RatingView => ({ ...row, created_at: iso(row.created_at)! });
+export const ratingView = (row: RatingRow): RatingView => ({
+  id: row.id, skill_id: row.skill_id, rater_user_id: row.rater_user_id, task_id: row.task_id, score: row.score, comment: row.comment, counted: row.counted, created_at: iso(row.created_at)!,
+});

@@ -21,6 +21,8 @@ export interface RatingInput {
   task_id: string | null;
   score: number;
   comment?: string | null;
+  /** Minor units the rated (settled) transaction moved; 0 when it moved none. */
+  paid_amount: bigint;
 }
 
 /** Skills (docs/skills.md): create, read, list one's own, change, delete, and the ratings. */
@@ -30,7 +32,18 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
     return idempotency.run(principal, request, 201, async ({ trx }) => skillView(await insert(trx, principal, input, 'manual')));
   }
 
+  /**
+   * Every way a skill is made (create, MCP, a confirmed candidate) inserts here, so the cap per
+   * user and space holds for all. The owner's live skills are counted under a lock on the owner's
+   * user row: parallel creates of one account wait for each other and cannot pass the cap.
+   */
   async function insert(trx: Knex, principal: Principal, draft: SkillDraft, source: SkillSource, candidateId: string | null = null): Promise<SkillRow> {
+    await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
+    const [counted] = (await ownSkillsQuery(trx, principal.user_id, principal.caller_type).count('* as count')) as { count: string | number }[];
+    if (Number(counted?.count ?? 0) >= limits.skillsPerUserMax) {
+      const detail = `you have ${limits.skillsPerUserMax} skills in this space, the most one account keeps (skills_max): delete one first`;
+      throw new AppError('conflict', detail, { skills_max: limits.skillsPerUserMax, detail });
+    }
     const [row] = (await trx('skills').insert(newSkillRow(principal, draft, source, now(), candidateId)).returning([...skillColumns])) as SkillRow[];
     return row!;
   }
@@ -85,7 +98,7 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
     } else {
       page.offset((query.page - 1) * query.page_size);
     }
-    const listed = pageOf((await page) as RatingRow[], query, skill.rating_count, (row) => [new Date(row.created_at).toISOString(), row.id]);
+    const listed = pageOf((await page) as RatingRow[], query, skill.ratings_total, (row) => [new Date(row.created_at).toISOString(), row.id]);
     const view = skillView(skill);
     return { ...listed, items: listed.items.map(ratingView), skill_id: id, average: view.rating_average, count: skill.rating_count, quality_score: view.quality_score };
   }
@@ -93,28 +106,46 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
   /**
    * Records a rating (the tasks issue calls this when a task is rated) and the skill's new counts
    * and quality score in one transaction, on the skill row locked first, so concurrent ratings
-   * add up. The same rater rating the same task again changes nothing and answers false.
+   * add up. The same rater rating the same task again changes nothing and answers null.
+   *
+   * Every rating is stored; it counts towards the quality score only when it costs something
+   * (issue 28): its transaction moved money, and the rater has no counted rating of this skill
+   * within the window. Checked under the skill's lock, so parallel ratings of one rater count once.
    */
-  async function recordRating(input: RatingInput, outer?: Knex): Promise<boolean> {
+  async function recordRating(input: RatingInput, outer?: Knex): Promise<{ counted: boolean; skill: SkillRow } | null> {
     if (!Number.isInteger(input.score) || input.score < ratingScoreMin || input.score > ratingScoreMax) {
       throw new AppError('validation_error', `a rating is a whole number from ${ratingScoreMin} to ${ratingScoreMax}`, { errors: [{ path: 'score', message: 'out of range' }] });
     }
     const work = async (trx: Knex) => {
       const skill = await lockSkill(trx, input.skill_id);
       if (!skill) throw new AppError('not_found', 'skill not found');
+      const at = now();
+      const counted = await countsTowardsQuality(trx, input, at);
       const comment = input.comment?.slice(0, limits.ratingCommentLengthMax) ?? null;
       const inserted = await trx('skill_ratings')
-        .insert({ id: randomUUID(), skill_id: input.skill_id, rater_user_id: input.rater_user_id, task_id: input.task_id, score: input.score, comment, created_at: now() })
+        .insert({ id: randomUUID(), skill_id: input.skill_id, rater_user_id: input.rater_user_id, task_id: input.task_id, score: input.score, comment, counted, created_at: at })
         .onConflict(['skill_id', 'rater_user_id', 'task_id'])
         .ignore()
         .returning('id');
-      if (inserted.length === 0) return false;
-      const count = skill.rating_count + 1;
-      const sum = skill.rating_sum + input.score;
-      await trx('skills').where({ id: skill.id }).update({ rating_count: count, rating_sum: sum, quality_score: qualityScoreOf(count, sum) });
-      return true;
+      if (inserted.length === 0) return null;
+      const columns: Record<string, unknown> = { ratings_total: skill.ratings_total + 1 };
+      if (counted) {
+        const count = skill.rating_count + 1;
+        const sum = skill.rating_sum + input.score;
+        Object.assign(columns, { rating_count: count, rating_sum: sum, quality_score: qualityScoreOf(count, sum) });
+      }
+      const [updated] = (await trx('skills').where({ id: skill.id }).update(columns).returning([...skillColumns])) as SkillRow[];
+      return { counted, skill: updated! };
     };
     return outer ? work(outer) : withTransaction(db, ({ trx }) => work(trx));
+  }
+
+  /** A paid rating, and the rater's first counted one of the skill in the window (one index probe). */
+  async function countsTowardsQuality(trx: Knex, input: RatingInput, at: Date): Promise<boolean> {
+    if (input.paid_amount < BigInt(limits.skillRatingCountedAmountMinorUnitsMin)) return false;
+    const since = new Date(at.getTime() - limits.skillRatingCountedWindowMs);
+    const recent = await trx('skill_ratings').where({ skill_id: input.skill_id, rater_user_id: input.rater_user_id, counted: true }).where('created_at', '>', since).first('id');
+    return recent === undefined;
   }
 
   return { create, insert, get, listMine, update, remove, ratings, recordRating };

@@ -194,14 +194,18 @@ export const aiCreateBody = z
   .meta({ id: 'SkillAiCreate' });
 
 export const ratingResponse = z
-  .object({ id: uuid, skill_id: uuid, rater_user_id: uuid, task_id: uuid.nullable(), score: z.number().int(), comment: z.string().nullable(), created_at: dateTime })
+  .object({
+    id: uuid, skill_id: uuid, rater_user_id: uuid, task_id: uuid.nullable(), score: z.number().int(), comment: z.string().nullable(),
+    counted: z.boolean().meta({ description: "Whether it counts towards the skill's quality score: only a rating of a transaction that moved money, and one per rater and skill in 30 days (docs/skills.md)" }),
+    created_at: dateTime,
+  })
   .meta({ id: 'SkillRating' });
 
 export const ratingList = pagedList(ratingResponse)
   .extend({
     skill_id: uuid,
-    average: z.number().nullable().meta({ description: 'Plain average of the scores, null before the first' }),
-    count: z.number().int(),
+    average: z.number().nullable().meta({ description: 'Plain average of the counted scores, null before the first' }),
+    count: z.number().int().meta({ description: 'Ratings that count towards the quality score; `total` is every rating listed' }),
     quality_score: z.number(),
   })
   .meta({ id: 'SkillRatingList' });

@@ -26,6 +26,8 @@ export interface SkillRow {
   rating_count: number;
   rating_sum: number;
   quality_score: string;
+  /** Every stored rating, counted towards quality or not (rating_count and rating_sum are the counted ones). */
+  ratings_total: number;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
@@ -35,7 +37,7 @@ export interface SkillRow {
 export const skillColumns = [
   'id', 'owner_user_id', 'owner_type', 'name', 'description', 'mode', 'city', 'category', 'tags', 'images', 'price', 'pricing_model',
   'min_duration', 'max_duration', 'status', 'source', 'candidate_id', 'term_vector', 'words_sha', 'rating_count', 'rating_sum',
-  'quality_score', 'created_at', 'updated_at', 'deleted_at',
+  'quality_score', 'ratings_total', 'created_at', 'updated_at', 'deleted_at',
 ] as const;
 
 export interface HallFilter {
