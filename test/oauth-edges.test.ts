@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from './helpers/actors.ts';
-import { startTestApp, testAdminToken, type TestApp } from './helpers/app.ts';
+import { raceTest, startTestApp, testAdminToken, type TestApp } from './helpers/app.ts';
 import { authorize, pendingSignIn, pkcePair, registerClient, token } from './helpers/oauth.ts';
 import { freePort } from './helpers/processes.ts';
 import { limits } from '../src/limits.ts';
@@ -168,6 +168,20 @@ describe('an authorization code used twice', () => {
     expect(await token(base, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: signIn.client.client_id })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     const keys = (await test.http.get('/api/v1/auth/api-keys').set(human.headers).expect(200)).body.data.items;
     expect(keys).toEqual([expect.objectContaining({ revoked_at: expect.any(String) })]);
+  });
+});
+
+describe('an authorization code exchanged twice at once', () => {
+  it(raceTest('gives tokens to one exchange only, and the other ends them'), async () => {
+    const human = await signUpHuman(test);
+    const signIn = await pendingSignIn(base);
+    const decided = await test.http.post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);
+    const code = new URL(decided.body.data.redirect_to).searchParams.get('code')!;
+    const form = { grant_type: 'authorization_code', code, client_id: signIn.client.client_id, code_verifier: signIn.verifier };
+    const answers = await Promise.all([token(base, form), token(base, form)]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400]);
+    const issued = answers.find((answer) => answer.status === 200)!;
+    expect((await listTools(issued.body.access_token)).status).toBe(401);
   });
 });
 
