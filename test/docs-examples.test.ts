@@ -55,8 +55,8 @@ function problems(outcome: BlockOutcome): string[] {
   }
   for (const { line, claim } of block.claims) {
     const printed = outcome.printed.get(line);
-    if (printed === undefined) continue; // no top-level command ends on that line (a function's body, a second shell)
-    if (!claimMatches(printed, claim)) found.push(`${where(line)}: printed ${JSON.stringify(printed)}, the comment says "${claim}"`);
+    if (printed === undefined) found.push(`${where(line)}: the comment says "${claim}", but no command ended on that line (write an explanation on a line of its own)`);
+    else if (!claimMatches(printed, claim)) found.push(`${where(line)}: printed ${JSON.stringify(printed)}, the comment says "${claim}"`);
   }
   return found;
 }

@@ -61,10 +61,17 @@ function readBlock(file: string, lines: string[], fenceIndex: number, body: stri
       block.secondShellWaitsFor = waits[1];
     }
   }
+  let inFunction = false;
   body.forEach((line, at) => {
+    // A function's body runs where it is called: its comments explain, they claim no output.
+    if (/^\w+\(\) \{$/.test(line)) inFunction = true;
+    if (inFunction) {
+      if (line === '}') inFunction = false;
+      return;
+    }
     // A comment after a command (not a line that is only a comment) says what the command prints.
     const comment = /^(\s*[^\s#].*?)\s+# (.+)$/.exec(line);
-    if (comment && !/['"]/.test(comment[2]!)) block.claims.push({ line: at + 1, claim: comment[2]!.trim() });
+    if (comment) block.claims.push({ line: at + 1, claim: comment[2]!.trim() });
   });
   return block;
 }

@@ -14,9 +14,9 @@ import type { ShellBlock } from './doc-blocks.ts';
  *   each block's curl sends `X-Docs-Test-Block: <n>` from a .curlrc of its own (CURL_HOME), so
  *   every answer is counted against the block that asked, including from a second shell.
  * - What each command printed: a DEBUG trap (inherited into sourced files with `set -T`) prints a
- *   marker with the block and the line before each top-level command of a block; the output up to
- *   the next marker is that line's. Commands in functions, pipelines' subshells and command
- *   substitutions print no marker.
+ *   marker with the block and the line before each top-level command of a block (also in the
+ *   second shell, a subshell of the session); the output up to the next marker is that line's.
+ *   Commands in functions, pipelines' subshells and command substitutions print no marker.
  * - Each block's exit status, after it.
  */
 export interface BlockOutcome {
@@ -66,7 +66,7 @@ async function recordingProxy(target: URL) {
   };
 }
 
-const trap = `[ "$BASH_SUBSHELL" = 0 ] && [ "\${#BASH_SOURCE[@]}" = 2 ] && [ "\${#FUNCNAME[@]}" = 0 ] && printf '\\n@@docs-test@@ %s %s\\n' "\${BASH_SOURCE[0]##*/}" "$LINENO"`;
+const trap = `[ "$BASH_SUBSHELL" = "\${DOCS_TEST_SUBSHELL:-0}" ] && [ "\${#BASH_SOURCE[@]}" = 2 ] && [ "\${#FUNCNAME[@]}" = 0 ] && printf '\\n@@docs-test@@ %s %s\\n' "\${BASH_SOURCE[0]##*/}" "$LINENO"`;
 
 function driverScript(directory: string, blocks: ShellBlock[]): string {
   const lines = ['set -T', `trap '${trap.replaceAll("'", `'\\''`)}' DEBUG`];
@@ -81,7 +81,7 @@ function driverScript(directory: string, blocks: ShellBlock[]): string {
     const second = blocks[index + 1]?.secondShellWaitsFor;
     if (second) {
       const wait = `for _ in $(seq 1200); do [ -s ${second} ] && break; sleep 0.1; done`;
-      lines.push(`( ${wait}; ${sourceBlock(index + 1).join('; ')} ) > ${directory}/second-shell.out 2>&1 &`, 'DOCS_TEST_SECOND_SHELL=$!');
+      lines.push(`( DOCS_TEST_SUBSHELL=1; ${wait}; ${sourceBlock(index + 1).join('; ')} ) > ${directory}/second-shell.out 2>&1 &`, 'DOCS_TEST_SECOND_SHELL=$!');
     }
     lines.push(...sourceBlock(index));
     if (second) lines.push('wait $DOCS_TEST_SECOND_SHELL');
