@@ -279,7 +279,7 @@ describe('managing webhooks', () => {
 });
 
 describe('a receiver at a private address', () => {
-  it('is refused by default, the attempt saying which setting allows it', async () => {
+  it('is refused by default, failing at once with the attempt saying which setting allows it', async () => {
     const strict = await startTestApp();
     try {
       const owner = await createAgent(strict);
@@ -287,7 +287,8 @@ describe('a receiver at a private address', () => {
       await strict.http.post(`/api/v1/webhooks/${hook.id}/ping`).set(owner.headers).expect(201);
       await strict.runtime.engine.webhooks.runOnce();
       const [delivery] = (await strict.http.get(`/api/v1/webhooks/${hook.id}/deliveries`).set(owner.headers).expect(200)).body.data.items;
-      expect(delivery.status).toBe('pending');
+      // No retry can change the guard's answer: failed at the first attempt (test/webhook-permanent-failures.test.ts).
+      expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: null });
       expect(delivery.last_error).toContain('CALLBACK_ALLOW_PRIVATE');
       expect(receiver.at('/internal')).toEqual([]);
     } finally {

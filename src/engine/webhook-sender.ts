@@ -1,8 +1,9 @@
-import { type CallbackNetwork, postGuarded } from '../callbacks/client.ts';
+import { type CallbackNetwork, type PostOutcome, postGuarded } from '../callbacks/client.ts';
 import { webhookHeaders } from '../callbacks/webhook-signing.ts';
 import { nextAttemptAt } from '../domain/webhooks.ts';
 import { limits } from '../limits.ts';
 import type { EngineDependencies } from './dependencies.ts';
+import { claimDue, type SendingHere } from './webhook-claim.ts';
 import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
 
 /**
@@ -10,11 +11,14 @@ import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
  * instance's while its lease lasts), POSTs each, signed, through the same guarded client as
  * invoke's callbacks, and records the attempt. A 2xx answer delivers; anything else is tried
  * again later (exponential backoff with jitter) until the delivery window closes, then it has
- * failed. The deliveries of one subscription with the same ordering key (one transaction, one
- * task) go out one at a time, in event order: a later one waits while an earlier one is pending.
+ * failed, except what no retry can change (an address the guard refuses, a header value no
+ * request can carry, a deleted subscription), which fails at its first attempt. The deliveries of
+ * one subscription with the same ordering key (one transaction, one task) go out one at a time,
+ * in event order: a later one waits while an earlier one is pending.
  *
- * Sends run in the background, bounded per instance and per subscription, so a receiver that is
- * slow or down holds only its own share and never the API, the streams or other receivers.
+ * Sends run in the background, bounded per instance, per owner and per subscription, and due
+ * deliveries are taken owner by owner in turn (webhook-claim.ts), so a receiver that is slow or
+ * down holds only its owner's share and never the API, the streams or other owners' receivers.
  */
 /** What a subscription's deliveries POST: REST webhooks send the stored body; A2A pushes render theirs when sent. */
 export interface DeliveryPayload {
@@ -23,30 +27,13 @@ export interface DeliveryPayload {
 }
 
 export function createWebhookSender({ db, now, log }: EngineDependencies, network: CallbackNetwork, payload: DeliveryPayload, random: () => number = Math.random) {
-  const inFlight = new Map<string, number>();
+  const sending: SendingHere = { perSubscription: new Map(), perOwner: new Map() };
   const sends = new Set<Promise<void>>();
   let inFlightTotal = 0;
 
-  async function claim(): Promise<DeliveryRow[]> {
-    const room = limits.webhookSendsInFlightMax - inFlightTotal;
-    if (room <= 0) return [];
-    const busy = [...inFlight].filter(([, count]) => count >= limits.webhookSendsInFlightPerSubscriptionMax).map(([id]) => id);
-    const at = now();
-    const result = await db.raw(
-      `UPDATE webhook_deliveries SET status = 'sending', lease_until = ?, attempts = attempts + 1
-        WHERE id IN (
-          SELECT due.id FROM webhook_deliveries AS due
-           WHERE ((due.status = 'pending' AND due.next_attempt_at <= ?) OR (due.status = 'sending' AND due.lease_until <= ?))
-             AND NOT (due.subscription_id = ANY(?::uuid[]))
-             AND NOT EXISTS (
-               SELECT 1 FROM webhook_deliveries AS earlier
-                WHERE earlier.subscription_id = due.subscription_id AND earlier.ordering_key = due.ordering_key
-                  AND earlier.status IN ('pending', 'sending') AND (earlier.source_event_id, earlier.part) < (due.source_event_id, due.part))
-           ORDER BY due.next_attempt_at LIMIT ? FOR UPDATE SKIP LOCKED)
-        RETURNING *`,
-      [new Date(at.getTime() + limits.webhookLeaseMs), at, at, `{${busy.join(',')}}`, Math.min(room, limits.webhookClaimBatchSize)],
-    );
-    return result.rows as DeliveryRow[];
+  /** Due deliveries, taken owner by owner in turn within this instance's bounds (webhook-claim.ts). */
+  function claim(): Promise<DeliveryRow[]> {
+    return claimDue(db, now(), sending, Math.min(limits.webhookSendsInFlightMax - inFlightTotal, limits.webhookClaimBatchSize));
   }
 
   /** The secrets that sign: the current one, and the one it replaced while that is still honoured. */
@@ -60,10 +47,13 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
     const started = Date.now();
     let statusCode: number | null = null;
     let error: string | null = null;
+    // No retry can change the outcome: the subscription is gone, the guard refuses its address, or a header cannot be sent.
+    let final = false;
     if (!subscription || subscription.deleted_at !== null) {
       error = 'the subscription was deleted';
+      final = true;
     } else {
-      const outcome = await payload.bodyOf(subscription, delivery).then(
+      const outcome: PostOutcome = await payload.bodyOf(subscription, delivery).then(
         (body) => {
           const signature = webhookHeaders(secretsOf(subscription, startedAt), delivery.id, Math.floor(startedAt.getTime() / 1000), body);
           const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-webhooks/1', ...signature, ...payload.headersOf(subscription) };
@@ -79,14 +69,15 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
         if (outcome.status < 200 || outcome.status > 299) error = `HTTP ${outcome.status}: ${outcome.body.toString('utf8').slice(0, limits.webhookErrorLengthMax)}`;
       } else {
         error = outcome.kind === 'timeout' ? `no answer within ${limits.webhookTimeoutMs} ms` : outcome.reason;
+        final = outcome.kind === 'failed' && outcome.permanent === true;
       }
     }
-    await record(delivery, subscription, { startedAt, durationMs: Date.now() - started, statusCode, error });
+    await record(delivery, { startedAt, durationMs: Date.now() - started, statusCode, error, final });
   }
 
-  async function record(delivery: DeliveryRow, subscription: SubscriptionRow | undefined, result: { startedAt: Date; durationMs: number; statusCode: number | null; error: string | null }) {
+  async function record(delivery: DeliveryRow, result: { startedAt: Date; durationMs: number; statusCode: number | null; error: string | null; final: boolean }) {
     const at = now();
-    const retryAt = result.error === null || !subscription || subscription.deleted_at !== null
+    const retryAt = result.error === null || result.final
       ? null : nextAttemptAt({ firstDelayMs: limits.webhookRetryFirstDelayMs, delayMaxMs: limits.webhookRetryDelayMaxMs, windowMs: limits.webhookDeliveryWindowMs }, new Date(delivery.created_at), at, delivery.attempts, random());
     const status = result.error === null ? 'delivered' : retryAt ? 'pending' : 'failed';
     await db.transaction(async (trx) => {
@@ -100,16 +91,24 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
     });
   }
 
+  const count = (counts: Map<string, number>, key: string, by: number) => {
+    const left = (counts.get(key) ?? 0) + by;
+    if (left === 0) counts.delete(key);
+    else counts.set(key, left);
+  };
+
   function track(delivery: DeliveryRow, subscription: SubscriptionRow | undefined, onSettled: () => void) {
+    // A delivery whose subscription is gone counts as its own owner's: it fails without a send.
+    const owner = subscription?.owner_user_id ?? delivery.subscription_id;
     inFlightTotal += 1;
-    inFlight.set(delivery.subscription_id, (inFlight.get(delivery.subscription_id) ?? 0) + 1);
+    count(sending.perSubscription, delivery.subscription_id, 1);
+    count(sending.perOwner, owner, 1);
     const send: Promise<void> = attempt(delivery, subscription)
       .catch((error: unknown) => log.error('webhook delivery attempt failed to record', { error, delivery_id: delivery.id }))
       .finally(() => {
         inFlightTotal -= 1;
-        const left = (inFlight.get(delivery.subscription_id) ?? 1) - 1;
-        if (left === 0) inFlight.delete(delivery.subscription_id);
-        else inFlight.set(delivery.subscription_id, left);
+        count(sending.perSubscription, delivery.subscription_id, -1);
+        count(sending.perOwner, owner, -1);
         sends.delete(send);
         onSettled();
       });
