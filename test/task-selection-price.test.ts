@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent } from './helpers/actors.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { raceTest, startTestApp, type TestApp } from './helpers/app.ts';
 import { checkBooks } from './helpers/books.ts';
 import { balance, credit } from './helpers/market.ts';
 
@@ -123,4 +123,23 @@ describe('a selection cannot outlive its price', () => {
     expect(await list('declined')).toEqual([invited.id]);
     await expectBooks();
   });
+
+  it(raceTest('an answer racing a withdrawal, or a bounty cut, never freezes a price the publisher took back'), async () => {
+    for (let round = 0; round < 3; round++) {
+      const { publisher, owner, task, skill } = await market('100.00', '50.00');
+      const selected = (await select(publisher, task.id, { skill_id: skill.id }).expect(201)).body.data;
+      const [answer, withdrawal] = await Promise.all([respond(owner, selected.id, 'accept'), test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selected.id}`).set(publisher.headers)]);
+      // Exactly one of the two wins the pending push.
+      expect([answer.status, withdrawal.status].filter((status) => status === 200)).toHaveLength(1);
+      if (withdrawal.status === 200) expect(await taskOf(publisher, task.id)).toMatchObject({ status: 'open', bounty_held: '50.00' });
+      const again = await market('100.00', '50.00');
+      const pending = (await select(again.publisher, again.task.id, { skill_id: again.skill.id }).expect(201)).body.data;
+      const [answered, cut] = await Promise.all([respond(again.owner, pending.id, 'accept'), setBounty(again.publisher, again.task.id, '5.00')]);
+      const frozen = answered.body.data?.accepted?.transaction?.price_ut as string | undefined;
+      // The cut went through only if the 50.00 was not frozen, and what was frozen is within the bounty held then.
+      if (cut.status === 200) expect(frozen).toBeUndefined();
+      if (frozen !== undefined) expect(frozen).toBe('50.00');
+      await expectBooks();
+    }
+  }, 180_000);
 });
