@@ -39,6 +39,7 @@ const steps: Step[] = [
   { name: 'read', args: ['bench/read/run.ts', ...(quick ? ['--seconds', '2', '--rounds', '2'] : [])] },
   { name: 'hall', args: ['bench/hall/run.ts', ...(quick ? ['--requests', '50'] : [])] },
   { name: 'task-hall', args: ['bench/hall/tasks.ts', ...(quick ? ['--requests', '50'] : [])] },
+  { name: 'webhooks', args: ['bench/webhooks/run.ts', ...(quick ? ['--pings', '10'] : [])] },
 ];
 
 if (run) {
@@ -99,7 +100,7 @@ function lifecycleSection(): string[] {
     '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)', ''];
 }
 
-const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'login', 'openapi'];
+const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'webhooks', 'login', 'openapi'];
 const lines = [
   '# Benchmarks',
   '',
