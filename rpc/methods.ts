@@ -9,7 +9,7 @@ import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
 import type { Generation } from './shapes.ts';
 import { listTasks } from './list-tasks.ts';
-import { type PushConfigGiven, pushMethods, registerInline } from './push.ts';
+import { ensureInlineRoom, type PushConfigGiven, pushMethods, registerInline } from './push.ts';
 import { StreamStart } from './task-stream.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
@@ -47,6 +47,7 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
   if (generation === 'v0.1') {
     const input = parse(schemas.sendV01, params);
     const mode = { wait: !streaming };
+    await ensureInlineRoom(engine, context.principal, input.pushNotification);
     const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId, mode });
     await registerPush(engine, context, generation, outcome.name.taskId, input.pushNotification);
     return { ...outcome, historyLength: input.historyLength };
@@ -56,6 +57,7 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
     pushNotificationConfig?: PushConfigGiven | null; taskPushNotificationConfig?: PushConfigGiven | null; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
   };
   const blocking = generation === 'v0.3' ? configuration.blocking !== false : configuration.returnImmediately !== true;
+  await ensureInlineRoom(engine, context.principal, configuration.taskPushNotificationConfig ?? configuration.pushNotificationConfig);
   const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, mode: { wait: blocking && !streaming } });
   await registerPush(engine, context, generation, outcome.name.taskId, configuration.taskPushNotificationConfig ?? configuration.pushNotificationConfig);
   return { ...outcome, historyLength: configuration.historyLength };

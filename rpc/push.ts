@@ -57,6 +57,11 @@ export async function registerInline(engine: Engine, principal: Principal, gener
   if (snapshotId) await engine.webhooks.a2aPush.awaitFirstAttempt(snapshotId);
 }
 
+/** Before a send with an inline config buys anything: the caller must have room for one more config (4092 otherwise). */
+export async function ensureInlineRoom(engine: Engine, principal: Principal, config: PushConfigGiven | null | undefined) {
+  if (config) await engine.webhooks.a2aPush.ensureRoomForOne(principal);
+}
+
 function v01Methods(engine: Engine): Record<string, Method> {
   const push = engine.webhooks.a2aPush;
   return {

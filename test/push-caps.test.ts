@@ -96,6 +96,22 @@ describe('push configs per user', () => {
     expect((await rpc.call(buyer, 'CreateTaskPushNotificationConfig', { taskId: running.id, url })).error).toMatchObject({ data: { code: 4092 } });
   });
 
+  it('refuses a send whose inline config would pass the cap before it buys anything, in every generation', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    await existing(buyer.userId, limits.a2aPushConfigsPerUserMax);
+    const before = await balance(test, buyer);
+    const sends: [string, Json][] = [
+      ['SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] }, configuration: { taskPushNotificationConfig: { url } } }],
+      ['message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] }, configuration: { pushNotificationConfig: { url } } }],
+      ['tasks/send', { id: randomUUID(), sessionId: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] }, pushNotification: { url } }],
+    ];
+    for (const [method, params] of sends) expect((await rpc.call(buyer, method, params)).error, method).toMatchObject({ code: -32192, data: { code: 4092, data: { configs_per_user_max: limits.a2aPushConfigsPerUserMax } } });
+    expect(await balance(test, buyer)).toEqual(before);
+    expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
+    // Without a config the same send buys.
+    expect((await purchase(buyer, capability.id)).result!.task.id).toBeTruthy();
+  });
+
   it(raceTest('lets parallel creates reach the cap and not one beyond'), async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = (await purchase(buyer, capability.id)).result!.task;

@@ -123,6 +123,17 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
     return outcome;
   }
 
+  /**
+   * Refuses (4092) when the caller could not set one more config now: a send with an inline config
+   * asks before it buys, so that a caller at a cap is not answered an error after its purchase.
+   */
+  async function ensureRoomForOne(principal: Principal): Promise<void> {
+    await withTransaction(db, async ({ trx }) => {
+      await lockCapScopes(trx, principal);
+      await ensureRoom(trx, principal, 'a2a_push', now());
+    });
+  }
+
   async function queueSnapshot(trx: Knex, subscription: SubscriptionRow, task: A2ATask, at: Date): Promise<string> {
     const id = randomUUID();
     const body: PushDeliveryBody = { a2a: { part: 'task', view: task.transaction } };
@@ -192,7 +203,7 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
   }
 
   return {
-    set, get, list, remove, awaitFirstAttempt, bodyOf, headersOf,
+    set, get, list, remove, awaitFirstAttempt, bodyOf, headersOf, ensureRoomForOne,
     useRenderer: (render: PushRenderer) => {
       renderer = render;
     },
