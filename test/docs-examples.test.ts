@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { claimMatches, type ShellBlock, shellBlocks } from './helpers/doc-blocks.ts';
+import { claimMatches, type ShellBlock, shellBlocks, shownAnswers } from './helpers/doc-blocks.ts';
 import { type BlockOutcome, runShellSession } from './helpers/doc-session.ts';
 import { cloneTemplate } from './helpers/databases.ts';
 import { startServer } from './helpers/processes.ts';
@@ -21,6 +21,8 @@ import { temporaryDirectory } from './helpers/temporary.ts';
  *   status 0 (or its `<!-- expect-exit: ... -->`), and every HTTP answer it gets must be 2xx, except
  *   the statuses its `<!-- expect-status: ... -->` marker lists, in order (test/helpers/doc-blocks.ts).
  * - A comment at the end of a command line is what the command prints (doc-blocks.ts claimMatches).
+ * - An answer a document shows as JSON after a block that runs has the fields and types of an
+ *   answer the run got (doc-blocks.ts shownAnswers; ids, times and amounts differ from run to run).
  * - The demo seller and webhook receiver of the walk-through listen on ports 4000 and 4001.
  */
 const root = path.resolve(import.meta.dirname, '..');
@@ -87,6 +89,11 @@ describe('the shell examples of the README and the docs', () => {
       const runnable = blocks.filter((block) => block.notRun === undefined);
       const session = await runShellSession(runnable, { serverUrl: server.url, directory: temporaryDirectory('docs-examples-session'), environment: { DATA_DIR: dataDirectory }, timeoutMs: 180_000 });
       const found = session.outcomes.flatMap(problems);
+      for (const file of walkThrough) {
+        for (const { line, shape } of shownAnswers(path.join(root, file))) {
+          if (!session.answerShapes.has(shape)) found.push(`${file}:${line}: no answer of the run has the fields and types shown: ${shape}`);
+        }
+      }
       if (session.timedOut) found.unshift('the session did not finish within 180 s');
       expect(found, `${found.join('\n')}\n\n----- stdout -----\n${session.stdout}\n----- stderr -----\n${session.stderr}`).toEqual([]);
     } finally {

@@ -87,3 +87,52 @@ export function claimMatches(printed: string, claim: string): boolean {
   if (claim.endsWith('...') && printed.startsWith(claim.slice(0, -3))) return true;
   return [': ', ' ('].some((separator) => claim.startsWith(`${printed}${separator}`));
 }
+
+/** The shape of a JSON value: object keys and value types, arrays by their first item. */
+export function jsonShape(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.length > 0 ? jsonShape(value[0]) : ''}]`;
+  if (value !== null && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((key) => `${key}:${jsonShape((value as Record<string, unknown>)[key])}`).join(',')}}`;
+  }
+  return value === null ? 'null' : typeof value;
+}
+
+/**
+ * The answers a document shows after a block that runs: the JSON objects of the ```text, ```json
+ * and bare blocks between a runnable shell block and the next shell block (a whole block that is
+ * one JSON document, or each line that is one). Lines that are not JSON (a history line, prose
+ * with "...") are not shown answers.
+ */
+export function shownAnswers(file: string): { line: number; shape: string }[] {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const shown: { line: number; shape: string }[] = [];
+  let afterRunnable = false;
+  for (let index = 0; index < lines.length; index++) {
+    const fence = /^\s*```(\S*)\s*$/.exec(lines[index]!);
+    if (!fence) continue;
+    let end = index + 1;
+    while (end < lines.length && !/^\s*```\s*$/.test(lines[end]!)) end++;
+    const kind = fence[1]!;
+    if (kind === 'bash' || kind === 'sh') afterRunnable = !/^<!-- not-run:/.test(lines[index - 1]?.trim() ?? '');
+    else if (afterRunnable && ['text', 'json', ''].includes(kind)) shown.push(...answersIn(lines.slice(index + 1, end), index + 2));
+    index = end;
+  }
+  return shown;
+}
+
+function answersIn(body: string[], firstLine: number): { line: number; shape: string }[] {
+  const parse = (text: string): unknown => {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return undefined;
+    }
+  };
+  const whole = parse(body.join('\n'));
+  if (whole !== null && typeof whole === 'object') return [{ line: firstLine, shape: jsonShape(whole) }];
+  return body.flatMap((text, at) => {
+    const value = parse(text);
+    return value !== null && typeof value === 'object' ? [{ line: firstLine + at, shape: jsonShape(value) }] : [];
+  });
+}
+

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import type { ShellBlock } from './doc-blocks.ts';
+import { jsonShape, type ShellBlock } from './doc-blocks.ts';
 
 /**
  * Runs documents' shell blocks as a reader would: in order, in one bash session, each block as
@@ -29,6 +29,8 @@ export interface BlockOutcome {
 
 export interface SessionResult {
   outcomes: BlockOutcome[];
+  /** The shapes of every JSON answer the session got (doc-blocks.ts jsonShape). */
+  answerShapes: Set<string>;
   stdout: string;
   stderr: string;
   timedOut: boolean;
@@ -39,6 +41,7 @@ const blockHeader = 'x-docs-test-block';
 /** A pass-through proxy to `target` that records each answer's status under the block that asked. */
 async function recordingProxy(target: URL) {
   const answers = new Map<number, { status: number; request: string }[]>();
+  const shapes = new Set<string>();
   const server = http.createServer((request, response) => {
     const block = Number(request.headers[blockHeader] ?? -1);
     const headers = { ...request.headers };
@@ -48,6 +51,17 @@ async function recordingProxy(target: URL) {
       list.push({ status: answer.statusCode!, request: `${request.method} ${request.url}` });
       answers.set(block, list);
       response.writeHead(answer.statusCode!, answer.rawHeaders);
+      if (String(answer.headers['content-type']).startsWith('application/json')) {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => {
+          try {
+            shapes.add(jsonShape(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+          } catch {
+            // Not JSON after all: no shape to compare.
+          }
+        });
+      }
       answer.pipe(response);
     });
     upstream.on('error', () => response.destroy());
@@ -59,6 +73,7 @@ async function recordingProxy(target: URL) {
   return {
     url: `http://127.0.0.1:${port}`,
     answers,
+    shapes,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -153,5 +168,5 @@ export async function runShellSession(blocks: ShellBlock[], options: { serverUrl
     statuses: proxy.answers.get(index) ?? [],
     printed: new Map([...printed].filter(([key]) => key.startsWith(`${index}:`)).map(([key, text]) => [Number(key.split(':')[1]), text.trim()])),
   }));
-  return { outcomes, stdout: `${stdout}\n----- second shell -----\n${second}`, stderr, timedOut };
+  return { outcomes, answerShapes: proxy.shapes, stdout: `${stdout}\n----- second shell -----\n${second}`, stderr, timedOut };
 }
