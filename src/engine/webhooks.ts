@@ -129,13 +129,21 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     if (running) worker.kick();
   };
 
-  /** Whether anything could be dispatched or sent now: undispatched events, or deliveries due (their lease, if any, run out). */
+  /**
+   * Whether anything could be dispatched or sent now: undispatched events, or deliveries due (their
+   * lease, if any, run out) that the claim would take. A delivery behind an earlier one of its
+   * ordering key still pending (waiting for its retry) is not: the claim's own rule
+   * (webhook-claim.ts), or runOnce would spin its every round while the earlier one waits.
+   */
   async function anythingDue(): Promise<boolean> {
     const at = now();
     const result = await db.raw(
       `SELECT EXISTS (SELECT 1 FROM outbox_events WHERE dispatched_at IS NULL) OR EXISTS (SELECT 1 FROM task_events WHERE dispatched_at IS NULL)
            OR EXISTS (SELECT 1 FROM demand_events WHERE dispatched_at IS NULL)
-           OR EXISTS (SELECT 1 FROM webhook_deliveries WHERE (status = 'pending' AND next_attempt_at <= ?) OR (status = 'sending' AND lease_until <= ?)) AS due`,
+           OR EXISTS (SELECT 1 FROM webhook_deliveries AS due WHERE ((due.status = 'pending' AND due.next_attempt_at <= ?) OR (due.status = 'sending' AND due.lease_until <= ?))
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS earlier
+                                 WHERE earlier.subscription_id = due.subscription_id AND earlier.ordering_key = due.ordering_key
+                                   AND earlier.status IN ('pending', 'sending') AND (earlier.source_event_id, earlier.part) < (due.source_event_id, due.part))) AS due`,
       [at, at],
     );
     return (result.rows[0] as { due: boolean }).due;
