@@ -1,3 +1,5 @@
+// First: on a Node line the product does not support, say so before anything else loads.
+import './node-support.ts';
 import cluster from 'node:cluster';
 import type { AddressInfo } from 'node:net';
 import { attachRpcWebSocket } from '../rpc/index.ts';
