@@ -1,52 +1,40 @@
 import { BlockList, isIP } from 'node:net';
+import { ipv4SpecialPurpose, ipv6SpecialPurpose, otherRefusedBlocks, type SpecialPurposeBlock } from './special-purpose.ts';
 
 /**
  * Which addresses a callback may connect to (decisions section 7). A seller chooses the callback
  * URL, so without this guard the marketplace would make requests into its own network on the
  * seller's behalf (SSRF): to loopback, private networks, link-local and cloud metadata addresses.
- * The guard judges the address actually connected to, after DNS, on every redirect hop.
+ * The guard judges the address actually connected to, after DNS, on every redirect hop. What it
+ * refuses is the data of special-purpose.ts: every block the IANA registries do not call globally
+ * reachable (issue 28, point 14), multicast and site-local.
  */
 export type AddressPolicy = (address: string) => boolean;
 
-/** Never reachable or never meant: refused even when private addresses are allowed. */
-const neverRanges: [string, number, 'ipv4' | 'ipv6'][] = [
-  ['0.0.0.0', 8, 'ipv4'], // "this network": 0.0.0.0 reaches the local host on Linux
-  ['224.0.0.0', 4, 'ipv4'], // multicast
-  ['240.0.0.0', 4, 'ipv4'], // reserved, and 255.255.255.255 broadcast
-  ['::', 128, 'ipv6'], // unspecified
-  ['ff00::', 8, 'ipv6'], // multicast
+type Family = 'ipv4' | 'ipv6';
+const rows: (SpecialPurposeBlock & { family: Family })[] = [
+  ...ipv4SpecialPurpose.map((row) => ({ ...row, family: 'ipv4' as const })),
+  ...ipv6SpecialPurpose.map((row) => ({ ...row, family: 'ipv6' as const })),
+  ...otherRefusedBlocks,
 ];
 
-/** Internal: refused unless CALLBACK_ALLOW_PRIVATE. */
-const privateRanges: [string, number, 'ipv4' | 'ipv6'][] = [
-  ['10.0.0.0', 8, 'ipv4'],
-  ['100.64.0.0', 10, 'ipv4'], // carrier-grade NAT
-  ['127.0.0.0', 8, 'ipv4'],
-  ['169.254.0.0', 16, 'ipv4'], // link-local, with the 169.254.169.254 metadata service
-  ['172.16.0.0', 12, 'ipv4'],
-  ['192.0.0.0', 24, 'ipv4'], // IETF protocol assignments
-  ['192.168.0.0', 16, 'ipv4'],
-  ['198.18.0.0', 15, 'ipv4'], // benchmarking, used inside some clouds
-  ['::1', 128, 'ipv6'],
-  ['fc00::', 7, 'ipv6'], // unique local, with fd00:ec2::254 (AWS metadata over IPv6)
-  ['fe80::', 10, 'ipv6'], // link-local
-  ['fec0::', 10, 'ipv6'], // site-local: deprecated, but still routed inside some networks
-  // Local-use NAT64 (RFC 8215) leads through a translator of this very network; its /96 form is
-  // judged as the IPv4 address it carries (embeddedIpv4), every other address in it is refused.
-  ['64:ff9b:1::', 48, 'ipv6'],
-  // Teredo tunnels to an IPv4 host whose address is obfuscated in the suffix, and the relay
-  // may sit inside the network: too easy a way around the IPv4 ranges to allow.
-  ['2001::', 32, 'ipv6'],
-];
-
-function blockListOf(ranges: [string, number, 'ipv4' | 'ipv6'][]): BlockList {
+function blockListOf(chosen: (SpecialPurposeBlock & { family: Family })[]): BlockList {
   const list = new BlockList();
-  for (const [network, prefix, family] of ranges) list.addSubnet(network, prefix, family);
+  for (const { block, family } of chosen) {
+    const [network, prefix] = block.split('/') as [string, string];
+    list.addSubnet(network, Number(prefix), family);
+  }
   return list;
 }
 
-const never = blockListOf(neverRanges);
-const internal = blockListOf(privateRanges);
+// Rows that carry an IPv4 address are judged as that address (embeddedIpv4), not by their row.
+const rules = rows.filter((row) => !row.carries);
+/** Globally reachable blocks inside refused ones (192.0.0.9/32, 2001:3::/32): the most specific row decides. */
+const reachable = blockListOf(rules.filter((row) => row.reachable));
+/** Never reachable or never meant: refused even when private addresses are allowed. */
+const never = blockListOf(rules.filter((row) => !row.reachable && row.never));
+/** Not globally reachable: refused unless CALLBACK_ALLOW_PRIVATE. */
+const internal = blockListOf(rules.filter((row) => !row.reachable && !row.never));
 
 /** The eight 16-bit groups of an IPv6 address, including one that ends in a dotted IPv4 part. */
 function ipv6Groups(address: string): number[] {
@@ -93,6 +81,7 @@ function judge(address: string, allowPrivate: boolean): boolean {
   }
   const type = family === 4 ? 'ipv4' : 'ipv6';
   const bare = address.split('%')[0]!;
+  if (reachable.check(bare, type)) return true;
   if (never.check(bare, type)) return false;
   return allowPrivate || !internal.check(bare, type);
 }
