@@ -24,6 +24,15 @@ async function main() {
 
 /** Backends, listen, and a graceful shutdown on SIGTERM or SIGINT. */
 async function runServer(config: Config, log: Logger) {
+  // A signal during start-up (opening the database, migrating) is kept and acted on once the
+  // server listens, with the same log lines: without a handler Node would end the process silently.
+  let requested: string | undefined;
+  let stop = (signal: string) => {
+    if (requested === undefined) log.info('stop requested during start-up: stopping once started', { signal });
+    requested ??= signal;
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
   // A worker's primary has migrated already; several workers migrating at once would collide.
   const runtime = await openRuntime(config, log, { migrate: !cluster.isWorker });
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
@@ -41,7 +50,7 @@ async function runServer(config: Config, log: Logger) {
   log.info('listening', { worker: cluster.worker?.id, url: `http://${config.HOST === '0.0.0.0' ? 'localhost' : config.HOST}:${port}`, docs: `/docs` });
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info('shutting down', { signal });
@@ -61,8 +70,7 @@ async function runServer(config: Config, log: Logger) {
     log.info('stopped');
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  if (requested !== undefined) void stop(requested);
 }
 
 main().catch((error: unknown) => {
