@@ -28,7 +28,7 @@ ok=false
 
 log() { printf 'smoke: %s\n' "$*"; }
 
-# A free TCP port: 3917 when it is free, otherwise one the kernel picks.
+# A free TCP port: the one asked for (3917, or SMOKE_PORT) when it is free, otherwise one the kernel picks.
 free_port() {
   node -e '
     const net = require("node:net");
@@ -146,7 +146,7 @@ expect_envelope() {
   ' "$WORK_DIR/body.json" "$want_code" "$check" || fail "unexpected response body"
 }
 
-PORT=$(free_port 3917)
+PORT=$(free_port "${SMOKE_PORT:-3917}")
 export PORT
 BASE="http://127.0.0.1:$PORT"
 
@@ -168,7 +168,7 @@ log "signed up $SMOKE_EMAIL"
 
 # 2. A second server on the same DATA_DIR must refuse to start, naming the reason.
 second_log="$WORK_DIR/second-server.log"
-second_port=$(free_port 0)
+second_port=$(free_port "${SMOKE_SECOND_PORT:-0}")
 set +e
 PORT=$second_port timeout 60 npm start >"$second_log" 2>&1
 second_status=$?
