@@ -39,6 +39,8 @@ const steps: Step[] = [
   { name: 'read', args: ['bench/read/run.ts', ...(quick ? ['--seconds', '2', '--rounds', '2'] : [])] },
   { name: 'hall', args: ['bench/hall/run.ts', ...(quick ? ['--requests', '50'] : [])] },
   { name: 'task-hall', args: ['bench/hall/tasks.ts', ...(quick ? ['--requests', '50'] : [])] },
+  { name: 'create', args: ['bench/hall/create.ts', ...(quick ? ['--requests', '30'] : [])] },
+  { name: 'dispatch', args: ['bench/dispatch/run.ts', ...(quick ? ['--events', '50', '--rounds', '1'] : [])] },
   { name: 'webhooks', args: ['bench/webhooks/run.ts', ...(quick ? ['--pings', '10'] : [])] },
 ];
 
@@ -100,7 +102,7 @@ function lifecycleSection(): string[] {
     '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)', ''];
 }
 
-const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'webhooks', 'login', 'openapi'];
+const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'create', 'webhooks', 'dispatch', 'login', 'openapi'];
 const lines = [
   '# Benchmarks',
   '',

@@ -11,8 +11,8 @@ import { commandLine, type Metric, saveResult } from '../results.ts';
  * before the caps can), then `--events` of the buyer's own transactions, each with one config of
  * its own, move once (a freeze through the API), and one dispatch turn makes their deliveries. Timed from the outside through the database's query events: from the dispatch
  * turn's advisory lock to the answer of its last statement (marking the events dispatched), with
- * the rows its statements answered. Aim: flat, the cost at 10,000 configs within 1.5x of the
- * cost at 10, measured in the same run.
+ * the rows its statements answered. Aim: flat, the rows read per event the same at every scale
+ * and the time per event at the largest scale within 1.5x of the smallest's, in the same run.
  *
  *   npm run bench:dispatch · npx tsx bench/dispatch/run.ts [--scales 10,100,1000,10000] [--events 200] [--rounds 3]
  *   BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/bench_dispatch) is dropped and recreated.
@@ -47,7 +47,7 @@ const [buyer, seller] = [agent(), agent()];
 const buyerId = (await call('GET', '/api/v1/auth/me', buyer)).user_id as string;
 await call('POST', '/api/v1/admin/wallet/credit', admin, { user_id: buyerId, currency: 'UT', amount: '10000000.00' });
 const capability = await call('POST', '/api/v1/capabilities', seller, {
-  title: 'Summarize a report', description: 'A summary of any report', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_use', price_ut: '1.00',
+  title: 'Summarize a report', description: 'A summary of any report', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00',
 });
 // Deliveries go to an address the guard refuses: each fails at its first attempt, the same work at every scale.
 const receiverUrl = 'http://127.0.0.1:9/push';
@@ -101,7 +101,7 @@ async function measureDispatch(): Promise<{ ms: number; rows: number }> {
 async function round(): Promise<{ ms: number; rows: number }> {
   const purchases: string[] = [];
   for (let index = 0; index < events; index++) {
-    const bought = await call('POST', '/api/v1/transactions', { ...buyer, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id });
+    const bought = await call('POST', '/api/v1/transactions', { ...buyer, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id, booked_hours: 1 });
     purchases.push(bought.id);
   }
   // Written directly too: past 1,000 configs the per-user cap refuses the API's creates, as it should.
@@ -141,7 +141,9 @@ for (const scale of scales) {
   console.log(`| ${scale.toLocaleString('en')} | ${ms} | ${rows} | ${(ms / baseMs).toFixed(2)}x |`);
   if (scale === smallest) continue;
   const baseline = `the same at ${smallest.toLocaleString('en')} configs`;
-  metrics.push({ metric: `dispatch time per event, the buyer owning ${scale.toLocaleString('en')} configs elsewhere`, value: ms, unit: 'ms', baseline: { name: baseline, value: baseMs }, aim: { text: `within ${aimRatio}x`, met: ms <= baseMs * aimRatio } });
+  // The aim is judged at the largest scale; the ones between show the curve (a fraction of a millisecond moves with the machine's load).
+  const aim = scale === scales.at(-1) ? { aim: { text: `within ${aimRatio}x`, met: ms <= baseMs * aimRatio } } : {};
+  metrics.push({ metric: `dispatch time per event, the buyer owning ${scale.toLocaleString('en')} configs elsewhere`, value: ms, unit: 'ms', baseline: { name: baseline, value: baseMs }, ...aim });
   metrics.push({ metric: `rows the dispatcher reads per event, ${scale.toLocaleString('en')} configs elsewhere`, value: rows, unit: 'rows', baseline: { name: baseline, value: baseRows }, aim: { text: 'the same', met: rows === baseRows } });
 }
 saveResult({ benchmark: 'dispatch', title: 'Webhook dispatch as one user\'s push configs grow: `bench/dispatch`', command: commandLine('bench:dispatch'), metrics });
