@@ -82,7 +82,7 @@ describe('applying to a task', () => {
 });
 
 describe('how many applications a task takes', () => {
-  it(`takes ${limits.taskPendingApplicationsMax} pending applications, refuses the next with 4092 saying so, and takes one again once one is answered`, async () => {
+  it(`takes ${limits.taskPendingApplicationsMax} pending applications, even when the last places are asked for at once, refuses the rest with 4092 saying so, and takes one again once one is answered`, async () => {
     const task = await newTask();
     // One account per place (an account holds at most limits.taskApplicationsPerApplicantMax of a
     // task's): an auto-provisioning key makes a new agent account for each new user id.
@@ -91,20 +91,30 @@ describe('how many applications a task takes', () => {
       const userId = randomUUID();
       return { userId, headers: { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': userId } };
     };
+    const racers = 10;
+    const lastPlaces = 2;
     const skills: { id: string; owner: Actor }[] = [];
-    for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax + 1; batch++) {
+    for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax - lastPlaces + racers; batch++) {
       skills.push(...(await Promise.all(Array.from({ length: 20 }, async () => {
         const owner = accountOf();
         return { ...(await newSkill(owner)), owner };
       }))));
     }
     const applied: Application[] = [];
-    for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax; batch++) {
-      const slice = skills.slice(batch * 20, Math.min((batch + 1) * 20, limits.taskPendingApplicationsMax));
+    const before = limits.taskPendingApplicationsMax - lastPlaces;
+    for (let batch = 0; batch * 20 < before; batch++) {
+      const slice = skills.slice(batch * 20, Math.min((batch + 1) * 20, before));
       applied.push(...(await Promise.all(slice.map(async (skill) => (await apply(skill.owner, task.id, { skill_id: skill.id }).expect(201)).body.data as Application))));
     }
-    const extra = skills[limits.taskPendingApplicationsMax]!;
-    expect((await apply(extra.owner, task.id, { skill_id: extra.id }).expect(409)).body).toMatchObject({ code: 4092, data: { pending_applications_max: limits.taskPendingApplicationsMax } });
+    // Ten accounts ask for the last two places at once: two get them, whatever the interleaving.
+    const racing = skills.slice(before, before + racers);
+    const answers = await Promise.all(racing.map((skill) => apply(skill.owner, task.id, { skill_id: skill.id })));
+    expect(answers.filter((answer) => answer.status === 201)).toHaveLength(lastPlaces);
+    const refused = answers.filter((answer) => answer.status !== 201);
+    expect(refused.every((answer) => answer.status === 409 && answer.body.code === 4092 && answer.body.data.pending_applications_max === limits.taskPendingApplicationsMax)).toBe(true);
+    const pending = await test.http.get(`/api/v1/tasks/${task.id}/applications?status=pending&page_size=1`).set(publisher.headers).expect(200);
+    expect(pending.body.data.total).toBe(limits.taskPendingApplicationsMax);
+    const extra = racing[answers.findIndex((answer) => answer.status !== 201)]!;
     await test.http.post(`/api/v1/tasks/${task.id}/applications/${applied[0]!.id}/reject`).set(publisher.headers).send({}).expect(200);
     await apply(extra.owner, task.id, { skill_id: extra.id }).expect(201);
   }, 120_000);

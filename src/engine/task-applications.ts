@@ -28,13 +28,17 @@ const isUniqueViolation = (error: unknown) => (error as { code?: string }).code 
  */
 
 export function createTaskApplications({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents) {
-  /** The task, read with FOR SHARE so that a close or an expiry waits for the application (and the other way round). */
-  const shareTask = (trx: Knex, id: string) => trx<TaskRow>('tasks').where({ id }).forShare().first(...taskColumns) as Promise<TaskRow | undefined>;
+  /**
+   * The task, locked FOR NO KEY UPDATE: a close or an expiry waits for the application (and the
+   * other way round), and applies to one task take turns, so that the count of its pending
+   * applications cannot be read by two applies at once and both pass the cap (FOR SHARE let them).
+   */
+  const lockTask = (trx: Knex, id: string) => trx<TaskRow>('tasks').where({ id }).forNoKeyUpdate().first(...taskColumns) as Promise<TaskRow | undefined>;
 
   function apply(principal: Principal, taskId: string, input: CreateApplicationInput, request: IdempotencyRequest | null) {
     return idempotency.run(principal, request, 201, async (unit) => {
       const { trx } = unit;
-      const task = authorize(seeTask, principal, await shareTask(trx, taskId), 'task');
+      const task = authorize(seeTask, principal, await lockTask(trx, taskId), 'task');
       if (task.owner_user_id === principal.user_id) throw forbidden('you cannot apply to your own task');
       const status = statusAt(task, now());
       if (status !== 'open') throw new AppError('invalid_state_transition', `cannot apply to a task that is ${status}`, { status, action: 'apply' });
