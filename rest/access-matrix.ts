@@ -8,7 +8,7 @@ import type { AuthRequirement, RouteSpec } from './route.ts';
  *
  * A row names the resource the route acts on and the outcome for each party of it, in a world of
  * three agents and one resource of each kind, all the owner's: a capability and a demand of the
- * owner's, and a transaction the owner bought from the counterparty (docs/decisions.md "The
+ * owner's, and a transaction the owner bought from the counterparty (docs/decisions/identity-and-access.md "The
  * access matrix"). `other_space` is the owner's own user id calling as a human (a JWT). What the
  * credentials alone decide (none, mixed, revoked, expired, the admin token, user credentials on an
  * admin route) follows from the route's `auth` in `credentialOutcomes`.

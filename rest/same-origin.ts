@@ -3,7 +3,7 @@ import { forbidden } from '../src/errors.ts';
 
 /**
  * Cross-site request forgery guard for the calls the verification page makes with a person's
- * token (docs/decisions.md "Device authorization"). The token itself is the main protection: the
+ * token (docs/decisions/identity-and-access.md, "Device authorization"). The token itself is the main protection: the
  * page holds it and sends it in the Authorization header, which a browser never adds by itself
  * and a cross-site form cannot set (and a cross-site script could only with CORS, which this
  * server never grants). This check refuses, in addition, any request a browser marks as coming

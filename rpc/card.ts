@@ -5,7 +5,7 @@ import { type Generation, generationOfHeader } from './shapes.ts';
 
 /**
  * The agent card, in the form the caller's generation reads, chosen by the `A2A-Version` request
- * header as for the shared `tasks/*` methods (decisions, "A2A protocol surface"):
+ * header as for the shared `tasks/*` methods (docs/decisions/a2a.md, "The agent card"):
  *
  * - `A2A-Version: 1.x` (@a2a-js/sdk 1.x sends it): exactly the v1.0 AgentCard. It picks its
  *   transport from `supportedInterfaces` and reads `securitySchemes` in the proto-JSON form

@@ -99,7 +99,7 @@ export function createApp(engine: Engine) {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   installRequestIds(app, log);
-  // Decides request.ip, the key of the per-address rate limits (docs/decisions.md).
+  // Decides request.ip, the key of the per-address rate limits (docs/decisions/limits-and-storage.md "Client address: TRUST_PROXY").
   app.set('trust proxy', config.TRUST_PROXY);
   // Browsers may reach /mcp and JSON-RPC: their Origin and Host are checked first (rest/origin-guard.ts).
   const guard = originGuard(config);
@@ -136,7 +136,7 @@ export function createApp(engine: Engine) {
   // Routing is strict about a trailing slash; the reference page answers both spellings.
   for (const docsPath of ['/docs', '/docs/']) app.get(docsPath, (_request, response) => response.type('html').send(docsPage));
   app.use('/docs/assets', express.static(path.resolve(swaggerUi.getAbsoluteFSPath()), { index: false }));
-  // The device verification page (docs/decisions.md "Device authorization"), at verification_url.
+  // The device verification page (docs/decisions/identity-and-access.md "Device authorization"), at verification_url.
   app.use('/device', verificationPage());
   app.use('/oauth/consent', consentPage());
 

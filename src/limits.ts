@@ -106,7 +106,7 @@ export const limits = {
   jsonDepthMax: 32,
   rpcSubscriptionsPerSocketMax: 100,
   /**
-   * Rate limits (decisions section 6, docs/decisions.md "Rate limits and stream caps"): at most
+   * Rate limits (decisions section 6, docs/decisions/limits-and-storage.md "Buckets and defaults"): at most
    * `requests` per bucket in each window of `windowSeconds`, counted in Redis when there is one.
    * RATE_LIMIT_<NAME> overrides one ("<requests>/<seconds>" or "off", e.g. RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS=30/300).
    */
@@ -235,8 +235,8 @@ export const limits = {
   /** Counts of capability usage windows are kept this long after the window started, then pruned. */
   capabilityUsageRetentionMs: 2 * 24 * 60 * 60 * 1000,
   /**
-   * AI provider, clarity and pricing suggestion (issue 9; docs/decisions.md "AI provider, clarity
-   * and pricing suggestion"). Calls to the OpenAI-compatible endpoint are never retried; a failed
+   * AI provider, clarity and pricing suggestion (docs/decisions/matching.md "The AI
+   * provider"). Calls to the OpenAI-compatible endpoint are never retried; a failed
    * call makes the next ones fall back at once for a cool-down, so an endpoint that is down costs
    * requests nothing but a log line instead of a timeout each.
    */
@@ -256,7 +256,7 @@ export const limits = {
   /** Longer texts are cut before they are sent: models have input limits and we pay per token. */
   aiEmbeddingTextLengthMax: 8_000,
   /**
-   * Stored embeddings (docs/decisions.md "Stored embeddings"): rows written on this instance wait
+   * Stored embeddings (docs/decisions/matching.md "Stored embeddings"): rows written on this instance wait
    * here to be embedded after their commit, at most this many (more are left to the periodic sweep,
    * which looks for rows without a present embedding every embeddingSweepIntervalMs, a few batches
    * at a time, so a model change re-embeds a large catalogue over minutes, not in one burst).
@@ -275,7 +275,7 @@ export const limits = {
   pricingDescriptionLengthMax: 2_000,
   /** The newest this many capabilities and settled transactions of a category are the sample. */
   pricingSampleRowsMax: 1_000,
-  // Device authorization (issue 11, docs/decisions.md "Device authorization"), after RFC 8628.
+  // Device authorization (docs/decisions/identity-and-access.md "Device authorization"), after RFC 8628.
   /** How long a device request can be approved and redeemed. */
   deviceCodeLifetimeSeconds: 15 * 60,
   /** The polling interval a request starts with; each poll that comes too early adds the step. */
@@ -292,7 +292,7 @@ export const limits = {
   userCodeDrawsMax: 5,
   /** Requests past their expiry are kept this long (a late poll still hears 4803), then deleted. */
   deviceAuthorizationRetentionMs: 24 * 60 * 60 * 1000,
-  // A2A conversations, ids and history (docs/decisions.md "A2A conversations, ids and history").
+  // A2A conversations, ids and history (docs/decisions/a2a.md "Context ids and message ids").
   /** A client's contextId / sessionId; longer ones are refused (-32602). */
   a2aContextIdLengthMax: 256,
   /** A message's messageId; up to 64 printable ASCII characters it is the idempotency key as sent, longer ones are hashed into it. */

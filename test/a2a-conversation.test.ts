@@ -9,7 +9,7 @@ import { rpcStreamResults } from './helpers/rpc-stream.ts';
 import { listen } from './helpers/server.ts';
 
 /**
- * The market over A2A (docs/decisions.md "A2A conversations, ids and history"): a text-only
+ * The market over A2A (docs/decisions/a2a.md, the "Conversations" sections): a text-only
  * message is a demand answered with candidates; a follow-up picks, rewords, confirms or disputes
  * in words; an instant per_query capability answers a blocking send in one call. One app for the
  * file; each test has its own seller offering capabilities about a topic word of its own, so the

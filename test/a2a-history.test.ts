@@ -7,7 +7,7 @@ import { rpcStreamResults } from './helpers/rpc-stream.ts';
 import { listen } from './helpers/server.ts';
 
 /**
- * Every task keeps its messages (docs/decisions.md "A2A conversations, ids and history"): the
+ * Every task keeps its messages (docs/decisions/a2a.md "History"): the
  * buyer's as sent and the agent's status messages, in order, answered as `history` by GetTask /
  * tasks/get in each generation's shapes, by ListTasks and by the first event of a stream,
  * honouring historyLength (0: none; absent: all up to limits.a2aHistoryLengthMax).

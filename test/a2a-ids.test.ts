@@ -5,7 +5,7 @@ import { startTestApp, type TestApp } from './helpers/app.ts';
 import { agentMarket } from './helpers/market.ts';
 
 /**
- * Ids as A2A clients send them (docs/decisions.md "A2A conversations, ids and history"): any
+ * Ids as A2A clients send them (docs/decisions/a2a.md "Context ids and message ids"): any
  * context id up to limits.a2aContextIdLengthMax, echoed as sent and grouped deterministically by
  * the stored uuid it maps to; message ids up to limits.a2aMessageIdLengthMax, a long one hashed
  * into the idempotency key so a resend is still the same purchase.

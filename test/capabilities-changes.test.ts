@@ -66,7 +66,7 @@ describe('PUT /api/v1/capabilities/{id}', () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const before = await buy(test, buyer, capability.id);
     await put(seller, capability.id, { price_ut: '20.00' }).expect(200);
-    // A repeat buyer accepts the raised price by naming it (docs/decisions.md "Price ceilings").
+    // A repeat buyer accepts the raised price by naming it (docs/decisions/money-and-escrow.md "Price ceilings").
     const after = await buy(test, buyer, capability.id, { max_price: '20.00' });
     expect((await test.http.get(`/api/v1/transactions/${before.id}`).set(buyer.headers).expect(200)).body.data.price_ut).toBe('10.00');
     expect(after.price_ut).toBe('20.00');

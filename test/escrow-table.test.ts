@@ -14,8 +14,8 @@ import { act, admin, agentMarket, balance, buy } from './helpers/market.ts';
  * - accepted + cancel is allowed only once delivery_deadline has passed (decisions 4);
  * - delivered + dispute only before auto_confirm_at (decisions 4);
  * - fail (a failed invoke callback, decisions 4) releases the funds; the project lets it happen
- *   while funds are frozen and no work is delivered, from frozen and accepted (docs/decisions.md).
- * - invoke_settle (a good answer of an invoke's callback, docs/decisions.md "Invoke") pays the
+ *   while funds are frozen and no work is delivered, from frozen and accepted (docs/decisions/money-and-escrow.md).
+ * - invoke_settle (a good answer of an invoke's callback, docs/decisions/money-and-escrow.md "Invoke") pays the
  *   seller straight from frozen: the answer is the delivery, and the buyer asked for it at once.
  */
 type Money = 'none' | 'freeze' | 'release' | 'settle';

@@ -12,7 +12,7 @@ import { createCapability } from './helpers/market.ts';
 /**
  * End to end: with LLM_EMBEDDING_MODEL configured, the AI provider's embeddings refine matching's
  * similarity (docs/matching.md: the mean of the text cosine and the embedding cosine). Each row's
- * words are embedded once, after the write, and stored with the row (docs/decisions.md "Stored
+ * words are embedded once, after the write, and stored with the row (docs/decisions/matching.md "Stored
  * embeddings"): a match reads the vectors and asks the model nothing; new words or another model
  * are embedded again; a row the model could not embed at its write is embedded by the first match
  * that needs it, in batches within the provider's limit. The fake endpoint answers vectors chosen

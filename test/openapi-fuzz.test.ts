@@ -123,7 +123,7 @@ interface Generated {
 
 /**
  * A request line and headers above 16 KiB are refused by Node's HTTP parser with a bare 431 before
- * the application sees them (docs/decisions.md "Fuzzing"): values in the URL stay below that, huge
+ * the application sees them (docs/decisions/operations-and-testing.md "Fuzzing from the served document"): values in the URL stay below that, huge
  * values go in bodies.
  */
 /** A lone surrogate cannot be percent-encoded as UTF-8: it goes as the bytes a careless encoder would send. */

@@ -10,7 +10,7 @@ import { callTool, connectMcp } from './helpers/mcp.ts';
 import { listen } from './helpers/server.ts';
 
 /**
- * A buyer is never charged above the price it saw (issue 15 point 1, docs/decisions.md "Price
+ * A buyer is never charged above the price it saw (docs/decisions/money-and-escrow.md "Price
  * ceilings"). Every path that charges buys once at the listed price, the seller raises the price,
  * and the next charge is refused with 4093 (JSON-RPC -32193) naming both prices: no transaction,
  * nothing frozen, nothing charged. Each path then buys with the new price sent as max_price.

@@ -7,7 +7,7 @@ import { balance, createCapability, credit } from './helpers/market.ts';
 
 /**
  * `demand_id` on a purchase links it to the demand it is made for: only one of the buyer's own
- * demands in the space it buys in (any status; docs/decisions.md "Demands and matching"); any
+ * demands in the space it buys in (any status; docs/decisions/matching.md "Demands and matching"); any
  * other demand is 4040 "demand not found" and nothing is created or charged. Checked in the
  * engine, so REST and JSON-RPC purchases (with and without an idempotency key) agree.
  */

@@ -1,6 +1,6 @@
 // What the pages that act for a signed-in person share (the device page, the MCP sign-in consent
 // page): the session, kept in this tab's sessionStorage; same-origin API calls that send its token
-// only in the Authorization header (docs/decisions.md, "Device authorization": that header is what a
+// only in the Authorization header (docs/decisions/identity-and-access.md, "Device authorization": that header is what a
 // cross-site form cannot send); and the sign-in / sign-up form of web/sign-in.html.
 'use strict';
 

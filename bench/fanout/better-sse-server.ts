@@ -5,7 +5,7 @@ import { type Channel, type Session, createChannel, createSession } from 'better
  * The same baseline as bare-server.ts, written with better-sse (the library the design names):
  * a session per connection, a channel per group, one broadcast per POST /emit. Measured beside the
  * bare server in the same run (its preamble, a retry line, plays the bare server's comment), to decide whether the product's streams should use it
- * (docs/decisions.md "better-sse or plain frames").
+ * (docs/decisions/streams-and-deliveries.md "Plain frames, not better-sse").
  */
 const groups = new Map<string, Channel>();
 const server = http.createServer((request, response) => {

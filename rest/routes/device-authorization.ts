@@ -4,7 +4,7 @@ import { clientAddress, route } from '../route.ts';
 import { assertSameOrigin } from '../same-origin.ts';
 
 /**
- * Device authorization (docs/decisions.md "Device authorization"): the client's start and poll
+ * Device authorization (docs/decisions/identity-and-access.md "Device authorization"): the client's start and poll
  * (no credentials), the verification page's lookup and confirmation, and the person's own keys
  * (human callers only; the page's calls also pass the same-origin guard).
  */

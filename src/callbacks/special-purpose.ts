@@ -1,7 +1,7 @@
 /**
  * The IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890 and its updates), one row
- * per block, as the outbound address guard reads them (src/callbacks/addresses.ts, decisions
- * "Special-purpose addresses from the IANA registries"). A block is refused when the registry does
+ * per block, as the outbound address guard reads them (src/callbacks/addresses.ts,
+ * docs/decisions/streams-and-deliveries.md "Special-purpose addresses from the IANA registries"). A block is refused when the registry does
  * not call it globally reachable: documentation, benchmarking, discard-only and the like are not
  * on the Internet, and a machine may carry such an address on an interface of its own.
  *

@@ -3,8 +3,8 @@ import type { TransactionStatus } from './escrow.ts';
 import { isUuid } from './ids.ts';
 
 /**
- * The pure rules of the A2A gateway's conversations (docs/decisions.md "A2A conversations, ids and
- * history"): how client ids map to stored ids and keys, how a buyer's words are read, and which
+ * The pure rules of the A2A gateway's conversations (docs/decisions/a2a.md, the
+ * "Conversations" sections and "Context ids and message ids"): how client ids map to stored ids and keys, how a buyer's words are read, and which
  * states a transaction has been through.
  */
 

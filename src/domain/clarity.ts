@@ -6,7 +6,7 @@
  *
  * The score is the sum of the weights of the criteria a description meets (they sum to 1), less
  * 0.05 for each distinct vague word (at most 0.2), kept within 0..1 and rounded to two decimals.
- * docs/decisions.md "AI provider, clarity and pricing suggestion (issue 9)" lists the rules.
+ * docs/decisions/matching.md "Clarity" lists the rules.
  */
 export type ClarityLanguage = 'zh' | 'en';
 

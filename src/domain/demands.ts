@@ -1,7 +1,7 @@
 import { AppError } from '../errors.ts';
 
 /**
- * Demand states (docs/decisions.md "Demands and matching"). Stored: open, cancelled, fulfilled.
+ * Demand states (docs/decisions/matching.md "Demands and matching"). Stored: open, cancelled, fulfilled.
  * `expired` is never stored: an open demand whose expires_at has passed by the engine's clock is
  * expired, so expiry needs no sweeper and takes effect at exactly that instant on every instance.
  */

@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, randomInt } from 'node:crypto';
 
 /**
- * The codes of device authorization (RFC 8628, docs/decisions.md "Device authorization"). The
+ * The codes of device authorization (RFC 8628, docs/decisions/identity-and-access.md "Device authorization"). The
  * device code is the client's secret: 32 random bytes, base64url. The user code is what a person
  * reads off one screen and types into another, so its alphabet has no vowels (no words), no
  * digits and none of the letters people confuse (I, O, U, Y): twenty consonants, eight of them,

@@ -34,7 +34,7 @@ export const transitionTable: readonly Transition[] = [
   { from: 'frozen', action: 'cancel', to: 'cancelled_by_buyer', actor: 'buyer', money: 'release' },
   { from: 'frozen', action: 'fail', to: 'failed', actor: 'system', money: 'release' },
   // An invoke's callback answered well: the system settles in one step, since the callback's
-  // answer is the delivery and the buyer asked for it synchronously (docs/decisions.md "Invoke").
+  // answer is the delivery and the buyer asked for it synchronously (docs/decisions/money-and-escrow.md "Invoke").
   { from: 'frozen', action: 'invoke_settle', to: 'settled', actor: 'system', money: 'settle' },
   { from: 'accepted', action: 'deliver', to: 'delivered', actor: 'seller', money: 'none' },
   { from: 'accepted', action: 'reject', to: 'rejected_by_seller', actor: 'seller', money: 'release' },

@@ -2,8 +2,8 @@ import type { MinorUnits } from './money.ts';
 import type { PricingModel } from './pricing.ts';
 
 /**
- * The arithmetic of the pricing suggestion (docs/decisions.md "AI provider, clarity and pricing
- * suggestion (issue 9)"). Amounts are integer minor units (bigint) throughout; weights are small
+ * The arithmetic of the pricing suggestion (docs/decisions/matching.md "Pricing
+ * suggestion"). Amounts are integer minor units (bigint) throughout; weights are small
  * integers, so every percentile is one of the observed prices, picked with integer comparisons.
  */
 export interface PriceObservation {

@@ -3,7 +3,7 @@ import { limits } from '../limits.ts';
 import { type MatchText, type TermVector, vectorOf } from './scoring.ts';
 
 /**
- * A row's term vector as it is stored (docs/decisions.md "Matching cost"): computed once when the
+ * A row's term vector as it is stored (docs/decisions/matching.md "Matching cost"): computed once when the
  * row's words are written, so a match reads it instead of analysing every candidate's text again
  * (200 capabilities of 10,000 characters cost seconds per match that way). At most
  * `matchTermsPerTextMax` terms are kept, the heaviest (ties by term, so every instance keeps the

@@ -8,7 +8,7 @@ import { TtlCache } from './ttl-cache.ts';
 
 /**
  * Admission: whether a request, a stream or a connection may start at all (decisions section 6,
- * docs/decisions.md "Rate limits and stream caps"). Rate limits count in Redis, shared by every
+ * docs/decisions/limits-and-storage.md). Rate limits count in Redis, shared by every
  * instance, or in process on the embedded default; open streams and sockets are counted per
  * instance, where their memory is. A refusal is 4290 with `retry_after_seconds`.
  */
@@ -202,7 +202,8 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
   }
 
   /**
-   * A login under the failure buckets (docs/decisions.md "Rate limits and stream caps"): only a
+   * A login under the failure buckets (docs/decisions/limits-and-storage.md "Login: only wrong passwords
+   * count"): only a
    * wrong password (4010) counts, and a success also clears the account's two buckets.
    */
   async function underLoginLimits<T>(requester: Requester, check: () => Promise<T>): Promise<T> {

@@ -10,8 +10,8 @@ import type { EngineDependencies, Principal } from './dependencies.ts';
 import type { IdentityEngine } from './identity.ts';
 
 /**
- * A person's own API keys: the ones their device approvals issued (docs/decisions.md "Device
- * authorization"). They list them and revoke them; a revoked key stops working at once on every
+ * A person's own API keys: the ones their device approvals issued (docs/decisions/identity-and-access.md
+ * "Device authorization: the issued key and its revocation"). They list them and revoke them; a revoked key stops working at once on every
  * instance, because the revocation is announced on the bus and each instance forgets the key it
  * had cached and ends the streams open with it (engine/key-revocations.ts).
  */

@@ -6,7 +6,7 @@ import type { DemandMatches } from './demand-matches.ts';
 import type { EngineDependencies } from './dependencies.ts';
 
 /**
- * The auto-accept work a capability's offer causes, off the request path (docs/decisions.md
+ * The auto-accept work a capability's offer causes, off the request path (docs/decisions/matching.md
  * "Auto-accept as a job"). The request that offers a capability records a job in its own database
  * transaction and kicks this instance's runner after the commit, so it answers at once and the
  * purchase follows within moments; a periodic run on every instance picks up what a crash left

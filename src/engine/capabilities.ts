@@ -21,7 +21,7 @@ import { type CapabilityRow, capabilityView } from './views.ts';
 
 export { newCallbackSecret };
 
-/** The capability use cases (docs/decisions.md "Capabilities surface"), shared by REST and MCP. */
+/** The capability use cases (docs/decisions/matching.md, "Capabilities: ..."), shared by REST and MCP. */
 export function createCapabilityEngine({ db, now }: EngineDependencies, idempotency: Idempotency) {
   /** Registering is keyed like every state-changing POST: a retried request creates one capability. */
   function create(principal: Principal, input: CreateCapabilityInput, request: IdempotencyRequest | null): Promise<Outcome<CreatedCapabilityView>> {

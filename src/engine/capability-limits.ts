@@ -9,7 +9,8 @@ import type { CapabilityRow } from './views.ts';
  * its purchases and invokes together, across all buyers and all server instances. The database
  * counts (store/capability-usage.ts) rather than Redis: the count is then exact on every backend
  * and every number of instances, and an invoke takes it inside the database transaction that
- * freezes the money, so a failed freeze undoes the count with it (docs/decisions.md "Invoke").
+ * freezes the money, so a failed freeze undoes the count with it (docs/decisions/limits-and-storage.md
+ * "A capability's own limits").
  */
 export interface TakenUsage {
   capabilityId: string;

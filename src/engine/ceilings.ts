@@ -6,7 +6,7 @@ import type { Principal } from './dependencies.ts';
 import type { CapabilityRow } from './views.ts';
 
 /**
- * The buyer's ceiling (docs/decisions.md "Price ceilings"): a buyer is never charged more than it
+ * The buyer's ceiling (docs/decisions/money-and-escrow.md "Price ceilings"): a buyer is never charged more than it
  * agreed to. An explicit max_price is the ceiling. A buyer that sent none but has bought this
  * capability before agreed to the unit price it paid then, so a raised price is refused until the
  * buyer sends the new price as max_price; a first purchase without one pays the listed price,

@@ -15,7 +15,7 @@ import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts'
 import type { AutoAccept } from './auto-accept.ts';
 import type { AnalysisEngine, ClarityEvaluation } from './analysis.ts';
 
-/** Demands: a requester's published need (docs/decisions.md "Demands and matching (issue 9)"). */
+/** Demands: a requester's published need (docs/decisions/matching.md "Demands and matching"). */
 const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
 
 export function demandView(row: DemandRow, now: Date): DemandView {

@@ -12,7 +12,7 @@ import { issueOwnedKey } from './api-keys.ts';
 import type { EngineDependencies, Principal } from './dependencies.ts';
 
 /**
- * Device authorization, after RFC 8628 (docs/decisions.md "Device authorization"): a client that
+ * Device authorization, after RFC 8628 (docs/decisions/identity-and-access.md "Device authorization"): a client that
  * cannot hold a browser session starts a request, a person approves or denies it on the
  * verification page, and the client polls until it collects an API key, exactly once.
  */

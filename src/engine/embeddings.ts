@@ -27,7 +27,7 @@ const kinds: EmbeddedKind[] = ['capability', 'demand'];
 const keyOf = (item: { kind: EmbeddedKind; id: string }) => `${item.kind}:${item.id}`;
 
 /**
- * Embeddings stored with the rows (docs/decisions.md "Stored embeddings"). A row's words are
+ * Embeddings stored with the rows (docs/decisions/matching.md "Stored embeddings"). A row's words are
  * embedded once: after the commit that wrote them (rows noted here, embedded in batches of
  * aiEmbeddingTextsMax), by the periodic sweep for what that missed (a crash, a model that was
  * down, a new model), or at the latest by the first match that needs them, which stores them too.

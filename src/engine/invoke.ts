@@ -21,7 +21,7 @@ import type { ActionExtra, Transitions } from './transitions.ts';
 import { type CapabilityRow, transactionView } from './views.ts';
 
 /**
- * Invoke (decisions section 7, docs/decisions.md "Invoke"): buy and run a per-query capability in
+ * Invoke (decisions section 7, docs/decisions/money-and-escrow.md "Invoke"): buy and run a per-query capability in
  * one call. Three steps, and no database connection or lock is held while the seller's server
  * works:
  * 1. one database transaction creates the transaction, counts the capability's limits, freezes

@@ -19,8 +19,8 @@ export interface KeyCache {
 }
 
 /**
- * How a revoked API key stops working on every instance (docs/decisions.md "Device
- * authorization"). The revocation is announced on the bus, and each instance forgets the key and
+ * How a revoked API key stops working on every instance (docs/decisions/identity-and-access.md
+ * "Device authorization: the issued key and its revocation"). The revocation is announced on the bus, and each instance forgets the key and
  * ends what it has open with it. Pub/sub keeps nothing, so an announcement can be lost (Redis down
  * when it is published, a subscriber reconnecting): each instance therefore also asks the
  * database, every STREAM_HEARTBEAT_MS and whenever its bus connection comes back, which of the

@@ -31,8 +31,8 @@ const loopbackNames = ['localhost', '127.0.0.1', '[::1]'];
 /**
  * App callbacks in a scheme that is not reverse-domain, allowed by their exact address only: a
  * client documented in docs/mcp.md registers them, and PKCE binds the code to that client either
- * way. Cursor registers this one beside its https and loopback callbacks (docs/decisions.md "MCP
- * sign-in edges").
+ * way. Cursor registers this one beside its https and loopback callbacks (docs/decisions/mcp.md
+ * "Sign-in: bounds, redirect schemes, metadata documents").
  */
 const knownAppCallbacks = new Set(['cursor://anysphere.cursor-mcp/oauth/callback']);
 

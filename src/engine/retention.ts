@@ -6,7 +6,7 @@ import type { EngineDependencies } from './dependencies.ts';
 const hourMs = 60 * 60 * 1000;
 
 /**
- * Keeps the tables that grow with traffic bounded (decisions, "Retention"): published outbox
+ * Keeps the tables that grow with traffic bounded (docs/decisions/limits-and-storage.md, "Retention"): published outbox
  * rows and task events older than OUTBOX_RETENTION_HOURS, and idempotency keys past their expiry. Each batch is
  * one short DELETE of at most `batchSize` rows chosen with SKIP LOCKED, so several instances can
  * run the job at once without waiting on each other or on the rows a change is writing, and no

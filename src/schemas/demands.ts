@@ -78,7 +78,7 @@ export const evaluateClarityBody = z.strictObject({}).meta({ id: 'EvaluateClarit
 export const clarityResponse = z
   .object({
     demand_id: uuid,
-    score: z.number().min(0).max(1).meta({ description: 'How clearly the demand says what is wanted, 0..1 (docs/decisions.md, clarity)' }),
+    score: z.number().min(0).max(1).meta({ description: 'How clearly the demand says what is wanted, 0..1 (docs/decisions/matching.md, "Clarity")' }),
     language: z.enum(['zh', 'en']).meta({ description: "The demand's language, told by script; reasons and suggestions are in it" }),
     reasons: z.array(z.string()),
     suggestions: z.array(z.string()).meta({ description: 'Concrete additions that would make the demand clearer' }),

@@ -11,8 +11,8 @@ import { limits } from '../limits.ts';
  * - nesting deeper than the limit, which breaks jsonb and recursive code alike.
  * Keys are checked like values. The keys `__proto__` and `constructor` are refused too: parsed
  * JSON keeps them as plain keys, but any later copy into a plain object (a schema, a spread)
- * either drops `__proto__` silently or changes the copy's prototype (decisions: "Keys that name
- * an object's prototype").
+ * either drops `__proto__` silently or changes the copy's prototype (docs/decisions/api-surface.md
+ * "Input PostgreSQL cannot store, and prototype keys").
  */
 export function assertSafeJson(value: unknown, location: string): void {
   const stack: { value: unknown; depth: number; path: string }[] = [{ value, depth: 0, path: location }];

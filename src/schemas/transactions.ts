@@ -8,7 +8,7 @@ import { pageQuery, pagedList } from './pagination.ts';
 export const idempotencyKey = z.string().min(1).max(limits.idempotencyKeyLengthMax).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /**
- * The buyer's ceiling (docs/decisions.md "Price ceilings"): the most this purchase may cost. A
+ * The buyer's ceiling (docs/decisions/money-and-escrow.md "Price ceilings"): the most this purchase may cost. A
  * price above it is refused with 4093 and nothing is frozen or charged. Without it a repeat buyer
  * is held to the unit price it paid last time.
  */

@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symli
 import path from 'node:path';
 
 /**
- * Mutation testing of the route table's declarations (issue 16, point 8; docs/decisions.md
+ * Mutation testing of the route table's declarations (docs/decisions/operations-and-testing.md
  * "Mutation testing"). Stryker cannot test them: a route's `auth` is evaluated when the app is
  * built, before any test runs, so Stryker counts it as static and never activates it. This does
  * what Stryker would, for that one field: in a copy of the project, each route's declared `auth`

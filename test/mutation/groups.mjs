@@ -1,5 +1,5 @@
 /**
- * Mutation testing in groups (issue 16; docs/decisions.md "Mutation testing"): each group names
+ * Mutation testing in groups (docs/decisions/operations-and-testing.md "Mutation testing"): each group names
  * the code it mutates and the tests that answer for that code, so a mutant runs the few test files
  * that are about it instead of every file that happens to pass through it. `npm run mutate` runs
  * every group in turn (test/mutation/run.mjs); `npm run mutate -- escrow` runs one.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The A2A gateway's own memory (docs/decisions.md "A2A conversations, ids and history"):
+ * The A2A gateway's own memory (docs/decisions/a2a.md, "Conversations"):
  *
  * - `a2a_tasks`: one row per A2A task that needs more than its transaction. A conversation task
  *   (`kind = 'conversation'`: a text-only message became a demand) lives only here until a pick

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Device authorization (issue 11, docs/decisions.md "Device authorization"):
+ * Device authorization (docs/decisions/identity-and-access.md "Device authorization"):
  * - `device_authorizations`: one row per request a client started. Both codes are stored only as
  *   SHA-256 hashes, each unique, so a code finds its row and nothing else. `status` moves
  *   pending -> approved | denied, and approved -> redeemed when the client collects its key,

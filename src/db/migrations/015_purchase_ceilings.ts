@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Price ceilings and conversation purchases (issue 15, docs/decisions.md "Price ceilings"):
+ * Price ceilings and conversation purchases (docs/decisions/money-and-escrow.md "Price ceilings"):
  * - `transactions_buyer_capability`: a buyer's newest purchase of a capability is one index read,
  *   because every purchase without an explicit max_price looks up the price the buyer paid last
  *   time (a repeat buyer is never charged a raised price silently).

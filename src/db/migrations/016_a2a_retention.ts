@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * A2A history follows the retention of events (issue 15, docs/decisions.md "A2A history bounds"):
+ * A2A history follows the retention of events (docs/decisions/a2a.md "History bounds"):
  * the retention job deletes stored messages older than OUTBOX_RETENTION_HOURS, and conversations
  * that never bought anything once their last change is that old. These indexes let it find them
  * without reading the tables.

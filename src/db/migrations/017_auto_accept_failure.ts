@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Why an auto-accept demand could not buy (issue 15, docs/decisions.md "Auto-accept says why"):
+ * Why an auto-accept demand could not buy (docs/decisions/money-and-escrow.md "Auto-accept's purchases"):
  * the last refusal (its code, message, data, the capability and when), shown in the demand's view
  * until a later attempt buys.
  */

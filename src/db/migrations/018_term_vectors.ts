@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { storedVectorOf } from '../../domain/term-vectors.ts';
 
 /**
- * Term vectors stored with the rows they describe (issue 15, docs/decisions.md "Matching cost"):
+ * Term vectors stored with the rows they describe (docs/decisions/matching.md "Matching cost"):
  * computed once when a capability's or a demand's words are written, read by every match. Existing
  * rows are filled here in batches, saying how far it got, so a large table shows progress; a row
  * the batches miss (none should) is still scored, from its text, until its words change.

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * Auto-accept scoring of a newly offered capability runs off the request path (issue 15,
- * docs/decisions.md "Auto-accept as a job"): the write that offers a capability records a job in
+ * docs/decisions/matching.md "Auto-accept as a job"): the write that offers a capability records a job in
  * the same database transaction, and a background job on any instance claims it (SKIP LOCKED),
  * scores the open auto-accept demands against it and deletes it. A claim older than the stale
  * window (its instance died) is taken again.

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { wordsDigestOf } from '../../domain/term-vectors.ts';
 
 /**
- * Embeddings stored with the rows they describe (issue 15, docs/decisions.md "Stored
+ * Embeddings stored with the rows they describe (docs/decisions/matching.md "Stored
  * embeddings"): a capability's or a demand's words are embedded once, after they are written, and
  * every match reads the stored vector. Each row gains the digest of its words; an embedding keeps
  * the digest of the words and the name of the model it was made with, so it is used only while

@@ -17,7 +17,7 @@ import type { IncomingMessage, SendMode } from './types.ts';
 import { cancelledParts, candidatesParts } from './wording.ts';
 
 /**
- * Conversation tasks (docs/decisions.md "A2A conversations, ids and history"): a buyer's words
+ * Conversation tasks (docs/decisions/a2a.md, the "Conversations" sections): a buyer's words
  * become a demand of theirs, matched at once; the answer offers the best candidates; a pick buys
  * one (a purchase linked to the demand, which it fulfils); other words reword the demand and match
  * again. Each step stores the buyer's message and the agent's answer with the conversation's

@@ -21,7 +21,7 @@ import { type Selection, type StartInput, createConversations } from './conversa
 import type { A2ATask, ConversationPhase, IncomingMessage, ListedTask, SendMode, StoredMessage, TaskListQuery } from './types.ts';
 
 /**
- * The A2A gateway's use cases (docs/decisions.md "A2A conversations, ids and history"): finding a
+ * The A2A gateway's use cases (docs/decisions/a2a.md, the "Conversations" sections): finding a
  * task by any name a client may use, conversations, purchases and follow-up messages, with the
  * messages every task keeps. rpc/ parses and renders; everything that reads or writes is here.
  */

@@ -46,7 +46,7 @@ export const alignWith: readonly Rule<Pick<DemandRow, 'owner_type'> & { availabl
 /**
  * A purchase may name a demand it is made for (`demand_id`): only one of the buyer's own, in the
  * space the buyer buys in. Any other demand is 4040, never 4030, so a purchase cannot be used to
- * probe other requesters' demands. The demand's status does not matter (docs/decisions.md).
+ * probe other requesters' demands. The demand's status does not matter (docs/decisions/matching.md "Demands and matching").
  */
 export const linkPurchaseTo: readonly Rule<Pick<DemandRow, 'owner_type' | 'owner_user_id'>>[] = [
   { says: "the demand is in the buyer's space", holds: (caller, row) => row.owner_type === caller.caller_type, otherwise: 'not_found' },
