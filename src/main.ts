@@ -27,12 +27,19 @@ async function runServer(config: Config, log: Logger) {
   // A signal during start-up (opening the database, migrating) is kept and acted on once the
   // server listens, with the same log lines: without a handler Node would end the process silently.
   let requested: string | undefined;
-  let stop = (signal: string) => {
+  let stop = async (signal: string) => {
     if (requested === undefined) log.info('stop requested during start-up: stopping once started', { signal });
     requested ??= signal;
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  // A failed step of the stop is said in the log and ends the process, rather than an unhandled
+  // rejection's stack trace.
+  const stopOn = (signal: string) =>
+    stop(signal).catch((error: unknown) => {
+      log.error('shutdown failed', { signal, error });
+      process.exit(1);
+    });
+  process.on('SIGTERM', () => void stopOn('SIGTERM'));
+  process.on('SIGINT', () => void stopOn('SIGINT'));
   // A worker's primary has migrated already; several workers migrating at once would collide.
   const runtime = await openRuntime(config, log, { migrate: !cluster.isWorker });
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
@@ -70,7 +77,7 @@ async function runServer(config: Config, log: Logger) {
     log.info('stopped');
     process.exit(0);
   };
-  if (requested !== undefined) void stop(requested);
+  if (requested !== undefined) void stopOn(requested);
 }
 
 main().catch((error: unknown) => {

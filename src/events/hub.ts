@@ -198,8 +198,9 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   }
 
   async function stop() {
-    await stopListening?.();
-    await stopListeningToTasks?.();
+    // Unsubscribing asks the bus, which may be down (Redis unreachable): the streams must end all
+    // the same, and closing the bus afterwards drops its subscriptions anyway.
+    await Promise.allSettled([stopListening?.(), stopListeningToTasks?.()]);
     stopListening = null;
     stopListeningToTasks = null;
     for (const index of [byTransaction, byUser, byTaskRecipient] as Map<string, Set<{ shutdown(): void }>>[]) {
