@@ -1,7 +1,8 @@
 import { limits } from '../src/limits.ts';
 import type { JSONRPCID, JSONRPCRequest, JSONRPCResponse, JSONRPCServer } from 'json-rpc-2.0';
 import { errorResponse, invalidRequest, rpcCodes, unsupportedOperation } from './errors.ts';
-import { type RpcContext, streamingMethods } from './methods.ts';
+import type { RpcContext } from './context.ts';
+import { streamingMethods } from './methods.ts';
 
 /**
  * JSON-RPC 2.0 framing, shared by the HTTP and WebSocket transports. The library's own checks are

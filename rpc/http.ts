@@ -10,7 +10,8 @@ import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts'
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, fromAppError, parseErrorResponse, toRpcError } from './errors.ts';
-import { type RpcContext, streamingMethods } from './methods.ts';
+import type { RpcContext } from './context.ts';
+import { streamingMethods } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
 import { clientAddress } from '../rest/route.ts';

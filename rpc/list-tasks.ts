@@ -3,7 +3,7 @@ import { contextIdOf } from '../src/domain/a2a.ts';
 import { AppError } from '../src/errors.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { limits } from '../src/limits.ts';
-import type { RpcContext } from './methods.ts';
+import type { RpcContext } from './context.ts';
 import { listTasks as listTasksParams, parse } from './params.ts';
 import { a2aState, conversationState, openPhases } from './shapes.ts';
 import { nameFor, renderTask } from './tasks.ts';

@@ -1,8 +1,7 @@
 import { JSONRPCServer } from 'json-rpc-2.0';
-import type { Principal } from '../src/engine/dependencies.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { AppError, toAppError } from '../src/errors.ts';
-import type { Logger } from '../src/logger.ts';
+import type { RpcContext } from './context.ts';
 import { DecoratedError, RpcError, asNotCancelable, errorResponse, toRpcError, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
@@ -12,22 +11,6 @@ import { listTasks } from './list-tasks.ts';
 import { ensureInlineRoom, type PushConfigGiven, pushMethods, registerInline } from './push.ts';
 import { StreamStart } from './task-stream.ts';
 import { nameFor, renderTask } from './tasks.ts';
-
-/**
- * The method table of the three A2A generations (decisions section 9), all on the one engine.
- * Methods named by one generation answer in its shapes; the shared `tasks/get`, `tasks/cancel`
- * and `tasks/resubscribe` answer in the generation of the `A2A-Version` header (none: hybrid).
- * Streaming methods return a StreamStart that the transport turns into SSE or notifications.
- */
-export interface RpcContext {
-  principal: Principal;
-  /** From the `A2A-Version` header. */
-  headerGeneration: Generation;
-  /** WebSocket only: ends one of this connection's subscriptions. */
-  unsubscribe?: (subscription: string) => boolean;
-  /** The logger for this exchange (over HTTP it carries the request id). */
-  log?: Logger;
-}
 
 export const streamingMethods: ReadonlySet<string> = new Set([
   'tasks/sendSubscribe', 'tasks/resubscribe', 'message/stream', 'SendStreamingMessage', 'SubscribeToTask',
@@ -108,6 +91,12 @@ function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel:
   };
 }
 
+/**
+ * The method table of the three A2A generations (decisions section 9), all on the one engine.
+ * Methods named by one generation answer in its shapes; the shared `tasks/get`, `tasks/cancel`
+ * and `tasks/resubscribe` answer in the generation of the `A2A-Version` header (none: hybrid).
+ * Streaming methods return a StreamStart that the transport turns into SSE or notifications.
+ */
 export function createMethods(engine: Engine): Record<string, Method> {
   const [v01Send, v01Stream] = sendMethods(engine, 'v0.1');
   const [v03Send, v03Stream] = sendMethods(engine, 'v0.3');

@@ -14,7 +14,7 @@ import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, parseErrorResponse, toRpcError } from './errors.ts';
 import { authenticateHeaders } from './http.ts';
 import { compileTrustProxy, peerAddress } from '../rest/client-address.ts';
-import type { RpcContext } from './methods.ts';
+import type { RpcContext } from './context.ts';
 import { generationOfHeader } from './shapes.ts';
 import { type StreamEndReason, StreamStart, openTaskStream } from './task-stream.ts';
 

@@ -2,12 +2,13 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { BenchOptions } from './args.ts';
-import { type CpuByProcess, busyCores, measureIdleLoad, reapedChildrenCpuMs, sampleSystemCpu, trackCpu } from './cpu.ts';
+import { busyCores, measureIdleLoad, reapedChildrenCpuMs, sampleSystemCpu, trackCpu } from './cpu.ts';
 import { type CpuProfileSummary, startCpuProfile, summarizeCpuProfile, writeCpuProfile } from './cpuprofile.ts';
-import { type DatabaseCounters, countersDelta, databaseCounters, statsSettleMs } from './database.ts';
+import { countersDelta, databaseCounters, statsSettleMs } from './database.ts';
 import type { LoadDriver } from './driver.ts';
-import type { LoadResult, Progress } from './load.ts';
-import { type PgbenchResult, prepareRawTables, rawSingleStatementScript, runPgbench } from './pgbench.ts';
+import type { Progress } from './load.ts';
+import type { RawMeasurement, RunMeasurement } from './measurements.ts';
+import { prepareRawTables, rawSingleStatementScript, runPgbench } from './pgbench.ts';
 import { type StepProfile, profileSteps } from './report.ts';
 import type { BenchServer } from './server.ts';
 import type { Pair } from './setup.ts';
@@ -45,16 +46,6 @@ function progressPrinter(say: (line: string) => void, label: string) {
     last = progress;
     say(`${label}: ${progress.done}/${progress.total} lifecycles, ${rate.toFixed(1)} lifecycles/s (last ${(window / 1000).toFixed(1)} s: ${recent.toFixed(1)}/s)`);
   };
-}
-
-export interface RunMeasurement {
-  load: LoadResult;
-  serverCpu: NodeJS.CpuUsage;
-  external: CpuByProcess;
-  machineCores: number;
-  foreignBefore: number;
-  counters: DatabaseCounters;
-  eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
 }
 
 /** The measured run: N lifecycles at C clients, with every CPU and database counter around it. */
@@ -108,18 +99,6 @@ export async function cpuProfilePass({ options, server, driver, pairs, say }: Ph
   mkdirSync(path.dirname(file), { recursive: true });
   writeCpuProfile(file, profile);
   return summarizeCpuProfile(profile);
-}
-
-export interface RawMeasurement {
-  raw: PgbenchResult;
-  prepared: PgbenchResult;
-  singleStatement: PgbenchResult;
-  postgresCpuMs: number;
-  pgbenchCpuMs: number;
-  elapsedMs: number;
-  machineCores: number;
-  foreignBefore: number;
-  walBytes: number;
 }
 
 /** The raw ceiling (pgbench on bench_* copies), then two reference variants of the same work. */

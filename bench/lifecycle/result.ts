@@ -3,7 +3,7 @@ import type { BenchOptions } from './args.ts';
 import type { CostModel } from './costmodel.ts';
 import type { CpuProfileSummary } from './cpuprofile.ts';
 import type { Activity, ServerInfo } from './database.ts';
-import type { RawMeasurement, RunMeasurement } from './phases.ts';
+import type { RawMeasurement, RunMeasurement } from './measurements.ts';
 import { type StepProfile, aims, stateChangesPerLifecycle, summarizeLatencies } from './report.ts';
 import { round } from './stats.ts';
 

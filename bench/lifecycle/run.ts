@@ -10,7 +10,7 @@ import { databaseNameOf, otherActivity, postmasterPidOf, recreateDatabase, serve
 import { childProcessDriver, inProcessDriver } from './driver.ts';
 import { createHttpClient } from './http.ts';
 import { type PhaseContext, cpuProfilePass, measuredRun, profilePass, rawCeiling } from './phases.ts';
-import { printResult } from './report.ts';
+import { printResult } from './print.ts';
 import { assembleResult } from './result.ts';
 import { startClusterServer } from './cluster.ts';
 import { benchAdminToken, startServer } from './server.ts';

@@ -1,0 +1,30 @@
+import type { CpuByProcess } from './cpu.ts';
+import type { DatabaseCounters } from './database.ts';
+import type { LoadResult } from './load.ts';
+import type { PgbenchResult } from './pgbench.ts';
+
+/**
+ * What the phases measure (phases.ts) and the result assembles (result.ts): kept apart from both
+ * so that the result, which the report prints, does not import the phases, which use the report.
+ */
+export interface RunMeasurement {
+  load: LoadResult;
+  serverCpu: NodeJS.CpuUsage;
+  external: CpuByProcess;
+  machineCores: number;
+  foreignBefore: number;
+  counters: DatabaseCounters;
+  eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
+}
+
+export interface RawMeasurement {
+  raw: PgbenchResult;
+  prepared: PgbenchResult;
+  singleStatement: PgbenchResult;
+  postgresCpuMs: number;
+  pgbenchCpuMs: number;
+  elapsedMs: number;
+  machineCores: number;
+  foreignBefore: number;
+  walBytes: number;
+}
