@@ -9,6 +9,7 @@ import { mutationGroups } from './test/mutation/groups.mjs';
  * Stryker's instrumentation slows every function enough to fail it with no mutant in play.
  */
 const group = mutationGroups[process.env.MUTATION_GROUP as keyof typeof mutationGroups];
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the variable may name no group at all
 if (!group) throw new Error('MUTATION_GROUP must name a group of test/mutation/groups.mjs');
 
 export default defineConfig({

@@ -31,6 +31,8 @@ export interface BenchResult {
   metrics: Metric[];
 }
 
+// stdout is null, despite its type, when the command cannot be started (no git, say).
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- see above
 const shell = (command: string, args: string[]) => spawnSync(command, args, { encoding: 'utf8' }).stdout?.trim() ?? '';
 
 /** This machine, as the report names it: CPUs, memory, kernel, Node, PostgreSQL and Redis versions. */

@@ -211,5 +211,6 @@ async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID,
     stream.close();
   });
   for (const [data, sequence] of early) if (!write(data, sequence)) return;
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- ended is set by the close callback, which may have run during the awaits above
   if (ended) sse.close();
 }

@@ -150,6 +150,7 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
   const inOrder = orderedRunner(failed);
 
   if (afterSequence !== undefined) sendTask(startView, undefined);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- finished is set by a callback that may have run during the awaits above
   if (finished) return { close: () => {} };
   const onEvent = ({ sequence, event }: StreamEvent) => {
     const view = event.data.transaction as TransactionEventView | undefined;
@@ -171,6 +172,7 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
       finish(reason);
     }),
   });
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- finished is set by a callback that may have run during the subscribe
   if (finished) subscription.close();
   return { close: () => finish() };
 }

@@ -239,6 +239,7 @@ class RpcSockets {
       throw error;
     }
     const opened = stream;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- ended is set by the close callback, which may have run during the awaits above
     if (ended) release();
     else {
       connection.subscriptions.set(subscription, {

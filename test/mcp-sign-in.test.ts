@@ -281,7 +281,7 @@ describe('the error page of an authorization request that cannot be sent back', 
     // The browser's own note of the 400 status is expected; anything else (a CSP violation, a script error) is a problem.
     page.on('console', (message) => void (/Failed to load resource: .* 400/.test(message.text()) || problems.push(message.text())));
     page.on('pageerror', (error) => problems.push(error.message));
-    const response = await page.goto(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'no-such-client', redirect_uri: 'ms-msdt:/id', code_challenge: 'x', code_challenge_method: 'S256' })}`);
+    const response = await page.goto(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'no-such-client', redirect_uri: 'ms-msdt:/id', code_challenge: 'x', code_challenge_method: 'S256' }).toString()}`);
     expect(response?.status()).toBe(400);
     expect(page.url()).toContain(`${base}/oauth/authorize`);
     await expect.poll(() => page.getByRole('heading', { level: 1 }).innerText()).toMatch(/cannot continue/i);

@@ -140,7 +140,7 @@ describe('where the browser may be sent', () => {
       { clientId: 'old-client', redirectUri: 'search-ms:query=x' },
     ];
     for (const { clientId, redirectUri } of cases) {
-      const response = await fetch(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: 'x', code_challenge_method: 'plain' })}`, { redirect: 'manual' });
+      const response = await fetch(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: 'x', code_challenge_method: 'plain' }).toString()}`, { redirect: 'manual' });
       expect(response.status, clientId).toBe(400);
       expect(response.headers.get('location'), clientId).toBeNull();
       expect(response.headers.get('content-type')).toMatch(/^text\/html/);

@@ -78,7 +78,7 @@ describe('JSON-RPC over WebSocket', () => {
       new Promise<{ status: number; body: Json }>((resolve) =>
         socket.once('unexpected-response', (_request, response) => {
           let text = '';
-          response.on('data', (chunk: Buffer) => { text += chunk; });
+          response.on('data', (chunk: Buffer) => { text += chunk.toString(); });
           response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Json }));
         }),
       );

@@ -98,7 +98,7 @@ export function createProfiler(bus: EventBus): Profiler {
     pg.Client.prototype.query = function patchedQuery(this: pg.Client, ...args: unknown[]) {
       (profiler as { totalRoundTrips: number }).totalRoundTrips += 1;
       if (!profiler.enabled) return originalQuery.apply(this, args);
-      const first = args[0] as string | { text?: string };
+      const first = args[0] as string | { text?: string } | undefined;
       const statement = normalizeSql(typeof first === 'string' ? first : (first?.text ?? '?'));
       const sample = storage.getStore()?.sample;
       if (!sample) {

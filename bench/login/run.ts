@@ -89,6 +89,7 @@ async function underAttack(server: Server, scenario: Scenario, realEmail: string
   await new Promise((resolve) => setTimeout(resolve, 20));
   const login = realLogin(server, realEmail);
   const healthTimes: number[] = [];
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- attacking is cleared by the attack loop when it ends
   while (attacking) {
     healthTimes.push(await health(server));
     await new Promise((resolve) => setTimeout(resolve, 50));

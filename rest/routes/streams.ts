@@ -114,6 +114,7 @@ export async function serveEventStream<E extends { type: string }>(input: RouteI
     subscription.close();
   });
   for (const text of early) stream.sendFrame(text);
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- ended is set by the end callback, which may have run during the awaits above
   if (ended) stream.close();
   return handled;
 }

@@ -100,6 +100,7 @@ export async function postGuarded(target: { url: string; body: string; headers: 
       return { kind: 'answered', status: answer.status, body: answer.body };
     }
   } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- timedOut is set by the timer callback
     if (timedOut) return { kind: 'timeout' };
     if (error instanceof CallbackProblem) return { kind: 'failed', reason: error.message, ...(error.permanent ? { permanent: true } : {}) };
     const code = (error as { code?: string }).code;

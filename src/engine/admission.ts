@@ -85,7 +85,7 @@ function keyFor(name: RateLimitName, requester: Requester): string | null {
       return requester.principal?.api_key_id ? `api-key:${requester.principal.api_key_id}` : null;
     case 'userCode':
       return requester.userCode === undefined ? null : `user-code:${requester.userCode}`;
-    default:
+    case 'address':
       return address;
   }
 }
@@ -165,7 +165,8 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
     const outcomes = await Promise.allSettled(applying.map(({ bucket, key }) => inBucket(bucket, (limiter) => limiter.consume(key, points))));
     const refusedAt = outcomes.findIndex((outcome) => outcome.status === 'rejected');
     if (refusedAt < 0) return;
-    await Promise.all(applying.map(({ bucket, key }, index) => (outcomes[index]!.status === 'fulfilled' ? inBucket(bucket, (limiter) => limiter.reward(key, points)) : null)));
+    const taken = applying.filter((_, index) => outcomes[index]!.status === 'fulfilled');
+    await Promise.all(taken.map(({ bucket, key }) => inBucket(bucket, (limiter) => limiter.reward(key, points))));
     const reason = (outcomes[refusedAt] as PromiseRejectedResult).reason;
     if (!(reason instanceof RateLimiterRes)) throw reason;
     throw rateLimited(reason.msBeforeNext, `rate limit ${applying[refusedAt]!.name} reached`);

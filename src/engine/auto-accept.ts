@@ -36,8 +36,8 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
     const at = now();
     const [row] = await db('demands')
       .where({ id: demandId, status: 'open', auto_accept: true })
-      .where((open) => open.whereNull('expires_at').orWhere('expires_at', '>', at))
-      .where((free) => free.whereNull('auto_accept_claimed_at').orWhere('auto_accept_claimed_at', '<', new Date(at.getTime() - limits.autoAcceptClaimStaleMs)))
+      .where((open) => { open.whereNull('expires_at').orWhere('expires_at', '>', at); })
+      .where((free) => { free.whereNull('auto_accept_claimed_at').orWhere('auto_accept_claimed_at', '<', new Date(at.getTime() - limits.autoAcceptClaimStaleMs)); })
       .update({ auto_accept_claimed_at: at, auto_accept_attempts: db.raw('auto_accept_attempts + 1') })
       .returning(['auto_accept_attempts']);
     return row ? { at, attempt: row.auto_accept_attempts as number } : null;
@@ -72,8 +72,10 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
    */
   const earlierPurchase = (demand: DemandRow) =>
     db('transactions').where({ demand_id: demand.id, buyer_user_id: demand.owner_user_id })
-      .where((live) => live.whereNotIn('status', endedStatuses)
-        .orWhere((young) => young.where({ status: 'pending_freeze' }).where('created_at', '>', new Date(now().getTime() - limits.autoAcceptClaimStaleMs))))
+      .where((live) => {
+        live.whereNotIn('status', endedStatuses)
+          .orWhere((young) => { young.where({ status: 'pending_freeze' }).where('created_at', '>', new Date(now().getTime() - limits.autoAcceptClaimStaleMs)); });
+      })
       .first('id', 'status');
 
   /** Buys through the ordinary purchase; null when it was refused or not funded (nothing is bought then). */

@@ -108,7 +108,8 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
   const view = (row: store.DeviceAuthorizationRow, code: string, status: RequestView['status']): RequestView => ({
     user_code: formatUserCode(code),
     agent_platform_type: row.agent_platform_type as AgentPlatformType,
-    agent_platform_name: agentPlatformNames[row.agent_platform_type as AgentPlatformType] ?? row.agent_platform_type,
+    // A stored type no longer in the list (a row older than a rename) is shown as it is.
+    agent_platform_name: (agentPlatformNames as Partial<Record<string, string>>)[row.agent_platform_type] ?? row.agent_platform_type,
     status,
     requested_at: at(row.created_at).toISOString(),
     expires_at: at(row.expires_at).toISOString(),

@@ -85,6 +85,7 @@ export function createDraftStream<I extends { prompt: string }>(ai: AiProvider, 
       yield { event: 'delta', data: { text: delta } };
     }
     if (signal.aborted) return;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- cutOff is set by the onCutOff callback during the stream
     if (cutOff !== null) {
       yield failure('callback_failed', 'the language model stopped in the middle of the draft; nothing was stored, try again');
       return;

@@ -116,7 +116,7 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     const deletedBefore = new Date(now().getTime() - limits.webhookDeliveryRetentionMs);
     const madeBefore = new Date(now().getTime() - limits.a2aPushConfigRetentionMs);
     const over = (query: Knex.QueryBuilder) =>
-      query.where((either) => either.where('deleted_at', '<', deletedBefore).orWhere((push) => push.where({ kind: 'a2a_push' }).where('created_at', '<', madeBefore)));
+      query.where((either) => { either.where('deleted_at', '<', deletedBefore).orWhere((push) => { push.where({ kind: 'a2a_push' }).where('created_at', '<', madeBefore); }); });
     return inBatches(() => db('webhook_subscriptions').whereIn('id', victims('webhook_subscriptions', 'id', over)).del());
   }
 

@@ -67,9 +67,9 @@ async function retireFinishedConfig(trx: Knex, scope: Scope, at: Date): Promise<
   const finished = scope(trx('webhook_subscriptions as s').leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
     .join('transactions as t', 't.id', trx.raw('coalesce(c.transaction_id, s.a2a_task_id)'))
     .where('s.kind', 'a2a_push').whereNull('s.deleted_at').whereIn('t.status', [...terminalStatuses])
-    .whereNotExists((waiting) => waiting.select(trx.raw('1')).from('webhook_deliveries as d').whereRaw('d.subscription_id = s.id').whereIn('d.status', ['pending', 'sending']))
+    .whereNotExists((waiting) => { waiting.select(trx.raw('1')).from('webhook_deliveries as d').whereRaw('d.subscription_id = s.id').whereIn('d.status', ['pending', 'sending']); })
     // A move not yet dispatched is a push still to make: its config is not done either.
-    .whereNotExists((moving) => moving.select(trx.raw('1')).from('outbox_events as o').whereRaw('o.transaction_id = t.id').whereNull('o.dispatched_at')))
+    .whereNotExists((moving) => { moving.select(trx.raw('1')).from('outbox_events as o').whereRaw('o.transaction_id = t.id').whereNull('o.dispatched_at'); }))
     .orderBy([{ column: 's.created_at' }, { column: 's.id' }]).select('s.id').limit(1);
   const retired = await trx('webhook_subscriptions').where('id', finished).whereNull('deleted_at').update({ deleted_at: at });
   return retired > 0;

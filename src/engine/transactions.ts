@@ -277,6 +277,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         return { id: claimedId };
       });
     } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- claimedId is set inside the transaction callback before a later step may throw
       if (claimedId === null) throw error;
       return { id: claimedId, error };
     }

@@ -105,7 +105,7 @@ function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promis
   const taskIds = idsOf(candidates, 'taskId');
   return trx('webhook_subscriptions').whereIn('owner_user_id', users).where({ kind: 'webhook' }).whereNull('deleted_at')
     .where((filter) => {
-      filter.where((unfiltered) => unfiltered.whereNull('transaction_id').whereNull('task_id'));
+      filter.where((unfiltered) => { unfiltered.whereNull('transaction_id').whereNull('task_id'); });
       if (transactionIds.length > 0) filter.orWhereIn('transaction_id', transactionIds);
       if (taskIds.length > 0) filter.orWhereIn('task_id', taskIds);
     }) as unknown as Promise<SubscriptionRow[]>;
@@ -123,7 +123,7 @@ async function pushConfigsOf(trx: Knex, users: string[], candidates: Candidate[]
   if (transactionIds.length === 0) return { configs: [], a2aTasks };
   const rows = (await trx('webhook_subscriptions as s').leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
     .where('s.kind', 'a2a_push').whereNull('s.deleted_at').whereIn('s.owner_user_id', users)
-    .where((task) => task.whereIn('s.a2a_task_id', transactionIds).orWhereIn('c.transaction_id', transactionIds))
+    .where((task) => { task.whereIn('s.a2a_task_id', transactionIds).orWhereIn('c.transaction_id', transactionIds); })
     .select('s.*', trx.raw('coalesce(c.transaction_id, s.a2a_task_id) as heard_transaction_id'))) as (SubscriptionRow & { heard_transaction_id: string })[];
   for (const row of rows) a2aTasks.get(row.heard_transaction_id)?.add(row.a2a_task_id!);
   return { configs: rows.map(({ heard_transaction_id: _heard, ...config }) => config as SubscriptionRow), a2aTasks };

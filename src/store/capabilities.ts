@@ -30,7 +30,7 @@ export function capabilityListQuery(db: Knex, filter: CapabilityListFilter) {
   const query = db<CapabilityRow>('capabilities').where({ owner_type: filter.space }).whereNull('deleted_at');
   if (filter.availability === 'true') query.where({ available: true });
   else if (filter.availability === 'false') query.where({ available: false, owner_user_id: filter.callerId });
-  else query.where((where) => where.where({ available: true }).orWhere({ owner_user_id: filter.callerId }));
+  else query.where((where) => { where.where({ available: true }).orWhere({ owner_user_id: filter.callerId }); });
   if (filter.category) query.where({ category: filter.category });
   if (filter.capabilityType) query.where({ capability_type: filter.capabilityType });
   if (filter.pricingModel) query.where({ pricing_model: filter.pricingModel });
@@ -39,12 +39,12 @@ export function capabilityListQuery(db: Knex, filter: CapabilityListFilter) {
   if (filter.ownerId) query.where({ owner_user_id: filter.ownerId });
   for (const word of filter.words) {
     const pattern = `%${escapeLikePattern(word)}%`;
-    query.where((where) =>
+    query.where((where) => {
       where
         .whereRaw('title ILIKE ?', [pattern])
         .orWhereRaw('description ILIKE ?', [pattern])
-        .orWhereRaw('EXISTS (SELECT 1 FROM jsonb_array_elements_text(tags) AS tag WHERE tag ILIKE ?)', [pattern]),
-    );
+        .orWhereRaw('EXISTS (SELECT 1 FROM jsonb_array_elements_text(tags) AS tag WHERE tag ILIKE ?)', [pattern]);
+    });
   }
   return query;
 }

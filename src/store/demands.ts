@@ -73,7 +73,7 @@ export interface DemandListFilter {
 export function demandListQuery(db: Knex, filter: DemandListFilter) {
   const query = db<DemandRow>('demands').where({ owner_user_id: filter.userId, owner_type: filter.space });
   if (filter.status === 'expired') query.where({ status: 'open' }).where('expires_at', '<=', filter.now);
-  else if (filter.status === 'open') query.where({ status: 'open' }).where((open) => open.whereNull('expires_at').orWhere('expires_at', '>', filter.now));
+  else if (filter.status === 'open') query.where({ status: 'open' }).where((open) => { open.whereNull('expires_at').orWhere('expires_at', '>', filter.now); });
   else if (filter.status) query.where({ status: filter.status });
   return query;
 }

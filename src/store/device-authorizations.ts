@@ -38,8 +38,9 @@ export const findByUserCodeHash = (db: Knex, hash: string) => db<DeviceAuthoriza
 export async function claimPoll(db: Knex, id: string, now: Date, graceMs: number): Promise<boolean> {
   const claimed = await db(table)
     .where({ id, status: 'pending' })
-    .andWhere((query) =>
-      query.whereNull('last_polled_at').orWhereRaw(`last_polled_at + interval_seconds * interval '1 second' - ? * interval '1 millisecond' <= ?`, [graceMs, now]))
+    .andWhere((query) => {
+      query.whereNull('last_polled_at').orWhereRaw(`last_polled_at + interval_seconds * interval '1 second' - ? * interval '1 millisecond' <= ?`, [graceMs, now]);
+    })
     .update({ last_polled_at: now })
     .returning('id');
   return claimed.length === 1;

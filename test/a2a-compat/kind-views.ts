@@ -63,6 +63,7 @@ export function viewOfKindEvent(event: { kind: string }): EventView {
       return { kind: 'status', taskId: known.taskId, state: known.status.state, marketplace: marketplaceOf(known.metadata) };
     case 'artifact-update':
       return { kind: 'artifact', taskId: known.taskId, artifactData: dataOf(known.artifact.parts) };
+    case 'message':
     default:
       throw new Error(`unexpected stream event: ${JSON.stringify(event)}`);
   }

@@ -47,7 +47,7 @@ export function unionsIn(schema: unknown, path = ''): string[] {
  * `additionalProperties: true`.
  */
 export function expectSameAsRest(mcp: Record<string, JsonSchema>, rest: Record<string, JsonSchema>) {
-  if (JSON.stringify(Object.keys(mcp).sort()) !== JSON.stringify(Object.keys(rest).sort())) throw new Error(`different arguments: ${Object.keys(mcp)} / ${Object.keys(rest)}`);
+  if (JSON.stringify(Object.keys(mcp).sort()) !== JSON.stringify(Object.keys(rest).sort())) throw new Error(`different arguments: ${Object.keys(mcp).join(',')} / ${Object.keys(rest).join(',')}`);
   for (const [name, restProperty] of Object.entries(rest)) {
     const property = mcp[name]!;
     const sameAs = (expected: unknown) => {

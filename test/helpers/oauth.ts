@@ -21,7 +21,7 @@ export async function authorize(base: string, input: { clientId: string; redirec
     response_type: 'code', client_id: input.clientId, redirect_uri: input.redirectUri, code_challenge: input.challenge, code_challenge_method: 'S256',
     state: input.state ?? 'state-1', resource: input.resource ?? `${base}/mcp`, ...(input.scope ? { scope: input.scope } : {}),
   });
-  const response = await fetch(`${base}/oauth/authorize?${query}`, { redirect: 'manual' });
+  const response = await fetch(`${base}/oauth/authorize?${query.toString()}`, { redirect: 'manual' });
   const location = response.headers.get('location');
   return { status: response.status, location, requestId: location ? new URL(location, base).searchParams.get('request') : null };
 }

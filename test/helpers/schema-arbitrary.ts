@@ -30,6 +30,7 @@ export function arbitraryOf(schema: Schema, components: Record<string, Schema>, 
       return fc.array(items, { minLength: schema.minItems ?? 0, maxLength: Math.max(schema.minItems ?? 0, Math.min(schema.maxItems ?? 3, 3)) });
     }
     case 'object': return objectOf(schema, components, depth);
+    case undefined:
     default: return fc.jsonValue({ maxDepth: 2 });
   }
 }

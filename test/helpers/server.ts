@@ -38,7 +38,7 @@ export function openEventSource(url: string, headers: Record<string, string>, ty
   }
   const opened = new Promise<void>((resolve, reject) => {
     source.onopen = () => resolve();
-    source.onerror = (error) => reject(error);
+    source.onerror = (error) => reject(new Error('the event stream did not open', { cause: error }));
   });
   return { source, received, opened, close: () => source.close() };
 }
