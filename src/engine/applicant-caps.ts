@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { Principal } from './dependencies.ts';
+import { capReached, lockAccount } from './caps.ts';
 
 /**
  * The caps on one applicant's pending applications (issue 28 point 7, docs/tasks.md
@@ -15,16 +15,16 @@ import type { Principal } from './dependencies.ts';
  * pending applications per applicant (migration 031), a few entries at most.
  */
 export async function checkApplicantCaps(trx: Knex, principal: Principal, taskId: string): Promise<void> {
-  await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
+  await lockAccount(trx, principal.user_id);
   const [counted] = (await trx('task_applications')
     .where({ applicant_id: principal.user_id, owner_type: principal.caller_type, status: 'pending' })
     .select(trx.raw('count(*) as overall'), trx.raw('count(*) filter (where task_id = ?) as on_task', [taskId]))) as { overall: string | number; on_task: string | number }[];
   if (Number(counted?.on_task ?? 0) >= limits.taskApplicationsPerApplicantMax) {
     const detail = `you have ${limits.taskApplicationsPerApplicantMax} pending applications on this task, the most one account may (applications_per_task_max): withdraw one to apply with another skill`;
-    throw new AppError('conflict', detail, { applications_per_task_max: limits.taskApplicationsPerApplicantMax, detail });
+    throw capReached(detail, { applications_per_task_max: limits.taskApplicationsPerApplicantMax });
   }
   if (Number(counted?.overall ?? 0) >= limits.liveApplicationsPerApplicantMax) {
     const detail = `you have ${limits.liveApplicationsPerApplicantMax} pending applications in this space, the most one account may (live_applications_max): apply again once some are answered or withdrawn`;
-    throw new AppError('conflict', detail, { live_applications_max: limits.liveApplicationsPerApplicantMax, detail });
+    throw capReached(detail, { live_applications_max: limits.liveApplicationsPerApplicantMax });
   }
 }

@@ -12,6 +12,7 @@ import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from './cursor.ts'
 import type { EngineDependencies, Principal } from './dependencies.ts';
 import { newestFirstPage } from './paging.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from './idempotency.ts';
+import { capReached, lockAccount } from './caps.ts';
 import { changedSkillColumns, newSkillRow, type RatingRow, ratingView, skillView } from './skill-rows.ts';
 
 /** A rating as the tasks issue writes it: once per rater and task. */
@@ -38,11 +39,11 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
    * user row: parallel creates of one account wait for each other and cannot pass the cap.
    */
   async function insert(trx: Knex, principal: Principal, draft: SkillDraft, source: SkillSource, candidateId: string | null = null): Promise<SkillRow> {
-    await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
+    await lockAccount(trx, principal.user_id);
     const [counted] = (await ownSkillsQuery(trx, principal.user_id, principal.caller_type).count('* as count')) as { count: string | number }[];
     if (Number(counted?.count ?? 0) >= limits.skillsPerUserMax) {
       const detail = `you have ${limits.skillsPerUserMax} skills in this space, the most one account keeps (skills_max): delete one first`;
-      throw new AppError('conflict', detail, { skills_max: limits.skillsPerUserMax, detail });
+      throw capReached(detail, { skills_max: limits.skillsPerUserMax });
     }
     const [row] = (await trx('skills').insert(newSkillRow(principal, draft, source, now(), candidateId)).returning([...skillColumns])) as SkillRow[];
     return row!;

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex';
 import { terminalStatuses } from '../domain/escrow.ts';
-import { AppError } from '../errors.ts';
+import type { AppError } from '../errors.ts';
 import { limits } from '../limits.ts';
 import type { Principal } from './dependencies.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
+import { capReached as refused, lockAccount } from './caps.ts';
 
 /**
  * How many live subscriptions one user, and all the users of one API key together, may keep
@@ -13,9 +14,6 @@ import type { SubscriptionRow } from './webhook-rows.ts';
  * and two creates never wait on each other crosswise.
  */
 type Kind = SubscriptionRow['kind'];
-
-/** The refusal's sentence rides in data.detail too: REST shows data, not the sentence, when there is data. */
-const refused = (detail: string, data: Record<string, unknown>) => new AppError('conflict', detail, { ...data, detail });
 
 interface Cap {
   max: number;
@@ -78,7 +76,7 @@ async function retireFinishedConfig(trx: Knex, scope: Scope, at: Date): Promise<
 /** The cap locks: the API key's row, then the user's, on every path (see above). */
 export async function lockCapScopes(trx: Knex, principal: Principal): Promise<void> {
   if (principal.api_key_id) await trx('api_keys').where({ id: principal.api_key_id }).forNoKeyUpdate().first('id');
-  await trx('users').where({ id: principal.user_id }).forNoKeyUpdate().first('id');
+  await lockAccount(trx, principal.user_id);
 }
 
 /**
