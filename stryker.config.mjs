@@ -20,7 +20,7 @@ export default {
   // Static mutants (a change to a module-level table, evaluated once at import) are not tested:
   // this runner does not re-import modules between mutants, so such a mutant stays inactive and
   // "survives" whatever the tests say (shown by hand: money 'none' -> '' in the escrow table fails
-  // test/escrow-table.test.ts at once, yet Stryker reported it survived). The tables are pinned by
+  // test/money/escrow-table.test.ts at once, yet Stryker reported it survived). The tables are pinned by
   // their own row-by-row tests instead (docs/decisions.md "Mutation testing").
   ignoreStatic: true,
   concurrency: 2,

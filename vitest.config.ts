@@ -9,7 +9,7 @@ const realBackends = Boolean(process.env.TEST_DATABASE_URL);
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: realBackends ? [] : ['test/multi-instance.test.ts'],
+    exclude: realBackends ? [] : ['test/chaos/multi-instance.test.ts'],
     pool: 'forks',
     // Without isolation the files of a worker share one process, so the application's modules
     // and PGlite's WebAssembly are loaded once per worker instead of once per file: about 5 s of

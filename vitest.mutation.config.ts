@@ -5,7 +5,7 @@ import { mutationGroups } from './test/mutation/groups.mjs';
  * The tests one mutation group runs (stryker.config.mjs, test/mutation/groups.mjs): those that
  * answer for the group's code, so that each mutant costs seconds, not a whole suite. The embedded
  * database serves them, so a run is independent of the PostgreSQL and Redis that CI restarts.
- * test/adversarial-text.test.ts is in no group: it asserts that analysers stay linear in time, and
+ * test/market/adversarial-text.test.ts is in no group: it asserts that analysers stay linear in time, and
  * Stryker's instrumentation slows every function enough to fail it with no mutant in play.
  */
 const group = mutationGroups[process.env.MUTATION_GROUP as keyof typeof mutationGroups];

@@ -10,10 +10,10 @@ import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/share
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { clientAddress } from '../rest/route.ts';
 import { requestBaseUrl } from '../src/config.ts';
-import type { RateLimitName } from '../src/engine/admission.ts';
+import type { RateLimitName } from '../src/engine/identity/admission.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { issuerAt, type OAuthEngine, OAuthProblem, oauthScope, resourceAt } from '../src/engine/oauth.ts';
-import { TtlCache } from '../src/engine/ttl-cache.ts';
+import { issuerAt, type OAuthEngine, OAuthProblem, oauthScope, resourceAt } from '../src/engine/identity/oauth.ts';
+import { TtlCache } from '../src/engine/common/ttl-cache.ts';
 import { AppError } from '../src/errors.ts';
 import { authorizationEndpoint } from './oauth-authorize.ts';
 
@@ -21,7 +21,7 @@ import { authorizationEndpoint } from './oauth-authorize.ts';
  * MCP sign-in over HTTP (docs/mcp.md "Signing in"): the OAuth 2.1 endpoints of the MCP
  * authorization specification, built from the MCP SDK's own handlers (request parsing, PKCE S256
  * verification, the error responses) around the engine's clients, requests, codes and tokens
- * (src/engine/oauth.ts); the authorization endpoint is this server's own (mcp/oauth-authorize.ts). Mounted before the JSON body parser
+ * (src/engine/identity/oauth.ts); the authorization endpoint is this server's own (mcp/oauth-authorize.ts). Mounted before the JSON body parser
  * and the OPTIONS guard: these endpoints read form bodies and answer CORS preflights, as OAuth
  * clients in browsers need.
  */
@@ -125,7 +125,7 @@ export function oauthRouter(engine: Engine): Router {
   const router = express.Router();
   // These are the OAuth protocol's endpoints, described by the metadata documents they serve (RFC
   // 8414, RFC 9728), not by the OpenAPI document of the API: each is mounted as a plain function,
-  // so that the API's route listing (test/public-surface.test.ts) sees only the route table.
+  // so that the API's route listing (test/api/public-surface.test.ts) sees only the route table.
   const mount = (path: string, ...handlers: RequestHandler[]) => router.use(path, ...handlers.map((handler): RequestHandler => (request, response, next) => handler(request, response, next)));
   for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource]) mount(path, (request, response, next) => metadataAt(baseOf(request)).resource(request, response, next));
   mount(oauthPaths.authorizationServer, (request, response, next) => metadataAt(baseOf(request)).server(request, response, next));

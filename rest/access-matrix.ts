@@ -2,7 +2,7 @@ import type { AuthRequirement, RouteSpec } from './route.ts';
 
 /**
  * Who may call each route (issue 16, point 4): the access matrix, beside the route table. Every
- * route has a row here; test/access-matrix.test.ts calls every route as every kind of caller and
+ * route has a row here; test/access/access-matrix.test.ts calls every route as every kind of caller and
  * checks the answer against it, and fails for a route without a row, so a new route cannot ship
  * without saying who may call it.
  *

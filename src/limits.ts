@@ -53,7 +53,7 @@ export const limits = {
   workerRestartDelayMs: 1_000,
   /** A worker still running this long after its own shutdown grace period is killed. */
   workerStopMarginMs: 5_000,
-  /** Rows an instance wrote are kept this long for the next move (engine/transitions.ts). */
+  /** Rows an instance wrote are kept this long for the next move (engine/money/transitions.ts). */
   transactionRowCacheTtlMs: 10_000,
   transactionRowCacheEntriesMax: 2_000,
   /** A row whose input and result_payload take more JSON than this is not kept. */
@@ -62,7 +62,7 @@ export const limits = {
   idempotencyClaimTakeoverAfterMs: 60_000,
   /** Published outbox rows are kept this long by default (OUTBOX_RETENTION_HOURS); then deleted. */
   outboxRetentionHoursDefault: 168,
-  /** The retention job (engine/retention.ts) runs this often, deleting rows in batches of this size. */
+  /** The retention job (engine/common/retention.ts) runs this often, deleting rows in batches of this size. */
   retentionIntervalMs: 60_000,
   retentionBatchSize: 1000,
   /** A run stops after this many batches; the next run goes on where it stopped. */
@@ -85,7 +85,7 @@ export const limits = {
   /**
    * Successful credential lookups (API key, key-to-user link, user of a token) are remembered
    * this long: two database round trips fewer per request. A revoked key is forgotten at once on
-   * every instance (engine/identity.ts); this bounds only a revocation whose announcement was lost.
+   * every instance (engine/identity/identity.ts); this bounds only a revocation whose announcement was lost.
    */
   credentialCacheTtlMs: 10_000,
   credentialCacheEntriesMax: 10_000,

@@ -43,7 +43,7 @@ function lengthScore(text: string, language: ClarityLanguage): number {
  * would be tried from every position inside a long run of digits, each attempt scanning to the
  * run's end: quadratic (10,000 digits took 0.9 s). A lookbehind `(?<!\d)` lets a run start only
  * where it really starts, which finds the same matches, since a run's full length is tried first.
- * test/adversarial-text.test.ts feeds every analyser such inputs at the maximum size.
+ * test/market/adversarial-text.test.ts feeds every analyser such inputs at the maximum size.
  */
 const criteria: readonly Criterion[] = [
   {

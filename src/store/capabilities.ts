@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { CapabilityRow } from '../engine/views.ts';
+import type { CapabilityRow } from '../engine/money/views.ts';
 
 /** Queries of the capability list (GET /api/v1/capabilities) and its sales counts. */
 export interface CapabilityListFilter {

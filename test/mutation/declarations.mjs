@@ -38,7 +38,7 @@ function matrixPasses(testName, environment) {
   const env = { ...process.env, ...environment };
   delete env.TEST_DATABASE_URL;
   delete env.TEST_REDIS_URL;
-  const run = spawnSync('npx', ['vitest', 'run', 'test/access-matrix.test.ts', '-t', testName], { cwd: sandbox, env, encoding: 'utf8', timeout: 600_000 });
+  const run = spawnSync('npx', ['vitest', 'run', 'test/access/access-matrix.test.ts', '-t', testName], { cwd: sandbox, env, encoding: 'utf8', timeout: 600_000 });
   return run.status === 0;
 }
 

@@ -7,19 +7,19 @@
 export const mutationGroups = {
   escrow: {
     mutate: ['src/domain/escrow.ts', 'src/domain/money.ts', 'src/domain/pricing.ts', 'src/domain/usage-windows.ts', 'src/domain/ids.ts', 'src/domain/webhooks.ts'],
-    tests: ['test/escrow-table.test.ts', 'test/escrow-model.test.ts', 'test/escrow-rules.test.ts', 'test/money-invariants.test.ts', 'test/domain-units.test.ts'],
+    tests: ['test/money/escrow-table.test.ts', 'test/money/escrow-model.test.ts', 'test/money/escrow-rules.test.ts', 'test/money/money-invariants.test.ts', 'test/money/domain-units.test.ts'],
   },
   text: {
     mutate: ['src/domain/text.ts', 'src/domain/term-vectors.ts', 'src/domain/scoring.ts', 'src/domain/clarity.ts', 'src/domain/demands.ts', 'src/domain/pricing-suggestion.ts', 'src/domain/description-optimizer.ts', 'src/domain/a2a.ts'],
-    tests: ['test/scoring.test.ts', 'test/clarity.test.ts', 'test/matching.test.ts', 'test/demands.test.ts', 'test/pricing-suggestion.test.ts', 'test/domain-units.test.ts', 'test/text-units.test.ts', 'test/task-ai.test.ts', 'test/a2a-units.test.ts', 'test/a2a-conversation.test.ts', 'test/a2a-protocol.test.ts'],
+    tests: ['test/market/scoring.test.ts', 'test/market/clarity.test.ts', 'test/market/matching.test.ts', 'test/market/demands.test.ts', 'test/market/pricing-suggestion.test.ts', 'test/money/domain-units.test.ts', 'test/market/text-units.test.ts', 'test/work/task-ai.test.ts', 'test/protocol/a2a-units.test.ts', 'test/protocol/a2a-conversation.test.ts', 'test/protocol/a2a-protocol.test.ts'],
   },
   market: {
     mutate: ['src/domain/skills.ts', 'src/domain/tasks.ts', 'src/domain/skill-drafts.ts', 'src/domain/skill-extraction.ts', 'src/domain/skill-kinds.ts', 'src/domain/task-drafts.ts', 'src/domain/glossary.ts', 'src/domain/categories.ts', 'src/domain/device-codes.ts'],
-    tests: ['test/skill-states.test.ts', 'test/task-states.test.ts', 'test/skill-extraction.test.ts', 'test/skill-ai-create.test.ts', 'test/task-ai.test.ts', 'test/skill-hall.test.ts', 'test/device-authorization.test.ts', 'test/domain-units.test.ts', 'test/extraction-units.test.ts'],
+    tests: ['test/work/skill-states.test.ts', 'test/work/task-states.test.ts', 'test/work/skill-extraction.test.ts', 'test/work/skill-ai-create.test.ts', 'test/work/task-ai.test.ts', 'test/work/skill-hall.test.ts', 'test/identity/device-authorization.test.ts', 'test/money/domain-units.test.ts', 'test/work/extraction-units.test.ts'],
   },
   access: {
     mutate: ['src/engine/access/**/*.ts', 'rest/access-matrix.ts'],
-    tests: ['test/access-policy.test.ts', 'test/access-matrix.test.ts', 'test/access-units.test.ts'],
+    tests: ['test/access/access-policy.test.ts', 'test/access/access-matrix.test.ts', 'test/access/access-units.test.ts'],
   },
   /**
    * The route table's declarations: Stryker counts them as static (evaluated when the app is built),
@@ -28,10 +28,10 @@ export const mutationGroups = {
   declarations: {
     script: 'test/mutation/declarations.mjs',
     mutate: ["every route's declared auth in rest/routes/*.ts, rpc/card.ts and src/app.ts"],
-    tests: ['test/access-matrix.test.ts'],
+    tests: ['test/access/access-matrix.test.ts'],
   },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
-    tests: ['test/idempotency-claims.test.ts', 'test/callback-addresses.test.ts', 'test/address-units.test.ts', 'test/invoke.test.ts'],
+    tests: ['test/money/idempotency-claims.test.ts', 'test/deliveries/callback-addresses.test.ts', 'test/deliveries/address-units.test.ts', 'test/market/invoke.test.ts'],
   },
 };

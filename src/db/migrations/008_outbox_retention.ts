@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The retention job (engine/retention.ts) deletes published outbox rows older than the retention
+ * The retention job (engine/common/retention.ts) deletes published outbox rows older than the retention
  * window, oldest first, in small batches. This partial index finds them without scanning the
  * table, and stays small because unpublished rows (the relay's concern) are not in it.
  *

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
  * Webhooks (issue 19, docs/webhooks.md): subscriptions of a user to kinds of events, and the
  * deliveries of those events to them, with every attempt.
  *
- * The dispatcher (engine/webhook-dispatch.ts) reads the two outbox tables (outbox_events and
+ * The dispatcher (engine/deliveries/webhook-dispatch.ts) reads the two outbox tables (outbox_events and
  * task_events) and marks each row `dispatched_at` in the same database transaction as the
  * deliveries it made from it: every committed event is looked at once, whatever instance crashes.
  * Rows written before this migration count as dispatched (a new subscription hears what happens

@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
  * Demand matches as events (issue 19 point 4, docs/webhooks.md "Event kinds"): when a capability
  * is offered (anew) and matches an open demand of another user of its space well enough, the
  * demand's owner hears `demand.matched`. The row is written by the capability's auto-accept job
- * (engine/demand-matches.ts), once per demand and capability (the job may run twice), and the
+ * (engine/market/demand-matches.ts), once per demand and capability (the job may run twice), and the
  * webhook dispatcher reads it like the other two outboxes.
  */
 export async function up(knex: Knex): Promise<void> {

@@ -11,7 +11,7 @@ import type { Knex } from 'knex';
  * Each step is one pass, so the cost grows with the length of the text (2 ms for 10,000
  * distinct Chinese characters, against 22 ms for an array-and-unnest version and 450 ms before).
  *
- * The output is the same, character for character (test/search-text.test.ts compares both on a
+ * The output is the same, character for character (test/work/search-text.test.ts compares both on a
  * varied corpus), so the stored generated columns of migrations 012, 021 and 022 stay valid and
  * need no rewrite; CREATE OR REPLACE keeps the function's identity, which those columns depend on.
  * A run of one character is kept as it is, as before. Plain SQL (no PL/pgSQL), tested on

@@ -4,10 +4,10 @@ import { isUuid } from '../../domain/ids.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
-import type { EngineDependencies, Principal } from '../dependencies.ts';
-import { fingerprintOf } from '../idempotency.ts';
-import type { InvokeEngine } from '../invoke.ts';
-import type { CreateTransactionCommand, TransactionEngine } from '../transactions.ts';
+import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { fingerprintOf } from '../money/idempotency.ts';
+import type { InvokeEngine } from '../market/invoke.ts';
+import type { CreateTransactionCommand, TransactionEngine } from '../money/transactions.ts';
 import type { SendMode } from './types.ts';
 
 export interface BuyOutcome {

@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { currencyOfSpace } from '../../domain/money.ts';
+import { wantsKind } from '../../domain/webhooks.ts';
+import { withTransaction } from '../../db/transaction.ts';
+import { toPublishedEvent } from '../../events/publisher.ts';
+import { toPublishedTaskEvent } from '../../events/task-feed.ts';
+import { limits } from '../../limits.ts';
+import type { OutboxRow } from '../../store/outbox.ts';
+import type { TaskEventRow } from '../../store/task-events.ts';
+import { type DemandEventRow, toDemandEvent } from '../market/demand-matches.ts';
+import type { EngineDependencies } from '../common/dependencies.ts';
+import type { SubscriptionRow } from './webhook-rows.ts';
+import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.ts';
+
+/**
+ * The dispatcher (docs/webhooks.md "Delivery"): turns committed outbox rows, of transactions and of
+ * tasks, into deliveries for the subscriptions that want them, and marks the rows dispatched in
+ * the same database transaction. One instance dispatches at a time (a transaction-level advisory
+ * lock; the others skip the turn), reading rows in id order, so the deliveries of one
+ * transaction or task are made in the order its events were.
+ */
+interface Candidate {
+  source: 'transaction' | 'task' | 'demand';
+  sourceEventId: string;
+  createdAt: Date;
+  orderingKey: string;
+  recipients: string[];
+  space: (ownerType: string) => boolean;
+  transactionId: string | null;
+  taskId: string | null;
+  type: string;
+  body: Record<string, unknown>;
+}
+
+const feeds = {
+  transaction: { table: 'outbox_events', lockKey: 1 },
+  task: { table: 'task_events', lockKey: 2 },
+  demand: { table: 'demand_events', lockKey: 3 },
+} as const;
+/** The advisory-lock class of the dispatchers (an arbitrary constant, distinct from other advisory locks of the product). */
+const dispatchLockClass = 190_019;
+
+function transactionCandidate(row: OutboxRow): Candidate {
+  const event = toPublishedEvent(row);
+  const transaction = (event.data.transaction ?? {}) as { currency?: string; task_id?: string | null };
+  return {
+    source: 'transaction', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `transaction:${row.transaction_id}`,
+    recipients: [row.buyer_user_id, row.seller_user_id], space: (ownerType) => currencyOfSpace(ownerType as 'agent' | 'human') === transaction.currency,
+    transactionId: row.transaction_id, taskId: transaction.task_id ?? null, type: event.type,
+    body: { type: event.type, timestamp: event.created_at, data: event },
+  };
+}
+
+function taskCandidate(row: TaskEventRow): Candidate {
+  const event = toPublishedTaskEvent(row);
+  return {
+    source: 'task', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `task:${row.task_id}`,
+    recipients: [row.recipient_user_id], space: (ownerType) => ownerType === row.space,
+    transactionId: null, taskId: row.task_id, type: event.type,
+    body: { type: event.type, timestamp: event.created_at, data: event },
+  };
+}
+
+function demandCandidate(row: DemandEventRow): Candidate {
+  const event = toDemandEvent(row);
+  return {
+    source: 'demand', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `demand:${row.demand_id}`,
+    recipients: [row.recipient_user_id], space: (ownerType) => ownerType === row.space,
+    transactionId: null, taskId: null, type: row.type,
+    body: { type: row.type, timestamp: event.created_at, data: event },
+  };
+}
+
+const candidatesOf = {
+  transaction: (rows: unknown[]) => (rows as OutboxRow[]).map(transactionCandidate),
+  task: (rows: unknown[]) => (rows as TaskEventRow[]).map(taskCandidate),
+  demand: (rows: unknown[]) => (rows as DemandEventRow[]).map(demandCandidate),
+};
+
+/**
+ * A subscription hears an event of its space, one of its kinds, within its filter when it has one,
+ * and made after the subscription was (an event still waiting to be dispatched when it was made
+ * happened before it).
+ */
+function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: string, a2aTasks: Map<string, Set<string>>): boolean {
+  if (subscription.owner_user_id !== recipient || !candidate.space(subscription.owner_type)) return false;
+  if (candidate.createdAt < new Date(subscription.created_at)) return false;
+  // An A2A push config hears the transaction of its task (the purchase itself, or a conversation's pick).
+  if (subscription.kind === 'a2a_push') return candidate.source === 'transaction' && (a2aTasks.get(candidate.transactionId!)?.has(subscription.a2a_task_id!) ?? false);
+  if (!wantsKind(subscription.event_types, candidate.type)) return false;
+  if (subscription.transaction_id !== null && subscription.transaction_id !== candidate.transactionId) return false;
+  return subscription.task_id === null || subscription.task_id === candidate.taskId;
+}
+
+const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [...new Set(candidates.flatMap((candidate) => (candidate[field] ? [candidate[field]] : [])))];
+
+/**
+ * The webhooks of the batch's parties that can hear one of its events: those without a filter,
+ * and those filtered on one of its transactions or tasks. Bounded by the webhook caps, and read
+ * through an index of (owner, kind) that does not walk past the parties' push configs.
+ */
+function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<SubscriptionRow[]> {
+  const transactionIds = idsOf(candidates, 'transactionId');
+  const taskIds = idsOf(candidates, 'taskId');
+  return trx('webhook_subscriptions').whereIn('owner_user_id', users).where({ kind: 'webhook' }).whereNull('deleted_at')
+    .where((filter) => {
+      filter.where((unfiltered) => { unfiltered.whereNull('transaction_id').whereNull('task_id'); });
+      if (transactionIds.length > 0) filter.orWhereIn('transaction_id', transactionIds);
+      if (taskIds.length > 0) filter.orWhereIn('task_id', taskIds);
+    }) as unknown as Promise<SubscriptionRow[]>;
+}
+
+/**
+ * The A2A push configs of the batch's transactions, found by their task (the index
+ * webhook_subscriptions_a2a_config is led by a2a_task_id): a config is on the purchase itself, or
+ * on the conversation whose pick bought it. Each row says which transaction it hears, so the
+ * configs its owner has on other tasks are never read.
+ */
+async function pushConfigsOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<{ configs: SubscriptionRow[]; a2aTasks: Map<string, Set<string>> }> {
+  const transactionIds = idsOf(candidates.filter((candidate) => candidate.source === 'transaction'), 'transactionId');
+  const a2aTasks = new Map(transactionIds.map((id) => [id, new Set([id])]));
+  if (transactionIds.length === 0) return { configs: [], a2aTasks };
+  const rows = (await trx('webhook_subscriptions as s').leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
+    .where('s.kind', 'a2a_push').whereNull('s.deleted_at').whereIn('s.owner_user_id', users)
+    .where((task) => { task.whereIn('s.a2a_task_id', transactionIds).orWhereIn('c.transaction_id', transactionIds); })
+    .select('s.*', trx.raw('coalesce(c.transaction_id, s.a2a_task_id) as heard_transaction_id'))) as (SubscriptionRow & { heard_transaction_id: string })[];
+  for (const row of rows) a2aTasks.get(row.heard_transaction_id)?.add(row.a2a_task_id!);
+  return { configs: rows.map(({ heard_transaction_id: _heard, ...config }) => config as SubscriptionRow), a2aTasks };
+}
+
+/** The subscriptions that may hear one event for one recipient: the recipient's webhooks, and the configs of the event's tasks. */
+function concerning(webhooks: SubscriptionRow[], configs: SubscriptionRow[], a2aTasks: Map<string, Set<string>>) {
+  const groupBy = (rows: SubscriptionRow[], key: (row: SubscriptionRow) => string) => {
+    const groups = new Map<string, SubscriptionRow[]>();
+    for (const row of rows) groups.set(key(row), [...(groups.get(key(row)) ?? []), row]);
+    return groups;
+  };
+  const byOwner = groupBy(webhooks, (subscription) => subscription.owner_user_id);
+  const byTask = groupBy(configs, (config) => config.a2a_task_id!);
+  return (candidate: Candidate, recipient: string): SubscriptionRow[] => [
+    ...(byOwner.get(recipient) ?? []),
+    ...(candidate.source === 'transaction' ? [...(a2aTasks.get(candidate.transactionId!) ?? [])].flatMap((task) => byTask.get(task) ?? []) : []),
+  ];
+}
+
+/** The rows one subscription gets for one event: a webhook's body as it is, an A2A push's parts to render when sent. */
+function bodiesFor(subscription: SubscriptionRow, candidate: Candidate): { part: number; body: unknown; orderingKey: string }[] {
+  if (subscription.kind !== 'a2a_push') return [{ part: 0, body: candidate.body, orderingKey: candidate.orderingKey }];
+  const view = ((candidate.body.data as { data?: { transaction?: PushDeliveryBody['a2a']['view'] } }).data?.transaction) ?? null;
+  return pushPartsOf(subscription.a2a_generation!, view?.status ?? '').map((part, index) => ({
+    part: index, body: { a2a: { part, view } } satisfies PushDeliveryBody, orderingKey: pushOrderingKey(subscription.a2a_task_id!),
+  }));
+}
+
+async function queueLengths(trx: Knex, subscriptionIds: string[]): Promise<Map<string, number>> {
+  if (subscriptionIds.length === 0) return new Map();
+  const rows = (await trx('webhook_deliveries').whereIn('subscription_id', subscriptionIds).whereIn('status', ['pending', 'sending'])
+    .groupBy('subscription_id').select('subscription_id').count('* as queued')) as { subscription_id: string; queued: string | number }[];
+  return new Map(rows.map((row) => [row.subscription_id, Number(row.queued)]));
+}
+
+export function createWebhookDispatcher({ db, now }: EngineDependencies) {
+  /** Deliveries for a batch of candidates; a subscription whose queue is full gets its new ones as failed (queue_full). */
+  async function deliveriesFor(trx: Knex, candidates: Candidate[]) {
+    const users = [...new Set(candidates.flatMap((candidate) => candidate.recipients))];
+    const webhooks = await webhooksOf(trx, users, candidates);
+    const { configs, a2aTasks } = await pushConfigsOf(trx, users, candidates);
+    if (webhooks.length + configs.length === 0) return [];
+    const queued = await queueLengths(trx, [...webhooks, ...configs].map((subscription) => subscription.id));
+    const subscriptionsOf = concerning(webhooks, configs, a2aTasks);
+    const at = now();
+    const deliveries = [];
+    for (const candidate of candidates) {
+      for (const recipient of new Set(candidate.recipients)) {
+        for (const subscription of subscriptionsOf(candidate, recipient).filter((each) => hears(each, candidate, recipient, a2aTasks))) {
+          for (const { part, body, orderingKey } of bodiesFor(subscription, candidate)) {
+            const length = queued.get(subscription.id) ?? 0;
+            const full = length >= limits.webhookPendingPerSubscriptionMax;
+            if (!full) queued.set(subscription.id, length + 1);
+            deliveries.push({
+              id: randomUUID(), subscription_id: subscription.id, source: candidate.source, source_event_id: candidate.sourceEventId, part,
+              ordering_key: orderingKey, event_type: candidate.type, body: JSON.stringify(body),
+              status: full ? 'failed' : 'pending', next_attempt_at: at, created_at: at,
+              last_error: full ? `queue_full: ${limits.webhookPendingPerSubscriptionMax} deliveries were already waiting for this subscription` : null,
+              finished_at: full ? at : null,
+            });
+          }
+        }
+      }
+    }
+    return deliveries;
+  }
+
+  /** One batch of one feed: the number of outbox rows dispatched (0: nothing to do, or another instance's turn). */
+  function dispatchBatch(feed: keyof typeof feeds): Promise<number> {
+    return withTransaction(db, async ({ trx }) => {
+      const locked = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [dispatchLockClass, feeds[feed].lockKey]);
+      if (!(locked.rows[0] as { locked: boolean }).locked) return 0;
+      const rows = await trx(feeds[feed].table).whereNull('dispatched_at').orderBy('id').limit(limits.webhookDispatchBatchSize);
+      if (rows.length === 0) return 0;
+      const candidates = candidatesOf[feed](rows);
+      const deliveries = await deliveriesFor(trx, candidates);
+      for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
+        await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));
+      }
+      await trx(feeds[feed].table).whereIn('id', rows.map((row: { id: string }) => row.id)).update({ dispatched_at: now() });
+      return rows.length;
+    });
+  }
+
+  /** Dispatches everything committed so far, batch by batch, a bounded number of batches per run. */
+  async function dispatch(): Promise<number> {
+    let dispatched = 0;
+    for (const feed of Object.keys(feeds) as (keyof typeof feeds)[]) {
+      for (let batch = 0; batch < limits.retentionBatchesPerRunMax; batch++) {
+        const count = await dispatchBatch(feed);
+        dispatched += count;
+        if (count < limits.webhookDispatchBatchSize) break;
+      }
+    }
+    return dispatched;
+  }
+
+  return { dispatch };
+}

@@ -1,0 +1,26 @@
+import type { EventHub } from '../../events/hub.ts';
+import type { StreamListener, Subscription, SubscribeOptions } from '../../events/stream-types.ts';
+import type { Principal } from '../common/dependencies.ts';
+import type { TransactionEngine } from './transactions.ts';
+import { canSeeEventOf } from '../access/transactions.ts';
+
+/**
+ * Who may watch what, by the rules of access/transactions.ts. A transaction stream is open only to
+ * its two parties within their space (anyone else gets the same 4040 as for a missing
+ * transaction); a user stream carries the caller's own transactions of the caller's space only.
+ */
+export function createStreams(hub: EventHub, transactions: TransactionEngine) {
+  async function subscribeTransaction(principal: Principal, idOrClientTaskId: string, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
+    const { id: transactionId } = await transactions.findForCaller(principal, idOrClientTaskId);
+    return hub.subscribe({ kind: 'transaction', transactionId }, options, listener);
+  }
+
+  function subscribeUser(principal: Principal, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
+    const visible = (event: { data: Record<string, unknown> }) => canSeeEventOf(principal, (event.data.transaction ?? {}) as Record<string, string>);
+    return hub.subscribe({ kind: 'user', userId: principal.user_id }, options, listener, visible);
+  }
+
+  return { subscribeTransaction, subscribeUser };
+}
+
+export type Streams = ReturnType<typeof createStreams>;

@@ -1,0 +1,143 @@
+import type { StoredTermVector } from '../../domain/term-vectors.ts';
+import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
+import type { CapabilityView } from '../../schemas/capabilities.ts';
+import { limits } from '../../limits.ts';
+import type { OmittedField, TransactionEventView, TransactionView } from '../../schemas/transactions.ts';
+import type { TransactionRow } from '../../store/transactions.ts';
+
+/** Rows to the public shapes. Amounts leave as two-decimal strings, times as ISO 8601. */
+const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
+
+export function transactionView(row: TransactionRow): TransactionView {
+  return {
+    id: row.id,
+    buyer_user_id: row.buyer_user_id,
+    seller_user_id: row.seller_user_id,
+    capability_id: row.capability_id,
+    task_id: row.task_id ?? null,
+    skill_id: row.skill_id ?? null,
+    demand_id: row.demand_id,
+    transaction_type: row.transaction_type,
+    context_id: row.context_id,
+    price_ut: formatAmount(row.price),
+    currency: row.currency,
+    booked_hours: row.booked_hours,
+    status: row.status,
+    result_payload: row.result_payload,
+    input: row.input,
+    note: row.note,
+    dispute_reason: row.dispute_reason,
+    frozen_at: iso(row.frozen_at),
+    accepted_at: iso(row.accepted_at),
+    delivered_at: iso(row.delivered_at),
+    confirmed_at: iso(row.confirmed_at),
+    settled_at: iso(row.settled_at),
+    delivery_deadline: iso(row.delivery_deadline),
+    auto_confirm_at: iso(row.auto_confirm_at),
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}
+
+/**
+ * The size of a JSON field, remembered per object: a row copied for each step of a change keeps
+ * the same `input` object, so its size is computed once, not once per event.
+ */
+const jsonBytesOfObject = new WeakMap<object, number>();
+
+export function jsonBytesOf(value: Record<string, unknown> | null): number {
+  if (value === null) return 0;
+  let bytes = jsonBytesOfObject.get(value);
+  if (bytes === undefined) {
+    bytes = Buffer.byteLength(JSON.stringify(value));
+    jsonBytesOfObject.set(value, bytes);
+  }
+  return bytes;
+}
+
+const largeFields = ['input', 'result_payload'] as const;
+
+/**
+ * The view an event (and the stored idempotency response, which is the last event's view)
+ * carries: the transaction as GET shows it, except that an `input` or `result_payload` larger
+ * than `limits.eventFieldInlineBytesMax` is null and named in `omitted_fields`. Both fields never
+ * change once set (input at create, result_payload at deliver), so the row can always supply
+ * them later; the events and stored responses then cost a few hundred bytes each instead of a
+ * copy of the largest fields each.
+ */
+export function transactionEventView(row: TransactionRow): TransactionEventView {
+  const view: TransactionEventView = transactionView(row);
+  const omitted: OmittedField[] = [];
+  for (const field of largeFields) {
+    const bytes = jsonBytesOf(row[field]);
+    if (bytes > limits.eventFieldInlineBytesMax) {
+      view[field] = null;
+      omitted.push({ field, bytes });
+    }
+  }
+  if (omitted.length > 0) view.omitted_fields = omitted;
+  return view;
+}
+
+/** The full view again: the fields an event view left out, taken from the transaction's row. */
+export function withOmittedFields(view: TransactionEventView, row: TransactionRow): TransactionView {
+  const { omitted_fields: omitted, ...complete } = view;
+  for (const { field } of omitted ?? []) complete[field] = row[field];
+  return complete;
+}
+
+export interface CapabilityRow {
+  id: string;
+  owner_user_id: string;
+  owner_type: 'agent' | 'human';
+  title: string;
+  description: string;
+  category: string;
+  capability_type: string;
+  pricing_model: string;
+  price: string;
+  auto_accept_min: string | null;
+  delivery_mode: string;
+  tags: string[];
+  daily_limit: number | null;
+  rate_limit_per_min: number | null;
+  callback_url: string | null;
+  callback_timeout_sec: number;
+  /** Signs invoke callbacks; never part of a view except the one answer that creates or rotates it. */
+  callback_secret: string | null;
+  deleted_at: Date | null;
+  available: boolean;
+  quality_score: string;
+  /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
+  term_vector: StoredTermVector | null;
+  /** The digest of the words, which a stored embedding must carry to be used. */
+  words_sha?: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function capabilityView(row: CapabilityRow, totalSold: number): CapabilityView {
+  return {
+    id: row.id,
+    agent_id: row.owner_user_id,
+    owner_type: row.owner_type,
+    title: row.title,
+    description: row.description,
+    category: row.category,
+    tags: row.tags,
+    capability_type: row.capability_type,
+    delivery_mode: row.delivery_mode,
+    pricing_model: row.pricing_model,
+    price_ut: formatAmount(row.price),
+    currency: currencyOfSpace(row.owner_type),
+    auto_accept_min_ut: row.auto_accept_min === null ? null : formatAmount(row.auto_accept_min),
+    daily_limit: row.daily_limit,
+    rate_limit_per_min: row.rate_limit_per_min,
+    callback_timeout_sec: row.callback_timeout_sec,
+    quality_score: row.quality_score,
+    total_sold: totalSold,
+    available: row.available,
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+  };
+}

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
+import { nextApplicationState, nextTaskState } from '../../domain/tasks.ts';
+import { AppError, forbidden, notFound } from '../../errors.ts';
+import { userAccountId } from '../../store/accounts.ts';
+import { InsufficientBalance } from '../../store/ledger.ts';
+import { lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
+import type { TransactionRow } from '../../store/transactions.ts';
+import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { Idempotency, IdempotencyRequest } from '../money/idempotency.ts';
+import { changeHold } from '../money/task-money.ts';
+import { statusAt, taskView } from './task-rows.ts';
+import type { Transitions } from '../money/transitions.ts';
+import { transactionView } from '../money/views.ts';
+import type { ApplicationRow } from './application-rows.ts';
+import type { TaskEvents } from './task-events.ts';
+
+/**
+ * Accepting an application (docs/tasks.md "Accepting"): in one database transaction the task is
+ * matched, its bounty hold released, and an escrow transaction created and frozen in which the
+ * publisher buys from the applicant at the agreed price, never above the publisher's ceiling (its
+ * max_price, else the bounty held); the other pending applications are rejected. From then on delivery, confirmation, dispute and settlement are the transaction's.
+ * A price the publisher's money cannot cover (even with the released hold) refuses the whole
+ * accept with 4020: the task keeps its hold and stays open.
+ */
+/** The agreed price: what the application proposed, else the task's bounty; neither is 4090. */
+function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
+  if (application.proposed_price !== null) return BigInt(application.proposed_price);
+  if (task.bounty_amount !== null) return BigInt(task.bounty_amount);
+  throw new AppError('invalid_state_transition', 'nothing to agree on: the application proposes no price and the task has no bounty', { status: 'pending', action: 'accept' });
+}
+
+/**
+ * The most the publisher agreed to pay (docs/tasks.md "Accepting"): the max_price it sent; else
+ * the bounty the task holds now, read under the task's lock in the transaction that freezes the
+ * money. An application a selection made may cost the selection's price instead, above the
+ * bounty, while the task holds at least what it held when the publisher selected: the publisher
+ * named that price against that bounty, and lowering the bounty takes the agreement back.
+ */
+async function ceilingOf(trx: Knex, task: TaskRow, applicationId: string, maxPrice: bigint | undefined): Promise<bigint> {
+  if (maxPrice !== undefined) return maxPrice;
+  const held = BigInt(task.bounty_held);
+  const selection = (await trx('task_pushes').where({ application_id: applicationId, kind: 'selection' }).first('price', 'bounty_at_selection')) as
+    { price: string | null; bounty_at_selection: string | null } | undefined;
+  if (selection?.price == null || selection.bounty_at_selection === null || held < BigInt(selection.bounty_at_selection)) return held;
+  const price = BigInt(selection.price);
+  return price > held ? price : held;
+}
+
+function aboveCeiling(task: TaskRow, price: bigint, ceiling: bigint, maxPrice: bigint | undefined): AppError {
+  const why = maxPrice === undefined
+    ? 'the agreed price is above the bounty the task holds: nothing was accepted. To pay it, send max_price'
+    : 'the agreed price is above your max_price: nothing was accepted';
+  return new AppError('price_above_ceiling', why, {
+    currency: task.bounty_currency, price: formatAmount(price), max_price: formatAmount(ceiling), bounty_held: formatAmount(task.bounty_held),
+    detail: `${why}; nothing was charged. To pay ${formatAmount(price)} ${task.bounty_currency}, send max_price "${formatAmount(price)}" or more.`,
+  });
+}
+
+function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: bigint, feeBps: number, at: Date): TransactionRow {
+  return {
+    id: randomUUID(), buyer_user_id: task.owner_user_id, seller_user_id: application.applicant_id,
+    capability_id: null, task_id: task.id, skill_id: application.skill_id, application_id: application.id,
+    demand_id: null, context_id: randomUUID(), space: task.owner_type, currency: currencyOfSpace(task.owner_type), transaction_type: 'task',
+    price: String(price), booked_hours: null, auto_accept: false, status: 'pending_freeze', note: null, client_task_id: null, conversation_id: null,
+    fee_bps: feeBps, dispute_reason: null, input: null, result_payload: null, event_sequence: 1, frozen_at: null, accepted_at: null, delivered_at: null,
+    confirmed_at: null, settled_at: null, delivery_deadline: null, auto_confirm_at: null, invoke_deadline: null, invoke_latency_ms: null,
+    invoke_error: null, invoke_error_detail: null, created_at: at, updated_at: at,
+  } as TransactionRow;
+}
+
+export function createTaskAcceptance({ db, now, config }: EngineDependencies, idempotency: Idempotency, transitions: Transitions, events: TaskEvents) {
+  function attempt(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async (unit) => {
+      const { trx } = unit;
+      // The task first, then the application: every path locks them in this order.
+      const task = await lockTask(trx, taskId);
+      const application = (await trx('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined;
+      // As for withdraw and reject: an application is known to its applicant and the publisher only.
+      if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
+      if (task.owner_user_id !== principal.user_id) {
+        if (application.applicant_id === principal.user_id) throw forbidden("only the task's publisher can accept an application");
+        throw notFound('application');
+      }
+      nextApplicationState(application.status, 'accept');
+      const at = now();
+      nextTaskState(statusAt(task, at), 'match');
+      const price = agreedPrice(application, task);
+      const ceiling = await ceilingOf(trx, task, applicationId, maxPrice);
+      if (price > ceiling) throw aboveCeiling(task, price, ceiling, maxPrice);
+      await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
+      const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at);
+      await transitions.insert(unit, row);
+      const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
+      const [matched] = (await trx('tasks').where({ id: taskId, status: 'open' })
+        .update({ status: 'matched', matched_skill_id: application.skill_id, transaction_id: row.id, bounty_held: '0', ended_at: at, updated_at: at })
+        .returning([...taskColumns])) as TaskRow[];
+      // Heard by every applicant still pending, the one accepted included, before their applications move.
+      await events.taskMoved(unit, matched!, 'match', task.status);
+      const [accepted] = (await trx('task_applications').where({ id: applicationId }).update({ status: 'accepted', decided_at: at }).returning('*')) as ApplicationRow[];
+      const rejected = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).update({ status: 'rejected', decided_at: at }).returning('*')) as ApplicationRow[];
+      await events.applicationsMoved(unit, matched!, [
+        { application: accepted!, action: 'accept', previousStatus: application.status },
+        ...rejected.map((row) => ({ application: row, action: 'match' as const, previousStatus: 'pending' })),
+      ]);
+      return { task: taskView(matched!, principal), application_id: applicationId, rejected_applications: rejected.length, transaction: transactionView(frozen) };
+    });
+  }
+
+  /**
+   * A freeze the money cannot cover fails its statement, and so the whole database transaction:
+   * nothing changed. The answer says what was available once the hold is counted in.
+   */
+  async function accept(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
+    try {
+      return await attempt(principal, taskId, applicationId, maxPrice, request);
+    } catch (error) {
+      if (!(error instanceof InsufficientBalance)) throw error;
+      const task = (await db<TaskRow>('tasks').where({ id: taskId }).first('bounty_held', 'bounty_currency', 'owner_user_id')) as TaskRow;
+      const [account] = (await db('accounts').where({ id: userAccountId(task.owner_user_id, task.bounty_currency) }).select('available')) as { available: string }[];
+      throw new AppError('insufficient_balance', 'the agreed price is more than the bounty held and the available balance together: nothing was accepted', {
+        currency: task.bounty_currency, available: formatAmount(BigInt(account?.available ?? 0) + BigInt(task.bounty_held)), required: formatAmount(error.required),
+      });
+    }
+  }
+
+  return { accept };
+}

@@ -1,0 +1,210 @@
+import type { Knex } from 'knex';
+import { formatAmount } from '../../domain/money.ts';
+import { nextTaskState } from '../../domain/tasks.ts';
+import { type UnitOfWork, withTransaction } from '../../db/transaction.ts';
+import { AppError } from '../../errors.ts';
+import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapeProblems } from '../../schemas/tasks.ts';
+import { findTask, lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
+import { manageTask, seeTask } from '../access/tasks.ts';
+import { authorize } from '../access/rules.ts';
+import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { newestFirstPage } from '../common/paging.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from '../money/idempotency.ts';
+import { changeHold } from '../money/task-money.ts';
+import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from './task-rows.ts';
+import { pendingSelectionsAbove } from './task-pushes.ts';
+import type { TaskEvents } from './task-events.ts';
+
+/** A publish that found too little money: the task stays a draft, and the answer says by how much. */
+export interface Shortfall {
+  currency: string;
+  available: string;
+  required: string;
+}
+
+export interface TaskOutcome {
+  task: TaskView;
+  shortfall?: Shortfall;
+}
+
+/** The 4020 a publish with too little money answers, with the draft it left and the numbers. */
+export function shortfallError(outcome: TaskOutcome): AppError {
+  return new AppError('insufficient_balance', 'the bounty is more than the available balance: the task is kept as a draft', {
+    ...outcome.shortfall, task_id: outcome.task.id, status: outcome.task.status, task: outcome.task,
+  });
+}
+
+/** Tasks (docs/tasks.md): publish with a held bounty, drafts, update, close, reuse, expiry. */
+export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents) {
+  /**
+   * draft -> open: holds the bounty; with too little money the task stays a draft (compare-and-set
+   * on draft). `created`: the draft was written by this same request, so its stream hears of it
+   * as a new task (published, or drafted when the money fell short).
+   */
+  async function publishRow(unit: UnitOfWork, principal: Principal, row: TaskRow, at: Date, created: boolean): Promise<TaskOutcome> {
+    const { trx } = unit;
+    nextTaskState(row.status, 'publish');
+    const wanted = row.bounty_amount === null ? 0n : BigInt(row.bounty_amount);
+    const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: 0n, wanted, at });
+    if (!held.ok) {
+      await events.taskMoved(unit, row, created ? 'draft' : 'update', created ? null : 'draft');
+      return { task: taskView(row, principal), shortfall: { currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required) } };
+    }
+    const expiresAt = row.expires_at ?? deadlineOf(undefined, at);
+    // A draft keeps the deadline it was given; once that has passed, it is not published expired.
+    if (new Date(expiresAt).getTime() <= at.getTime()) {
+      throw new AppError('validation_error', 'the deadline of this draft has passed: send a new expires_at', { errors: [{ path: 'body.expires_at', message: 'the stored deadline has passed: required' }] });
+    }
+    const [published] = (await trx('tasks').where({ id: row.id, status: 'draft' })
+      .update({ status: 'open', bounty_held: String(wanted), published_at: at, expires_at: expiresAt, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    if (!published) throw new AppError('invalid_state_transition', 'the task changed while it was being published', { action: 'publish' });
+    await events.taskMoved(unit, published, 'publish', created ? null : 'draft');
+    return { task: taskView(published, principal) };
+  }
+
+  async function insertRow(trx: Knex, row: ReturnType<typeof newTaskRow>): Promise<TaskRow> {
+    const [inserted] = (await trx('tasks').insert(row).returning([...taskColumns])) as TaskRow[];
+    return inserted!;
+  }
+
+  /** Creates and publishes (holding the bounty), or stores a draft; keyed like every state-changing POST. */
+  function create(principal: Principal, input: CreateTaskInput, request: IdempotencyRequest | null): Promise<Outcome<TaskOutcome>> {
+    return idempotency.run(principal, request, 201, async (unit) => {
+      const { draft, ...fields } = input;
+      const at = now();
+      const row = await insertRow(unit.trx, newTaskRow(principal, fields, at));
+      if (!draft) return publishRow(unit, principal, row, at, true);
+      await events.taskMoved(unit, row, 'draft', null);
+      return { task: taskView(row, principal) };
+    });
+  }
+
+  /** Publishing a draft restates its delivery period (and may set bounty and deadline). */
+  function publishDraft(principal: Principal, id: string, body: { delivery_hours: number; bounty_amount?: bigint | null; expires_at?: string }, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async (unit) => {
+      const { trx } = unit;
+      const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
+      nextTaskState(row.status, 'publish');
+      const at = now();
+      const changes: Record<string, unknown> = { delivery_hours: body.delivery_hours, updated_at: at };
+      if (body.bounty_amount !== undefined) changes.bounty_amount = body.bounty_amount === null ? null : String(body.bounty_amount);
+      if (body.expires_at !== undefined) changes.expires_at = deadlineOf(body.expires_at, at);
+      const [changed] = (await trx('tasks').where({ id }).update(changes).returning([...taskColumns])) as TaskRow[];
+      return publishRow(unit, principal, changed!, at, false);
+    });
+  }
+
+  async function get(principal: Principal, id: string): Promise<TaskView> {
+    return taskView(authorize(seeTask, principal, await findTask(db, id), 'task'), principal);
+  }
+
+  async function listMine(principal: Principal, query: { status?: string; page: number; page_size: number; cursor?: string }) {
+    const filtered = () => {
+      const rows = db<TaskRow>('tasks').where('owner_user_id', principal.user_id).where('owner_type', principal.caller_type);
+      return query.status ? rows.where('status', query.status) : rows;
+    };
+    const listed = await newestFirstPage<TaskRow>(filtered, query, { select: taskColumns });
+    return { ...listed, items: listed.items.map((row) => taskView(row, principal)) };
+  }
+
+  /**
+   * A partial update while draft or open (an open task past its deadline is expired: 4090). On an
+   * open task a new bounty moves the hold by the difference in the same database transaction; too
+   * little money refuses the update (4020), and so does a bounty lowered below the price of a
+   * selection still waiting for its answer (4092 naming them: withdraw them first). Either way
+   * nothing changes.
+   */
+  function update(principal: Principal, id: string, patch: UpdateTaskInput): Promise<TaskView> {
+    return withTransaction(db, async (unit) => {
+      const { trx } = unit;
+      const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
+      const at = now();
+      nextTaskState(statusAt(row, at), 'update');
+      const columns = changedTaskColumns(principal, row, patch, at);
+      if (row.status === 'open' && 'bounty_amount' in columns) {
+        const wanted = columns.bounty_amount === null ? 0n : BigInt(columns.bounty_amount as string);
+        const waiting = wanted < BigInt(row.bounty_held) ? await pendingSelectionsAbove(trx, id, wanted) : [];
+        if (waiting.length > 0) {
+          throw new AppError('conflict', 'the bounty cannot drop below the price of a selection waiting for its answer: withdraw the selection first (DELETE /api/v1/tasks/{task_id}/pushes/{push_id})', {
+            bounty_amount: formatAmount(wanted), pending_selections: waiting,
+          });
+        }
+        const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: id, held: BigInt(row.bounty_held), wanted, at });
+        if (!held.ok) {
+          throw new AppError('insufficient_balance', 'the new bounty is more than the available balance allows: nothing changed', {
+            currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required),
+          });
+        }
+        columns.bounty_held = String(wanted);
+      }
+      const [updated] = (await trx('tasks').where({ id }).update({ ...columns, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+      await events.taskMoved(unit, updated!, 'update', row.status);
+      return taskView(updated!, principal);
+    });
+  }
+
+  /** A move that ends the task (close, cancel, expire): its hold released in the same transaction. */
+  async function end(unit: UnitOfWork, row: TaskRow, action: 'close' | 'cancel' | 'expire', viewer: Principal | null): Promise<TaskView> {
+    const { trx } = unit;
+    const transition = nextTaskState(row.status, action);
+    const at = now();
+    await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: BigInt(row.bounty_held), wanted: 0n, at });
+    const [ended] = (await trx('tasks').where({ id: row.id, status: row.status })
+      .update({ status: transition.to, bounty_held: '0', ended_at: at, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    await events.taskMoved(unit, ended!, action, row.status);
+    return taskView(ended!, viewer);
+  }
+
+  function close(principal: Principal, id: string, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 200, async (unit) => end(unit, authorize(manageTask, principal, await lockTask(unit.trx, id), 'task'), 'close', principal));
+  }
+
+  /** The operator takes an open task down (cancelled), releasing its hold. */
+  function cancel(id: string, request: IdempotencyRequest | null) {
+    return idempotency.run(null, request, 200, async (unit) => {
+      const row = await lockTask(unit.trx, id);
+      if (!row) throw new AppError('not_found', 'task not found');
+      return end(unit, row, 'cancel', null);
+    });
+  }
+
+  /**
+   * Expires one open task past its deadline, claimed with SKIP LOCKED so that several instances
+   * expire different tasks at once and none twice; null when none is due.
+   */
+  function expireNextDue(skipIds: string[]): Promise<{ id: string; error?: unknown } | null> {
+    return withTransaction(db, async (unit) => {
+      const query = unit.trx<TaskRow>('tasks').where('status', 'open').where('expires_at', '<=', now()).orderBy('expires_at').limit(1).forNoKeyUpdate().skipLocked();
+      if (skipIds.length > 0) query.whereNotIn('id', skipIds);
+      const [due] = (await query.select(...taskColumns)) as TaskRow[];
+      if (!due) return null;
+      await end(unit, due, 'expire', null);
+      return { id: due.id };
+    });
+  }
+
+  /** Publishes a new task from one of the caller's, with the restated fields (delivery_hours, bounty) and any others changed. */
+  function reuse(principal: Principal, id: string, body: Omit<UpdateTaskInput, 'bounty_amount' | 'delivery_hours'> & { delivery_hours: number; bounty_amount: bigint | null }, request: IdempotencyRequest | null) {
+    return idempotency.run(principal, request, 201, async (unit) => {
+      const old = authorize(manageTask, principal, await findTask(unit.trx, id), 'task');
+      const at = now();
+      const input: Omit<CreateTaskInput, 'draft'> = {
+        title: body.title ?? old.title, description: body.description ?? old.description, mode: body.mode ?? old.mode,
+        city: (body.city === undefined ? old.city : body.city) ?? undefined, category: (body.category ?? old.category ?? undefined) as CreateTaskInput['category'],
+        tags: body.tags ?? old.tags, image_urls: body.image_urls ?? old.image_urls,
+        contact_info: (body.contact_info === undefined ? old.contact_info : body.contact_info) ?? undefined,
+        bounty_amount: body.bounty_amount ?? undefined, bounty_currency: body.bounty_currency, delivery_hours: body.delivery_hours,
+        preferred_billing_model: (body.preferred_billing_model ?? old.preferred_billing_model ?? undefined) as CreateTaskInput['preferred_billing_model'],
+        estimated_quantity: body.estimated_quantity ?? old.estimated_quantity ?? undefined, expires_at: body.expires_at,
+      };
+      const problems = taskShapeProblems(input);
+      if (problems.length > 0) throw new AppError('validation_error', problems[0]!.message, { errors: problems.map((problem) => ({ path: `body.${problem.path}`, message: problem.message })) });
+      const row = await insertRow(unit.trx, newTaskRow(principal, input, at, old.id));
+      return publishRow(unit, principal, row, at, true);
+    });
+  }
+
+  return { create, publishDraft, get, listMine, update, close, cancel, expireNextDue, reuse };
+}
+
+export type TaskEngine = ReturnType<typeof createTaskEngine>;
