@@ -2,9 +2,9 @@ import type { Request, Response } from 'express';
 import { createAuthenticator } from '../rest/authentication.ts';
 import { clientAddress } from '../rest/route.ts';
 import { requestBaseUrl } from '../src/config.ts';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { accessTokenPrefix, oauthScope } from '../src/engine/identity/oauth.ts';
+import { accessTokenPrefix, oauthScope } from '../src/engine/identity/index.ts';
 import { AppError } from '../src/errors.ts';
 import { resourceMetadataUrl } from './oauth.ts';
 

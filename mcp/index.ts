@@ -3,7 +3,7 @@ import type { Request } from 'express';
 import { z } from 'zod';
 import { requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, clientAddress, handled, route } from '../rest/route.ts';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { mcpAuthenticator } from './authentication.ts';
 import { createMcpServer } from './server.ts';

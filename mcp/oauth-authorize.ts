@@ -3,8 +3,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { clientAddress } from '../rest/route.ts';
 import { requestBaseUrl } from '../src/config.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { issuerAt, OAuthProblem } from '../src/engine/identity/oauth.ts';
-import { type OAuthClient, redirectUriProblem } from '../src/engine/identity/oauth-clients.ts';
+import { issuerAt, OAuthProblem, type OAuthClient, redirectUriProblem } from '../src/engine/identity/index.ts';
 import { limits } from '../src/limits.ts';
 import { authorizationParams } from '../src/schemas/oauth.ts';
 import { contentSecurityPolicy } from '../web/serve.ts';

@@ -10,10 +10,9 @@ import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/share
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { clientAddress } from '../rest/route.ts';
 import { requestBaseUrl } from '../src/config.ts';
-import type { RateLimitName } from '../src/engine/identity/admission.ts';
+import { type RateLimitName, issuerAt, type OAuthEngine, OAuthProblem, oauthScope, resourceAt } from '../src/engine/identity/index.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { issuerAt, type OAuthEngine, OAuthProblem, oauthScope, resourceAt } from '../src/engine/identity/oauth.ts';
-import { TtlCache } from '../src/engine/common/ttl-cache.ts';
+import { TtlCache } from '../src/engine/common/index.ts';
 import { AppError } from '../src/errors.ts';
 import { authorizationEndpoint } from './oauth-authorize.ts';
 

@@ -1,6 +1,6 @@
 import { categories } from '../src/domain/categories.ts';
 import { terminalStatuses, transactionStatuses } from '../src/domain/escrow.ts';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 
 /** The service's own URI scheme for what it publishes as MCP resources. */

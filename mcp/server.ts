@@ -5,7 +5,7 @@ import {
   ListResourceTemplatesRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema, type ServerResult, type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestLogger } from '../rest/request-log.ts';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { errorBody, toAppError } from '../src/errors.ts';
 import { assertSafeJson } from '../src/schemas/json-safety.ts';

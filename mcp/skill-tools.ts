@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { fingerprintOf } from '../src/engine/money/idempotency.ts';
+import { fingerprintOf } from '../src/engine/money/index.ts';
 import { limits } from '../src/limits.ts';
 import { createSkillBody, hallArguments, listSkillsArguments } from '../src/schemas/skills.ts';
 import { deleteSkillArguments, getSkillArguments, updateSkillToolArguments } from './inputs.ts';

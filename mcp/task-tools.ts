@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { fingerprintOf } from '../src/engine/money/idempotency.ts';
-import { shortfallError } from '../src/engine/work/tasks.ts';
+import { fingerprintOf } from '../src/engine/money/index.ts';
+import { shortfallError } from '../src/engine/work/index.ts';
 import { limits } from '../src/limits.ts';
 import { uuid } from '../src/schemas/common.ts';
 import { acceptApplicationBody, createApplicationBody, createTaskBody, listApplicationsQuery, taskHallArguments } from '../src/schemas/tasks.ts';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 
 /**

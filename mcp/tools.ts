@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { AppError, errorBody } from '../src/errors.ts';
-import { fingerprintOf } from '../src/engine/money/idempotency.ts';
+import { fingerprintOf } from '../src/engine/money/index.ts';
 import { searchCapabilitiesArguments } from '../src/schemas/capabilities.ts';
 import { createDemandBody } from '../src/schemas/demands.ts';
 import { matchBody } from '../src/schemas/matching.ts';

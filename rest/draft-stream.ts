@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Principal } from '../src/engine/common/dependencies.ts';
-import type { DraftEvent } from '../src/engine/work/draft-stream.ts';
+import type { Principal } from '../src/engine/common/index.ts';
+import type { DraftEvent } from '../src/engine/work/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { frame, openSse } from '../src/events/sse.ts';
 import { type RouteInput, handled } from './route.ts';

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { fingerprintOf, type IdempotencyRequest, type Outcome } from '../src/engine/money/idempotency.ts';
+import { fingerprintOf, type IdempotencyRequest, type Outcome } from '../src/engine/money/index.ts';
 import { AppError } from '../src/errors.ts';
 import { idempotencyKey } from '../src/schemas/transactions.ts';
 

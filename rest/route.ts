@@ -1,8 +1,8 @@
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { z } from 'zod';
-import type { RateLimitName, Requester } from '../src/engine/identity/admission.ts';
-import type { Principal } from '../src/engine/common/dependencies.ts';
-import type { IdempotencyRequest } from '../src/engine/money/idempotency.ts';
+import type { RateLimitName, Requester } from '../src/engine/identity/index.ts';
+import type { Principal } from '../src/engine/common/index.ts';
+import type { IdempotencyRequest } from '../src/engine/money/index.ts';
 import { idempotencyRequestOf } from './idempotency.ts';
 import { AppError } from '../src/errors.ts';
 import { sendData } from './envelope.ts';

@@ -1,4 +1,4 @@
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Logger } from '../src/logger.ts';
 import type { Generation } from './shapes.ts';
 

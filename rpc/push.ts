@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { PushConfig, PushConfigInput, PushGeneration, PushRenderer } from '../src/engine/deliveries/a2a-push.ts';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { PushConfig, PushConfigInput, PushGeneration, PushRenderer } from '../src/engine/deliveries/index.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { parse } from './params.ts';
 import * as schemas from './push-params.ts';

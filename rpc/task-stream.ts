@@ -1,4 +1,4 @@
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { StreamEvent, Subscription } from '../src/events/stream-types.ts';
 import type { OmittedField, TransactionEventView, TransactionView } from '../src/schemas/transactions.ts';

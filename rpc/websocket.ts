@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { JSONRPCResponse } from 'json-rpc-2.0';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { Principal } from '../src/engine/common/dependencies.ts';
+import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { Logger } from '../src/logger.ts';
 import { AppError } from '../src/errors.ts';

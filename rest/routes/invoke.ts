@@ -1,4 +1,4 @@
-import { invokablePricingModels } from '../../src/engine/access/invoke.ts';
+import { invokablePricingModels } from '../../src/engine/access/index.ts';
 import type { Engine } from '../../src/engine/index.ts';
 import { capabilityIdParams } from '../../src/schemas/capabilities.ts';
 import { invokeBody, invokeResponse } from '../../src/schemas/invoke.ts';

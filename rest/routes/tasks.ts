@@ -1,8 +1,8 @@
 import type { Response } from 'express';
 import { z } from 'zod';
 import type { Engine } from '../../src/engine/index.ts';
-import type { Outcome } from '../../src/engine/money/idempotency.ts';
-import { shortfallError, type TaskOutcome } from '../../src/engine/work/tasks.ts';
+import type { Outcome } from '../../src/engine/money/index.ts';
+import { shortfallError, type TaskOutcome } from '../../src/engine/work/index.ts';
 import * as schemas from '../../src/schemas/tasks.ts';
 import { renderOutcome } from '../idempotency.ts';
 import { draftEvents, serveDraft } from '../draft-stream.ts';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Engine } from '../../src/engine/index.ts';
-import type { PartyAction } from '../../src/engine/money/transactions.ts';
+import type { PartyAction } from '../../src/engine/money/index.ts';
 import * as schemas from '../../src/schemas/transactions.ts';
 import { renderOutcome } from '../idempotency.ts';
 import { route } from '../route.ts';

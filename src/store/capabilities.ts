@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { CapabilityRow } from '../engine/money/views.ts';
+import type { StoredTermVector } from '../domain/term-vectors.ts';
 
 /** Queries of the capability list (GET /api/v1/capabilities) and its sales counts. */
 export interface CapabilityListFilter {
@@ -59,4 +59,35 @@ export async function settledSalesOf(db: Knex, ids: string[]): Promise<Map<strin
     .select('capability_id')
     .count<{ capability_id: string; count: string }[]>('* as count');
   return new Map(rows.map((row) => [row.capability_id, Number(row.count)]));
+}
+
+/** A capabilities row as the database holds it. */
+export interface CapabilityRow {
+  id: string;
+  owner_user_id: string;
+  owner_type: 'agent' | 'human';
+  title: string;
+  description: string;
+  category: string;
+  capability_type: string;
+  pricing_model: string;
+  price: string;
+  auto_accept_min: string | null;
+  delivery_mode: string;
+  tags: string[];
+  daily_limit: number | null;
+  rate_limit_per_min: number | null;
+  callback_url: string | null;
+  callback_timeout_sec: number;
+  /** Signs invoke callbacks; never part of a view except the one answer that creates or rotates it. */
+  callback_secret: string | null;
+  deleted_at: Date | null;
+  available: boolean;
+  quality_score: string;
+  /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
+  term_vector: StoredTermVector | null;
+  /** The digest of the words, which a stored embedding must carry to be used. */
+  words_sha?: string | null;
+  created_at: Date;
+  updated_at: Date;
 }

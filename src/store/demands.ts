@@ -1,5 +1,5 @@
 import type { StoredTermVector } from '../domain/term-vectors.ts';
-import type { CapabilityRow } from '../engine/money/views.ts';
+import type { CapabilityRow } from './capabilities.ts';
 import type { Knex } from 'knex';
 import type { StoredDemandStatus } from '../domain/demands.ts';
 

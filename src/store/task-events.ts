@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { CallerType } from '../engine/common/dependencies.ts';
+import type { CallerType } from '../engine/common/index.ts';
 
 /** A row of task_events (migration 025): one event of a task, for one recipient. */
 export interface TaskEventRow {

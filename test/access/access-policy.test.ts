@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buyCapability, seeCapability } from '../../src/engine/access/capabilities.ts';
-import { actorOf, seeTransaction } from '../../src/engine/access/transactions.ts';
+import { buyCapability, seeCapability, actorOf, seeTransaction } from '../../src/engine/access/index.ts';
 import { type Actor, createAgent, createApiKey, linkUser, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, buy, createCapability, credit } from '../helpers/market.ts';

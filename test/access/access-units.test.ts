@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { alignWith, linkPurchaseTo, seeDemand } from '../../src/engine/access/demands.ts';
-import { type Caller, type Rule, authorize } from '../../src/engine/access/rules.ts';
-import { manageSkill } from '../../src/engine/access/skills.ts';
-import { seeTask } from '../../src/engine/access/tasks.ts';
-import { authorizeAction, canSee, canSeeEventOf, partyOf } from '../../src/engine/access/transactions.ts';
-import { historyAccountIds } from '../../src/engine/access/wallet.ts';
+import { alignWith, linkPurchaseTo, seeDemand, type Caller, type Rule, authorize, manageSkill, seeTask, authorizeAction, canSee, canSeeEventOf, partyOf, historyAccountIds } from '../../src/engine/access/index.ts';
 import { AppError } from '../../src/errors.ts';
 import { userAccountId } from '../../src/store/accounts.ts';
 

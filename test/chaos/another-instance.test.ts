@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
-import type { Principal } from '../../src/engine/common/dependencies.ts';
+import type { Principal } from '../../src/engine/common/index.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import type { Actor } from '../helpers/actors.ts';
 import { act, agentMarket, balance, buy } from '../helpers/market.ts';

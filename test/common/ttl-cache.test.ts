@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TtlCache } from '../../src/engine/common/ttl-cache.ts';
+import { TtlCache } from '../../src/engine/common/index.ts';
 
 describe('the credential cache', () => {
   it('forgets an entry once its time to live has passed', () => {

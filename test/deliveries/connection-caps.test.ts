@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../src/engine/common/dependencies.ts';
-import { createConnectionCap } from '../../src/engine/identity/admission.ts';
+import type { Principal } from '../../src/engine/common/index.ts';
+import { createConnectionCap } from '../../src/engine/identity/index.ts';
 import { AppError } from '../../src/errors.ts';
 
 /**

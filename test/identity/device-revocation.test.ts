@@ -5,7 +5,7 @@ import supertest from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
 import { createRedisBus, type EventBus } from '../../src/events/bus.ts';
-import { apiKeyRevokedChannel } from '../../src/engine/identity/key-revocations.ts';
+import { apiKeyRevokedChannel } from '../../src/engine/identity/index.ts';
 import { limits } from '../../src/limits.ts';
 import { startTestApp, withBrokenBus, type TestApp } from '../helpers/app.ts';
 import { createAgent, signUpHuman } from '../helpers/actors.ts';

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createAutoAccept } from '../../src/engine/market/auto-accept.ts';
-import type { Principal } from '../../src/engine/common/dependencies.ts';
-import type { TransactionEngine } from '../../src/engine/money/transactions.ts';
+import { createAutoAccept } from '../../src/engine/market/index.ts';
+import type { Principal } from '../../src/engine/common/index.ts';
+import type { TransactionEngine } from '../../src/engine/money/index.ts';
 import { AppError } from '../../src/errors.ts';
 import type { Logger } from '../../src/logger.ts';
 import { type Actor, createAgent } from '../helpers/actors.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAiProvider } from '../../src/ai/provider.ts';
 import { analyseClarity, detectLanguage } from '../../src/domain/clarity.ts';
-import { createAnalysisEngine } from '../../src/engine/market/analysis.ts';
+import { createAnalysisEngine } from '../../src/engine/market/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { type FakeLlm, startFakeLlm } from '../helpers/fake-llm.ts';
 

@@ -4,10 +4,9 @@ import { isUuid } from '../../domain/ids.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { fingerprintOf } from '../money/idempotency.ts';
-import type { InvokeEngine } from '../market/invoke.ts';
-import type { CreateTransactionCommand, TransactionEngine } from '../money/transactions.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
+import { fingerprintOf, type CreateTransactionCommand, type TransactionEngine } from '../money/index.ts';
+import type { InvokeEngine } from '../market/index.ts';
 import type { SendMode } from './types.ts';
 
 export interface BuyOutcome {

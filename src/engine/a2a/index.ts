@@ -1,3 +1,9 @@
+/**
+ * The A2A room: agent-to-agent conversations over the market. A conversation (an A2A task) carries
+ * the messages, the matching picks and the one purchase it may make (buying.ts), in the words of
+ * every A2A generation (wording.ts). It buys through the money room's door and searches through the
+ * market's; rpc/ renders it for each protocol version. This file is the room's door and its engine.
+ */
 import type { Knex } from 'knex';
 import { actionOf, pickOf } from '../../domain/a2a.ts';
 import { isUuid } from '../../domain/ids.ts';
@@ -7,15 +13,10 @@ import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
 import { type A2AMessageRow, type A2ATaskRow, type TaskListRow, ensurePurchaseRow, findConversation, findTask, insertMessages, newestMessages, taskListQuery, taskRowsOfTransactions } from '../../store/a2a.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
-import { canSee, partyOf, visibleScope } from '../access/transactions.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from '../common/cursor.ts';
-import { transactionView } from '../money/views.ts';
-import type { DemandEngine } from '../market/demands.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { type Idempotency, fingerprintOf } from '../money/idempotency.ts';
-import type { InvokeEngine } from '../market/invoke.ts';
-import type { MatchingEngine } from '../market/matching.ts';
-import type { CreateTransactionCommand, TransactionEngine } from '../money/transactions.ts';
+import { canSee, partyOf, visibleScope } from '../access/index.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
+import { transactionView, type Idempotency, fingerprintOf, type CreateTransactionCommand, type TransactionEngine } from '../money/index.ts';
+import type { DemandEngine, InvokeEngine, MatchingEngine } from '../market/index.ts';
 import { type BuyOutcome, createBuying } from './buying.ts';
 import { type Selection, type StartInput, createConversations } from './conversations.ts';
 import type { A2ATask, ConversationPhase, IncomingMessage, ListedTask, SendMode, StoredMessage, TaskListQuery } from './types.ts';

@@ -1,4 +1,4 @@
-import type { CapabilityRow } from '../money/views.ts';
+import type { CapabilityRow } from '../../store/capabilities.ts';
 import { type Caller, type Rule } from './rules.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { DemandStatus } from '../../domain/demands.ts';
 import type { DemandRow } from '../../store/demands.ts';
-import type { CapabilityRow } from '../money/views.ts';
+import type { CapabilityRow } from '../../store/capabilities.ts';
 import { seeCapability } from './capabilities.ts';
 import type { Rule } from './rules.ts';
 

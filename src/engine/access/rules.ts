@@ -1,5 +1,5 @@
 import { type AppError, forbidden, notFound } from '../../errors.ts';
-import type { Principal } from '../common/dependencies.ts';
+import type { Principal } from '../common/index.ts';
 
 /**
  * Authorization as data, the way routes are declared: each resource has one module here listing

@@ -7,7 +7,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionEventView, TransactionView } from '../../schemas/transactions.ts';
 import type { A2AEngine, A2ATask } from '../a2a/index.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import { ensureRoom, lockCapScopes } from './subscription-caps.ts';
 import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
 

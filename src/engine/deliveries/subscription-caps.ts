@@ -2,9 +2,8 @@ import type { Knex } from 'knex';
 import { terminalStatuses } from '../../domain/escrow.ts';
 import type { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
-import type { Principal } from '../common/dependencies.ts';
+import { type Principal, capReached as refused, lockAccount } from '../common/index.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
-import { capReached as refused, lockAccount } from '../common/caps.ts';
 
 /**
  * How many live subscriptions one user, and all the users of one API key together, may keep

@@ -8,8 +8,8 @@ import { toPublishedTaskEvent } from '../../events/task-feed.ts';
 import { limits } from '../../limits.ts';
 import type { OutboxRow } from '../../store/outbox.ts';
 import type { TaskEventRow } from '../../store/task-events.ts';
-import { type DemandEventRow, toDemandEvent } from '../market/demand-matches.ts';
-import type { EngineDependencies } from '../common/dependencies.ts';
+import { type DemandEventRow, toDemandEvent } from '../market/index.ts';
+import type { EngineDependencies } from '../common/index.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
 import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.ts';
 

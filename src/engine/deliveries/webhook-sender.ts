@@ -2,7 +2,7 @@ import { type CallbackNetwork, type PostOutcome, postGuarded } from '../../callb
 import { webhookHeaders } from '../../callbacks/webhook-signing.ts';
 import { nextAttemptAt } from '../../domain/webhooks.ts';
 import { limits } from '../../limits.ts';
-import type { EngineDependencies } from '../common/dependencies.ts';
+import type { EngineDependencies } from '../common/index.ts';
 import { claimDue, type SendingHere } from './webhook-claim.ts';
 import type { DeliveryRow, SubscriptionRow } from './webhook-rows.ts';
 

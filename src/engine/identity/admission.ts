@@ -3,8 +3,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAb
 import { type RateLimitName, type RateLimitSetting, rateLimitNames } from '../../config.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { TtlCache } from '../common/ttl-cache.ts';
+import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 
 /**
  * Admission: whether a request, a stream or a connection may start at all (decisions section 6,

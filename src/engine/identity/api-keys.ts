@@ -6,7 +6,7 @@ import { notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { ApiKeyView } from '../../schemas/device-authorization.ts';
 import * as store from '../../store/identity.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import type { IdentityEngine } from './identity.ts';
 
 /**

@@ -9,7 +9,7 @@ import type { RequestView, StartInput } from '../../schemas/device-authorization
 import * as store from '../../store/device-authorizations.ts';
 import type { Admission } from './admission.ts';
 import { issueOwnedKey } from './api-keys.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 
 /**
  * Device authorization, after RFC 8628 (docs/decisions/identity-and-access.md "Device authorization"): a client that

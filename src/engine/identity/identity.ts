@@ -6,11 +6,10 @@ import type { CreateApiKeyInput, LoginInput, SignupInput } from '../../schemas/i
 import { ensureUserAccounts } from '../../store/accounts.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 import { uuidPattern } from '../../domain/ids.ts';
 import { limits } from '../../limits.ts';
 import { createKeyRevocations } from './key-revocations.ts';
-import { TtlCache } from '../common/ttl-cache.ts';
 
 /** Raw credential headers, as the transport found them. */
 export interface Credentials {

@@ -2,7 +2,7 @@ import { unauthenticated } from '../../errors.ts';
 import { periodic } from '../../periodic.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 
 /** Every instance hears on this channel which key was revoked, and forgets it at once. */
 export const apiKeyRevokedChannel = 'identity.api-key-revoked';

@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { type CallbackNetwork, getGuarded } from '../../callbacks/client.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
-import type { EngineDependencies } from '../common/dependencies.ts';
-import { TtlCache } from '../common/ttl-cache.ts';
+import { type EngineDependencies, TtlCache } from '../common/index.ts';
 
 /**
  * The OAuth clients of MCP sign-in (docs/mcp.md "Signing in"): registered dynamically (RFC 7591),

@@ -6,7 +6,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import { isMetadataDocumentId, type OAuthClient, type OAuthClients, redirectUriProblem } from './oauth-clients.ts';
 
 /**

@@ -3,7 +3,7 @@ import { kickedRunner, periodic } from '../../periodic.ts';
 import { claimAutoAcceptJobs, finishAutoAcceptJob } from '../../store/auto-accept-jobs.ts';
 import type { AutoAccept } from './auto-accept.ts';
 import type { DemandMatches } from './demand-matches.ts';
-import type { EngineDependencies } from '../common/dependencies.ts';
+import type { EngineDependencies } from '../common/index.ts';
 
 /**
  * The auto-accept work a capability's offer causes, off the request path (docs/decisions/matching.md

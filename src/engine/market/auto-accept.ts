@@ -5,9 +5,9 @@ import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { userAccountId } from '../../store/accounts.ts';
 import { type CapabilityMatchRow, type DemandRow, capabilityMatchColumns, demandCandidates, findDemand } from '../../store/demands.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import type { MatchingEngine } from './matching.ts';
-import type { TransactionEngine } from '../money/transactions.ts';
+import type { TransactionEngine } from '../money/index.ts';
 
 /**
  * auto_accept on a demand (docs/matching.md): when a capability of the demand's space scores at

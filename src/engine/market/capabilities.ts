@@ -4,20 +4,14 @@ import type { Knex } from 'knex';
 import { categoryCodes } from '../../domain/categories.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { errorBody } from '../../errors.ts';
-import type {
-  BatchCapabilityView, CapabilityListView, CapabilityView, CreateCapabilityInput, CreatedCapabilityView, DeletedCapabilityView,
-  ListCapabilitiesInput, RotatedSecretView, UpdateCapabilityInput,
-} from '../../schemas/capabilities.ts';
-import { batchItem, wordsOf } from '../../schemas/capabilities.ts';
+import { type BatchCapabilityView, type CapabilityListView, type CapabilityView, type CreateCapabilityInput, type CreatedCapabilityView, type DeletedCapabilityView, type ListCapabilitiesInput, type RotatedSecretView, type UpdateCapabilityInput, batchItem, wordsOf } from '../../schemas/capabilities.ts';
 import { validationError } from '../../schemas/validation.ts';
-import { capabilityListQuery, settledSalesOf } from '../../store/capabilities.ts';
-import { manageCapability, seeCapability } from '../access/capabilities.ts';
-import { authorize } from '../access/rules.ts';
+import { capabilityListQuery, settledSalesOf, type CapabilityRow } from '../../store/capabilities.ts';
+import { manageCapability, seeCapability, authorize } from '../access/index.ts';
 import { changedColumns, newCallbackSecret, newCapabilityRow, requireCallbackAfterUpdate } from './capability-rows.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from '../common/cursor.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import type { Idempotency, IdempotencyRequest, Outcome } from '../money/idempotency.ts';
-import { type CapabilityRow, capabilityView } from '../money/views.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
+import { capabilityView } from './capability-views.ts';
 
 export { newCallbackSecret };
 

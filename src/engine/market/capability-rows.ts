@@ -3,8 +3,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { type CreateCapabilityInput, type UpdateCapabilityInput, callbackRequirement, modelsNeedingCallback } from '../../schemas/capabilities.ts';
-import { ownerTypeOf } from '../access/capabilities.ts';
-import type { Principal } from '../common/dependencies.ts';
+import { ownerTypeOf } from '../access/index.ts';
+import type { Principal } from '../common/index.ts';
 
 /** Requests to capability rows: what create inserts and what an update changes. */
 

@@ -5,7 +5,7 @@ import { demandMatched } from '../../domain/webhooks.ts';
 import { limits } from '../../limits.ts';
 import type { DemandMatchedEvent } from '../../schemas/webhooks.ts';
 import { type CapabilityMatchRow, capabilityMatchColumns, demandCandidates } from '../../store/demands.ts';
-import type { EngineDependencies } from '../common/dependencies.ts';
+import type { EngineDependencies } from '../common/index.ts';
 import type { MatchingEngine } from './matching.ts';
 
 /** A demand_events row (migration 028). */

@@ -7,11 +7,9 @@ import { limits } from '../../limits.ts';
 import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import type { CreateDemandInput, DemandView, ListDemandsInput } from '../../schemas/demands.ts';
 import { type DemandRow, demandColumns, demandListQuery, findDemand } from '../../store/demands.ts';
-import { ownDemand, seeDemand } from '../access/demands.ts';
-import { authorize } from '../access/rules.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from '../common/cursor.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import type { Idempotency, IdempotencyRequest, Outcome } from '../money/idempotency.ts';
+import { ownDemand, seeDemand, authorize } from '../access/index.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import type { AutoAccept } from './auto-accept.ts';
 import type { AnalysisEngine, ClarityEvaluation } from './analysis.ts';
 

@@ -4,7 +4,7 @@ import { flatTextOf } from '../../domain/term-vectors.ts';
 import { limits } from '../../limits.ts';
 import { kickedRunner, periodic } from '../../periodic.ts';
 import { type EmbeddableRow, type EmbeddedKind, embeddableRows, rowsWithoutEmbedding, saveEmbeddings, storedEmbeddings } from '../../store/embeddings.ts';
-import type { EngineDependencies } from '../common/dependencies.ts';
+import type { EngineDependencies } from '../common/index.ts';
 
 /** Whether embeddings refined an answer's similarity, and if not, why not. */
 export type EmbeddingsUse = 'used' | 'not_configured' | 'failed';

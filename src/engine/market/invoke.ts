@@ -4,21 +4,15 @@ import { type CallbackOutcome, callCallback, privateAddressRefusal, privateAddre
 import { withSingleStatement } from '../../db/transaction.ts';
 import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
-import { assertBuyerCeiling } from '../money/ceilings.ts';
+import { assertBuyerCeiling, takeCapabilityUsage, type Idempotency, type IdempotencyRequest, type Outcome, balanceRefusal, checkDemandLink, newTransactionRow, overdueInvoke, type ActionExtra, type Transitions, transactionView } from '../money/index.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { EventHub } from '../../events/hub.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
-import { invokeCapability } from '../access/invoke.ts';
-import { authorize } from '../access/rules.ts';
-import { takeCapabilityUsage } from '../money/capability-limits.ts';
-import { outboundNetwork } from '../common/outbound.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import type { Idempotency, IdempotencyRequest, Outcome } from '../money/idempotency.ts';
-import { balanceRefusal, checkDemandLink, newTransactionRow, overdueInvoke } from '../money/transactions.ts';
-import type { ActionExtra, Transitions } from '../money/transitions.ts';
-import { type CapabilityRow, transactionView } from '../money/views.ts';
+import { invokeCapability, authorize } from '../access/index.ts';
+import { outboundNetwork, type EngineDependencies, type Principal } from '../common/index.ts';
+import type { CapabilityRow } from '../../store/capabilities.ts';
 
 /**
  * Invoke (decisions section 7, docs/decisions/money-and-escrow.md "Invoke"): buy and run a per-query capability in

@@ -10,9 +10,8 @@ import type { AlignmentItem, MatchCandidate } from '../../schemas/matching.ts';
 import {
   type CapabilityCandidateRow, type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabilityDescriptions, capabilityMatchColumns, demandCandidates, findDemand,
 } from '../../store/demands.ts';
-import { alignWith, discoverFor, seeDemand } from '../access/demands.ts';
-import { authorize } from '../access/rules.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { alignWith, discoverFor, seeDemand, authorize } from '../access/index.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import type { EmbeddingItem, EmbeddingsUse, RowEmbeddings } from './embeddings.ts';
 
 /**

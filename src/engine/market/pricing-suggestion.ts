@@ -7,7 +7,7 @@ import {
 import { limits } from '../../limits.ts';
 import type { PricingSuggestion, PricingSuggestionInput } from '../../schemas/pricing.ts';
 import { listedPrices, settledPrices } from '../../store/pricing.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 
 /**
  * GET /pricing/suggestion (issue 9 point 5): a price from the marketplace's own data in the

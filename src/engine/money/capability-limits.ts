@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { secondsUntilEnd, type UsageWindow, usageWindow } from '../../domain/usage-windows.ts';
 import { AppError } from '../../errors.ts';
 import { giveBackUsage, takeUsage } from '../../store/capability-usage.ts';
-import type { CapabilityRow } from './views.ts';
+import type { CapabilityRow } from '../../store/capabilities.ts';
 
 /**
  * A capability's own limits (decisions section 6): `rate_limit_per_min` and `daily_limit` bound

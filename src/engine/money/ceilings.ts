@@ -2,8 +2,8 @@ import type { Knex } from 'knex';
 import { prepared } from '../../db/prepared.ts';
 import { currencyOfSpace } from '../../domain/money.ts';
 import { type PricingModel, assertWithinCeiling, transactionPrice } from '../../domain/pricing.ts';
-import type { Principal } from '../common/dependencies.ts';
-import type { CapabilityRow } from './views.ts';
+import type { Principal } from '../common/index.ts';
+import type { CapabilityRow } from '../../store/capabilities.ts';
 
 /**
  * The buyer's ceiling (docs/decisions/money-and-escrow.md "Price ceilings"): a buyer is never charged more than it

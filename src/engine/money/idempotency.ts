@@ -5,7 +5,7 @@ import { type Prefetched, type StatementClaim, withSingleStatement, withTransact
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { completeClaim } from '../../store/claims.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 
 /**
  * Idempotency (decisions section 5). A key is claimed in its own short database transaction, so a

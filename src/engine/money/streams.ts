@@ -1,8 +1,8 @@
 import type { EventHub } from '../../events/hub.ts';
 import type { StreamListener, Subscription, SubscribeOptions } from '../../events/stream-types.ts';
-import type { Principal } from '../common/dependencies.ts';
+import type { Principal } from '../common/index.ts';
 import type { TransactionEngine } from './transactions.ts';
-import { canSeeEventOf } from '../access/transactions.ts';
+import { canSeeEventOf } from '../access/index.ts';
 
 /**
  * Who may watch what, by the rules of access/transactions.ts. A transaction stream is open only to

@@ -8,11 +8,10 @@ import { systemAccountId, userAccountId } from '../../store/accounts.ts';
 import type { Leg } from '../../store/ledger.ts';
 import { type NewEvent, type StateChange, commitChange, isClientTaskIdTaken } from '../../store/change.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { TtlCache } from '../common/ttl-cache.ts';
+import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 import { jsonBytesOf, transactionEventView } from './views.ts';
 import { limits } from '../../limits.ts';
-import { authorizeAction, partyOf } from '../access/transactions.ts';
+import { authorizeAction, partyOf } from '../access/index.ts';
 
 export type Mover = { principal: Principal } | { system: 'system' | 'admin' };
 

@@ -1,6 +1,4 @@
-import type { StoredTermVector } from '../../domain/term-vectors.ts';
 import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
-import type { CapabilityView } from '../../schemas/capabilities.ts';
 import { limits } from '../../limits.ts';
 import type { OmittedField, TransactionEventView, TransactionView } from '../../schemas/transactions.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
@@ -84,60 +82,4 @@ export function withOmittedFields(view: TransactionEventView, row: TransactionRo
   const { omitted_fields: omitted, ...complete } = view;
   for (const { field } of omitted ?? []) complete[field] = row[field];
   return complete;
-}
-
-export interface CapabilityRow {
-  id: string;
-  owner_user_id: string;
-  owner_type: 'agent' | 'human';
-  title: string;
-  description: string;
-  category: string;
-  capability_type: string;
-  pricing_model: string;
-  price: string;
-  auto_accept_min: string | null;
-  delivery_mode: string;
-  tags: string[];
-  daily_limit: number | null;
-  rate_limit_per_min: number | null;
-  callback_url: string | null;
-  callback_timeout_sec: number;
-  /** Signs invoke callbacks; never part of a view except the one answer that creates or rotates it. */
-  callback_secret: string | null;
-  deleted_at: Date | null;
-  available: boolean;
-  quality_score: string;
-  /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
-  term_vector: StoredTermVector | null;
-  /** The digest of the words, which a stored embedding must carry to be used. */
-  words_sha?: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export function capabilityView(row: CapabilityRow, totalSold: number): CapabilityView {
-  return {
-    id: row.id,
-    agent_id: row.owner_user_id,
-    owner_type: row.owner_type,
-    title: row.title,
-    description: row.description,
-    category: row.category,
-    tags: row.tags,
-    capability_type: row.capability_type,
-    delivery_mode: row.delivery_mode,
-    pricing_model: row.pricing_model,
-    price_ut: formatAmount(row.price),
-    currency: currencyOfSpace(row.owner_type),
-    auto_accept_min_ut: row.auto_accept_min === null ? null : formatAmount(row.auto_accept_min),
-    daily_limit: row.daily_limit,
-    rate_limit_per_min: row.rate_limit_per_min,
-    callback_timeout_sec: row.callback_timeout_sec,
-    quality_score: row.quality_score,
-    total_sold: totalSold,
-    available: row.available,
-    created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
-  };
 }

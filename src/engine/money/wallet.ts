@@ -3,10 +3,9 @@ import { notFound } from '../../errors.ts';
 import type { CreditInput, HistoryInput } from '../../schemas/wallet.ts';
 import { systemAccountId, userAccountId } from '../../store/accounts.ts';
 import { applyMovement } from '../../store/ledger.ts';
-import { historyAccountIds, ownAccountIds } from '../access/wallet.ts';
+import { historyAccountIds, ownAccountIds } from '../access/index.ts';
 import { findUserById } from '../../store/identity.ts';
-import { decodeCursor, encodeCursor, integerText } from '../common/cursor.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { decodeCursor, encodeCursor, integerText, type EngineDependencies, type Principal } from '../common/index.ts';
 import type { Idempotency, IdempotencyRequest } from './idempotency.ts';
 
 /** Balances, history, statistics, rates, and the operator's credit (the only way money enters). */

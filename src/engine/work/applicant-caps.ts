@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { limits } from '../../limits.ts';
-import type { Principal } from '../common/dependencies.ts';
-import { capReached, lockAccount } from '../common/caps.ts';
+import { type Principal, capReached, lockAccount } from '../common/index.ts';
 
 /**
  * The caps on one applicant's pending applications (issue 28 point 7, docs/tasks.md

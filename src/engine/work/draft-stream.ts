@@ -6,7 +6,7 @@ import { type DraftField, type DraftInput, draftSkill } from '../../domain/skill
 import { AppError, errorBody } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { skillDraft } from '../../schemas/skills.ts';
-import { jsonOfAnswer } from '../market/analysis.ts';
+import { jsonOfAnswer } from '../market/index.ts';
 
 /**
  * AI-assisted skill creation (docs/skills.md "AI-assisted creation"): a stream of events ending in

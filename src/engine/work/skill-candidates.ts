@@ -9,12 +9,10 @@ import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { type SkillCandidateView, type SkillDraft, type SkillView, skillDraft } from '../../schemas/skills.ts';
 import { validationError } from '../../schemas/validation.ts';
-import { ownCandidate } from '../access/skills.ts';
-import { authorize } from '../access/rules.ts';
-import { jsonOfAnswer } from '../market/analysis.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { newestFirstPage } from '../common/paging.ts';
-import type { Idempotency, IdempotencyRequest, Outcome } from '../money/idempotency.ts';
+import { ownCandidate, authorize } from '../access/index.ts';
+import { jsonOfAnswer } from '../market/index.ts';
+import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import { skillView } from './skill-rows.ts';
 import type { SkillEngine } from './skills.ts';
 

@@ -5,8 +5,7 @@ import { searchQueryOf } from '../../domain/text.ts';
 import { limits } from '../../limits.ts';
 import type { HallInput } from '../../schemas/skills.ts';
 import { afterKey, type HallFilter, hallOrders, hallQuery, hallTextCandidates, skillColumns, type SkillRow, skillsByIds } from '../../store/skills.ts';
-import { decodeCursor, encodeCursor, integerText, isoTimestamp, uuidText } from '../common/cursor.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { decodeCursor, encodeCursor, integerText, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
 import { pageOf } from './skills.ts';
 import { skillView } from './skill-rows.ts';
 

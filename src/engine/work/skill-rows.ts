@@ -3,10 +3,9 @@ import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import { averageRatingOf, qualityScoreOf, type SkillSource } from '../../domain/skills.ts';
 import { wordColumnsOf } from '../../domain/term-vectors.ts';
 import { AppError } from '../../errors.ts';
-import type { RatingView, SkillDraft, SkillView, UpdateSkillInput } from '../../schemas/skills.ts';
-import { skillShapeProblems } from '../../schemas/skills.ts';
+import { type RatingView, type SkillDraft, type SkillView, type UpdateSkillInput, skillShapeProblems } from '../../schemas/skills.ts';
 import type { SkillRow } from '../../store/skills.ts';
-import type { Principal } from '../common/dependencies.ts';
+import type { Principal } from '../common/index.ts';
 
 /** Rows of skills: what create inserts, what an update changes, and how a row is shown. */
 

@@ -6,13 +6,9 @@ import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { CreateSkillInput, SkillDraft, SkillView, UpdateSkillInput } from '../../schemas/skills.ts';
 import { findSkill, ownSkillsQuery, type SkillRow, skillColumns } from '../../store/skills.ts';
-import { manageSkill, seeSkill } from '../access/skills.ts';
-import { authorize } from '../access/rules.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText } from '../common/cursor.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { newestFirstPage } from '../common/paging.ts';
-import type { Idempotency, IdempotencyRequest, Outcome } from '../money/idempotency.ts';
-import { capReached, lockAccount } from '../common/caps.ts';
+import { manageSkill, seeSkill, authorize } from '../access/index.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal, newestFirstPage, capReached, lockAccount } from '../common/index.ts';
+import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import { changedSkillColumns, newSkillRow, type RatingRow, ratingView, skillView } from './skill-rows.ts';
 
 /** A rating as the tasks issue writes it: once per rater and task. */

@@ -7,12 +7,9 @@ import { userAccountId } from '../../store/accounts.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import type { Idempotency, IdempotencyRequest } from '../money/idempotency.ts';
-import { changeHold } from '../money/task-money.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
+import { type Idempotency, type IdempotencyRequest, changeHold, type Transitions, transactionView } from '../money/index.ts';
 import { statusAt, taskView } from './task-rows.ts';
-import type { Transitions } from '../money/transitions.ts';
-import { transactionView } from '../money/views.ts';
 import type { ApplicationRow } from './application-rows.ts';
 import type { TaskEvents } from './task-events.ts';
 

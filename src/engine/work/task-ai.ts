@@ -6,7 +6,7 @@ import { draftTask, type TaskDraftInput } from '../../domain/task-drafts.ts';
 import { limits } from '../../limits.ts';
 import type { Logger } from '../../logger.ts';
 import { taskDraft } from '../../schemas/tasks.ts';
-import { jsonOfAnswer } from '../market/analysis.ts';
+import { jsonOfAnswer } from '../market/index.ts';
 import { createDraftStream } from './draft-stream.ts';
 
 /**

@@ -11,7 +11,7 @@ import type { TaskRow } from '../../store/tasks.ts';
 import type { z } from 'zod';
 import type { taskEventSummary as taskEventSummarySchema } from '../../schemas/tasks.ts';
 import { type ApplicationRow, applicationView } from './application-rows.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 
 /**
  * The task stream (docs/tasks.md "Task events"): every move of a task and of its applications,

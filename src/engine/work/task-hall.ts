@@ -6,8 +6,7 @@ import { searchQueryOf } from '../../domain/text.ts';
 import { limits } from '../../limits.ts';
 import type { TaskHallInput } from '../../schemas/tasks.ts';
 import { afterTaskKey, type TaskHallFilter, taskColumns, taskHallOrders, taskHallQuery, type TaskRow, taskTextCandidates } from '../../store/tasks.ts';
-import { decodeCursor, encodeCursor, integerText, isoTimestamp, uuidText } from '../common/cursor.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { decodeCursor, encodeCursor, integerText, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
 import { pageOf } from './skills.ts';
 import { taskView } from './task-rows.ts';
 

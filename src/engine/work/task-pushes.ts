@@ -9,12 +9,9 @@ import { AppError, errorBody, forbidden, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { findSkill, hallTextCandidates, skillsByIds } from '../../store/skills.ts';
 import { findTask, lockTask, type TaskRow } from '../../store/tasks.ts';
-import { seeSkill } from '../access/skills.ts';
-import { manageTask } from '../access/tasks.ts';
+import { seeSkill, manageTask, authorize } from '../access/index.ts';
 import { statusAt } from './task-rows.ts';
-import { authorize } from '../access/rules.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
-import { newestFirstPage } from '../common/paging.ts';
+import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
 
 /**
  * Recommendations and pushes (docs/tasks.md "Recommendations and pushes"): the matcher ranks the

@@ -1,9 +1,8 @@
 import { withTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { lockTask } from '../../store/tasks.ts';
-import { manageTask } from '../access/tasks.ts';
-import { authorize } from '../access/rules.ts';
-import type { EngineDependencies, Principal } from '../common/dependencies.ts';
+import { manageTask, authorize } from '../access/index.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import type { SkillEngine } from './skills.ts';
 
 /**

@@ -4,10 +4,9 @@ import { wordColumnsOf } from '../../domain/term-vectors.ts';
 import type { TaskStatus } from '../../domain/tasks.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
-import type { CreateTaskInput, TaskView, UpdateTaskInput } from '../../schemas/tasks.ts';
-import { taskShapeProblems } from '../../schemas/tasks.ts';
+import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapeProblems } from '../../schemas/tasks.ts';
 import type { TaskRow } from '../../store/tasks.ts';
-import type { Principal } from '../common/dependencies.ts';
+import type { Principal } from '../common/index.ts';
 
 /** Rows of tasks: what create inserts, what an update changes, how a row is shown. */
 const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());

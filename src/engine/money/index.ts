@@ -1,0 +1,17 @@
+/**
+ * The money room: everything that moves or holds money. Transactions and their state machine
+ * (transitions, with the ledger entries and outbox row of each move in one database transaction),
+ * wallets, buyer ceilings, capability usage limits, task bounty holds, idempotency of every paid
+ * request, the sweeper that expires and auto-confirms, and the transaction streams. It stands on
+ * access and common; the market, work and A2A rooms spend through this door.
+ */
+export { takeCapabilityUsage } from './capability-limits.ts';
+export { assertBuyerCeiling } from './ceilings.ts';
+export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';
+export { createStreams } from './streams.ts';
+export { createSweeper } from './sweeper.ts';
+export { changeHold } from './task-money.ts';
+export { balanceRefusal, checkDemandLink, createTransactionEngine, newTransactionRow, overdueInvoke, type CreateTransactionCommand, type PartyAction, type TransactionEngine } from './transactions.ts';
+export { createTransitions, type ActionExtra, type Transitions } from './transitions.ts';
+export { transactionView } from './views.ts';
+export { createWalletEngine } from './wallet.ts';
