@@ -35,13 +35,24 @@ export function lifecycleChart(points: LoadPoint[]): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="${width / 2}" y="20" text-anchor="middle" font-size="14">Escrow lifecycle latency against offered load</text>`,
-    ticks(maxX, (value) => `<line x1="${x(value)}" y1="${margin.top}" x2="${x(value)}" y2="${height - margin.bottom}" stroke="#eee"/><text x="${x(value)}" y="${height - margin.bottom + 16}" text-anchor="middle">${value}</text>`),
-    ticks(maxY, (value) => `<line x1="${margin.left}" y1="${y(value)}" x2="${width - margin.right}" y2="${y(value)}" stroke="#eee"/><text x="${margin.left - 6}" y="${y(value) + 4}" text-anchor="end">${value}</text>`),
+    ticks(
+      maxX,
+      (value) =>
+        `<line x1="${x(value)}" y1="${margin.top}" x2="${x(value)}" y2="${height - margin.bottom}" stroke="#eee"/><text x="${x(value)}" y="${height - margin.bottom + 16}" text-anchor="middle">${value}</text>`,
+    ),
+    ticks(
+      maxY,
+      (value) =>
+        `<line x1="${margin.left}" y1="${y(value)}" x2="${width - margin.right}" y2="${y(value)}" stroke="#eee"/><text x="${margin.left - 6}" y="${y(value) + 4}" text-anchor="end">${value}</text>`,
+    ),
     `<text x="${width / 2}" y="${height - 10}" text-anchor="middle">lifecycles per second reached</text>`,
     `<text x="16" y="${height / 2}" text-anchor="middle" transform="rotate(-90 16 ${height / 2})">latency of one lifecycle (ms)</text>`,
     `<polyline points="${line((point) => point.p50)}" fill="none" stroke="#1f77b4" stroke-width="2"/>`,
     `<polyline points="${line((point) => point.p99)}" fill="none" stroke="#d62728" stroke-width="2"/>`,
-    ...sorted.map((point) => `<circle cx="${x(point.throughput)}" cy="${y(point.p99)}" r="3" fill="#d62728"/><text x="${x(point.throughput) + 5}" y="${y(point.p99) - 6}">${point.concurrency} clients</text>`),
+    ...sorted.map(
+      (point) =>
+        `<circle cx="${x(point.throughput)}" cy="${y(point.p99)}" r="3" fill="#d62728"/><text x="${x(point.throughput) + 5}" y="${y(point.p99) - 6}">${point.concurrency} clients</text>`,
+    ),
     ...sorted.map((point) => `<circle cx="${x(point.throughput)}" cy="${y(point.p50)}" r="3" fill="#1f77b4"/>`),
     `<text x="${width - margin.right - 4}" y="${margin.top + 12}" text-anchor="end" fill="#d62728">p99</text>`,
     `<text x="${width - margin.right - 4}" y="${margin.top + 28}" text-anchor="end" fill="#1f77b4">p50</text>`,

@@ -24,12 +24,32 @@ const only = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!
 const run = !argv.includes('--no-run');
 const concurrencies = [1, 2, 4, 8, 16];
 
-interface Step { name: string; args: string[] }
+interface Step {
+  name: string;
+  args: string[];
+}
 const steps: Step[] = [
   ...concurrencies.map((concurrency) => ({
     name: 'lifecycle',
-    args: ['bench/lifecycle/run.ts', '--concurrency', String(concurrency), '--lifecycles', String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
-      '--warmup', '50', '--profile', '0', '--cost-model', '0', '--cpu-profile', '0', '--pgbench-seconds', quick ? '3' : '10', '--out', `${resultsDirectory}/lifecycle-c${concurrency}.json`],
+    args: [
+      'bench/lifecycle/run.ts',
+      '--concurrency',
+      String(concurrency),
+      '--lifecycles',
+      String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
+      '--warmup',
+      '50',
+      '--profile',
+      '0',
+      '--cost-model',
+      '0',
+      '--cpu-profile',
+      '0',
+      '--pgbench-seconds',
+      quick ? '3' : '10',
+      '--out',
+      `${resultsDirectory}/lifecycle-c${concurrency}.json`,
+    ],
   })),
   { name: 'fanout', args: ['bench/fanout/run.ts', ...(quick ? ['--subscribers', '300', '--changes', '60'] : [])] },
   { name: 'login', args: ['bench/login/run.ts'] },
@@ -54,7 +74,9 @@ if (run) {
 }
 
 const results: BenchResult[] = existsSync(resultsDirectory)
-  ? readdirSync(resultsDirectory).filter((file) => file.endsWith('.json') && !file.startsWith('lifecycle-')).map((file) => JSON.parse(readFileSync(path.join(resultsDirectory, file), 'utf8')) as BenchResult)
+  ? readdirSync(resultsDirectory)
+      .filter((file) => file.endsWith('.json') && !file.startsWith('lifecycle-'))
+      .map((file) => JSON.parse(readFileSync(path.join(resultsDirectory, file), 'utf8')) as BenchResult)
   : [];
 const lifecycle = concurrencies
   .map((concurrency) => `${resultsDirectory}/lifecycle-c${concurrency}.json`)
@@ -82,24 +104,53 @@ function row(metric: Metric): string {
 function section(result: Pick<BenchResult, 'title' | 'command' | 'date' | 'metrics' | 'machine'>): string[] {
   // A result kept from an earlier run may come from another machine: then it says which.
   const where = result.machine && result.machine !== machine ? ` · on ${result.machine}` : '';
-  return [`## ${result.title}`, '', `Command: \`${result.command}\` · measured ${result.date.slice(0, 16).replace('T', ' ')} UTC${where}`, '',
-    '| metric | value | baseline, same run | ratio | aim |', '|---|---:|---|---:|---|', ...result.metrics.map(row), ''];
+  return [
+    `## ${result.title}`,
+    '',
+    `Command: \`${result.command}\` · measured ${result.date.slice(0, 16).replace('T', ' ')} UTC${where}`,
+    '',
+    '| metric | value | baseline, same run | ratio | aim |',
+    '|---|---:|---|---:|---|',
+    ...result.metrics.map(row),
+    '',
+  ];
 }
 
 function lifecycleSection(): string[] {
   if (lifecycle.length === 0) return [];
   const main = lifecycle.find((each) => each.run.concurrency === 8) ?? lifecycle.at(-1)!;
   const metrics: Metric[] = [
-    { metric: `state changes per second at ${main.run.concurrency} clients`, value: main.run.stateChangesPerS, unit: '/s', higherIsBetter: true, baseline: { name: 'pgbench of the same SQL', value: main.raw.tps }, aim: { text: `at least ${main.aims.ratio.min}x pgbench`, met: main.aims.ratio.met } },
-    { metric: `lifecycle p99 at ${main.run.concurrency} clients`, value: main.run.latencyMs.lifecycle!.p99, unit: 'ms', aim: { text: `under ${main.aims.lifecycleP99Ms.max} ms at ${main.aims.lifecycleP99Ms.atConcurrency} clients`, met: main.aims.lifecycleP99Ms.met } },
-    ...lifecycle.map((each): Metric => ({ metric: `lifecycles per second at ${each.run.concurrency} client${each.run.concurrency === 1 ? "" : "s"} (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`, value: each.run.lifecyclesPerS, unit: '/s', higherIsBetter: true })),
+    {
+      metric: `state changes per second at ${main.run.concurrency} clients`,
+      value: main.run.stateChangesPerS,
+      unit: '/s',
+      higherIsBetter: true,
+      baseline: { name: 'pgbench of the same SQL', value: main.raw.tps },
+      aim: { text: `at least ${main.aims.ratio.min}x pgbench`, met: main.aims.ratio.met },
+    },
+    {
+      metric: `lifecycle p99 at ${main.run.concurrency} clients`,
+      value: main.run.latencyMs.lifecycle!.p99,
+      unit: 'ms',
+      aim: { text: `under ${main.aims.lifecycleP99Ms.max} ms at ${main.aims.lifecycleP99Ms.atConcurrency} clients`, met: main.aims.lifecycleP99Ms.met },
+    },
+    ...lifecycle.map((each): Metric => ({
+      metric: `lifecycles per second at ${each.run.concurrency} client${each.run.concurrency === 1 ? '' : 's'} (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`,
+      value: each.run.lifecyclesPerS,
+      unit: '/s',
+      higherIsBetter: true,
+    })),
   ];
-  const command = 'npm run bench:lifecycle -- --concurrency C --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0 (C = 1, 2, 4, 8, 16; as npm run bench runs it)';
+  const command =
+    'npm run bench:lifecycle -- --concurrency C --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0 (C = 1, 2, 4, 8, 16; as npm run bench runs it)';
   const { meta } = main;
   const lifecycleMachine = `${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB, ${meta.kernel ?? `${os.type()} ${os.release()}`}, Node ${meta.node}, PostgreSQL ${meta.postgres.version ?? 'unknown'}`;
   const sameMachine = machine.startsWith(`${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB`);
-  return [...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: meta.date, metrics, machine: sameMachine ? machine : lifecycleMachine }),
-    '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)', ''];
+  return [
+    ...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: meta.date, metrics, machine: sameMachine ? machine : lifecycleMachine }),
+    '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)',
+    '',
+  ];
 }
 
 const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'create', 'webhooks', 'dispatch', 'login', 'openapi'];
@@ -115,5 +166,18 @@ const lines = [
   ...results.sort((left, right) => order.indexOf(left.benchmark) - order.indexOf(right.benchmark)).flatMap(section),
 ];
 writeFileSync('docs/benchmarks.md', `${lines.join('\n').trimEnd()}\n`);
-if (lifecycle.length > 0) writeFileSync('docs/benchmarks-lifecycle.svg', lifecycleChart(lifecycle.map((each) => ({ concurrency: each.run.concurrency, throughput: each.run.lifecyclesPerS, p50: each.run.latencyMs.lifecycle!.p50, p99: each.run.latencyMs.lifecycle!.p99 }))));
-process.stderr.write(`\nwrote docs/benchmarks.md (${results.length + (lifecycle.length > 0 ? 1 : 0)} benchmarks)${lifecycle.length > 0 ? ' and docs/benchmarks-lifecycle.svg' : ''}\n`);
+if (lifecycle.length > 0)
+  writeFileSync(
+    'docs/benchmarks-lifecycle.svg',
+    lifecycleChart(
+      lifecycle.map((each) => ({
+        concurrency: each.run.concurrency,
+        throughput: each.run.lifecyclesPerS,
+        p50: each.run.latencyMs.lifecycle!.p50,
+        p99: each.run.latencyMs.lifecycle!.p99,
+      })),
+    ),
+  );
+process.stderr.write(
+  `\nwrote docs/benchmarks.md (${results.length + (lifecycle.length > 0 ? 1 : 0)} benchmarks)${lifecycle.length > 0 ? ' and docs/benchmarks-lifecycle.svg' : ''}\n`,
+);

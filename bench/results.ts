@@ -38,7 +38,10 @@ const shell = (command: string, args: string[]) => spawnSync(command, args, { en
 /** This machine, as the report names it: CPUs, memory, kernel, Node, PostgreSQL and Redis versions. */
 export function machineDescription(): string {
   return [
-    `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`, `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`, `${os.type()} ${os.release()}`, `Node ${process.version}`,
+    `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}`,
+    `${(os.totalmem() / 2 ** 30).toFixed(0)} GiB`,
+    `${os.type()} ${os.release()}`,
+    `Node ${process.version}`,
     `PostgreSQL ${shell('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-tAc', 'show server_version']) || 'unknown'}`,
     `Redis ${/redis_version:(\S+)/.exec(shell('redis-cli', ['-h', '127.0.0.1', 'INFO', 'server']))?.[1] ?? 'unknown'}`,
   ].join(', ');
@@ -48,7 +51,10 @@ export const resultsDirectory = 'bench/results';
 
 export function saveResult(result: Omit<BenchResult, 'date'>): void {
   mkdirSync(resultsDirectory, { recursive: true });
-  writeFileSync(path.join(resultsDirectory, `${result.benchmark}.json`), JSON.stringify({ ...result, date: new Date().toISOString(), machine: machineDescription() }, null, 2));
+  writeFileSync(
+    path.join(resultsDirectory, `${result.benchmark}.json`),
+    JSON.stringify({ ...result, date: new Date().toISOString(), machine: machineDescription() }, null, 2),
+  );
 }
 
 /** The command that ran this script, as a user would type it. */

@@ -34,7 +34,10 @@ export function mcpAuthenticator(engine: Engine) {
     const keyHeaders = request.get('x-api-key') !== undefined || request.get('x-platform-user-id') !== undefined;
     if (authorization === undefined && !keyHeaders) {
       response.setHeader('WWW-Authenticate', `Bearer ${pointer}, scope="${oauthScope}"`);
-      throw new AppError('unauthenticated', 'credentials required: sign in (OAuth, as MCP clients do given this URL), or send X-Api-Key and X-Platform-User-Id');
+      throw new AppError(
+        'unauthenticated',
+        'credentials required: sign in (OAuth, as MCP clients do given this URL), or send X-Api-Key and X-Platform-User-Id',
+      );
     }
     const token = tokenPattern.exec(authorization?.trim() ?? '');
     if (token && !keyHeaders) {
@@ -47,9 +50,13 @@ export function mcpAuthenticator(engine: Engine) {
       return (await shared(request, 'user'))!;
     } catch (error) {
       if (keyHeaders && authorization === undefined && error instanceof AppError && error.errorName === 'unauthenticated') {
-        throw new AppError('credentials_rejected', `${error.detail ?? 'the API key headers are not valid'} (X-Api-Key / X-Platform-User-Id; to sign in instead, send no key headers)`);
+        throw new AppError(
+          'credentials_rejected',
+          `${error.detail ?? 'the API key headers are not valid'} (X-Api-Key / X-Platform-User-Id; to sign in instead, send no key headers)`,
+        );
       }
-      if (error instanceof AppError && error.errorName === 'unauthenticated') response.setHeader('WWW-Authenticate', `Bearer error="invalid_token", ${pointer}`);
+      if (error instanceof AppError && error.errorName === 'unauthenticated')
+        response.setHeader('WWW-Authenticate', `Bearer error="invalid_token", ${pointer}`);
       throw error;
     }
   };

@@ -32,9 +32,15 @@ export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools):
     route({
       // Authenticated in the handler (mcp/authentication.ts): the answers to missing or wrong
       // credentials are the MCP authorization specification's, not REST's.
-      method: 'post', path: mcpPath, tag: 'mcp', auth: 'none', documentedAuth: 'user', rawResponse: { contentType: 'application/json' },
+      method: 'post',
+      path: mcpPath,
+      tag: 'mcp',
+      auth: 'none',
+      documentedAuth: 'user',
+      rawResponse: { contentType: 'application/json' },
       // Limited in the handler, per message, by what each message does.
-      rateLimits: [], errors: [4010, 4011, 4012, 4290],
+      rateLimits: [],
+      errors: [4010, 4011, 4012, 4290],
       summary:
         'Model Context Protocol endpoint (Streamable HTTP, stateless; docs/mcp.md). An OAuth 2.1 protected resource: ' +
         'MCP clients sign in from the 401 challenge (/.well-known/oauth-protected-resource/mcp); automation may send ' +

@@ -34,7 +34,8 @@ export const updateSkillToolArguments = z
   .superRefine((value, context) => {
     if (!Object.keys(value).some((key) => key !== 'skill_id')) context.addIssue({ code: 'custom', path: [], message: 'name at least one field to change' });
     for (const [index, field] of (value.clear ?? []).entries()) {
-      if (value[field] !== undefined && value[field] !== null) context.addIssue({ code: 'custom', path: ['clear', index], message: `${field} is both given and cleared` });
+      if (value[field] !== undefined && value[field] !== null)
+        context.addIssue({ code: 'custom', path: ['clear', index], message: `${field} is both given and cleared` });
     }
   })
   .transform(({ clear, ...patch }) => ({ ...patch, ...Object.fromEntries((clear ?? []).map((field) => [field, null])) }) as typeof patch);

@@ -55,7 +55,8 @@ function errorPage(response: Response, reason: string, status = 400) {
 function chosenRedirect(client: OAuthClient, given: unknown): { uri: string } | { problem: string } {
   if (given !== undefined && typeof given !== 'string') return { problem: 'The request names its return address (redirect_uri) more than once.' };
   const uri = given ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0]! : undefined);
-  if (uri === undefined) return { problem: 'The request does not say where to send you back (redirect_uri), and the application registered several addresses.' };
+  if (uri === undefined)
+    return { problem: 'The request does not say where to send you back (redirect_uri), and the application registered several addresses.' };
   if (uri.length > limits.oauthClientUriLengthMax || !client.redirect_uris.some((registered) => redirectUriMatches(uri, registered))) {
     return { problem: 'The application asked to send you back to an address it did not register.' };
   }
@@ -85,14 +86,25 @@ async function authorize(engine: Engine, request: Request, response: Response) {
   const base = requestBaseUrl(engine.dependencies.config, request.get('host'));
   const parsed = authorizationParams.safeParse(params);
   if (!parsed.success) {
-    const description = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ').slice(0, 500);
+    const description = parsed.error.issues
+      .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+      .join('; ')
+      .slice(0, 500);
     return response.redirect(302, refusalTo(redirect.uri, issuerAt(base), 'invalid_request', description, params.state));
   }
   const { scope, state, code_challenge: codeChallenge, resource } = parsed.data;
   try {
-    const id = await engine.oauth.startRequest(client, {
-      redirectUri: redirect.uri, codeChallenge, state, scopes: scope === undefined ? [] : scope.split(' '), resource: resource ? new URL(resource) : undefined,
-    }, { base, address: clientAddress(request) });
+    const id = await engine.oauth.startRequest(
+      client,
+      {
+        redirectUri: redirect.uri,
+        codeChallenge,
+        state,
+        scopes: scope === undefined ? [] : scope.split(' '),
+        resource: resource ? new URL(resource) : undefined,
+      },
+      { base, address: clientAddress(request) },
+    );
     response.redirect(302, `${new URL('/oauth/consent', base).href}?request=${encodeURIComponent(id)}`);
   } catch (error) {
     if (!(error instanceof OAuthProblem)) throw error;
@@ -112,7 +124,8 @@ export function authorizationEndpoint(engine: Engine): Router {
   });
   // A form that cannot be read (too large, malformed) names no client to send the refusal to.
   router.use((error: { type?: string; status?: number }, _request: Request, response: Response, next: NextFunction) => {
-    if (error.type === 'entity.too.large') return errorPage(response, `The sign-in request is larger than ${limits.oauthAuthorizationFormBytesMax} bytes.`, 413);
+    if (error.type === 'entity.too.large')
+      return errorPage(response, `The sign-in request is larger than ${limits.oauthAuthorizationFormBytesMax} bytes.`, 413);
     if (typeof error.status === 'number' && error.status >= 400 && error.status < 500) return errorPage(response, 'The sign-in request could not be read.');
     next(error);
   });

@@ -3,7 +3,12 @@ import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/
 import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
 import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
 import {
-  InvalidClientMetadataError, InvalidGrantError, InvalidRequestError, InvalidScopeError, InvalidTargetError, TooManyRequestsError,
+  InvalidClientMetadataError,
+  InvalidGrantError,
+  InvalidRequestError,
+  InvalidScopeError,
+  InvalidTargetError,
+  TooManyRequestsError,
 } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
 import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -25,8 +30,13 @@ import { authorizationEndpoint } from './oauth-authorize.ts';
  * clients in browsers need.
  */
 export const oauthPaths = {
-  authorize: '/oauth/authorize', token: '/oauth/token', register: '/oauth/register', revoke: '/oauth/revoke', consent: '/oauth/consent',
-  protectedResource: '/.well-known/oauth-protected-resource', authorizationServer: '/.well-known/oauth-authorization-server',
+  authorize: '/oauth/authorize',
+  token: '/oauth/token',
+  register: '/oauth/register',
+  revoke: '/oauth/revoke',
+  consent: '/oauth/consent',
+  protectedResource: '/.well-known/oauth-protected-resource',
+  authorizationServer: '/.well-known/oauth-authorization-server',
 } as const;
 
 /** The engine's refusals in the protocol's words (RFC 6749 section 5.2, RFC 8707). */
@@ -39,22 +49,25 @@ function asOAuthError(error: unknown): unknown {
   return new InvalidRequestError(error.message);
 }
 
-const translated = <T>(work: () => Promise<T>) => work().catch((error: unknown) => {
-  throw asOAuthError(error);
-});
+const translated = <T>(work: () => Promise<T>) =>
+  work().catch((error: unknown) => {
+    throw asOAuthError(error);
+  });
 
 export function oauthProvider(oauth: OAuthEngine): OAuthServerProvider {
   return {
     clientsStore: {
       getClient: (clientId) => oauth.clients.find(clientId) as Promise<OAuthClientInformationFull | undefined>,
-      registerClient: (metadata) => oauth.clients.register(metadata).catch((error: unknown) => {
-        throw error instanceof AppError ? new InvalidClientMetadataError(error.message) : error;
-      }) as Promise<OAuthClientInformationFull>,
+      registerClient: (metadata) =>
+        oauth.clients.register(metadata).catch((error: unknown) => {
+          throw error instanceof AppError ? new InvalidClientMetadataError(error.message) : error;
+        }) as Promise<OAuthClientInformationFull>,
     },
     // The authorization endpoint is mcp/oauth-authorize.ts: the SDK's would redirect to any registered URI.
     authorize: () => Promise.reject(new Error('authorization requests are answered by mcp/oauth-authorize.ts')),
     challengeForAuthorizationCode: (client, code) => translated(() => oauth.challengeFor(client.client_id, code)),
-    exchangeAuthorizationCode: (client, code, _verifier, redirectUri, resource) => translated(() => oauth.exchangeCode(client as never, code, redirectUri, resource)),
+    exchangeAuthorizationCode: (client, code, _verifier, redirectUri, resource) =>
+      translated(() => oauth.exchangeCode(client as never, code, redirectUri, resource)),
     exchangeRefreshToken: (client, refreshToken, _scopes, resource) => translated(() => oauth.refresh(client as never, refreshToken, resource)),
     verifyAccessToken: () => Promise.reject(new Error('access tokens are checked by the /mcp route')),
     revokeToken: (client, request) => translated(() => oauth.revoke(client as never, request.token)),
@@ -66,15 +79,28 @@ export function oauthMetadata(base: string) {
   const at = (path: string) => new URL(path, base).href;
   return {
     resource: {
-      resource: resourceAt(base), authorization_servers: [issuerAt(base)], scopes_supported: [oauthScope], bearer_methods_supported: ['header'],
-      resource_name: 'Agent Marketplace MCP', resource_documentation: at('/docs'),
+      resource: resourceAt(base),
+      authorization_servers: [issuerAt(base)],
+      scopes_supported: [oauthScope],
+      bearer_methods_supported: ['header'],
+      resource_name: 'Agent Marketplace MCP',
+      resource_documentation: at('/docs'),
     },
     server: {
-      issuer: issuerAt(base), authorization_endpoint: at(oauthPaths.authorize), token_endpoint: at(oauthPaths.token),
-      registration_endpoint: at(oauthPaths.register), revocation_endpoint: at(oauthPaths.revoke),
-      response_types_supported: ['code'], response_modes_supported: ['query'], grant_types_supported: ['authorization_code', 'refresh_token'],
-      code_challenge_methods_supported: ['S256'], token_endpoint_auth_methods_supported: ['none'], revocation_endpoint_auth_methods_supported: ['none'],
-      scopes_supported: [oauthScope], client_id_metadata_document_supported: true, authorization_response_iss_parameter_supported: true,
+      issuer: issuerAt(base),
+      authorization_endpoint: at(oauthPaths.authorize),
+      token_endpoint: at(oauthPaths.token),
+      registration_endpoint: at(oauthPaths.register),
+      revocation_endpoint: at(oauthPaths.revoke),
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none'],
+      revocation_endpoint_auth_methods_supported: ['none'],
+      scopes_supported: [oauthScope],
+      client_id_metadata_document_supported: true,
+      authorization_response_iss_parameter_supported: true,
       service_documentation: at('/docs'),
     },
   };
@@ -90,12 +116,15 @@ export const resourceMetadataUrl = (base: string) => new URL(`${oauthPaths.prote
  */
 function underRequestLimits(engine: Engine, namesFor: (request: Request) => RateLimitName[] = () => ['requestsPerAddress']) {
   return (request: Request, response: Response, next: NextFunction) => {
-    engine.admission.consume(namesFor(request), { address: clientAddress(request), principal: null }).then(() => next(), (error: unknown) => {
-      if (!(error instanceof AppError)) return next(error);
-      const retryAfter = (error.data as { retry_after_seconds?: number } | undefined)?.retry_after_seconds;
-      if (retryAfter !== undefined) response.setHeader('Retry-After', String(retryAfter));
-      response.status(429).json(new TooManyRequestsError(error.message).toResponseObject());
-    });
+    engine.admission.consume(namesFor(request), { address: clientAddress(request), principal: null }).then(
+      () => next(),
+      (error: unknown) => {
+        if (!(error instanceof AppError)) return next(error);
+        const retryAfter = (error.data as { retry_after_seconds?: number } | undefined)?.retry_after_seconds;
+        if (retryAfter !== undefined) response.setHeader('Retry-After', String(retryAfter));
+        response.status(429).json(new TooManyRequestsError(error.message).toResponseObject());
+      },
+    );
   };
 }
 
@@ -125,14 +154,26 @@ export function oauthRouter(engine: Engine): Router {
   // These are the OAuth protocol's endpoints, described by the metadata documents they serve (RFC
   // 8414, RFC 9728), not by the OpenAPI document of the API: each is mounted as a plain function,
   // so that the API's route listing (test/api/public-surface.test.ts) sees only the route table.
-  const mount = (path: string, ...handlers: RequestHandler[]) => router.use(path, ...handlers.map((handler): RequestHandler => (request, response, next) => handler(request, response, next)));
-  for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource]) mount(path, (request, response, next) => metadataAt(baseOf(request)).resource(request, response, next));
+  const mount = (path: string, ...handlers: RequestHandler[]) =>
+    router.use(
+      path,
+      ...handlers.map(
+        (handler): RequestHandler =>
+          (request, response, next) =>
+            handler(request, response, next),
+      ),
+    );
+  for (const path of [`${oauthPaths.protectedResource}/mcp`, oauthPaths.protectedResource])
+    mount(path, (request, response, next) => metadataAt(baseOf(request)).resource(request, response, next));
   mount(oauthPaths.authorizationServer, (request, response, next) => metadataAt(baseOf(request)).server(request, response, next));
   const limited = underRequestLimits(engine);
   mount(oauthPaths.authorize, limited, authorizationEndpoint(engine));
   mount(oauthPaths.token, limited, tokenHandler({ provider, rateLimit: false }));
-  mount(oauthPaths.register, underRequestLimits(engine, (request) => (request.method === 'POST' ? ['requestsPerAddress', 'oauthRegistrationsPerAddress'] : ['requestsPerAddress'])),
-    clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientIdGeneration: false, clientSecretExpirySeconds: 0 }));
+  mount(
+    oauthPaths.register,
+    underRequestLimits(engine, (request) => (request.method === 'POST' ? ['requestsPerAddress', 'oauthRegistrationsPerAddress'] : ['requestsPerAddress'])),
+    clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientIdGeneration: false, clientSecretExpirySeconds: 0 }),
+  );
   mount(oauthPaths.revoke, limited, revocationHandler({ provider, rateLimit: false }));
   return router;
 }

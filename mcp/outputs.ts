@@ -12,7 +12,9 @@ import { walletOverview } from '../src/schemas/wallet.ts';
  * schemas (src/schemas/*), and, for a tool that changes something, that answer beside the
  * idempotency key the call used. mcp/schema.ts turns each into the tool's published outputSchema.
  */
-const idempotencyKeyUsed = z.string().meta({ description: 'The key this call used (yours, or the one generated for it): send it again to retry the same call' });
+const idempotencyKeyUsed = z
+  .string()
+  .meta({ description: 'The key this call used (yours, or the one generated for it): send it again to retry the same call' });
 
 /** `{[name]: what, idempotency_key}`: a state-changing tool's answer. */
 const keyedAnswer = <N extends string, T extends z.ZodType>(name: N, what: T) =>

@@ -59,10 +59,15 @@ export const mcpPrompts: McpPrompt[] = [
   {
     name: 'publish_task',
     title: 'Publish a task',
-    description: 'Write a task from a job description and publish it on the marketplace, with a bounty held from the wallet, so that skilled people or agents apply',
+    description:
+      'Write a task from a job description and publish it on the marketplace, with a bounty held from the wallet, so that skilled people or agents apply',
     arguments: [
       { name: 'job', description: 'The work to be done, with what counts as done (English or Chinese)', required: true },
-      { name: 'bounty', description: 'The bounty as a decimal amount in your currency (e.g. "50.00"); held from your wallet while the task is open', required: false },
+      {
+        name: 'bounty',
+        description: 'The bounty as a decimal amount in your currency (e.g. "50.00"); held from your wallet while the task is open',
+        required: false,
+      },
       { name: 'city', description: 'For work done in person: the city (the task is then offline); left out: online', required: false },
     ],
     text: (args) => {
@@ -73,7 +78,9 @@ export const mcpPrompts: McpPrompt[] = [
         '',
         args.job!.trim(),
         '',
-        bounty ? `Bounty: ${bounty} (in my currency); it is held from my wallet while the task is open.` : 'No bounty was given: publish without one (applicants propose a price).',
+        bounty
+          ? `Bounty: ${bounty} (in my currency); it is held from my wallet while the task is open.`
+          : 'No bounty was given: publish without one (applicants propose a price).',
         city ? `The work is done in person in ${city}: mode offline, city "${city}".` : 'The work is done online: mode online.',
         '',
         'Steps:',

@@ -44,7 +44,7 @@ export const mcpResources: McpResource[] = [
     uri: `${uriScheme}://categories`,
     name: 'categories',
     title: 'Categories',
-    description: "Every category (code, Chinese and English label, icon, description) with the number of capabilities on offer in it in your space",
+    description: 'Every category (code, Chinese and English label, icon, description) with the number of capabilities on offer in it in your space',
     mimeType: 'application/json',
     read: async (engine, principal) => {
       const counts = await engine.capabilities.categoryCounts(principal);

@@ -33,10 +33,13 @@ export function inputJsonSchema(schema: z.ZodType): Record<string, unknown> {
   const document = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12', override: withoutUnions }) as JsonSchema;
   const { $ref, $defs, ...rest } = document;
   const rootName = $ref?.startsWith('#/$defs/') ? $ref.slice('#/$defs/'.length) : undefined;
-  const inlined = rootName === undefined || !$defs?.[rootName] ? document : (() => {
-    const { [rootName]: root, ...others } = $defs;
-    return { ...rest, ...root, ...(Object.keys(others).length > 0 ? { $defs: others } : {}) };
-  })();
+  const inlined =
+    rootName === undefined || !$defs?.[rootName]
+      ? document
+      : (() => {
+          const { [rootName]: root, ...others } = $defs;
+          return { ...rest, ...root, ...(Object.keys(others).length > 0 ? { $defs: others } : {}) };
+        })();
   return freeFormObjectsAsTrue(inlined) as Record<string, unknown>;
 }
 
@@ -95,7 +98,10 @@ function withoutUnions({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodType; 
     Object.assign(target, { ...inner, ...target });
     return;
   }
-  if (definition.type === 'union' && branches.every((branch) => branch.type === 'string' && (typeof branch.const === 'string' || typeof branch.pattern === 'string'))) {
+  if (
+    definition.type === 'union' &&
+    branches.every((branch) => branch.type === 'string' && (typeof branch.const === 'string' || typeof branch.pattern === 'string'))
+  ) {
     const alternatives = branches.map((branch) =>
       typeof branch.const === 'string' ? branch.const.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : (branch.pattern as string).replace(/^\^/, '').replace(/\$$/, ''),
     );
@@ -116,7 +122,8 @@ function freeFormObjectsAsTrue(node: unknown): unknown {
   for (const [key, value] of Object.entries(node)) {
     const empty = value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0;
     if (key === 'additionalProperties' && empty) result[key] = true;
-    else if (key === 'propertyNames' && JSON.stringify(value) === '{"type":"string"}') continue; // every JSON property name is a string
+    else if (key === 'propertyNames' && JSON.stringify(value) === '{"type":"string"}')
+      continue; // every JSON property name is a string
     else result[key] = key === 'const' || key === 'enum' || key === 'examples' || key === 'default' ? value : freeFormObjectsAsTrue(value);
   }
   return result;

@@ -1,8 +1,19 @@
 import type { Request } from 'express';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema, type CallToolResult, ErrorCode, GetPromptRequestSchema, type GetPromptResult, type JSONRPCRequest, ListPromptsRequestSchema,
-  ListResourceTemplatesRequestSchema, ListResourcesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema, type ServerResult, type Tool,
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  GetPromptRequestSchema,
+  type GetPromptResult,
+  type JSONRPCRequest,
+  ListPromptsRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  ReadResourceRequestSchema,
+  type ServerResult,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { requestLogger } from '../rest/request-log.ts';
 import type { Principal } from '../src/engine/common/index.ts';
@@ -91,46 +102,67 @@ export function createMcpServer(engine: Engine, principal: Principal, tools: rea
   const log = () => requestLogger(request, engine.dependencies.log);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const methods = new Map<string, (request: JSONRPCRequest) => Promise<ServerResult>>([
-    ['tools/list', async (message) => {
-      paramsOf(ListToolsRequestSchema, message);
-      return { tools: listingOf(tools) };
-    }],
-    ['tools/call', async (message) => {
-      const { params } = paramsOf(CallToolRequestSchema, message);
-      const tool = byName.get(params.name);
-      // An unknown tool is a protocol error (the MCP spec's -32602), not a failed call of a tool.
-      if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `unknown tool: ${params.name}`);
-      return callTool(engine, principal, tool, params.arguments ?? {}, request);
-    }],
-    ['resources/list', async (message) => {
-      paramsOf(ListResourcesRequestSchema, message);
-      return { resources: mcpResources.map(({ uri, name, title, description, mimeType }) => ({ uri, name, title, description, mimeType })) };
-    }],
-    ['resources/templates/list', async (message) => {
-      paramsOf(ListResourceTemplatesRequestSchema, message);
-      return { resourceTemplates: [] };
-    }],
-    ['resources/read', async (message) => {
-      const { params } = paramsOf(ReadResourceRequestSchema, message);
-      const resource = mcpResources.find((candidate) => candidate.uri === params.uri);
-      if (!resource) throw new ProtocolError(resourceNotFound, `unknown resource: ${params.uri}`, { uri: params.uri });
-      try {
-        const content = await resource.read(engine, principal);
-        return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: JSON.stringify(content) }] };
-      } catch (error) {
-        // A thrown error's own message would be sent; a database error's text must not reach the client.
-        const body = errorBody(toAppError(error, (message, cause) => log().error(message, { error: cause, resource: resource.uri })));
-        throw new ProtocolError(ErrorCode.InternalError, body.message, body);
-      }
-    }],
-    ['prompts/list', async (message) => {
-      paramsOf(ListPromptsRequestSchema, message);
-      return { prompts: mcpPrompts.map(({ name, title, description, arguments: args }) => ({ name, title, description, arguments: args })) };
-    }],
-    ['prompts/get', async (message) => {
-      const { params } = paramsOf(GetPromptRequestSchema, message);
-      return promptOf(params.name, params.arguments ?? {});
-    }],
+    [
+      'tools/list',
+      async (message) => {
+        paramsOf(ListToolsRequestSchema, message);
+        return { tools: listingOf(tools) };
+      },
+    ],
+    [
+      'tools/call',
+      async (message) => {
+        const { params } = paramsOf(CallToolRequestSchema, message);
+        const tool = byName.get(params.name);
+        // An unknown tool is a protocol error (the MCP spec's -32602), not a failed call of a tool.
+        if (!tool) throw new ProtocolError(ErrorCode.InvalidParams, `unknown tool: ${params.name}`);
+        return callTool(engine, principal, tool, params.arguments ?? {}, request);
+      },
+    ],
+    [
+      'resources/list',
+      async (message) => {
+        paramsOf(ListResourcesRequestSchema, message);
+        return { resources: mcpResources.map(({ uri, name, title, description, mimeType }) => ({ uri, name, title, description, mimeType })) };
+      },
+    ],
+    [
+      'resources/templates/list',
+      async (message) => {
+        paramsOf(ListResourceTemplatesRequestSchema, message);
+        return { resourceTemplates: [] };
+      },
+    ],
+    [
+      'resources/read',
+      async (message) => {
+        const { params } = paramsOf(ReadResourceRequestSchema, message);
+        const resource = mcpResources.find((candidate) => candidate.uri === params.uri);
+        if (!resource) throw new ProtocolError(resourceNotFound, `unknown resource: ${params.uri}`, { uri: params.uri });
+        try {
+          const content = await resource.read(engine, principal);
+          return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: JSON.stringify(content) }] };
+        } catch (error) {
+          // A thrown error's own message would be sent; a database error's text must not reach the client.
+          const body = errorBody(toAppError(error, (message, cause) => log().error(message, { error: cause, resource: resource.uri })));
+          throw new ProtocolError(ErrorCode.InternalError, body.message, body);
+        }
+      },
+    ],
+    [
+      'prompts/list',
+      async (message) => {
+        paramsOf(ListPromptsRequestSchema, message);
+        return { prompts: mcpPrompts.map(({ name, title, description, arguments: args }) => ({ name, title, description, arguments: args })) };
+      },
+    ],
+    [
+      'prompts/get',
+      async (message) => {
+        const { params } = paramsOf(GetPromptRequestSchema, message);
+        return promptOf(params.name, params.arguments ?? {});
+      },
+    ],
   ]);
   server.fallbackRequestHandler = async (message) => {
     const handle = methods.get(message.method);
@@ -149,7 +181,8 @@ function promptOf(name: string, args: Record<string, string>): GetPromptResult {
   const missing = prompt.arguments.find((argument) => argument.required && !args[argument.name]?.trim());
   if (missing) throw new ProtocolError(ErrorCode.InvalidParams, `missing argument of prompt ${name}: ${missing.name}`);
   const tooLong = Object.entries(args).find(([, value]) => value.length > promptArgumentLengthMax);
-  if (tooLong) throw new ProtocolError(ErrorCode.InvalidParams, `argument ${tooLong[0]} of prompt ${name} is longer than ${promptArgumentLengthMax} characters`);
+  if (tooLong)
+    throw new ProtocolError(ErrorCode.InvalidParams, `argument ${tooLong[0]} of prompt ${name} is longer than ${promptArgumentLengthMax} characters`);
   return { description: prompt.description, messages: [{ role: 'user', content: { type: 'text', text: prompt.text(args) } }] };
 }
 

@@ -82,7 +82,7 @@ export const skillTools: McpTool[] = [
     description:
       'Change one of your skills: skill_id and the fields to change (the others stay as they are); status active or inactive takes it into or ' +
       'out of the hall; clear lists settings to remove (city, ut_price, min_duration, max_duration). An offline skill keeps its city. Only ' +
-      "the owner may (4030). Same as PUT /api/v1/skills/{skill_id}. Answers the skill as it is now.",
+      'the owner may (4030). Same as PUT /api/v1/skills/{skill_id}. Answers the skill as it is now.',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     input: updateSkillToolArguments,
     output: outputs.skill,

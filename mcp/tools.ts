@@ -124,8 +124,8 @@ export const mcpTools: McpTool[] = [
     title: 'Get a transaction',
     description:
       'Read a transaction you are the buyer or seller of, by tx_id: status (pending_freeze, frozen, accepted, delivered, settled, disputed, ' +
-      'refunded, ...), price_ut and currency, timestamps, the buyer\'s input and note, and result_payload once delivered. ' +
-      'Anyone else\'s transaction answers 4040. Same as GET /api/v1/transactions/{tx_id}.',
+      "refunded, ...), price_ut and currency, timestamps, the buyer's input and note, and result_payload once delivered. " +
+      "Anyone else's transaction answers 4040. Same as GET /api/v1/transactions/{tx_id}.",
     annotations: reads,
     input: getTransactionArguments,
     output: outputs.transaction,

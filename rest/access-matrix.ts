@@ -22,7 +22,22 @@ export type Outcome = 'allow' | 4010 | 4011 | 4012 | 4030 | 4040;
 export type Party = 'owner' | 'counterparty' | 'other_user' | 'other_space';
 export type CredentialKind = 'anonymous' | 'mixed_credentials' | 'revoked_key' | 'expired_token' | 'admin_token';
 /** The resource a route's path or body names; `self`: the caller's own (wallet, lists, new rows); `public`: none. */
-export type Resource = 'public' | 'self' | 'capability' | 'skill' | 'skill_candidate' | 'task' | 'application' | 'push' | 'demand' | 'transaction' | 'device_request' | 'oauth_request' | 'api_key' | 'webhook' | 'protocol';
+export type Resource =
+  | 'public'
+  | 'self'
+  | 'capability'
+  | 'skill'
+  | 'skill_candidate'
+  | 'task'
+  | 'application'
+  | 'push'
+  | 'demand'
+  | 'transaction'
+  | 'device_request'
+  | 'oauth_request'
+  | 'api_key'
+  | 'webhook'
+  | 'protocol';
 
 export interface RouteAccess {
   resource: Resource;
@@ -133,8 +148,14 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/tasks/applications/mine': ownSpace,
   'POST /api/v1/tasks/:task_id/applications': { resource: 'task', parties: { owner: 4030, counterparty: 'allow', other_user: 4030, other_space: 4040 } },
   'GET /api/v1/tasks/:task_id/applications': { resource: 'task', parties: { owner: 'allow', counterparty: 4030, other_user: 4030, other_space: 4040 } },
-  'DELETE /api/v1/tasks/:task_id/applications/:app_id': { resource: 'application', parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 } },
-  'POST /api/v1/tasks/:task_id/applications/:app_id/reject': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
+  'DELETE /api/v1/tasks/:task_id/applications/:app_id': {
+    resource: 'application',
+    parties: { owner: 4030, counterparty: 'allow', other_user: 4040, other_space: 4040 },
+  },
+  'POST /api/v1/tasks/:task_id/applications/:app_id/reject': {
+    resource: 'application',
+    parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 },
+  },
   'POST /api/v1/tasks/:task_id/rating': { resource: 'task', parties: ownerOnly },
   'GET /api/v1/tasks/:task_id/recommendations': { resource: 'task', parties: ownerOnly },
   'POST /api/v1/tasks/:task_id/push-skill': { resource: 'task', parties: ownerOnly },
@@ -145,7 +166,10 @@ export const routeAccess: Record<string, RouteAccess> = {
   // The publisher lists the pushes of its task and withdraws one; the skill's owner knows the push but may not withdraw it.
   'GET /api/v1/tasks/:task_id/pushes': { resource: 'task', parties: { owner: 'allow', counterparty: 4030, other_user: 4030, other_space: 4040 } },
   'DELETE /api/v1/tasks/:task_id/pushes/:push_id': { resource: 'push', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
-  'POST /api/v1/tasks/:task_id/applications/:app_id/accept': { resource: 'application', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } },
+  'POST /api/v1/tasks/:task_id/applications/:app_id/accept': {
+    resource: 'application',
+    parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 },
+  },
 
   'POST /api/v1/demands': ownSpace,
   'GET /api/v1/demands': ownSpace,
@@ -206,19 +230,35 @@ const buying: RouteAccess = { resource: 'self', parties: { owner: 'allow', other
 const unsupported: RouteAccess = { resource: 'public', parties: { owner: 'allow', other_user: 'allow', other_space: 'allow' } };
 const buyerCancels: RouteAccess = { resource: 'transaction', parties: { owner: 'allow', counterparty: 4030, other_user: 4040, other_space: 4040 } };
 export const rpcMethodAccess: Record<string, RouteAccess> = {
-  'tasks/send': buying, 'tasks/sendSubscribe': buying, 'message/send': buying, 'message/stream': buying, SendMessage: buying, SendStreamingMessage: buying,
-  'tasks/get': eitherParty, GetTask: eitherParty, 'tasks/resubscribe': eitherParty, SubscribeToTask: eitherParty,
-  'tasks/cancel': buyerCancels, CancelTask: buyerCancels,
+  'tasks/send': buying,
+  'tasks/sendSubscribe': buying,
+  'message/send': buying,
+  'message/stream': buying,
+  SendMessage: buying,
+  SendStreamingMessage: buying,
+  'tasks/get': eitherParty,
+  GetTask: eitherParty,
+  'tasks/resubscribe': eitherParty,
+  SubscribeToTask: eitherParty,
+  'tasks/cancel': buyerCancels,
+  CancelTask: buyerCancels,
   ListTasks: ownSpace,
   // Over HTTP these answer "unsupported" to every caller: nothing to refuse.
   'tasks/unsubscribe': unsupported,
   // A push config belongs to its maker, on a task the maker can see: either party of its transaction.
-  'tasks/pushNotification/set': eitherParty, 'tasks/pushNotification/get': eitherParty,
-  'tasks/pushNotificationConfig/set': eitherParty, 'tasks/pushNotificationConfig/get': eitherParty,
-  'tasks/pushNotificationConfig/list': eitherParty, 'tasks/pushNotificationConfig/delete': eitherParty,
-  CreateTaskPushNotificationConfig: eitherParty, GetTaskPushNotificationConfig: eitherParty,
-  ListTaskPushNotificationConfigs: eitherParty, ListTaskPushNotificationConfig: eitherParty, DeleteTaskPushNotificationConfig: eitherParty,
-  'agent/getAuthenticatedExtendedCard': unsupported, GetExtendedAgentCard: unsupported,
+  'tasks/pushNotification/set': eitherParty,
+  'tasks/pushNotification/get': eitherParty,
+  'tasks/pushNotificationConfig/set': eitherParty,
+  'tasks/pushNotificationConfig/get': eitherParty,
+  'tasks/pushNotificationConfig/list': eitherParty,
+  'tasks/pushNotificationConfig/delete': eitherParty,
+  CreateTaskPushNotificationConfig: eitherParty,
+  GetTaskPushNotificationConfig: eitherParty,
+  ListTaskPushNotificationConfigs: eitherParty,
+  ListTaskPushNotificationConfig: eitherParty,
+  DeleteTaskPushNotificationConfig: eitherParty,
+  'agent/getAuthenticatedExtendedCard': unsupported,
+  GetExtendedAgentCard: unsupported,
 };
 
 /** The MCP tools (POST /mcp needs user credentials; a refused call is a tool error with this code). */

@@ -23,11 +23,14 @@ export function createAuthenticator(engine: Engine, adminToken: string) {
       }
       return null;
     }
-    const principal = await engine.identity.authenticate({
-      apiKey: request.get('x-api-key'),
-      platformUserId: request.get('x-platform-user-id'),
-      authorization: request.get('authorization'),
-    }, clientAddress(request));
+    const principal = await engine.identity.authenticate(
+      {
+        apiKey: request.get('x-api-key'),
+        platformUserId: request.get('x-platform-user-id'),
+        authorization: request.get('authorization'),
+      },
+      clientAddress(request),
+    );
     if (requirement === 'agent' && principal.caller_type !== 'agent') throw forbidden('only agent callers (API key) may call this');
     if (requirement === 'human' && principal.caller_type !== 'human') throw forbidden('only human callers (bearer token) may call this');
     return principal;

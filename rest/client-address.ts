@@ -14,7 +14,12 @@ export function compileTrustProxy(setting: TrustProxySetting): (address: string,
   if (setting === true) return () => true;
   if (setting === false) return () => false;
   if (typeof setting === 'number') return (_address, hop) => hop < setting;
-  return proxyAddress.compile(setting.split(',').map((part) => part.trim()).filter(Boolean));
+  return proxyAddress.compile(
+    setting
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean),
+  );
 }
 
 export const peerAddress = (request: IncomingMessage, trust: (address: string, hop: number) => boolean) => proxyAddress(request, trust);

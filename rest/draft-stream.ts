@@ -17,7 +17,9 @@ export const draftEvents = (draft: z.ZodType, kind: string) =>
       z.object({ stage: z.enum(['started', 'drafting', 'checking', 'fallback']), message: z.string() }).meta({ description: 'event: progress' }),
       z.object({ field: z.string(), value: z.unknown() }).meta({ description: 'event: field (built-in drafter): one field of the draft' }),
       z.object({ text: z.string() }).meta({ description: "event: delta (language model): the model's tokens as they arrive" }),
-      z.object({ draft, generated_by: z.enum(['builtin', 'ai']) }).meta({ description: `event: draft, the last event: a complete draft that creating a ${kind} accepts (not stored)` }),
+      z
+        .object({ draft, generated_by: z.enum(['builtin', 'ai']) })
+        .meta({ description: `event: draft, the last event: a complete draft that creating a ${kind} accepts (not stored)` }),
       z.object({ code: z.number().int(), message: z.string(), detail: z.string() }).meta({ description: 'event: error, the last event: nothing was stored' }),
     ])
     .meta({ description: 'SSE events: `event` names the kind, `id` counts from 1, `data` is one of these objects' });
@@ -39,7 +41,13 @@ export async function serveDraft<B>(input: RouteInput<B, unknown, unknown>, engi
     }
   } catch (error) {
     engine.dependencies.log.error('ai-create failed', { error: error instanceof Error ? error.message : String(error) });
-    stream.sendFrame(frame(JSON.stringify({ code: 5000, message: 'internal_error', detail: 'the draft could not be finished; nothing was stored' }), String(sequence + 1), 'error'));
+    stream.sendFrame(
+      frame(
+        JSON.stringify({ code: 5000, message: 'internal_error', detail: 'the draft could not be finished; nothing was stored' }),
+        String(sequence + 1),
+        'error',
+      ),
+    );
   } finally {
     stream.close();
   }

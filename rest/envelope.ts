@@ -10,7 +10,10 @@ export function sendData(response: Response, status: number, data: unknown, mess
 
 /** A refusal for rate reasons or an unavailable backend tells how long to wait, in seconds, in the standard header too. */
 export function sendRetryAfter(response: Response, error: AppError) {
-  if ((error.errorName === 'rate_limited' || error.errorName === 'daily_limit_reached' || error.errorName === 'unavailable') && typeof error.data?.retry_after_seconds === 'number') {
+  if (
+    (error.errorName === 'rate_limited' || error.errorName === 'daily_limit_reached' || error.errorName === 'unavailable') &&
+    typeof error.data?.retry_after_seconds === 'number'
+  ) {
     response.setHeader('Retry-After', String(error.data.retry_after_seconds));
   }
 }

@@ -21,7 +21,9 @@ export function idempotencyRequestOf(request: Request): IdempotencyRequest | nul
   if (key === undefined) return null;
   const parsed = idempotencyKey.safeParse(key);
   if (!parsed.success) {
-    throw new AppError('validation_error', 'invalid idempotency key', { errors: [{ path: 'header.Idempotency-Key', message: parsed.error.issues[0]!.message }] });
+    throw new AppError('validation_error', 'invalid idempotency key', {
+      errors: [{ path: 'header.Idempotency-Key', message: parsed.error.issues[0]!.message }],
+    });
   }
   const { idempotency_key: _key, ...rest } = body;
   return { key, operation: operationOf(request), fingerprint: fingerprintOf(rest) };

@@ -13,9 +13,28 @@ type JsonSchema = Record<string, unknown>;
  * `{type, timestamp, data}`.
  */
 const signatureHeaders = [
-  { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'The delivery id: the same on every retry of one delivery; drop a repeat you have already processed' },
-  { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds of this attempt; refuse one more than five minutes from your clock' },
-  { name: 'webhook-signature', in: 'header', required: true, schema: { type: 'string' }, description: '`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the secret (after a rotation, two signatures separated by a space)' },
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description: 'The delivery id: the same on every retry of one delivery; drop a repeat you have already processed',
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description: 'Unix seconds of this attempt; refuse one more than five minutes from your clock',
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    schema: { type: 'string' },
+    description:
+      '`v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}` keyed with the secret (after a rotation, two signatures separated by a space)',
+  },
 ];
 
 const payloadOf = (type: string, data: z.ZodType) =>
@@ -24,13 +43,25 @@ const payloadOf = (type: string, data: z.ZodType) =>
 export function webhookEntries(convert: (schema: z.ZodType, io: 'input' | 'output') => JsonSchema) {
   const entries: Record<string, unknown> = {};
   for (const type of webhookEventTypes) {
-    const data = type === webhookPing ? z.object({ webhook_id: z.string() }) : type === demandMatched ? demandMatchedEvent : type.startsWith('transaction.') ? streamEvent : taskStreamEvent;
+    const data =
+      type === webhookPing
+        ? z.object({ webhook_id: z.string() })
+        : type === demandMatched
+          ? demandMatchedEvent
+          : type.startsWith('transaction.')
+            ? streamEvent
+            : taskStreamEvent;
     entries[type] = {
       post: {
-        summary: type === webhookPing ? 'Sent on POST /api/v1/webhooks/{id}/ping, to every subscription' : `A ${type} event, to subscriptions naming it, its family or *`,
+        summary:
+          type === webhookPing
+            ? 'Sent on POST /api/v1/webhooks/{id}/ping, to every subscription'
+            : `A ${type} event, to subscriptions naming it, its family or *`,
         parameters: signatureHeaders,
         requestBody: { required: true, content: { 'application/json': { schema: convert(payloadOf(type, data), 'output') } } },
-        responses: { '200': { description: 'Any 2xx acknowledges the delivery; anything else (or no answer within 10 s) is retried with backoff for 24 hours' } },
+        responses: {
+          '200': { description: 'Any 2xx acknowledges the delivery; anything else (or no answer within 10 s) is retried with backoff for 24 hours' },
+        },
       },
     };
   }

@@ -60,8 +60,11 @@ export function buildOpenApiDocument(routes: RouteSpec[], serverUrl: string) {
 
 /** Declared on every operation that honours a key (the route table's `idempotent`). */
 const idempotencyKeyParameter = {
-  name: 'Idempotency-Key', in: 'header', required: false,
-  description: 'Retry-safe key (1 to 64 printable ASCII characters; or `idempotency_key` in the body, which must then be the same). The same key and request within 24 hours answers the first outcome again without a second effect; the same key with another request is 4220; while the first is still running, 4091. Agent callers must send one on purchases and invoke.',
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Retry-safe key (1 to 64 printable ASCII characters; or `idempotency_key` in the body, which must then be the same). The same key and request within 24 hours answers the first outcome again without a second effect; the same key with another request is 4220; while the first is still running, 4091. Agent callers must send one on purchases and invoke.',
   schema: { type: 'string', minLength: 1, maxLength: limits.idempotencyKeyLengthMax, pattern: '^[\\x21-\\x7e]+$' },
 };
 
@@ -80,7 +83,16 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
   // Any request that carries a JSON body is parsed before it is routed, whether the operation
   // reads one or not: malformed JSON (4001) or too much of it (4130) can be the answer of any.
   // Any may find PostgreSQL or Redis unreachable: 5030 with Retry-After (src/dependency-failures.ts).
-  const failureCodes = new Set([...(spec.body || spec.query || spec.params ? [4000] : []), 4001, 4130, ...codesByAuth[spec.auth], ...(spec.errors ?? []), ...(rateLimitsOf(spec).length > 0 ? [4290] : []), 5000, 5030]);
+  const failureCodes = new Set([
+    ...(spec.body || spec.query || spec.params ? [4000] : []),
+    4001,
+    4130,
+    ...codesByAuth[spec.auth],
+    ...(spec.errors ?? []),
+    ...(rateLimitsOf(spec).length > 0 ? [4290] : []),
+    5000,
+    5030,
+  ]);
   for (const code of failureCodes) {
     const entry = Object.entries(errorTable).find(([, row]) => row.code === code);
     if (!entry) continue;
@@ -113,11 +125,16 @@ function operationIdOf(spec: RouteSpec): string {
 
 function securityFor(auth: RouteSpec['auth']) {
   switch (auth) {
-    case 'none': return [];
-    case 'admin': return [{ adminToken: [] }];
-    case 'agent': return [{ apiKey: [], platformUserId: [] }];
-    case 'human': return [{ bearer: [] }];
-    case 'user': return [{ apiKey: [], platformUserId: [] }, { bearer: [] }];
+    case 'none':
+      return [];
+    case 'admin':
+      return [{ adminToken: [] }];
+    case 'agent':
+      return [{ apiKey: [], platformUserId: [] }];
+    case 'human':
+      return [{ bearer: [] }];
+    case 'user':
+      return [{ apiKey: [], platformUserId: [] }, { bearer: [] }];
   }
 }
 

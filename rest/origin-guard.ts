@@ -24,7 +24,10 @@ const hostnameOf = (host: string) => {
 
 export function originGuard(config: Pick<Config, 'publicBaseUrl' | 'allowedOrigins' | 'allowedHosts'>) {
   const own = new URL(config.publicBaseUrl);
-  const origins = new Set([own.origin, ...config.allowedOrigins.map((origin) => (origin === '*' ? '*' : URL.canParse(origin) ? new URL(origin).origin : origin))]);
+  const origins = new Set([
+    own.origin,
+    ...config.allowedOrigins.map((origin) => (origin === '*' ? '*' : URL.canParse(origin) ? new URL(origin).origin : origin)),
+  ]);
   const hosts = new Set([own.hostname.toLowerCase(), ...config.allowedHosts]);
 
   /**
@@ -40,7 +43,11 @@ export function originGuard(config: Pick<Config, 'publicBaseUrl' | 'allowedOrigi
     const origin = headers.origin;
     if (origin === undefined || origins.has('*') || origins.has(origin)) return;
     const sameHost = URL.canParse(origin) && headers.host !== undefined && new URL(origin).host.toLowerCase() === headers.host.toLowerCase();
-    if (!sameHost) throw new AppError('forbidden', `requests from the origin ${origin.slice(0, 200)} are not allowed here (the operator's ALLOWED_ORIGINS lists the others)`);
+    if (!sameHost)
+      throw new AppError(
+        'forbidden',
+        `requests from the origin ${origin.slice(0, 200)} are not allowed here (the operator's ALLOWED_ORIGINS lists the others)`,
+      );
   };
 }
 

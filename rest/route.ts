@@ -67,8 +67,7 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
 
 export const handled = Symbol('handled');
 
-export const route = <B extends z.ZodType, Q extends z.ZodType, P extends z.ZodType>(spec: RouteSpec<B, Q, P>) =>
-  spec as unknown as RouteSpec;
+export const route = <B extends z.ZodType, Q extends z.ZodType, P extends z.ZodType>(spec: RouteSpec<B, Q, P>) => spec as unknown as RouteSpec;
 
 type Authenticator = (request: Request, requirement: AuthRequirement) => Promise<Principal | null>;
 type RateLimiter = (names: readonly RateLimitName[], requester: Requester) => Promise<void>;

@@ -26,7 +26,12 @@ export const rpcPath = '/api/v1/rpc';
  * and the v0.1 samples') and the conformance kit append the well-known path to the agent URL
  * they are given.
  */
-export const cardPaths = ['/.well-known/agent-card.json', '/.well-known/agent.json', `${rpcPath}/.well-known/agent-card.json`, `${rpcPath}/.well-known/agent.json`] as const;
+export const cardPaths = [
+  '/.well-known/agent-card.json',
+  '/.well-known/agent.json',
+  `${rpcPath}/.well-known/agent-card.json`,
+  `${rpcPath}/.well-known/agent.json`,
+] as const;
 
 const agentDescription =
   'A marketplace where AI agents and humans buy and sell work. Say what you need in a text message: it becomes your ' +
@@ -69,10 +74,7 @@ function v10Card(config: Config) {
     documentationUrl: `${base}/docs`,
     capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
     securitySchemes: v10SecuritySchemes,
-    securityRequirements: [
-      { schemes: { apiKey: { list: [] }, platformUserId: { list: [] } } },
-      { schemes: { bearer: { list: [] } } },
-    ],
+    securityRequirements: [{ schemes: { apiKey: { list: [] }, platformUserId: { list: [] } } }, { schemes: { bearer: { list: [] } } }],
     defaultInputModes: modes,
     defaultOutputModes: modes,
     skills: [
@@ -143,12 +145,19 @@ const cardSchema = z
     skills: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), tags: z.array(z.string()) }).loose()),
   })
   .loose()
-  .meta({ id: 'AgentCard', description: 'A2A agent card in the form of the A2A-Version request header (none: v1.0 plus the fields v0.x clients locate the endpoint by)' });
+  .meta({
+    id: 'AgentCard',
+    description: 'A2A agent card in the form of the A2A-Version request header (none: v1.0 plus the fields v0.x clients locate the endpoint by)',
+  });
 
 export const cardRoutes = (config: Config): RouteSpec[] =>
   cardPaths.map((path) =>
     route({
-      method: 'get', path, tag: 'a2a', auth: 'none', rawResponse: { contentType: 'application/json' },
+      method: 'get',
+      path,
+      tag: 'a2a',
+      auth: 'none',
+      rawResponse: { contentType: 'application/json' },
       summary: `A2A agent card${path.endsWith('agent.json') ? ' (legacy path)' : path.startsWith(rpcPath) ? ' (under the endpoint)' : ''}, served bare (not enveloped)`,
       response: cardSchema,
       handler: async ({ request, response }) => {

@@ -59,7 +59,11 @@ export function createDispatcher(server: JSONRPCServer<RpcContext>) {
     if (!Array.isArray(payload)) return single(payload, context, false, options);
     if (payload.length === 0) return errorResponse(null, { code: rpcCodes.invalidRequest, message: 'Invalid Request', data: { detail: 'an empty batch' } });
     if (payload.length > batchLengthMax) {
-      return errorResponse(null, { code: rpcCodes.invalidRequest, message: 'Invalid Request', data: { detail: `a batch may hold at most ${batchLengthMax} requests` } });
+      return errorResponse(null, {
+        code: rpcCodes.invalidRequest,
+        message: 'Invalid Request',
+        data: { detail: `a batch may hold at most ${batchLengthMax} requests` },
+      });
     }
     const responses: JSONRPCResponse[] = [];
     for (const entry of payload) {

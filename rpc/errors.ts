@@ -40,7 +40,9 @@ export class RpcError extends Error {
 
 export const unsupportedOperation = (detail: string) => new RpcError(rpcCodes.unsupportedOperation, 'Unsupported operation', { detail });
 export const pushNotificationsNotSupported = () =>
-  new RpcError(rpcCodes.pushNotificationNotSupported, 'Push notifications are not supported', { detail: 'subscribe with a streaming method or over the WebSocket instead' });
+  new RpcError(rpcCodes.pushNotificationNotSupported, 'Push notifications are not supported', {
+    detail: 'subscribe with a streaming method or over the WebSocket instead',
+  });
 export const contentTypeNotSupported = (path: string) =>
   new RpcError(rpcCodes.contentTypeNotSupported, 'Incompatible content types', { detail: `${path}: only text and data parts are accepted` });
 export const invalidRequest = (detail: string) => new RpcError(rpcCodes.invalidRequest, 'Invalid Request', { detail });
@@ -76,5 +78,4 @@ export function toRpcError(error: unknown, log: Logger): RpcErrorObject {
 
 export const errorResponse = (id: JSONRPCID, error: RpcErrorObject): JSONRPCErrorResponse => ({ jsonrpc: '2.0', id, error });
 
-export const parseErrorResponse = (detail: string) =>
-  errorResponse(null, fromAppError(new AppError('invalid_json', detail)));
+export const parseErrorResponse = (detail: string) => errorResponse(null, fromAppError(new AppError('invalid_json', detail)));

@@ -126,7 +126,11 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   const parsed = tryParse(text);
   let context: RpcContext;
   try {
-    context = { principal: await authenticateHeaders(engine, request.headers, clientAddress(request)), headerGeneration: generationOfHeader(request.get('a2a-version')), log };
+    context = {
+      principal: await authenticateHeaders(engine, request.headers, clientAddress(request)),
+      headerGeneration: generationOfHeader(request.get('a2a-version')),
+      log,
+    };
   } catch (error) {
     return refuseExchange(response, error, parsed.ok ? idOf(parsed.value) : null, log);
   }
@@ -147,7 +151,9 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   const answer = answerOf(response, errorsAsSse(parsed.value, context));
   const afterSequence = parseLastEventId(request.get('last-event-id'));
   if (afterSequence === null) {
-    const error = new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
+    const error = new AppError('validation_error', 'invalid Last-Event-ID', {
+      errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }],
+    });
     return answer(errorResponse(idOf(parsed.value), fromAppError(error)));
   }
   const result = await dispatcher.dispatch(parsed.value, context, { streamsInBatch: false });
@@ -175,7 +181,16 @@ function answerOf(response: Response, sse: boolean) {
 }
 
 /** Subscribes first, so that a failure is still one error answer (see 5 above); then switches to SSE. */
-async function streamOverSse(engine: Engine, context: RpcContext, id: JSONRPCID, start: StreamStart, afterSequence: string | undefined, request: Request, response: Response, answer: ReturnType<typeof answerOf>) {
+async function streamOverSse(
+  engine: Engine,
+  context: RpcContext,
+  id: JSONRPCID,
+  start: StreamStart,
+  afterSequence: string | undefined,
+  request: Request,
+  response: Response,
+  answer: ReturnType<typeof answerOf>,
+) {
   let sse: SseStream | null = null;
   let ended = false;
   const early: [string, string | undefined][] = [];

@@ -25,7 +25,11 @@ const rpcId = z.union([z.string(), z.number(), z.null()]);
 
 const rpcRequest = z
   .object({ jsonrpc: z.literal('2.0'), method: z.string(), params: z.record(z.string(), z.unknown()).optional(), id: rpcId.optional() })
-  .meta({ id: 'JsonRpcRequest', description: 'A2A methods: tasks/send, tasks/sendSubscribe, message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe, SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, ListTasks; push notification configs: tasks/pushNotification/set|get, tasks/pushNotificationConfig/set|get|list|delete, CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig, ListTaskPushNotificationConfigs, DeleteTaskPushNotificationConfig (docs/webhooks.md)' });
+  .meta({
+    id: 'JsonRpcRequest',
+    description:
+      'A2A methods: tasks/send, tasks/sendSubscribe, message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe, SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, ListTasks; push notification configs: tasks/pushNotification/set|get, tasks/pushNotificationConfig/set|get|list|delete, CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig, ListTaskPushNotificationConfigs, DeleteTaskPushNotificationConfig (docs/webhooks.md)',
+  });
 
 const rpcResponse = z
   .object({
@@ -43,9 +47,15 @@ export function rpcRoutes(engine: Engine): RouteSpec[] {
   const { log } = engine.dependencies;
   return [
     route({
-      method: 'post', path: rpcPath, tag: 'a2a', auth: 'none', documentedAuth: 'user', rawResponse: { contentType: 'application/json' },
+      method: 'post',
+      path: rpcPath,
+      tag: 'a2a',
+      auth: 'none',
+      documentedAuth: 'user',
+      rawResponse: { contentType: 'application/json' },
       // Limited in serveHttp, per call, and answered in JSON-RPC's own shape.
-      rateLimits: [], errors: [4290],
+      rateLimits: [],
+      errors: [4290],
       summary:
         'JSON-RPC 2.0 endpoint for A2A clients (single or batch; streaming methods answer as text/event-stream). ' +
         'Authenticates like REST: X-Api-Key + X-Platform-User-Id, or a bearer token',

@@ -40,7 +40,9 @@ function phasesOf(state: string | undefined): string[] | undefined {
 /** The engine's cursor refusal, said about the parameter the client actually sent. */
 function asPageTokenError(error: unknown): unknown {
   if (!(error instanceof AppError) || error.errorName !== 'validation_error') return error;
-  return new AppError('validation_error', 'request failed validation', { errors: [{ path: 'params.pageToken', message: 'not a page token this service issued' }] });
+  return new AppError('validation_error', 'request failed validation', {
+    errors: [{ path: 'params.pageToken', message: 'not a page token this service issued' }],
+  });
 }
 
 export async function listTasks(engine: Engine, params: unknown, context: RpcContext) {

@@ -13,7 +13,11 @@ import { StreamStart } from './task-stream.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
 export const streamingMethods: ReadonlySet<string> = new Set([
-  'tasks/sendSubscribe', 'tasks/resubscribe', 'message/stream', 'SendStreamingMessage', 'SubscribeToTask',
+  'tasks/sendSubscribe',
+  'tasks/resubscribe',
+  'message/stream',
+  'SendStreamingMessage',
+  'SubscribeToTask',
 ]);
 
 const extendedCardMethods = ['agent/getAuthenticatedExtendedCard', 'GetExtendedAgentCard'];
@@ -31,13 +35,23 @@ async function send(engine: Engine, params: unknown, context: RpcContext, genera
     const input = parse(schemas.sendV01, params);
     const mode = { wait: !streaming };
     await ensureInlineRoom(engine, context.principal, input.pushNotification);
-    const outcome = await sendMessage(engine, context.principal, { generation, message: input.message, clientTaskId: input.id, sessionId: input.sessionId, mode });
+    const outcome = await sendMessage(engine, context.principal, {
+      generation,
+      message: input.message,
+      clientTaskId: input.id,
+      sessionId: input.sessionId,
+      mode,
+    });
     await registerPush(engine, context, generation, outcome.name.taskId, input.pushNotification);
     return { ...outcome, historyLength: input.historyLength };
   }
   const input = generation === 'v0.3' ? parse(schemas.sendV03, params) : parse(schemas.sendV10, params);
   const configuration = (input.configuration ?? {}) as {
-    pushNotificationConfig?: PushConfigGiven | null; taskPushNotificationConfig?: PushConfigGiven | null; blocking?: boolean | null; returnImmediately?: boolean | null; historyLength?: number | null;
+    pushNotificationConfig?: PushConfigGiven | null;
+    taskPushNotificationConfig?: PushConfigGiven | null;
+    blocking?: boolean | null;
+    returnImmediately?: boolean | null;
+    historyLength?: number | null;
   };
   const blocking = generation === 'v0.3' ? configuration.blocking !== false : configuration.returnImmediately !== true;
   await ensureInlineRoom(engine, context.principal, configuration.taskPushNotificationConfig ?? configuration.pushNotificationConfig);
@@ -104,11 +118,18 @@ export function createMethods(engine: Engine): Record<string, Method> {
   const shared = taskMethods(engine);
   const v10 = taskMethods(engine, 'v1.0');
   const table: Record<string, Method> = {
-    'tasks/send': v01Send, 'tasks/sendSubscribe': v01Stream,
-    'message/send': v03Send, 'message/stream': v03Stream,
-    'tasks/get': shared.get, 'tasks/cancel': shared.cancel, 'tasks/resubscribe': shared.subscribe,
-    SendMessage: v10Send, SendStreamingMessage: v10Stream,
-    GetTask: v10.get, CancelTask: v10.cancel, SubscribeToTask: v10.subscribe,
+    'tasks/send': v01Send,
+    'tasks/sendSubscribe': v01Stream,
+    'message/send': v03Send,
+    'message/stream': v03Stream,
+    'tasks/get': shared.get,
+    'tasks/cancel': shared.cancel,
+    'tasks/resubscribe': shared.subscribe,
+    SendMessage: v10Send,
+    SendStreamingMessage: v10Stream,
+    GetTask: v10.get,
+    CancelTask: v10.cancel,
+    SubscribeToTask: v10.subscribe,
     ListTasks: (params, context) => listTasks(engine, params, context),
     'tasks/unsubscribe': async (params, context) => {
       const { subscription } = parse(schemas.unsubscribe, params);
@@ -117,7 +138,10 @@ export function createMethods(engine: Engine): Record<string, Method> {
     },
   };
   Object.assign(table, pushMethods(engine));
-  for (const name of extendedCardMethods) table[name] = async () => { throw unsupportedOperation('there is no authenticated extended agent card'); };
+  for (const name of extendedCardMethods)
+    table[name] = async () => {
+      throw unsupportedOperation('there is no authenticated extended agent card');
+    };
   return table;
 }
 
@@ -128,14 +152,16 @@ export function createRpcServer(engine: Engine) {
   server.mapErrorToJSONRPCErrorResponse = (id, error) => errorResponse(id, toRpcError(error, log));
   // An unexpected error is logged here, where the exchange's own logger is known, and goes on as
   // the generic 5000 that mapErrorToJSONRPCErrorResponse renders.
-  const logged = (method: Method): Method => async (params, context) => {
-    try {
-      return await method(params, context);
-    } catch (error) {
-      if (error instanceof AppError || error instanceof RpcError || error instanceof DecoratedError) throw error;
-      throw toAppError(error, (message, cause) => (context.log ?? log).error(`json-rpc: ${message}`, { error: cause }));
-    }
-  };
+  const logged =
+    (method: Method): Method =>
+    async (params, context) => {
+      try {
+        return await method(params, context);
+      } catch (error) {
+        if (error instanceof AppError || error instanceof RpcError || error instanceof DecoratedError) throw error;
+        throw toAppError(error, (message, cause) => (context.log ?? log).error(`json-rpc: ${message}`, { error: cause }));
+      }
+    };
   for (const [name, method] of Object.entries(createMethods(engine))) server.addMethod(name, logged(method));
   return server;
 }

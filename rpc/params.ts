@@ -59,7 +59,12 @@ export const sendV01 = z.object({
 export const sendV03 = z.object({
   message: identifiedMessage,
   configuration: z
-    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, pushNotificationConfig: pushConfigV0.nullish(), blocking: z.boolean().nullish() })
+    .object({
+      acceptedOutputModes: z.array(z.string()).nullish(),
+      historyLength,
+      pushNotificationConfig: pushConfigV0.nullish(),
+      blocking: z.boolean().nullish(),
+    })
     .nullish(),
   metadata,
 });
@@ -69,7 +74,13 @@ export const sendV10 = z.object({
   tenant: z.string().nullish(),
   message: identifiedMessage,
   configuration: z
-    .object({ acceptedOutputModes: z.array(z.string()).nullish(), historyLength, taskPushNotificationConfig: pushConfigV1Inline.nullish(), pushNotificationConfig: pushConfigV1Inline.nullish(), returnImmediately: z.boolean().nullish() })
+    .object({
+      acceptedOutputModes: z.array(z.string()).nullish(),
+      historyLength,
+      taskPushNotificationConfig: pushConfigV1Inline.nullish(),
+      pushNotificationConfig: pushConfigV1Inline.nullish(),
+      returnImmediately: z.boolean().nullish(),
+    })
     .nullish(),
   metadata,
 });
@@ -79,12 +90,27 @@ export const taskQuery = z.object({ id: taskId, tenant: z.string().nullish(), hi
 
 /** A2A v1.0 TaskState names, in the order of their proto enum numbers (proto-JSON may send either). */
 export const taskStates = [
-  'TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED',
-  'TASK_STATE_CANCELED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED',
+  'TASK_STATE_UNSPECIFIED',
+  'TASK_STATE_SUBMITTED',
+  'TASK_STATE_WORKING',
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_REJECTED',
+  'TASK_STATE_AUTH_REQUIRED',
 ] as const;
 
 const taskState = z.union(
-  [z.enum(taskStates), z.number().int().min(0).max(taskStates.length - 1).transform((number) => taskStates[number]!)],
+  [
+    z.enum(taskStates),
+    z
+      .number()
+      .int()
+      .min(0)
+      .max(taskStates.length - 1)
+      .transform((number) => taskStates[number]!),
+  ],
   { error: `must be a v1.0 TaskState (${taskStates.join(', ')}) or its number` },
 );
 

@@ -105,7 +105,13 @@ export async function sendMessage(engine: Engine, principal: Principal, request:
   const contextId = clientContextId === null ? undefined : contextIdOf(clientContextId);
   if (!part) {
     if (!note) throw invalid(partsPath, 'say what you need in a text part, or send a data part {capability_id, ...} to buy');
-    const task = await engine.a2a.start(principal, { text: note, message, contextId: contextId ?? randomUUID(), clientContextId, clientTaskId: request.clientTaskId ?? null });
+    const task = await engine.a2a.start(principal, {
+      text: note,
+      message,
+      contextId: contextId ?? randomUUID(),
+      clientContextId,
+      clientTaskId: request.clientTaskId ?? null,
+    });
     return named(task, request.clientTaskId);
   }
   if ('action' in part.value) throw invalid('params.message.taskId', 'an action is sent on an existing task: set message.taskId');
@@ -163,5 +169,8 @@ function messageOf(request: SendRequest, parts: NeutralPart[], followUp: boolean
 function intentOf(part: { value: Record<string, unknown>; path: string }): Intent {
   if ('action' in part.value) return { kind: 'action', ...parseAt(actionPart, part.value, part.path) };
   const { capability_id, booked_hours, input, max_price } = parseAt(purchasePart, part.value, part.path);
-  return { kind: 'buy', selection: { capability_id, ...(booked_hours ? { booked_hours } : {}), ...(input ? { input } : {}), ...(max_price === undefined ? {} : { max_price }) } };
+  return {
+    kind: 'buy',
+    selection: { capability_id, ...(booked_hours ? { booked_hours } : {}), ...(input ? { input } : {}), ...(max_price === undefined ? {} : { max_price }) },
+  };
 }

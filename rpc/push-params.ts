@@ -51,17 +51,29 @@ export const getV03 = z.object({ id: taskId, pushNotificationConfigId: configId.
 export const listV03 = z.object({ id: taskId, metadata });
 export const deleteV03 = z.object({ id: taskId, pushNotificationConfigId: configId, metadata });
 
-export const createV10 = protoJson(z.object({ tenant: z.string().nullish(), taskId, id: z.string().max(limits.a2aPushConfigIdLengthMax).nullish(), url, token, authentication: authenticationV1 }));
+export const createV10 = protoJson(
+  z.object({
+    tenant: z.string().nullish(),
+    taskId,
+    id: z.string().max(limits.a2aPushConfigIdLengthMax).nullish(),
+    url,
+    token,
+    authentication: authenticationV1,
+  }),
+);
 export const getV10 = protoJson(z.object({ tenant: z.string().nullish(), taskId, id: configId }));
-export const listV10 = protoJson(z.object({
-  tenant: z.string().nullish(), taskId,
-  pageSize: z.number().int().min(0).max(limits.pageSizeMax).nullish(),
-  pageToken: z.string().max(20).regex(/^\d*$/, 'must be a nextPageToken this server gave').nullish(),
-}));
+export const listV10 = protoJson(
+  z.object({
+    tenant: z.string().nullish(),
+    taskId,
+    pageSize: z.number().int().min(0).max(limits.pageSizeMax).nullish(),
+    pageToken: z.string().max(20).regex(/^\d*$/, 'must be a nextPageToken this server gave').nullish(),
+  }),
+);
 export const deleteV10 = getV10;
 
 /** The inline config of each generation's send, as stored: scheme and credentials as A2A's Authorization header wants them. */
 export function authOf(authentication: { scheme?: string | null; schemes?: string[] | null; credentials?: string | null } | null | undefined) {
   const chosen = authentication?.scheme ?? authentication?.schemes?.[0] ?? null;
-  return { scheme: chosen || null, credentials: chosen ? authentication?.credentials ?? null : null };
+  return { scheme: chosen || null, credentials: chosen ? (authentication?.credentials ?? null) : null };
 }

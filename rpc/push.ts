@@ -28,9 +28,16 @@ const tokenOf = (config: PushConfig) => (config.token ? { token: config.token } 
 /** A stored config in each generation's shape, named by the task id the caller used. Credentials are never echoed. */
 export const configShapes = {
   'v0.1': (taskName: string, config: PushConfig) => ({ id: taskName, pushNotificationConfig: { url: config.url, ...tokenOf(config), ...v0Auth(config) } }),
-  'v0.3': (taskName: string, config: PushConfig) => ({ taskId: taskName, pushNotificationConfig: { id: config.configId, url: config.url, ...tokenOf(config), ...v0Auth(config) } }),
+  'v0.3': (taskName: string, config: PushConfig) => ({
+    taskId: taskName,
+    pushNotificationConfig: { id: config.configId, url: config.url, ...tokenOf(config), ...v0Auth(config) },
+  }),
   'v1.0': (taskName: string, config: PushConfig) => ({
-    id: config.configId, taskId: taskName, url: config.url, ...tokenOf(config), ...(config.scheme ? { authentication: { scheme: config.scheme } } : {}),
+    id: config.configId,
+    taskId: taskName,
+    url: config.url,
+    ...tokenOf(config),
+    ...(config.scheme ? { authentication: { scheme: config.scheme } } : {}),
   }),
 };
 
@@ -43,7 +50,12 @@ export interface PushConfigGiven {
 }
 
 const stored = (generation: PushGeneration, taskName: string, configId: string, config: PushConfigGiven): PushConfigInput => ({
-  taskName, generation, configId, url: config.url, token: config.token || null, ...schemas.authOf(config.authentication),
+  taskName,
+  generation,
+  configId,
+  url: config.url,
+  token: config.token || null,
+  ...schemas.authOf(config.authentication),
 });
 
 /**

@@ -70,7 +70,7 @@ export const closesStream = (status: TransactionStatus) => !['submitted', 'worki
  */
 const progressRank = (() => {
   const rank = new Map<TransactionStatus, number>([['pending_freeze', 0]]);
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const step of transitionTable) {
       const from = rank.get(step.from);
@@ -119,12 +119,22 @@ function marketplaceMetadata(view: TransactionView, name: TaskName) {
 
 // Hybrid parts carry v0.3's `kind` and v0.1's `type`, so that clients of either parse them.
 export const textPart = (text: string, generation: Generation) =>
-  generation === 'v1.0' ? { text } : generation === 'v0.1' ? { type: 'text', text } : generation === 'hybrid' ? { kind: 'text', type: 'text', text } : { kind: 'text', text };
+  generation === 'v1.0'
+    ? { text }
+    : generation === 'v0.1'
+      ? { type: 'text', text }
+      : generation === 'hybrid'
+        ? { kind: 'text', type: 'text', text }
+        : { kind: 'text', text };
 
 export const dataPart = (data: Record<string, unknown>, generation: Generation) =>
   generation === 'v1.0'
     ? { data, mediaType: 'application/json' }
-    : generation === 'v0.1' ? { type: 'data', data } : generation === 'hybrid' ? { kind: 'data', type: 'data', data } : { kind: 'data', data };
+    : generation === 'v0.1'
+      ? { type: 'data', data }
+      : generation === 'hybrid'
+        ? { kind: 'data', type: 'data', data }
+        : { kind: 'data', data };
 
 /** A message in the generation's shapes (v0.1 messages carry no ids). */
 export function messageOf(message: { messageId: string; role: 'user' | 'agent'; parts: unknown[] }, generation: Generation, name: TaskName, contextId: string) {
@@ -139,7 +149,8 @@ export function stateMessage(transactionId: string, status: TransactionStatus, g
   return messageOf({ messageId: `${transactionId}:${status}`, role: 'agent', parts: [textPart(statusText[status], generation)] }, generation, name, contextId);
 }
 
-const statusMessage = (view: TransactionView, generation: Generation, name: TaskName) => stateMessage(view.id, view.status, generation, name, contextOf(view, name));
+const statusMessage = (view: TransactionView, generation: Generation, name: TaskName) =>
+  stateMessage(view.id, view.status, generation, name, contextOf(view, name));
 
 function status(view: TransactionView, generation: Generation, name: TaskName) {
   return { state: a2aState(view.status, generation), message: statusMessage(view, generation, name), timestamp: view.updated_at };

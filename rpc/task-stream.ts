@@ -158,20 +158,27 @@ export async function openTaskStream(engine: Engine, principal: Principal, start
     inOrder(() => (view.omitted_fields ? complete(view).then((full) => handle(full, sequence)) : handle(view, sequence)));
     return true;
   };
-  subscription = await engine.streams.subscribeTransaction(principal, transactionId, { afterSequence }, {
-    onEvent,
-    // The history before the current state was deleted by the retention job: without it the
-    // task would never be sent, so the task as the method read it is sent instead (no id).
-    // A resumed stream (Last-Event-ID) has sent the current task first already.
-    onTooOld: () => inOrder(() => {
-      if (!current && !finished) sendTask(startView, undefined);
-    }),
-    onEnd: (reason) => inOrder(() => {
-      // Cut short before the first event: the client still gets the task as the method saw it.
-      if (!current && !finished) sendTask(startView, undefined);
-      finish(reason);
-    }),
-  });
+  subscription = await engine.streams.subscribeTransaction(
+    principal,
+    transactionId,
+    { afterSequence },
+    {
+      onEvent,
+      // The history before the current state was deleted by the retention job: without it the
+      // task would never be sent, so the task as the method read it is sent instead (no id).
+      // A resumed stream (Last-Event-ID) has sent the current task first already.
+      onTooOld: () =>
+        inOrder(() => {
+          if (!current && !finished) sendTask(startView, undefined);
+        }),
+      onEnd: (reason) =>
+        inOrder(() => {
+          // Cut short before the first event: the client still gets the task as the method saw it.
+          if (!current && !finished) sendTask(startView, undefined);
+          finish(reason);
+        }),
+    },
+  );
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- finished is set by a callback that may have run during the subscribe
   if (finished) subscription.close();
   return { close: () => finish() };

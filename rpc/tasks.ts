@@ -43,15 +43,26 @@ export interface History {
  * answer stays bounded however large the messages were.
  */
 export function historyOf(
-  task: A2ATask, view: TransactionView | null, generation: Generation, name: TaskName, historyLength?: number | null, bytesMax: number = limits.a2aHistoryAnswerBytesMax,
+  task: A2ATask,
+  view: TransactionView | null,
+  generation: Generation,
+  name: TaskName,
+  historyLength?: number | null,
+  bytesMax: number = limits.a2aHistoryAnswerBytesMax,
 ): History {
   const wanted = Math.min(historyLength ?? limits.a2aHistoryLengthMax, limits.a2aHistoryLengthMax);
   if (wanted === 0) return { messages: [], cut: 0 };
   const contextId = name.contextId ?? task.contextId;
   const entries = [
-    ...task.messages.map((message, index) => ({ at: Date.parse(message.at), order: index, render: () => messageOf({ ...message, parts: partsOf(message.parts, generation) }, generation, name, contextId) })),
+    ...task.messages.map((message, index) => ({
+      at: Date.parse(message.at),
+      order: index,
+      render: () => messageOf({ ...message, parts: partsOf(message.parts, generation) }, generation, name, contextId),
+    })),
     ...(view ? milestonesOf(view) : []).map((milestone, index) => ({
-      at: Date.parse(milestone.at), order: task.messages.length + index, render: () => stateMessage(view!.id, milestone.status, generation, name, contextId),
+      at: Date.parse(milestone.at),
+      order: task.messages.length + index,
+      render: () => stateMessage(view!.id, milestone.status, generation, name, contextId),
     })),
   ];
   entries.sort((left, right) => left.at - right.at || left.order - right.order);
@@ -77,10 +88,21 @@ function conversationTaskOf(task: A2ATask, generation: Generation, name: TaskNam
     ? messageOf({ ...conversation.statusMessage, parts: partsOf(conversation.statusMessage.parts, generation) }, generation, name, contextId)
     : undefined;
   const marketplace = {
-    conversation_id: conversation.id, demand_id: conversation.demand_id, transaction_id: null, status: phase,
-    context_id: task.contextId, ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}), ...(history.cut > 0 ? { history_cut: history.cut } : {}),
+    conversation_id: conversation.id,
+    demand_id: conversation.demand_id,
+    transaction_id: null,
+    status: phase,
+    context_id: task.contextId,
+    ...(name.clientTaskId ? { client_task_id: name.clientTaskId } : {}),
+    ...(history.cut > 0 ? { history_cut: history.cut } : {}),
   };
-  const base = { id: name.taskId, status: { state, ...(message ? { message } : {}), timestamp: conversation.updated_at }, artifacts: [], history: history.messages, metadata: { marketplace } };
+  const base = {
+    id: name.taskId,
+    status: { state, ...(message ? { message } : {}), timestamp: conversation.updated_at },
+    artifacts: [],
+    history: history.messages,
+    metadata: { marketplace },
+  };
   if (generation === 'v0.1') return { ...base, sessionId: contextId };
   if (generation === 'v1.0') return { ...base, contextId };
   if (generation === 'hybrid') return { kind: 'task', ...base, contextId, sessionId: contextId };
@@ -95,14 +117,26 @@ export interface RenderOptions {
 }
 
 /** The task as of `view` (a stream may hold a newer state of its transaction than the task read). */
-export function renderTask(task: A2ATask, generation: Generation, name: TaskName, options: RenderOptions = {}, view: TransactionView | null = task.transaction) {
+export function renderTask(
+  task: A2ATask,
+  generation: Generation,
+  name: TaskName,
+  options: RenderOptions = {},
+  view: TransactionView | null = task.transaction,
+) {
   const history = historyOf(task, view, generation, name, options.historyLength, options.historyBytesMax);
   if (view) return taskOf(view, generation, name, { artifacts: options.artifacts, history: history.messages, historyCut: history.cut });
   return conversationTaskOf(task, generation, name, history);
 }
 
 /** The first event of a stream: the task, wrapped as v1.0 wraps stream results. */
-export function renderTaskEvent(task: A2ATask, generation: Generation, name: TaskName, options: RenderOptions = {}, view: TransactionView | null = task.transaction) {
+export function renderTaskEvent(
+  task: A2ATask,
+  generation: Generation,
+  name: TaskName,
+  options: RenderOptions = {},
+  view: TransactionView | null = task.transaction,
+) {
   const rendered = renderTask(task, generation, name, options, view);
   return generation === 'v1.0' ? { task: rendered } : rendered;
 }

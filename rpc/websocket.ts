@@ -60,7 +60,9 @@ const reasons: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized
 function refuseUpgrade(socket: Duplex, status: number, body: unknown, retryAfterSeconds?: unknown) {
   const text = JSON.stringify(body);
   const retryAfter = typeof retryAfterSeconds === 'number' ? `Retry-After: ${retryAfterSeconds}\r\n` : '';
-  socket.end(`HTTP/1.1 ${status} ${reasons[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n${retryAfter}Connection: close\r\n\r\n${text}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reasons[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n${retryAfter}Connection: close\r\n\r\n${text}`,
+  );
 }
 
 function send(connection: Connection, message: unknown): boolean {
@@ -102,7 +104,8 @@ class RpcSockets {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     if (path !== wsPath) {
       // Another upgrade handler may own that path; without one, the socket must not hang.
-      if (this.server.listenerCount('upgrade') === 1) refuseUpgrade(socket, 404, errorResponse(null, toRpcError(new AppError('not_found', 'no such route'), this.log)));
+      if (this.server.listenerCount('upgrade') === 1)
+        refuseUpgrade(socket, 404, errorResponse(null, toRpcError(new AppError('not_found', 'no such route'), this.log)));
       return;
     }
     const address = peerAddress(request, this.trustProxy);
@@ -120,7 +123,12 @@ class RpcSockets {
       })
       .catch((error: unknown) => {
         const status = error instanceof AppError ? error.httpStatus : 500;
-        refuseUpgrade(socket, status, errorResponse(null, toRpcError(error, this.log)), error instanceof AppError ? error.data?.retry_after_seconds : undefined);
+        refuseUpgrade(
+          socket,
+          status,
+          errorResponse(null, toRpcError(error, this.log)),
+          error instanceof AppError ? error.data?.retry_after_seconds : undefined,
+        );
       });
   };
 
@@ -128,8 +136,13 @@ class RpcSockets {
     const version = request.headers['a2a-version'];
     const credentials = pickCredentials(request.headers);
     const connection: Connection = {
-      socket, principal, credentials, version: Array.isArray(version) ? version[0] : version, alive: true,
-      address, subscriptions: new Map(),
+      socket,
+      principal,
+      credentials,
+      version: Array.isArray(version) ? version[0] : version,
+      alive: true,
+      address,
+      subscriptions: new Map(),
     };
     this.connections.add(connection);
     socket.on('pong', () => {
@@ -277,7 +290,11 @@ class RpcSockets {
   private async withinRateLimit(connection: Connection, payload: unknown): Promise<boolean> {
     try {
       const calls = Array.isArray(payload) ? Math.max(1, payload.length) : 1;
-      await this.engine.admission.consume(['rpcCallsPerCredential', 'rpcCallsPerApiKey'], { address: connection.address, principal: connection.principal }, calls);
+      await this.engine.admission.consume(
+        ['rpcCallsPerCredential', 'rpcCallsPerApiKey'],
+        { address: connection.address, principal: connection.principal },
+        calls,
+      );
       return true;
     } catch (error) {
       send(connection, errorResponse(Array.isArray(payload) ? null : idOf(payload), toRpcError(error, this.log)));

@@ -42,7 +42,10 @@ async function main() {
       test.clock.advanceMs(10_000);
       await test.http.post('/api/v1/auth/device-auth/poll').send({ device_code: flow.device_code });
       await page.getByRole('button', { name: 'Refresh the list' }).click();
-      await page.getByRole('button', { name: /^Revoke Claude Code/ }).first().waitFor();
+      await page
+        .getByRole('button', { name: /^Revoke Claude Code/ })
+        .first()
+        .waitFor();
       await page.screenshot({ path: path.join(outputDirectory, `device-${name}-approved.png`), fullPage: true });
       await page.close();
     }

@@ -42,15 +42,32 @@ import { assertSafeJson } from './schemas/json-safety.ts';
  */
 export function allRoutes(engine: Engine): RouteSpec[] {
   const routes = [
-    ...healthRoutes(engine), ...categoryRoutes(), ...identityRoutes(engine), ...deviceAuthorizationRoutes(engine), ...oauthRoutes(engine),
-    ...matchingRoutes(engine), ...demandRoutes(engine),
-    ...capabilityRoutes(engine), ...skillRoutes(engine), ...taskRoutes(engine), ...invokeRoutes(engine), ...streamRoutes(engine), ...webhookRoutes(engine), ...transactionRoutes(engine), ...walletRoutes(engine), ...rpcRoutes(engine),
+    ...healthRoutes(engine),
+    ...categoryRoutes(),
+    ...identityRoutes(engine),
+    ...deviceAuthorizationRoutes(engine),
+    ...oauthRoutes(engine),
+    ...matchingRoutes(engine),
+    ...demandRoutes(engine),
+    ...capabilityRoutes(engine),
+    ...skillRoutes(engine),
+    ...taskRoutes(engine),
+    ...invokeRoutes(engine),
+    ...streamRoutes(engine),
+    ...webhookRoutes(engine),
+    ...transactionRoutes(engine),
+    ...walletRoutes(engine),
+    ...rpcRoutes(engine),
     ...pricingRoutes(engine),
     ...mcpRoutes(engine),
   ];
   const document = servedOnce(() => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl));
   const openApiRoute = route({
-    method: 'get', path: '/api/v1/public/openapi.json', tag: 'meta', auth: 'none', rawResponse: { contentType: 'application/json' },
+    method: 'get',
+    path: '/api/v1/public/openapi.json',
+    tag: 'meta',
+    auth: 'none',
+    rawResponse: { contentType: 'application/json' },
     summary: 'This OpenAPI 3.1 document',
     response: z.record(z.string(), z.unknown()),
     handler: async ({ request, response }) => {
@@ -142,7 +159,10 @@ export function createApp(engine: Engine) {
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
-    sendError(response, fromHttpError(error, (message, cause) => requestLogger(request, log).error(message, { error: cause })));
+    sendError(
+      response,
+      fromHttpError(error, (message, cause) => requestLogger(request, log).error(message, { error: cause })),
+    );
   });
   return app;
 }

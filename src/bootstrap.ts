@@ -51,7 +51,16 @@ export async function openRuntime(config: Config, log: Logger, options: RuntimeO
     await Promise.allSettled([database.close(), bus.close()]);
     throw error;
   }
-  const engine = await createEngine({ db: database.db, asyncCommitDb: database.asyncCommitDb, bus, config, jwt: createJwtService(config), log, now: options.now ?? (() => new Date()), callbackNetwork: options.callbackNetwork });
+  const engine = await createEngine({
+    db: database.db,
+    asyncCommitDb: database.asyncCommitDb,
+    bus,
+    config,
+    jwt: createJwtService(config),
+    log,
+    now: options.now ?? (() => new Date()),
+    callbackNetwork: options.callbackNetwork,
+  });
   return {
     engine,
     database,

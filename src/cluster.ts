@@ -28,14 +28,19 @@ export async function runPrimary(config: Config, log: Logger): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info('stopping workers', { reason });
-    await Promise.all(live().map((worker) => new Promise<void>((resolve) => {
-      const forced = setTimeout(() => worker.process.kill('SIGKILL'), limits.shutdownGraceMs + limits.workerStopMarginMs).unref();
-      worker.once('exit', () => {
-        clearTimeout(forced);
-        resolve();
-      });
-      worker.process.kill('SIGTERM');
-    })));
+    await Promise.all(
+      live().map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            const forced = setTimeout(() => worker.process.kill('SIGKILL'), limits.shutdownGraceMs + limits.workerStopMarginMs).unref();
+            worker.once('exit', () => {
+              clearTimeout(forced);
+              resolve();
+            });
+            worker.process.kill('SIGTERM');
+          }),
+      ),
+    );
     log.info('stopped');
     process.exit(exitCode);
   };

@@ -8,9 +8,7 @@ import { limits } from './limits.ts';
  * Configuration comes only from the environment (decisions section 11) and is parsed once, so a
  * typo fails the start with a clear message instead of surfacing later as odd behaviour.
  */
-const booleanFromString = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+const booleanFromString = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((value) => value === 'true' || value === '1' || value === 'yes');
 
 const environmentSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -42,7 +40,10 @@ const environmentSchema = z.object({
   OUTBOX_RETENTION_HOURS: z.coerce.number().positive().default(limits.outboxRetentionHoursDefault),
   SWEEPER_INTERVAL_MS: z.coerce.number().int().min(10).default(30_000),
   STREAM_HEARTBEAT_MS: z.coerce.number().int().min(10).default(15_000),
-  UT_TO_CNY_RATE: z.string().regex(/^\d+(\.\d{1,6})?$/).default('0.10'),
+  UT_TO_CNY_RATE: z
+    .string()
+    .regex(/^\d+(\.\d{1,6})?$/)
+    .default('0.10'),
   LLM_BASE_URL: z.string().url().optional(),
   LLM_API_KEY: z.string().optional(),
   LLM_MODEL: z.string().optional(),
@@ -108,7 +109,11 @@ export interface Config extends Omit<Environment, 'JWT_SECRET' | 'ADMIN_TOKEN'> 
 
 export class ConfigError extends Error {}
 
-const listOf = (text: string | undefined) => (text ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+const listOf = (text: string | undefined) =>
+  (text ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(environment).filter(([, value]) => value !== ''));

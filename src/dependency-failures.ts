@@ -10,7 +10,8 @@ export type Dependency = 'database' | 'bus';
 const socketCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN', 'EAI_AGAIN']);
 /** admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections; class 08 is connection exceptions. */
 const postgresStates = new Set(['57P01', '57P02', '57P03', '53300']);
-const postgresMessages = /Connection terminated|Client has encountered a connection error|Knex: Timeout acquiring a connection|Unable to acquire a connection|Connection ended unexpectedly|terminating connection/i;
+const postgresMessages =
+  /Connection terminated|Client has encountered a connection error|Knex: Timeout acquiring a connection|Unable to acquire a connection|Connection ended unexpectedly|terminating connection/i;
 const redisMessages = /Connection is closed|MaxRetriesPerRequest|Stream isn't writeable|Redis connection|ioredis/i;
 
 export function dependencyFailureOf(error: unknown): Dependency | null {

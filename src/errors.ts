@@ -75,7 +75,10 @@ export function toAppError(error: unknown, log: (message: string, error: unknown
   const dependency = dependencyFailureOf(error);
   if (dependency) {
     log(`${dependency} unavailable`, error);
-    return new AppError('unavailable', `the ${dependency} is unavailable; retry shortly`, { dependency, retry_after_seconds: limits.dependencyRetryAfterSeconds });
+    return new AppError('unavailable', `the ${dependency} is unavailable; retry shortly`, {
+      dependency,
+      retry_after_seconds: limits.dependencyRetryAfterSeconds,
+    });
   }
   log('unexpected error', error);
   return new AppError('internal_error');
@@ -90,5 +93,4 @@ export function errorBody(error: AppError): ErrorBody {
 
 export const notFound = (what = 'resource') => new AppError('not_found', `${what} not found`);
 export const forbidden = (why = 'not allowed') => new AppError('forbidden', why);
-export const unauthenticated = (why = 'missing or invalid credentials') =>
-  new AppError('unauthenticated', why);
+export const unauthenticated = (why = 'missing or invalid credentials') => new AppError('unauthenticated', why);

@@ -11,10 +11,12 @@ export interface Logger {
 const order: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Logger {
-  const emit = (at: Exclude<LogLevel, 'silent'>) => (message: string, fields: Record<string, unknown> = {}) => {
-    if (order[at] < order[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) }));
-  };
+  const emit =
+    (at: Exclude<LogLevel, 'silent'>) =>
+    (message: string, fields: Record<string, unknown> = {}) => {
+      if (order[at] < order[level]) return;
+      write(JSON.stringify({ time: new Date().toISOString(), level: at, message, ...serializeFields(fields) }));
+    };
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
@@ -24,7 +26,10 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
  * whose promise hooks on Node 20 doubled the server's CPU per request (docs/benchmark-history.md).
  */
 export function withFields(log: Logger, fields: Record<string, unknown>): Logger {
-  const add = (write: Logger['info']) => (message: string, more: Record<string, unknown> = {}) => write(message, { ...fields, ...more });
+  const add =
+    (write: Logger['info']) =>
+    (message: string, more: Record<string, unknown> = {}) =>
+      write(message, { ...fields, ...more });
   return { debug: add(log.debug), info: add(log.info), warn: add(log.warn), error: add(log.error) };
 }
 

@@ -47,7 +47,7 @@ export function kickedRunner(name: string, pass: () => Promise<boolean>, log: Lo
       do {
         kickedAgain = false;
         while (await pass());
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- kickedAgain is set by kick() while the pass awaits
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- kickedAgain is set by kick() while the pass awaits
       } while (kickedAgain);
     })()
       .catch((error: unknown) => log.error(`${name} failed; the periodic run retries`, { error }))

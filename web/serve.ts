@@ -11,8 +11,14 @@ import type { NextFunction, Request, Response } from 'express';
  * posting elsewhere.
  */
 export const contentSecurityPolicy = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self'",
-  "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
 ].join('; ');
 
 const directory = path.dirname(fileURLToPath(import.meta.url));
@@ -41,15 +47,17 @@ function staticPage(files: PageFiles) {
 const html = 'text/html; charset=utf-8';
 const script = 'text/javascript; charset=utf-8';
 
-export const verificationPage = () => staticPage({
-  '/': { body: withSignIn('device.html'), type: html },
-  '/device.css': { body: read('device.css'), type: 'text/css; charset=utf-8' },
-  '/session.js': { body: read('session.js'), type: script },
-  '/device.js': { body: read('device.js'), type: script },
-});
+export const verificationPage = () =>
+  staticPage({
+    '/': { body: withSignIn('device.html'), type: html },
+    '/device.css': { body: read('device.css'), type: 'text/css; charset=utf-8' },
+    '/session.js': { body: read('session.js'), type: script },
+    '/device.js': { body: read('device.js'), type: script },
+  });
 
 /** The MCP sign-in consent page (docs/mcp.md "Signing in"), styled by the device page's sheet. */
-export const consentPage = () => staticPage({
-  '/': { body: withSignIn('oauth.html'), type: html },
-  '/oauth.js': { body: read('oauth.js'), type: script },
-});
+export const consentPage = () =>
+  staticPage({
+    '/': { body: withSignIn('oauth.html'), type: html },
+    '/oauth.js': { body: read('oauth.js'), type: script },
+  });

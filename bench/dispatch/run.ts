@@ -35,7 +35,11 @@ const { engine } = server.runtime;
 const db = engine.dependencies.db;
 
 async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const response = await fetch(`${server.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${server.baseUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = (await response.json()) as { code?: number; data?: any; result?: any; error?: unknown };
   if (json.code !== undefined ? json.code !== 0 : json.error !== undefined) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
   return json.data ?? json.result;
@@ -47,7 +51,12 @@ const [buyer, seller] = [agent(), agent()];
 const buyerId = (await call('GET', '/api/v1/auth/me', buyer)).user_id as string;
 await call('POST', '/api/v1/admin/wallet/credit', admin, { user_id: buyerId, currency: 'UT', amount: '10000000.00' });
 const capability = await call('POST', '/api/v1/capabilities', seller, {
-  title: 'Summarize a report', description: 'A summary of any report', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00',
+  title: 'Summarize a report',
+  description: 'A summary of any report',
+  category: 'ai_automation',
+  capability_type: 'service',
+  pricing_model: 'per_hour',
+  price_ut: '1.00',
 });
 // Deliveries go to an address the guard refuses: each fails at its first attempt, the same work at every scale.
 const receiverUrl = 'http://127.0.0.1:9/push';
@@ -60,8 +69,18 @@ async function ownConfigs(count: number) {
     const batch = Array.from({ length: Math.min(1_000, count - owned) }, (_, index) => {
       const taskId = randomUUID();
       return {
-        id: randomUUID(), kind: 'a2a_push', owner_user_id: buyerId, owner_type: 'agent', url: receiverUrl, event_types: ['transaction.*'], secret: 'whsec_AAAA',
-        created_at: at, a2a_generation: 'v1.0', a2a_task_id: taskId, a2a_task_name: taskId, a2a_config_id: `elsewhere-${owned + index}`,
+        id: randomUUID(),
+        kind: 'a2a_push',
+        owner_user_id: buyerId,
+        owner_type: 'agent',
+        url: receiverUrl,
+        event_types: ['transaction.*'],
+        secret: 'whsec_AAAA',
+        created_at: at,
+        a2a_generation: 'v1.0',
+        a2a_task_id: taskId,
+        a2a_task_name: taskId,
+        a2a_config_id: `elsewhere-${owned + index}`,
       };
     });
     await db('webhook_subscriptions').insert(batch);
@@ -70,12 +89,16 @@ async function ownConfigs(count: number) {
   await db.raw('ANALYZE webhook_subscriptions');
 }
 
-interface QueryEvent { sql: string; __knexTxId?: string }
+interface QueryEvent {
+  sql: string;
+  __knexTxId?: string;
+}
 /** One dispatch of `events` moves: the dispatching turn's milliseconds and the rows its statements answered. */
 async function measureDispatch(): Promise<{ ms: number; rows: number }> {
   const turns = new Map<string, { startedAt: number; endedAt: number; rows: number; dispatched: boolean }>();
   const onQuery = (query: QueryEvent) => {
-    if (query.sql.includes('pg_try_advisory_xact_lock') && query.__knexTxId) turns.set(query.__knexTxId, { startedAt: performance.now(), endedAt: 0, rows: 0, dispatched: false });
+    if (query.sql.includes('pg_try_advisory_xact_lock') && query.__knexTxId)
+      turns.set(query.__knexTxId, { startedAt: performance.now(), endedAt: 0, rows: 0, dispatched: false });
     const turn = query.__knexTxId ? turns.get(query.__knexTxId) : undefined;
     if (turn && /^update .*"dispatched_at"/i.test(query.sql)) turn.dispatched = true;
   };
@@ -105,10 +128,22 @@ async function round(): Promise<{ ms: number; rows: number }> {
     purchases.push(bought.id);
   }
   // Written directly too: past 1,000 configs the per-user cap refuses the API's creates, as it should.
-  await db('webhook_subscriptions').insert(purchases.map((id) => ({
-    id: randomUUID(), kind: 'a2a_push', owner_user_id: buyerId, owner_type: 'agent', url: receiverUrl, event_types: ['transaction.*'], secret: 'whsec_AAAA',
-    created_at: new Date(), a2a_generation: 'v1.0', a2a_task_id: id, a2a_task_name: id, a2a_config_id: 'measured',
-  })));
+  await db('webhook_subscriptions').insert(
+    purchases.map((id) => ({
+      id: randomUUID(),
+      kind: 'a2a_push',
+      owner_user_id: buyerId,
+      owner_type: 'agent',
+      url: receiverUrl,
+      event_types: ['transaction.*'],
+      secret: 'whsec_AAAA',
+      created_at: new Date(),
+      a2a_generation: 'v1.0',
+      a2a_task_id: id,
+      a2a_task_name: id,
+      a2a_config_id: 'measured',
+    })),
+  );
   await engine.webhooks.runOnce();
   for (const id of purchases) await call('POST', `/api/v1/transactions/${id}/freeze`, buyer);
   return measureDispatch();
@@ -143,8 +178,25 @@ for (const scale of scales) {
   const baseline = `the same at ${smallest.toLocaleString('en')} configs`;
   // The aim is judged at the largest scale; the ones between show the curve (a fraction of a millisecond moves with the machine's load).
   const aim = scale === scales.at(-1) ? { aim: { text: `within ${aimRatio}x`, met: ms <= baseMs * aimRatio } } : {};
-  metrics.push({ metric: `dispatch time per event, the buyer owning ${scale.toLocaleString('en')} configs elsewhere`, value: ms, unit: 'ms', baseline: { name: baseline, value: baseMs }, ...aim });
-  metrics.push({ metric: `rows the dispatcher reads per event, ${scale.toLocaleString('en')} configs elsewhere`, value: rows, unit: 'rows', baseline: { name: baseline, value: baseRows }, aim: { text: 'the same', met: rows === baseRows } });
+  metrics.push({
+    metric: `dispatch time per event, the buyer owning ${scale.toLocaleString('en')} configs elsewhere`,
+    value: ms,
+    unit: 'ms',
+    baseline: { name: baseline, value: baseMs },
+    ...aim,
+  });
+  metrics.push({
+    metric: `rows the dispatcher reads per event, ${scale.toLocaleString('en')} configs elsewhere`,
+    value: rows,
+    unit: 'rows',
+    baseline: { name: baseline, value: baseRows },
+    aim: { text: 'the same', met: rows === baseRows },
+  });
 }
-saveResult({ benchmark: 'dispatch', title: 'Webhook dispatch as one user\'s push configs grow: `bench/dispatch`', command: commandLine('bench:dispatch'), metrics });
+saveResult({
+  benchmark: 'dispatch',
+  title: "Webhook dispatch as one user's push configs grow: `bench/dispatch`",
+  command: commandLine('bench:dispatch'),
+  metrics,
+});
 process.exit(0);

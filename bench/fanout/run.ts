@@ -51,20 +51,25 @@ async function waitUntil(check: () => boolean, what: string, timeoutMs: number, 
  * Only Node children: tsx also starts an esbuild service process, which is not the server.
  */
 function processTree(pid: number): number[] {
-  const children = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).filter((name) => {
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const isNode = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'node';
-      return isNode && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-    } catch {
-      return false;
-    }
-  });
+  const children = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        const isNode = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'node';
+        return isNode && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    });
   return [pid, ...children.map(Number)];
 }
 
 function startProcess(command: string[], environment: Record<string, string>, ready: RegExp, readyCount = 1) {
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--import', './bench/fanout/memory-probe.ts', ...command], { env: { ...process.env, ...environment }, stdio: 'pipe' });
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--import', './bench/fanout/memory-probe.ts', ...command], {
+    env: { ...process.env, ...environment },
+    stdio: 'pipe',
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
@@ -101,7 +106,11 @@ async function recreateDatabase(url: string) {
 }
 
 async function api(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const response = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   const json = (await response.json()) as { code: number; data: Record<string, string> };
   if (json.code !== 0) throw new Error(`${method} ${path}: ${JSON.stringify(json)}`);
   return json.data;
@@ -164,20 +173,50 @@ function summarize(name: string, latencies: number[], memory: { rss: number; hea
 
 async function measureProduct() {
   await recreateDatabase(values['database-url']!);
-  const server = await startProcess(['src/main.ts'], {
-    DATABASE_URL: values['database-url']!, REDIS_URL: values['redis-url']!, ADMIN_TOKEN: adminToken, JWT_SECRET: 'bench-fanout-jwt-secret-0123456789',
-    PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'production', WORKERS: String(workerCount),
-    // The setup (a few signups, hundreds of admin calls) all comes from 127.0.0.1 and is not what
-    // is measured; the caps on open streams per credential stay as in production.
-    RATE_LIMIT_SIGNUP_PER_ADDRESS: 'off', RATE_LIMIT_REQUESTS_PER_ADDRESS: 'off',
-  }, /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/g, workerCount);
+  const server = await startProcess(
+    ['src/main.ts'],
+    {
+      DATABASE_URL: values['database-url']!,
+      REDIS_URL: values['redis-url']!,
+      ADMIN_TOKEN: adminToken,
+      JWT_SECRET: 'bench-fanout-jwt-secret-0123456789',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      WORKERS: String(workerCount),
+      // The setup (a few signups, hundreds of admin calls) all comes from 127.0.0.1 and is not what
+      // is measured; the caps on open streams per credential stay as in production.
+      RATE_LIMIT_SIGNUP_PER_ADDRESS: 'off',
+      RATE_LIMIT_REQUESTS_PER_ADDRESS: 'off',
+    },
+    /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/g,
+    workerCount,
+  );
   try {
-    log(`product: server pid ${server.pid} (${workerCount === 1 ? 'one process' : `${workerCount} workers`}) at ${server.url}; creating ${buyerCount} buyers and a seller`);
+    log(
+      `product: server pid ${server.pid} (${workerCount === 1 ? 'one process' : `${workerCount} workers`}) at ${server.url}; creating ${buyerCount} buyers and a seller`,
+    );
     const seller = await agent(server.url);
     const buyers: Awaited<ReturnType<typeof agent>>[] = [];
     for (let index = 0; index < buyerCount; index++) buyers.push(await agent(server.url));
-    for (const buyer of buyers) await api(server.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: '100000.00' });
-    const capability = await api(server.url, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Bench', description: 'Bench', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00', callback_url: 'https://seller.example/callback' });
+    for (const buyer of buyers)
+      await api(
+        server.url,
+        'POST',
+        '/api/v1/admin/wallet/credit',
+        { 'X-Admin-Token': adminToken },
+        { user_id: buyer.userId, currency: 'UT', amount: '100000.00' },
+      );
+    const capability = await api(server.url, 'POST', '/api/v1/capabilities', seller.headers, {
+      title: 'Bench',
+      description: 'Bench',
+      category: 'data',
+      capability_type: 'tool',
+      pricing_model: 'per_use',
+      price_ut: '1.00',
+      callback_url: 'https://seller.example/callback',
+    });
     const perBuyer = Math.ceil(subscriberCount / buyerCount);
     const credentials: Record<string, string>[][] = [];
     for (const buyer of buyers) credentials.push(await subscriberCredentials(server.url, buyer, perBuyer));
@@ -188,11 +227,18 @@ async function measureProduct() {
     // floor(i / buyerCount / streams per credential).
     const headersOf = (index: number) => credentials[index % buyerCount]![Math.floor(Math.floor(index / buyerCount) / limits.sseStreamsPerCredentialMax)]!;
     const clients = openClients(subscriberCount, (index) => ({ url: `${server.url}/api/v1/transactions/events`, headers: headersOf(index) }), timestampOfEvent);
-    await waitUntil(() => clients.connected() === subscriberCount, 'subscribers connected', 300_000, () => `${clients.connected()}/${subscriberCount}`);
+    await waitUntil(
+      () => clients.connected() === subscriberCount,
+      'subscribers connected',
+      300_000,
+      () => `${clients.connected()}/${subscriberCount}`,
+    );
     await sleep(1000);
     const memory = perSubscriber(before, await memoryOf(server));
     log(`product: connected with ${clients.reconnects()} reconnects`);
-    log(`product: ${subscriberCount} subscribers: ${(memory.heap / 1024).toFixed(1)} KiB live heap, ${(memory.rss / 1024).toFixed(1)} KiB RSS each; driving ${changeCount} changes`);
+    log(
+      `product: ${subscriberCount} subscribers: ${(memory.heap / 1024).toFixed(1)} KiB live heap, ${(memory.rss / 1024).toFixed(1)} KiB RSS each; driving ${changeCount} changes`,
+    );
     for (let index = 0; index < changeCount; index++) {
       const buyer = buyers[index % buyerCount]!;
       await api(server.url, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id });
@@ -200,7 +246,12 @@ async function measureProduct() {
       if (index % 50 === 49) log(`  changes: ${index + 1}/${changeCount}, events received ${clients.received()}`);
     }
     const expected = changeCount * (subscriberCount / buyerCount);
-    await waitUntil(() => clients.received() >= expected, 'events delivered', 120_000, () => `${clients.received()}/${expected}`);
+    await waitUntil(
+      () => clients.received() >= expected,
+      'events delivered',
+      120_000,
+      () => `${clients.received()}/${expected}`,
+    );
     clients.close();
     return summarize('product (SSE via Redis)', clients.latenciesMs, memory, clients.received(), expected);
   } finally {
@@ -215,7 +266,12 @@ async function measureBaseline(script = 'bench/fanout/bare-server.ts', name = 'b
     await sleep(300);
     const before = await memoryOf(server);
     const clients = openClients(subscriberCount, (index) => ({ url: `${server.url}/stream?group=${index % buyerCount}`, headers: {} }), timestampOfEvent);
-    await waitUntil(() => clients.connected() === subscriberCount, 'baseline subscribers connected', 300_000, () => `${clients.connected()}/${subscriberCount}`);
+    await waitUntil(
+      () => clients.connected() === subscriberCount,
+      'baseline subscribers connected',
+      300_000,
+      () => `${clients.connected()}/${subscriberCount}`,
+    );
     await sleep(1000);
     const memory = perSubscriber(before, await memoryOf(server));
     // The same shape as the product: each change reaches one group (one buyer's subscribers).
@@ -224,7 +280,12 @@ async function measureBaseline(script = 'bench/fanout/bare-server.ts', name = 'b
       await sleep(10);
     }
     const expected = changeCount * (subscriberCount / buyerCount);
-    await waitUntil(() => clients.received() >= expected, 'baseline events delivered', 120_000, () => `${clients.received()}/${expected}`);
+    await waitUntil(
+      () => clients.received() >= expected,
+      'baseline events delivered',
+      120_000,
+      () => `${clients.received()}/${expected}`,
+    );
     clients.close();
     return summarize(name, clients.latenciesMs, memory, clients.received(), expected);
   } finally {
@@ -241,16 +302,28 @@ log('| server | subscribers | events delivered | live heap per subscriber | RSS 
 log('|---|---|---|---|---|---|---|---|');
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 for (const row of [baseline, library, { ...product, name: productName }]) {
-  log(`| ${row.name} | ${row.subscribers} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)} | ${kib(row.rss_bytes_per_subscriber)} | ${row.p50_ms} ms | ${row.p99_ms} ms | ${row.p999_ms} ms |`);
+  log(
+    `| ${row.name} | ${row.subscribers} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)} | ${kib(row.rss_bytes_per_subscriber)} | ${row.p50_ms} ms | ${row.p99_ms} ms | ${row.p999_ms} ms |`,
+  );
 }
 mkdirSync('.bench-out', { recursive: true });
 writeFileSync('.bench-out/fanout.json', JSON.stringify({ date: new Date().toISOString(), workers: workerCount, baseline, library, product }, null, 2));
 const memoryAndLatency = (row: typeof product, name: string) => [
-  { metric: `${name}: RSS per subscriber`, value: Number((row.rss_bytes_per_subscriber / 1024).toFixed(1)), unit: 'KiB', baseline: { name: 'bare node:http SSE', value: Number((baseline.rss_bytes_per_subscriber / 1024).toFixed(1)) } },
+  {
+    metric: `${name}: RSS per subscriber`,
+    value: Number((row.rss_bytes_per_subscriber / 1024).toFixed(1)),
+    unit: 'KiB',
+    baseline: { name: 'bare node:http SSE', value: Number((baseline.rss_bytes_per_subscriber / 1024).toFixed(1)) },
+  },
   { metric: `${name}: change-to-client p99`, value: row.p99_ms, unit: 'ms', baseline: { name: 'bare node:http SSE', value: baseline.p99_ms } },
 ];
 saveResult({
-  benchmark: 'fanout', title: 'Fan-out to SSE subscribers: `bench/fanout`', command: commandLine('bench:fanout'),
-  metrics: [...memoryAndLatency(product, `product, ${subscriberCount} subscribers`), ...memoryAndLatency(library, `better-sse, ${subscriberCount} subscribers`)],
+  benchmark: 'fanout',
+  title: 'Fan-out to SSE subscribers: `bench/fanout`',
+  command: commandLine('bench:fanout'),
+  metrics: [
+    ...memoryAndLatency(product, `product, ${subscriberCount} subscribers`),
+    ...memoryAndLatency(library, `better-sse, ${subscriberCount} subscribers`),
+  ],
 });
 process.exit(0);

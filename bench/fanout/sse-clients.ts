@@ -15,7 +15,11 @@ export interface ClientPool {
 
 const connectBatchSize = 500;
 
-export function openClients(count: number, target: (index: number) => { url: string; headers: Record<string, string> }, timestampOf: (data: string) => number): ClientPool {
+export function openClients(
+  count: number,
+  target: (index: number) => { url: string; headers: Record<string, string> },
+  timestampOf: (data: string) => number,
+): ClientPool {
   const latenciesMs: number[] = [];
   const requests = new Set<http.ClientRequest>();
   let connected = 0;

@@ -17,10 +17,40 @@ export const argument = (name: string, fallback: string) => {
   return position > 0 ? process.argv[position + 1]! : fallback;
 };
 
-export const subjects = ['logo', 'translation', 'python', 'react', 'video', 'podcast', 'tutoring', 'bookkeeping', 'seo', 'photography', 'contract', 'excel', 'shopify', 'illustration', 'voice', 'cleaning', 'repair', 'fitness', 'recruiting', 'animation'];
+export const subjects = [
+  'logo',
+  'translation',
+  'python',
+  'react',
+  'video',
+  'podcast',
+  'tutoring',
+  'bookkeeping',
+  'seo',
+  'photography',
+  'contract',
+  'excel',
+  'shopify',
+  'illustration',
+  'voice',
+  'cleaning',
+  'repair',
+  'fitness',
+  'recruiting',
+  'animation',
+];
 export const qualifiers = ['fast', 'careful', 'senior', 'bilingual', 'affordable', 'creative', 'certified', 'remote', 'weekend', 'express'];
 export const cities = ['Hangzhou', 'Shanghai', 'Berlin', 'Paris', 'Austin', 'Lagos', 'Osaka', 'Lima'];
-export const queries = ['logo design', 'translate a contract', 'python scripts', 'podcast voice', 'bookkeeping and tax', 'react front end', '翻译', 'video editing'];
+export const queries = [
+  'logo design',
+  'translate a contract',
+  'python scripts',
+  'podcast voice',
+  'bookkeeping and tax',
+  'react front end',
+  '翻译',
+  'video editing',
+];
 
 export async function openHall(databaseName: string) {
   const databaseUrl = process.env.BENCH_DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${databaseName}`;
@@ -28,7 +58,11 @@ export async function openHall(databaseName: string) {
   const server = await startServer(databaseUrl, process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', { migrate: true });
 
   async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-    const response = await fetch(`${server.baseUrl}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(`${server.baseUrl}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const json = (await response.json()) as { code: number; data: any };
     if (json.code !== 0) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
     return json.data;
@@ -43,17 +77,25 @@ export async function openHall(databaseName: string) {
     progress(`writing ${count} ${what} through the API (8 writers)`);
     let next = 0;
     let done = 0;
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      for (let index = next++; index < count; index = next++) {
-        await one(index);
-        done += 1;
-        if (done % 1000 === 0) progress(`  ${done} / ${count}`);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let index = next++; index < count; index = next++) {
+          await one(index);
+          done += 1;
+          if (done % 1000 === 0) progress(`  ${done} / ${count}`);
+        }
+      }),
+    );
   }
 
   /** Each page `requests` times, one client, interleaved with the baseline; printed and returned as metrics. */
-  async function measure(title: string, pages: [name: string, path: (index: number) => string][], requests: number, reader: Record<string, string>, prefix: string): Promise<Metric[]> {
+  async function measure(
+    title: string,
+    pages: [name: string, path: (index: number) => string][],
+    requests: number,
+    reader: Record<string, string>,
+    prefix: string,
+  ): Promise<Metric[]> {
     const timings = new Map<string, number[]>(pages.map(([name]) => [name, []]));
     const baseline: number[] = [];
     const timed = async (path: string) => {
@@ -73,11 +115,19 @@ export async function openHall(databaseName: string) {
     console.log(`\n${title}, one client, sequential; baseline GET /auth/me p50 ${ms(percentile(baseline, 0.5))}, p99 ${ms(baselineP99)}`);
     console.log('| page | n | p50 | p99 | aim (p99) |\n|---|---:|---:|---:|---|');
     for (const [name, values] of timings) {
-      console.log(`| ${name} | ${values.length} | ${ms(percentile(values, 0.5))} | ${ms(percentile(values, 0.99))} | < ${aimMs} ms: ${percentile(values, 0.99) < aimMs ? 'MET' : 'NOT MET'} |`);
+      console.log(
+        `| ${name} | ${values.length} | ${ms(percentile(values, 0.5))} | ${ms(percentile(values, 0.99))} | < ${aimMs} ms: ${percentile(values, 0.99) < aimMs ? 'MET' : 'NOT MET'} |`,
+      );
     }
     return [...timings].map(([name, values]) => {
       const p99 = Number(percentile(values, 0.99).toFixed(1));
-      return { metric: `${prefix}: ${name}, p99`, value: p99, unit: 'ms', baseline: { name: 'GET /auth/me p99', value: Number(baselineP99.toFixed(1)) }, aim: { text: `p99 < ${aimMs} ms`, met: p99 < aimMs } };
+      return {
+        metric: `${prefix}: ${name}, p99`,
+        value: p99,
+        unit: 'ms',
+        baseline: { name: 'GET /auth/me p99', value: Number(baselineP99.toFixed(1)) },
+        aim: { text: `p99 < ${aimMs} ms`, met: p99 < aimMs },
+      };
     });
   }
 

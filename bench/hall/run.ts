@@ -31,13 +31,24 @@ const skillOf = (index: number) => ({
 await hall.write(skillCount, 'skills', (index) => hall.call('POST', '/api/v1/skills/', sellers[index % sellers.length]!, skillOf(index)));
 await hall.server.runtime.engine.dependencies.db.raw('ANALYZE skills');
 const first = await hall.call('GET', '/api/v1/skills/hall?page_size=20', buyer);
-const metrics = await hall.measure(`Skill hall: ${skillCount} skills`, [
-  ['newest, first page', () => '/api/v1/skills/hall?page_size=20'],
-  ['newest, next page by cursor', () => `/api/v1/skills/hall?page_size=20&cursor=${first.next_cursor}`],
-  ['category + price_asc', (index) => `/api/v1/skills/hall?category=${categoryCodes[index % categoryCodes.length]}&sort=price_asc&page_size=20`],
-  ['price range, price_desc', () => '/api/v1/skills/hall?min_price_ut=20&max_price_ut=120&sort=price_desc&page_size=20'],
-  ['quality', () => '/api/v1/skills/hall?sort=quality&page_size=20'],
-  ['offline in a city', (index) => `/api/v1/skills/hall?mode=offline&city=${cities[index % cities.length]}&page_size=20`],
-  ['text query, relevance', (index) => `/api/v1/skills/hall?q=${encodeURIComponent(queries[index % queries.length]!)}&page_size=20`],
-], requests, buyer, 'hall page');
-saveResult({ benchmark: 'hall', title: `The skill hall at ${skillCount.toLocaleString('en')} skills (\`bench/hall/run.ts\`)`, command: commandLine('bench:hall'), metrics });
+const metrics = await hall.measure(
+  `Skill hall: ${skillCount} skills`,
+  [
+    ['newest, first page', () => '/api/v1/skills/hall?page_size=20'],
+    ['newest, next page by cursor', () => `/api/v1/skills/hall?page_size=20&cursor=${first.next_cursor}`],
+    ['category + price_asc', (index) => `/api/v1/skills/hall?category=${categoryCodes[index % categoryCodes.length]}&sort=price_asc&page_size=20`],
+    ['price range, price_desc', () => '/api/v1/skills/hall?min_price_ut=20&max_price_ut=120&sort=price_desc&page_size=20'],
+    ['quality', () => '/api/v1/skills/hall?sort=quality&page_size=20'],
+    ['offline in a city', (index) => `/api/v1/skills/hall?mode=offline&city=${cities[index % cities.length]}&page_size=20`],
+    ['text query, relevance', (index) => `/api/v1/skills/hall?q=${encodeURIComponent(queries[index % queries.length]!)}&page_size=20`],
+  ],
+  requests,
+  buyer,
+  'hall page',
+);
+saveResult({
+  benchmark: 'hall',
+  title: `The skill hall at ${skillCount.toLocaleString('en')} skills (\`bench/hall/run.ts\`)`,
+  command: commandLine('bench:hall'),
+  metrics,
+});

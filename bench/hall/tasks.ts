@@ -36,17 +36,25 @@ const taskOf = (index: number) => ({
 await hall.write(taskCount, 'open tasks', (index) => hall.call('POST', '/api/v1/tasks/', publishers[index % publishers.length]!, taskOf(index)));
 await hall.server.runtime.engine.dependencies.db.raw('ANALYZE tasks');
 const first = await hall.call('GET', '/api/v1/tasks/hall?page_size=20', reader);
-const metrics = await hall.measure(`Task hall: ${taskCount} open tasks`, [
-  ['newest, first page', () => '/api/v1/tasks/hall?page_size=20'],
-  ['newest, next page by cursor', () => `/api/v1/tasks/hall?page_size=20&cursor=${first.next_cursor}`],
-  ['category + bounty_asc', (index) => `/api/v1/tasks/hall?category=${categoryCodes[index % categoryCodes.length]}&sort=bounty_asc&page_size=20`],
-  ['bounty range, bounty_desc', () => '/api/v1/tasks/hall?min_bounty=20&max_bounty=120&sort=bounty_desc&page_size=20'],
-  ['deadline', () => '/api/v1/tasks/hall?sort=deadline&page_size=20'],
-  ['offline in a city', (index) => `/api/v1/tasks/hall?mode=offline&city=${cities[index % cities.length]}&page_size=20`],
-  ['text query, relevance', (index) => `/api/v1/tasks/hall?q=${encodeURIComponent(queries[index % queries.length]!)}&page_size=20`],
-  ['market stats', () => '/api/v1/tasks/market/stats'],
-], requests, reader, 'task hall');
+const metrics = await hall.measure(
+  `Task hall: ${taskCount} open tasks`,
+  [
+    ['newest, first page', () => '/api/v1/tasks/hall?page_size=20'],
+    ['newest, next page by cursor', () => `/api/v1/tasks/hall?page_size=20&cursor=${first.next_cursor}`],
+    ['category + bounty_asc', (index) => `/api/v1/tasks/hall?category=${categoryCodes[index % categoryCodes.length]}&sort=bounty_asc&page_size=20`],
+    ['bounty range, bounty_desc', () => '/api/v1/tasks/hall?min_bounty=20&max_bounty=120&sort=bounty_desc&page_size=20'],
+    ['deadline', () => '/api/v1/tasks/hall?sort=deadline&page_size=20'],
+    ['offline in a city', (index) => `/api/v1/tasks/hall?mode=offline&city=${cities[index % cities.length]}&page_size=20`],
+    ['text query, relevance', (index) => `/api/v1/tasks/hall?q=${encodeURIComponent(queries[index % queries.length]!)}&page_size=20`],
+    ['market stats', () => '/api/v1/tasks/market/stats'],
+  ],
+  requests,
+  reader,
+  'task hall',
+);
 saveResult({
-  benchmark: 'task-hall', title: `The task hall at ${taskCount.toLocaleString('en')} open tasks (\`bench/hall/tasks.ts\`)`,
-  command: `npx tsx bench/hall/tasks.ts${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`, metrics,
+  benchmark: 'task-hall',
+  title: `The task hall at ${taskCount.toLocaleString('en')} open tasks (\`bench/hall/tasks.ts\`)`,
+  command: `npx tsx bench/hall/tasks.ts${process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''}`,
+  metrics,
 });

@@ -63,21 +63,51 @@ export function parseArgs(argv: string[]): BenchOptions {
     const [flag, inline] = argv[index]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? argv[++index];
     switch (flag) {
-      case '--lifecycles': options.lifecycles = integer(flag, value(), 1); break;
-      case '--concurrency': options.concurrency = integer(flag, value(), 1); break;
-      case '--warmup': options.warmup = integer(flag, value(), 0); break;
-      case '--database-url': options.databaseUrl = value() ?? ''; break;
-      case '--redis-url': options.redisUrl = value() ?? ''; break;
-      case '--pgbench-seconds': options.pgbenchSeconds = integer(flag, value(), 1); break;
-      case '--profile': options.profileLifecycles = integer(flag, value(), 0); break;
-      case '--cost-model': options.costModelRequests = integer(flag, value(), 0); break;
-      case '--cpu-profile': options.cpuProfileLifecycles = integer(flag, value(), 0); break;
-      case '--wait-quiet': options.waitQuietSeconds = integer(flag, value(), 0); break;
-      case '--workers': options.workers = integer(flag, value(), 1); break;
-      case '--in-process-client': options.inProcessClient = true; break;
-      case '--out': options.out = value() ?? options.out; break;
-      case '--help': case '-h': process.stdout.write(`${usage}\n`); process.exit(0);
-      default: throw new Error(`unknown option ${flag}\n${usage}`);
+      case '--lifecycles':
+        options.lifecycles = integer(flag, value(), 1);
+        break;
+      case '--concurrency':
+        options.concurrency = integer(flag, value(), 1);
+        break;
+      case '--warmup':
+        options.warmup = integer(flag, value(), 0);
+        break;
+      case '--database-url':
+        options.databaseUrl = value() ?? '';
+        break;
+      case '--redis-url':
+        options.redisUrl = value() ?? '';
+        break;
+      case '--pgbench-seconds':
+        options.pgbenchSeconds = integer(flag, value(), 1);
+        break;
+      case '--profile':
+        options.profileLifecycles = integer(flag, value(), 0);
+        break;
+      case '--cost-model':
+        options.costModelRequests = integer(flag, value(), 0);
+        break;
+      case '--cpu-profile':
+        options.cpuProfileLifecycles = integer(flag, value(), 0);
+        break;
+      case '--wait-quiet':
+        options.waitQuietSeconds = integer(flag, value(), 0);
+        break;
+      case '--workers':
+        options.workers = integer(flag, value(), 1);
+        break;
+      case '--in-process-client':
+        options.inProcessClient = true;
+        break;
+      case '--out':
+        options.out = value() ?? options.out;
+        break;
+      case '--help':
+      case '-h':
+        process.stdout.write(`${usage}\n`);
+        process.exit(0);
+      default:
+        throw new Error(`unknown option ${flag}\n${usage}`);
     }
   }
   if (!/^postgres(ql)?:\/\//.test(options.databaseUrl)) throw new Error(`--database-url must be a postgres:// URL\n${usage}`);

@@ -16,7 +16,8 @@ process.on('message', (message: Message) => {
     process.disconnect();
     return;
   }
-  const work = message.type === 'probe' ? runProbe(message.request) : runLoad(message.request, (progress) => send({ type: 'progress', id: message.id, progress }));
+  const work =
+    message.type === 'probe' ? runProbe(message.request) : runLoad(message.request, (progress) => send({ type: 'progress', id: message.id, progress }));
   (work as Promise<unknown>)
     .then((result) => send({ type: 'result', id: message.id, result }))
     .catch((error: unknown) => send({ type: 'error', id: message.id, error: error instanceof Error ? error.message : String(error) }));

@@ -34,24 +34,36 @@ export async function startClusterServer(databaseUrl: string, redisUrl: string, 
   }
   cluster.setupPrimary({ exec: fileURLToPath(new URL('./cluster-worker.ts', import.meta.url)), execArgv: ['--import', 'tsx'], args: [databaseUrl, redisUrl] });
   const forked: Worker[] = Array.from({ length: workers }, () => cluster.fork());
-  const ports = await Promise.all(forked.map((worker) => new Promise<number>((resolve, reject) => {
-    worker.once('listening', (address) => resolve(address.port));
-    worker.once('exit', (code) => reject(new Error(`bench worker exited with code ${code} before listening`)));
-  })));
+  const ports = await Promise.all(
+    forked.map(
+      (worker) =>
+        new Promise<number>((resolve, reject) => {
+          worker.once('listening', (address) => resolve(address.port));
+          worker.once('exit', (code) => reject(new Error(`bench worker exited with code ${code} before listening`)));
+        }),
+    ),
+  );
   return {
     baseUrl: `http://127.0.0.1:${ports[0]}`,
     describe: `${workers} worker processes (WORKERS=${workers}) on PostgreSQL and Redis`,
     profiler: null,
     cpuUsage() {
       const own = process.cpuUsage();
-      return forked.map((worker) => workerCpu(worker.process.pid)).reduce((sum, usage) => ({ user: sum.user + usage.user, system: sum.system + usage.system }), own);
+      return forked
+        .map((worker) => workerCpu(worker.process.pid))
+        .reduce((sum, usage) => ({ user: sum.user + usage.user, system: sum.system + usage.system }), own);
     },
     async close() {
-      await Promise.all(forked.map((worker) => new Promise<void>((resolve) => {
-        if (worker.isDead()) return resolve();
-        worker.once('exit', () => resolve());
-        worker.process.kill('SIGTERM');
-      })));
+      await Promise.all(
+        forked.map(
+          (worker) =>
+            new Promise<void>((resolve) => {
+              if (worker.isDead()) return resolve();
+              worker.once('exit', () => resolve());
+              worker.process.kill('SIGTERM');
+            }),
+        ),
+      );
     },
   };
 }

@@ -34,7 +34,16 @@ export interface CostModel {
   postgresCpuMsPerSimpleQuery: number | null;
 }
 
-export async function runCostModel(driver: LoadDriver, profiler: Profiler, baseUrl: string, database: string, postmasterPid: number, agent: Agent, concurrency: number, count: number): Promise<CostModel> {
+export async function runCostModel(
+  driver: LoadDriver,
+  profiler: Profiler,
+  baseUrl: string,
+  database: string,
+  postmasterPid: number,
+  agent: Agent,
+  concurrency: number,
+  count: number,
+): Promise<CostModel> {
   profiler.countRoundTrips();
   async function probe(path: string, headers: Record<string, string>): Promise<ProbeCost> {
     // A short warm-up so JIT state (and any cache) matches the measured requests.

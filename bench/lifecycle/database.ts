@@ -62,7 +62,11 @@ export async function serverInfo(databaseUrl: string): Promise<ServerInfo> {
   return withClient(databaseUrl, async (client) => {
     const version = (await client.query('SHOW server_version')).rows[0].server_version as string;
     const names = ['shared_buffers', 'synchronous_commit', 'fsync', 'wal_level', 'max_connections', 'shared_preload_libraries'];
-    const rows = (await client.query('SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)', [names])).rows as { name: string; setting: string; unit: string | null }[];
+    const rows = (await client.query('SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)', [names])).rows as {
+      name: string;
+      setting: string;
+      unit: string | null;
+    }[];
     return { version, settings: Object.fromEntries(rows.map((row) => [row.name, row.unit ? `${row.setting} (${row.unit})` : row.setting])) };
   });
 }
@@ -89,9 +93,13 @@ export async function databaseCounters(databaseUrl: string): Promise<DatabaseCou
     );
     const row = rows[0];
     return {
-      xactCommit: Number(row.xact_commit), xactRollback: Number(row.xact_rollback),
-      tupInserted: Number(row.tup_inserted), tupUpdated: Number(row.tup_updated), tupDeleted: Number(row.tup_deleted),
-      tupFetched: Number(row.tup_fetched), walBytes: Number(row.wal_bytes),
+      xactCommit: Number(row.xact_commit),
+      xactRollback: Number(row.xact_rollback),
+      tupInserted: Number(row.tup_inserted),
+      tupUpdated: Number(row.tup_updated),
+      tupDeleted: Number(row.tup_deleted),
+      tupFetched: Number(row.tup_fetched),
+      walBytes: Number(row.wal_bytes),
     };
   });
 }

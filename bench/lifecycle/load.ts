@@ -60,13 +60,23 @@ export async function runLoad(request: LoadRequest, onProgress: (progress: Progr
   async function lifecycle(pair: Pair) {
     const at = performance.now();
     const created = await timed('create', () =>
-      http.call<{ id: string; status: string }>('POST', '/api/v1/transactions', { ...pair.buyer.headers, 'idempotency-key': randomUUID() }, { capability_id: pair.capabilityId }, 201),
+      http.call<{ id: string; status: string }>(
+        'POST',
+        '/api/v1/transactions',
+        { ...pair.buyer.headers, 'idempotency-key': randomUUID() },
+        { capability_id: pair.capabilityId },
+        201,
+      ),
     );
     await expectStatus('create', created, 'pending_freeze');
     const path = `/api/v1/transactions/${created.id}`;
     await expectStatus('freeze', await timed('freeze', () => http.call('POST', `${path}/freeze`, pair.buyer.headers, undefined, 200)), 'frozen');
     await expectStatus('accept', await timed('accept', () => http.call('POST', `${path}/accept`, pair.seller.headers, undefined, 200)), 'accepted');
-    await expectStatus('deliver', await timed('deliver', () => http.call('POST', `${path}/deliver`, pair.seller.headers, { result_payload: resultPayload }, 200)), 'delivered');
+    await expectStatus(
+      'deliver',
+      await timed('deliver', () => http.call('POST', `${path}/deliver`, pair.seller.headers, { result_payload: resultPayload }, 200)),
+      'delivered',
+    );
     await expectStatus('confirm', await timed('confirm', () => http.call('POST', `${path}/confirm`, pair.buyer.headers, undefined, 200)), 'settled');
     latencies.lifecycle.push(performance.now() - at);
   }

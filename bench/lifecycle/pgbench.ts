@@ -25,10 +25,27 @@ const statuses = ['pending_freeze', 'frozen', 'accepted', 'delivered'];
 function samplePayload(): string {
   const at = '2025-06-01T12:00:00.000Z';
   const transaction = {
-    id: '00000000-0000-0000-0000-000000000001', buyer_user_id: '6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f', seller_user_id: '7a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
-    capability_id: '8b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e', demand_id: null, transaction_type: 'per_use', context_id: '9c4d5e6f-7a8b-4c9d-8e1f-2a3b4c5d6e7f',
-    price_ut: '1.00', currency: 'UT', booked_hours: null, status: 'accepted', result_payload: null, frozen_at: at, accepted_at: at,
-    delivered_at: null, confirmed_at: null, settled_at: null, delivery_deadline: at, auto_confirm_at: null, created_at: at, updated_at: at,
+    id: '00000000-0000-0000-0000-000000000001',
+    buyer_user_id: '6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f',
+    seller_user_id: '7a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+    capability_id: '8b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e',
+    demand_id: null,
+    transaction_type: 'per_use',
+    context_id: '9c4d5e6f-7a8b-4c9d-8e1f-2a3b4c5d6e7f',
+    price_ut: '1.00',
+    currency: 'UT',
+    booked_hours: null,
+    status: 'accepted',
+    result_payload: null,
+    frozen_at: at,
+    accepted_at: at,
+    delivered_at: null,
+    confirmed_at: null,
+    settled_at: null,
+    delivery_deadline: at,
+    auto_confirm_at: null,
+    created_at: at,
+    updated_at: at,
   };
   // A space after every colon: pgbench would read `:null` as a variable reference.
   return JSON.stringify({ action: 'accept', previous_status: 'frozen', transaction }).replaceAll('":', '": ');
@@ -134,7 +151,15 @@ export interface PgbenchResult {
   output: string;
 }
 
-export async function runPgbench(databaseUrl: string, concurrency: number, seconds: number, outDirectory: string, mode: 'extended' | 'prepared' = 'extended', script = rawScript(), name = 'raw-state-change'): Promise<PgbenchResult> {
+export async function runPgbench(
+  databaseUrl: string,
+  concurrency: number,
+  seconds: number,
+  outDirectory: string,
+  mode: 'extended' | 'prepared' = 'extended',
+  script = rawScript(),
+  name = 'raw-state-change',
+): Promise<PgbenchResult> {
   mkdirSync(outDirectory, { recursive: true });
   const scriptPath = path.resolve(outDirectory, `${name}.pgbench.sql`);
   writeFileSync(scriptPath, script);
@@ -144,7 +169,10 @@ export async function runPgbench(databaseUrl: string, concurrency: number, secon
   const { stdout, stderr } = await execFileAsync(pgbench, args, { maxBuffer: 16 * 1024 * 1024 });
   const output = `${stdout}\n${stderr}`;
   const number = (pattern: RegExp) => Number(pattern.exec(output)?.[1] ?? Number.NaN);
-  const statementLatencyMs = [...stdout.matchAll(/^\s+([\d.]+)\s+\d+\s+(.+)$/gm)].map((match) => ({ ms: Number(match[1]), statement: match[2]!.trim().slice(0, 120) }));
+  const statementLatencyMs = [...stdout.matchAll(/^\s+([\d.]+)\s+\d+\s+(.+)$/gm)].map((match) => ({
+    ms: Number(match[1]),
+    statement: match[2]!.trim().slice(0, 120),
+  }));
   return {
     tps: number(/tps = ([\d.]+) \(without initial connection time\)/),
     transactions: number(/number of transactions actually processed: (\d+)/),

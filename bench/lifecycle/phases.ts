@@ -29,7 +29,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Measures foreign CPU load, waiting (up to --wait-quiet seconds) for it to drop below 0.25 cores. */
 export async function waitForQuiet({ options, say }: PhaseContext, phase: string): Promise<number> {
   let busy = await measureIdleLoad(2_000);
-  for (const deadline = Date.now() + options.waitQuietSeconds * 1000; busy > 0.25 && Date.now() < deadline; ) {
+  for (const deadline = Date.now() + options.waitQuietSeconds * 1000; busy > 0.25 && Date.now() < deadline;) {
     say(`waiting for the machine to go quiet: ${busy.toFixed(2)} cores busy with other work`);
     busy = await measureIdleLoad(5_000);
   }
@@ -44,7 +44,9 @@ function progressPrinter(say: (line: string) => void, label: string) {
     const window = progress.elapsedMs - last.elapsedMs;
     const recent = window > 0 ? ((progress.done - last.done) * 1000) / window : 0;
     last = progress;
-    say(`${label}: ${progress.done}/${progress.total} lifecycles, ${rate.toFixed(1)} lifecycles/s (last ${(window / 1000).toFixed(1)} s: ${recent.toFixed(1)}/s)`);
+    say(
+      `${label}: ${progress.done}/${progress.total} lifecycles, ${rate.toFixed(1)} lifecycles/s (last ${(window / 1000).toFixed(1)} s: ${recent.toFixed(1)}/s)`,
+    );
   };
 }
 
@@ -60,7 +62,10 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
   loopDelay.enable();
   say(`run: ${options.lifecycles} lifecycles with ${options.concurrency} concurrent clients`);
-  const load = await driver.run({ baseUrl: server.baseUrl, pairs, lifecycles: options.lifecycles, concurrency: options.concurrency }, progressPrinter(say, 'run'));
+  const load = await driver.run(
+    { baseUrl: server.baseUrl, pairs, lifecycles: options.lifecycles, concurrency: options.concurrency },
+    progressPrinter(say, 'run'),
+  );
   loopDelay.disable();
   const serverCpuAfter = server.cpuUsage();
   const serverCpu = { user: serverCpuAfter.user - serverCpuBefore.user, system: serverCpuAfter.system - serverCpuBefore.system };
@@ -71,14 +76,25 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
   if (load.failed > 0) say(`run: ${load.failed} lifecycles failed; first errors:\n  ${load.errors.join('\n  ')}`);
   const ms = (nanoseconds: number) => Number((nanoseconds / 1e6).toFixed(2));
   return {
-    load, serverCpu, external, machineCores, foreignBefore, counters,
+    load,
+    serverCpu,
+    external,
+    machineCores,
+    foreignBefore,
+    counters,
     // With --workers this process only hands out connections: its event loop says nothing.
     eventLoopDelayMs: server.profiler ? { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } : null,
   };
 }
 
 /** Instrumented pass at one client: round trips and where a request's time goes, unloaded. */
-export async function profilePass({ options, server, driver, pairs, say }: PhaseContext): Promise<{ steps: Record<string, StepProfile>; background: Record<string, number> }> {
+export async function profilePass({
+  options,
+  server,
+  driver,
+  pairs,
+  say,
+}: PhaseContext): Promise<{ steps: Record<string, StepProfile>; background: Record<string, number> }> {
   say(`profile: ${options.profileLifecycles} lifecycles at 1 client, counting PostgreSQL round trips and Redis publishes per request`);
   const profiler = server.profiler!;
   profiler.reset();
@@ -122,6 +138,14 @@ export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement>
   // For reference only: named prepared statements (parsed and planned once per connection), and
   // the same writes sent as one autocommit statement.
   const prepared = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory, 'prepared');
-  const singleStatement = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory, 'extended', rawSingleStatementScript(), 'raw-single-statement');
+  const singleStatement = await runPgbench(
+    options.databaseUrl,
+    options.concurrency,
+    options.pgbenchSeconds,
+    outDirectory,
+    'extended',
+    rawSingleStatementScript(),
+    'raw-single-statement',
+  );
   return { raw, prepared, singleStatement, postgresCpuMs, pgbenchCpuMs, elapsedMs, machineCores, foreignBefore, walBytes };
 }

@@ -11,12 +11,18 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
   const concurrency = meta.options.concurrency;
   const inProcess = meta.loadGenerator === 'in-process';
   say('');
-  say(`=== lifecycle bench: ${run.lifecycles} lifecycles, ${concurrency} clients, ${meta.cores} cores, server ${meta.options.workers > 1 ? `${meta.options.workers} worker processes` : 'one process'}, load generator ${meta.loadGenerator} ===`);
+  say(
+    `=== lifecycle bench: ${run.lifecycles} lifecycles, ${concurrency} clients, ${meta.cores} cores, server ${meta.options.workers > 1 ? `${meta.options.workers} worker processes` : 'one process'}, load generator ${meta.loadGenerator} ===`,
+  );
   say(latencyTable(run.latencyMs));
   say('');
   say(`lifecycles/s            ${run.lifecyclesPerS}`);
-  say(`state changes/s         ${run.stateChangesPerS}   (${stateChangesPerLifecycle} per lifecycle: create + freeze + accept + deliver + confirm; = HTTP requests/s)`);
-  say(`raw state changes/s     ${raw.tps}   (pgbench -M extended -c ${concurrency}: guarded UPDATE RETURNING + 2 balance UPDATEs + 2 ledger INSERTs + 1 outbox INSERT per COMMIT)`);
+  say(
+    `state changes/s         ${run.stateChangesPerS}   (${stateChangesPerLifecycle} per lifecycle: create + freeze + accept + deliver + confirm; = HTTP requests/s)`,
+  );
+  say(
+    `raw state changes/s     ${raw.tps}   (pgbench -M extended -c ${concurrency}: guarded UPDATE RETURNING + 2 balance UPDATEs + 2 ledger INSERTs + 1 outbox INSERT per COMMIT)`,
+  );
   say(`  (for reference: same script -M prepared ${raw.preparedTps}/s; same writes as one CTE statement ${raw.singleStatementTps}/s)`);
   say(`ratio                   ${result.ratio}   (aim >= ${aims.ratioMin}: ${result.aims.ratio.met ? 'met' : 'NOT met'})`);
   const p99 = result.aims.lifecycleP99Ms;
@@ -24,10 +30,18 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
   say(`lifecycle p99           ${p99.actual} ms   (aim < ${aims.lifecycleP99MsMax} ms at ${aims.atConcurrency} clients: ${verdict})`);
   say(`failed lifecycles       ${run.failed}`);
   say('');
-  say(`CPU per lifecycle       server ${cpu.serverMsPerLifecycle} ms (${cpu.serverSystemMsPerLifecycle} in the kernel), client ${inProcess ? '(in the server process)' : `${cpu.clientMsPerLifecycle} ms`}, postgres ${cpu.postgresMsPerLifecycle} ms, redis ${cpu.redisMsPerLifecycle} ms`);
-  say(`cores busy (of ${meta.cores})      server ${cpu.serverCores}, client ${cpu.clientCores}, postgres ${cpu.postgresCores}, redis ${cpu.redisCores}; whole machine ${cpu.machineCores} (other work ${cpu.otherCores}, before the run ${cpu.otherCoresBeforeRun})`);
-  say(`raw CPU per state change postgres ${raw.postgresCpuMsPerStateChange} ms + pgbench ${raw.pgbenchCpuMsPerStateChange} ms; machine ${raw.machineCores} cores busy, other work ${raw.otherCores} (real run per state change: postgres ${round(cpu.postgresMsPerLifecycle / stateChangesPerLifecycle, 3)} ms, all processes ${cpu.allProcessesMsPerStateChange} ms)`);
-  say(`database per lifecycle  ${database.commitsPerLifecycle} commits (autocommit statements count), ${database.rowsInsertedPerLifecycle} rows inserted, ${database.rowsUpdatedPerLifecycle} updated, ${database.rowsDeletedPerLifecycle} deleted, ${database.walBytesPerLifecycle} WAL bytes (raw: ${raw.walBytesPerStateChange} per state change)`);
+  say(
+    `CPU per lifecycle       server ${cpu.serverMsPerLifecycle} ms (${cpu.serverSystemMsPerLifecycle} in the kernel), client ${inProcess ? '(in the server process)' : `${cpu.clientMsPerLifecycle} ms`}, postgres ${cpu.postgresMsPerLifecycle} ms, redis ${cpu.redisMsPerLifecycle} ms`,
+  );
+  say(
+    `cores busy (of ${meta.cores})      server ${cpu.serverCores}, client ${cpu.clientCores}, postgres ${cpu.postgresCores}, redis ${cpu.redisCores}; whole machine ${cpu.machineCores} (other work ${cpu.otherCores}, before the run ${cpu.otherCoresBeforeRun})`,
+  );
+  say(
+    `raw CPU per state change postgres ${raw.postgresCpuMsPerStateChange} ms + pgbench ${raw.pgbenchCpuMsPerStateChange} ms; machine ${raw.machineCores} cores busy, other work ${raw.otherCores} (real run per state change: postgres ${round(cpu.postgresMsPerLifecycle / stateChangesPerLifecycle, 3)} ms, all processes ${cpu.allProcessesMsPerStateChange} ms)`,
+  );
+  say(
+    `database per lifecycle  ${database.commitsPerLifecycle} commits (autocommit statements count), ${database.rowsInsertedPerLifecycle} rows inserted, ${database.rowsUpdatedPerLifecycle} updated, ${database.rowsDeletedPerLifecycle} deleted, ${database.walBytesPerLifecycle} WAL bytes (raw: ${raw.walBytesPerStateChange} per state change)`,
+  );
   if (run.serverEventLoopDelayMs) say(`server event loop delay p50 ${run.serverEventLoopDelayMs.p50} ms, p99 ${run.serverEventLoopDelayMs.p99} ms`);
   if (result.profile) {
     say('');
@@ -41,19 +55,28 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
     say('');
     say(`cost model at ${concurrency} clients (per request):`);
     for (const probe of [model.http, model.authenticated, model.oneQuery]) {
-      say(`  GET ${probe.path.padEnd(18)} ${String(probe.requestsPerS).padStart(8)} req/s  ${String(probe.roundTripsPerRequest).padStart(4)} round trips  server ${probe.serverCpuMsPerRequest} ms  postgres ${probe.postgresCpuMsPerRequest} ms CPU  p50 ${probe.p50Ms} ms  p99 ${probe.p99Ms} ms`);
+      say(
+        `  GET ${probe.path.padEnd(18)} ${String(probe.requestsPerS).padStart(8)} req/s  ${String(probe.roundTripsPerRequest).padStart(4)} round trips  server ${probe.serverCpuMsPerRequest} ms  postgres ${probe.postgresCpuMsPerRequest} ms CPU  p50 ${probe.p50Ms} ms  p99 ${probe.p99Ms} ms`,
+      );
     }
-    say(`  one simple round trip through knex+pg: server ${model.serverCpuMsPerSimpleQuery ?? 'n/a'} ms, postgres ${model.postgresCpuMsPerSimpleQuery ?? 'n/a'} ms CPU`);
+    say(
+      `  one simple round trip through knex+pg: server ${model.serverCpuMsPerSimpleQuery ?? 'n/a'} ms, postgres ${model.postgresCpuMsPerSimpleQuery ?? 'n/a'} ms CPU`,
+    );
   }
   if (result.serverCpuProfile) {
     const profile = result.serverCpuProfile;
     say('');
-    say(`server main thread (V8 profile, ${profile.lifecycles} lifecycles at ${profile.concurrency} clients): busy ${(profile.busyShare * 100).toFixed(0)}% of the time, ${profile.sampledMs} ms sampled, self time by purpose:`);
-    for (const entry of profile.byPurpose) say(`  ${entry.purpose.padEnd(50)}${String(entry.ms).padStart(7)} ms ${(entry.share * 100).toFixed(1).padStart(6)}%`);
+    say(
+      `server main thread (V8 profile, ${profile.lifecycles} lifecycles at ${profile.concurrency} clients): busy ${(profile.busyShare * 100).toFixed(0)}% of the time, ${profile.sampledMs} ms sampled, self time by purpose:`,
+    );
+    for (const entry of profile.byPurpose)
+      say(`  ${entry.purpose.padEnd(50)}${String(entry.ms).padStart(7)} ms ${(entry.share * 100).toFixed(1).padStart(6)}%`);
   }
   const before = meta.activityBefore;
   const after = meta.activityAfter;
   say('');
-  say(`other active backends before/after: ${before.otherActiveBackends}/${after.otherActiveBackends}; load average before/after: ${before.loadAverage1m}/${after.loadAverage1m}`);
+  say(
+    `other active backends before/after: ${before.otherActiveBackends}/${after.otherActiveBackends}; load average before/after: ${before.loadAverage1m}/${after.loadAverage1m}`,
+  );
   say(`results written to ${outPath}`);
 }

@@ -45,7 +45,8 @@ const fixed = (value: number, digits = 1) => (Number.isFinite(value) ? value.toF
 export function latencyTable(latency: Record<string, Summary>): string {
   const header = `${'step'.padEnd(10)}${pad('count', 7)}${pad('p50 ms', 9)}${pad('p90 ms', 9)}${pad('p99 ms', 9)}${pad('max ms', 9)}${pad('mean ms', 9)}`;
   const lines = Object.entries(latency).map(
-    ([step, s]) => `${step.padEnd(10)}${pad(s.count, 7)}${pad(fixed(s.p50), 9)}${pad(fixed(s.p90), 9)}${pad(fixed(s.p99), 9)}${pad(fixed(s.max), 9)}${pad(fixed(s.mean), 9)}`,
+    ([step, s]) =>
+      `${step.padEnd(10)}${pad(s.count, 7)}${pad(fixed(s.p50), 9)}${pad(fixed(s.p90), 9)}${pad(fixed(s.p99), 9)}${pad(fixed(s.max), 9)}${pad(fixed(s.mean), 9)}`,
   );
   return [header, ...lines].join('\n');
 }
@@ -53,7 +54,8 @@ export function latencyTable(latency: Record<string, Summary>): string {
 export function profileTable(profile: Record<string, StepProfile>): string {
   const header = `${'step'.padEnd(10)}${pad('requests', 9)}${pad('db trips', 10)}${pad('redis', 7)}${pad('server ms', 11)}${pad('in db ms', 10)}${pad('redis ms', 10)}`;
   const lines = Object.entries(profile).map(
-    ([step, p]) => `${step.padEnd(10)}${pad(p.requests, 9)}${pad(fixed(p.dbRoundTrips, 1), 10)}${pad(fixed(p.redisPublishes, 1), 7)}${pad(fixed(p.meanTotalMs, 2), 11)}${pad(fixed(p.meanDbMs, 2), 10)}${pad(fixed(p.meanRedisMs, 2), 10)}`,
+    ([step, p]) =>
+      `${step.padEnd(10)}${pad(p.requests, 9)}${pad(fixed(p.dbRoundTrips, 1), 10)}${pad(fixed(p.redisPublishes, 1), 7)}${pad(fixed(p.meanTotalMs, 2), 11)}${pad(fixed(p.meanDbMs, 2), 10)}${pad(fixed(p.meanRedisMs, 2), 10)}`,
   );
   return [header, ...lines].join('\n');
 }

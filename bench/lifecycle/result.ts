@@ -71,7 +71,10 @@ export function assembleResult(inputs: ResultInputs) {
         clientMsPerLifecycle: perLifecycle(clientCpuMs),
         postgresMsPerLifecycle: perLifecycle(run.external.postgres),
         redisMsPerLifecycle: perLifecycle(run.external.redis),
-        allProcessesMsPerStateChange: round((serverCpuMs + clientCpuMs + run.external.postgres + run.external.redis) / load.lifecycles / stateChangesPerLifecycle, 3),
+        allProcessesMsPerStateChange: round(
+          (serverCpuMs + clientCpuMs + run.external.postgres + run.external.redis) / load.lifecycles / stateChangesPerLifecycle,
+          3,
+        ),
         // Cores busy on average during the run.
         serverCores: cores(serverCpuMs),
         clientCores: cores(clientCpuMs),
@@ -114,11 +117,19 @@ export function assembleResult(inputs: ResultInputs) {
     aims: {
       ratio: { min: aims.ratioMin, actual: round(ratio, 3), met: ratio >= aims.ratioMin },
       lifecycleP99Ms: {
-        max: aims.lifecycleP99MsMax, atConcurrency: aims.atConcurrency, actual: p99, measuredAtConcurrency: options.concurrency,
+        max: aims.lifecycleP99MsMax,
+        atConcurrency: aims.atConcurrency,
+        actual: p99,
+        measuredAtConcurrency: options.concurrency,
         met: options.concurrency === aims.atConcurrency ? p99 < aims.lifecycleP99MsMax : null,
       },
     },
-    profile: inputs.profile && { concurrency: 1, lifecycles: options.profileLifecycles, steps: inputs.profile.steps, backgroundRoundTrips: inputs.profile.background },
+    profile: inputs.profile && {
+      concurrency: 1,
+      lifecycles: options.profileLifecycles,
+      steps: inputs.profile.steps,
+      backgroundRoundTrips: inputs.profile.background,
+    },
     costModel: inputs.costModel,
     serverCpuProfile: inputs.cpuProfile && { concurrency: options.concurrency, lifecycles: options.cpuProfileLifecycles, ...inputs.cpuProfile },
   };

@@ -52,13 +52,18 @@ async function main() {
   const startedAt = new Date();
   const code = codeVersion();
   const databaseName = databaseNameOf(options.databaseUrl);
-  say(`lifecycle bench: N=${options.lifecycles} C=${options.concurrency} warmup=${options.warmup} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), code ${code.commit}${code.uncommittedChanges ? ' + local changes' : ''}`);
+  say(
+    `lifecycle bench: N=${options.lifecycles} C=${options.concurrency} warmup=${options.warmup} on ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), code ${code.commit}${code.uncommittedChanges ? ' + local changes' : ''}`,
+  );
   say(`database ${options.databaseUrl} (dropped and recreated), redis ${options.redisUrl}`);
   await recreateDatabase(options.databaseUrl);
   const before = await otherActivity(options.databaseUrl);
   const postmasterPid = await postmasterPidOf(options.databaseUrl, parentPid);
   if (!Number.isFinite(postmasterPid)) say('warning: PostgreSQL is not a local process here; its CPU will read as 0');
-  const server = options.workers > 1 ? await startClusterServer(options.databaseUrl, options.redisUrl, options.workers) : await startServer(options.databaseUrl, options.redisUrl);
+  const server =
+    options.workers > 1
+      ? await startClusterServer(options.databaseUrl, options.redisUrl, options.workers)
+      : await startServer(options.databaseUrl, options.redisUrl);
   say(`server listening on ${server.baseUrl}: ${server.describe}`);
   if (!server.profiler && (options.profileLifecycles > 0 || options.costModelRequests > 0 || options.cpuProfileLifecycles > 0)) {
     say('the instrumented, cost-model and V8 profile passes need the server in this process: skipped with --workers');
@@ -87,15 +92,34 @@ async function main() {
     let costModel = null;
     if (options.costModelRequests > 0) {
       say(`cost model: ${options.costModelRequests} × GET /healthz, /api/v1/auth/me and /api/v1/wallet/ at ${options.concurrency} clients`);
-      costModel = await runCostModel(driver, server.profiler!, server.baseUrl, databaseName, postmasterPid, pairs[0]!.buyer, options.concurrency, options.costModelRequests);
+      costModel = await runCostModel(
+        driver,
+        server.profiler!,
+        server.baseUrl,
+        databaseName,
+        postmasterPid,
+        pairs[0]!.buyer,
+        options.concurrency,
+        options.costModelRequests,
+      );
     }
     const cpuProfile = options.cpuProfileLifecycles > 0 ? await cpuProfilePass(context) : null;
     const raw = await rawCeiling(context);
     const after = await otherActivity(options.databaseUrl);
 
     const result = assembleResult({
-      options, startedAt, code, postgres: await serverInfo(options.databaseUrl), loadGenerator: driver.kind,
-      activity: { before, after }, setupMs, run, raw, profile, costModel, cpuProfile,
+      options,
+      startedAt,
+      code,
+      postgres: await serverInfo(options.databaseUrl),
+      loadGenerator: driver.kind,
+      activity: { before, after },
+      setupMs,
+      run,
+      raw,
+      profile,
+      costModel,
+      cpuProfile,
     });
     const outPath = path.resolve(options.out);
     mkdirSync(path.dirname(outPath), { recursive: true });

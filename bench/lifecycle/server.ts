@@ -33,7 +33,11 @@ export function stepOf(method: string | undefined, url: string | undefined): str
   return match ? match[1]! : 'other';
 }
 
-export async function startServer(databaseUrl: string, redisUrl: string, options: { migrate?: boolean } = {}): Promise<BenchServer & { runtime: Runtime; profiler: Profiler }> {
+export async function startServer(
+  databaseUrl: string,
+  redisUrl: string,
+  options: { migrate?: boolean } = {},
+): Promise<BenchServer & { runtime: Runtime; profiler: Profiler }> {
   const config = loadConfig({
     NODE_ENV: 'production',
     DATABASE_URL: databaseUrl,

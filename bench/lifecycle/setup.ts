@@ -19,9 +19,21 @@ export interface Pair {
 
 export const capabilityPrice = '1.00';
 
-export async function setupMarket(http: HttpClient, adminToken: string, pairs: number, lifecyclesPerBuyerMax: number, progress: (line: string) => void): Promise<Pair[]> {
+export async function setupMarket(
+  http: HttpClient,
+  adminToken: string,
+  pairs: number,
+  lifecyclesPerBuyerMax: number,
+  progress: (line: string) => void,
+): Promise<Pair[]> {
   const admin = { 'x-admin-token': adminToken };
-  const key = await http.call<{ id: string; api_key: string }>('POST', '/api/v1/admin/api-keys', admin, { agent_platform_type: 'custom_mcp', name: 'lifecycle bench' }, 201);
+  const key = await http.call<{ id: string; api_key: string }>(
+    'POST',
+    '/api/v1/admin/api-keys',
+    admin,
+    { agent_platform_type: 'custom_mcp', name: 'lifecycle bench' },
+    201,
+  );
 
   async function agent(role: string, index: number): Promise<Agent> {
     const email = `bench-${role}-${index}-${randomBytes(3).toString('hex')}@example.com`;
@@ -35,11 +47,21 @@ export async function setupMarket(http: HttpClient, adminToken: string, pairs: n
   for (let index = 0; index < pairs; index++) {
     const [buyer, seller] = await Promise.all([agent('buyer', index), agent('seller', index)]);
     await http.call('POST', '/api/v1/admin/wallet/credit', admin, { user_id: buyer.userId, currency: 'UT', amount: credit }, 200);
-    const capability = await http.call<{ id: string }>('POST', '/api/v1/capabilities', seller.headers, {
-      title: `Bench service ${index}`, description: 'Echoes its input', category: 'ai_automation',
-      capability_type: 'service', pricing_model: 'per_use', price_ut: capabilityPrice,
-      callback_url: 'https://seller.example/callback',
-    }, 201);
+    const capability = await http.call<{ id: string }>(
+      'POST',
+      '/api/v1/capabilities',
+      seller.headers,
+      {
+        title: `Bench service ${index}`,
+        description: 'Echoes its input',
+        category: 'ai_automation',
+        capability_type: 'service',
+        pricing_model: 'per_use',
+        price_ut: capabilityPrice,
+        callback_url: 'https://seller.example/callback',
+      },
+      201,
+    );
     result.push({ buyer, seller, capabilityId: capability.id });
     progress(`setup: ${index + 1}/${pairs} buyer/seller pairs (buyer credited ${credit} UT, seller capability at ${capabilityPrice} UT)`);
   }

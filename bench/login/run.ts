@@ -21,7 +21,11 @@ const attemptCount = Number(values.attempts);
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const password = 'bench-password-1';
 
-interface Server { url: string; child: ChildProcess; directory: string }
+interface Server {
+  url: string;
+  child: ChildProcess;
+  directory: string;
+}
 
 async function startServer(environment: Record<string, string>): Promise<Server> {
   const directory = mkdtempSync(path.join(tmpdir(), 'bench-login-'));
@@ -51,7 +55,9 @@ async function stopServer(server: Server) {
 
 async function answer(server: Server, path: string, body: unknown, address: string) {
   const response = await fetch(`${server.url}${path}`, {
-    method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': address }, body: JSON.stringify(body),
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': address },
+    body: JSON.stringify(body),
   });
   return { code: ((await response.json()) as { code: number }).code, retryAfterSeconds: Number(response.headers.get('retry-after') ?? 1) };
 }
@@ -65,27 +71,35 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
 
 /** A real client's login: refused with 4290, it waits Retry-After and tries again, as told. */
 let realRefusals = 0;
-const realLogin = (server: Server, email: string) => timed(async () => {
-  for (let attempt = 0; attempt < 60; attempt++) {
-    const { code, retryAfterSeconds } = await answer(server, '/api/v1/auth/login', { email, password }, '198.51.100.2');
-    if (code === 0) return;
-    if (code !== 4290) throw new Error(`the real login was answered ${code}`);
-    realRefusals += 1;
-    await new Promise((resolve) => setTimeout(resolve, retryAfterSeconds * 1000));
-  }
-  throw new Error('the real login was refused 60 times');
-});
+const realLogin = (server: Server, email: string) =>
+  timed(async () => {
+    for (let attempt = 0; attempt < 60; attempt++) {
+      const { code, retryAfterSeconds } = await answer(server, '/api/v1/auth/login', { email, password }, '198.51.100.2');
+      if (code === 0) return;
+      if (code !== 4290) throw new Error(`the real login was answered ${code}`);
+      realRefusals += 1;
+      await new Promise((resolve) => setTimeout(resolve, retryAfterSeconds * 1000));
+    }
+    throw new Error('the real login was refused 60 times');
+  });
 const health = (server: Server) => timed(() => fetch(`${server.url}/healthz`).then((response) => response.text()));
 
-interface Scenario { name: string; victim: (index: number) => string; address: (index: number) => string }
+interface Scenario {
+  name: string;
+  victim: (index: number) => string;
+  address: (index: number) => string;
+}
 
 /** Fires the attack; meanwhile one real login and /healthz every 50 ms until the attack is over. */
 async function underAttack(server: Server, scenario: Scenario, realEmail: string) {
   const started = performance.now();
   realRefusals = 0;
   let attacking = true;
-  const attack = Promise.all(Array.from({ length: attemptCount }, (_, index) =>
-    post(server, '/api/v1/auth/login', { email: scenario.victim(index), password: 'wrong-password-1' }, scenario.address(index)).catch(() => 'network error'))).finally(() => (attacking = false));
+  const attack = Promise.all(
+    Array.from({ length: attemptCount }, (_, index) =>
+      post(server, '/api/v1/auth/login', { email: scenario.victim(index), password: 'wrong-password-1' }, scenario.address(index)).catch(() => 'network error'),
+    ),
+  ).finally(() => (attacking = false));
   await new Promise((resolve) => setTimeout(resolve, 20));
   const login = realLogin(server, realEmail);
   const healthTimes: number[] = [];
@@ -113,15 +127,33 @@ async function measure(label: string, environment: Record<string, string>, scena
       if (scenario.victim(0).startsWith('victim')) await post(server, '/api/v1/auth/signup', { email: scenario.victim(0), password }, '198.51.100.3');
       const baselineLogin = await realLogin(server, real);
       const baselineHealth = await health(server);
-      log(`${label}, ${scenario.name}: baseline login ${baselineLogin.toFixed(0)} ms, /healthz ${baselineHealth.toFixed(1)} ms; attacking with ${attemptCount} wrong logins`);
-      const result = await underAttack(server, scenario, real);
-      const answers = Object.entries(result.counts).map(([code, count]) => `${count}x ${code}`).join(', ');
-      log(`${label}, ${scenario.name}: attack over in ${result.attackMs.toFixed(0)} ms (${answers}); real login ${result.loginMs.toFixed(0)} ms (${result.refusals} refusals first), slowest /healthz ${result.healthMaxMs.toFixed(1)} ms`);
-      metrics.push(
-        { metric: `${label}, ${scenario.name}: real login under attack`, value: Math.round(result.loginMs), unit: 'ms', baseline: { name: 'real login, no attack', value: Math.round(baselineLogin) } },
-        { metric: `${label}, ${scenario.name}: slowest /healthz under attack`, value: Number(result.healthMaxMs.toFixed(1)), unit: 'ms', baseline: { name: '/healthz, no attack', value: Number(baselineHealth.toFixed(1)) } },
+      log(
+        `${label}, ${scenario.name}: baseline login ${baselineLogin.toFixed(0)} ms, /healthz ${baselineHealth.toFixed(1)} ms; attacking with ${attemptCount} wrong logins`,
       );
-      rows.push(`| ${label} | ${scenario.name} | ${baselineLogin.toFixed(0)} ms | ${result.loginMs.toFixed(0)} ms${result.refusals ? ` (refused ${result.refusals}x, retried after Retry-After)` : ''} | ${baselineHealth.toFixed(1)} ms | ${result.healthMaxMs.toFixed(1)} ms | ${result.attackMs.toFixed(0)} ms | ${answers} |`);
+      const result = await underAttack(server, scenario, real);
+      const answers = Object.entries(result.counts)
+        .map(([code, count]) => `${count}x ${code}`)
+        .join(', ');
+      log(
+        `${label}, ${scenario.name}: attack over in ${result.attackMs.toFixed(0)} ms (${answers}); real login ${result.loginMs.toFixed(0)} ms (${result.refusals} refusals first), slowest /healthz ${result.healthMaxMs.toFixed(1)} ms`,
+      );
+      metrics.push(
+        {
+          metric: `${label}, ${scenario.name}: real login under attack`,
+          value: Math.round(result.loginMs),
+          unit: 'ms',
+          baseline: { name: 'real login, no attack', value: Math.round(baselineLogin) },
+        },
+        {
+          metric: `${label}, ${scenario.name}: slowest /healthz under attack`,
+          value: Number(result.healthMaxMs.toFixed(1)),
+          unit: 'ms',
+          baseline: { name: '/healthz, no attack', value: Number(baselineHealth.toFixed(1)) },
+        },
+      );
+      rows.push(
+        `| ${label} | ${scenario.name} | ${baselineLogin.toFixed(0)} ms | ${result.loginMs.toFixed(0)} ms${result.refusals ? ` (refused ${result.refusals}x, retried after Retry-After)` : ''} | ${baselineHealth.toFixed(1)} ms | ${result.healthMaxMs.toFixed(1)} ms | ${result.attackMs.toFixed(0)} ms | ${answers} |`,
+      );
       // Let the pool of scrypt threads drain before the next scenario's baseline.
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
@@ -133,15 +165,29 @@ async function measure(label: string, environment: Record<string, string>, scena
 
 const stamp = Date.now();
 const oneAddressOneAccount: Scenario = { name: 'one address, one account', victim: () => `victim-a-${stamp}@bench.example`, address: () => '203.0.113.1' };
-const manyAddressesOneAccount: Scenario = { name: `${attemptCount} addresses, one account`, victim: () => `victim-b-${stamp}@bench.example`, address: (index) => `10.1.${index >> 8}.${index & 255}` };
-const manyAddressesManyAccounts: Scenario = { name: `${attemptCount} addresses, ${attemptCount} accounts`, victim: (index) => `nobody-${index}-${stamp}@bench.example`, address: (index) => `10.2.${index >> 8}.${index & 255}` };
+const manyAddressesOneAccount: Scenario = {
+  name: `${attemptCount} addresses, one account`,
+  victim: () => `victim-b-${stamp}@bench.example`,
+  address: (index) => `10.1.${index >> 8}.${index & 255}`,
+};
+const manyAddressesManyAccounts: Scenario = {
+  name: `${attemptCount} addresses, ${attemptCount} accounts`,
+  victim: (index) => `nobody-${index}-${stamp}@bench.example`,
+  address: (index) => `10.2.${index >> 8}.${index & 255}`,
+};
 
 const rows = [
-  ...(await measure('login limits off', { RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: 'off' }, [oneAddressOneAccount])),
+  ...(await measure(
+    'login limits off',
+    { RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: 'off' },
+    [oneAddressOneAccount],
+  )),
   ...(await measure('default limits', {}, [oneAddressOneAccount, manyAddressesOneAccount, manyAddressesManyAccounts])),
 ];
 log('');
-log('| server | attack | real login, no attack | real login, under attack | /healthz, no attack | slowest /healthz under attack | attack lasted | attack answered |');
+log(
+  '| server | attack | real login, no attack | real login, under attack | /healthz, no attack | slowest /healthz under attack | attack lasted | attack answered |',
+);
 log('|---|---|---|---|---|---|---|---|');
 for (const row of rows) log(row);
 saveResult({ benchmark: 'login', title: 'Login under attack: `bench/login`', command: commandLine('bench:login'), metrics });

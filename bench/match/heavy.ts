@@ -33,7 +33,11 @@ jobs?.start();
 const base = server.baseUrl;
 
 async function call(method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const response = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = (await response.json()) as { code: number; data: any };
   if (json.code !== 0) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
   return json.data;
@@ -49,15 +53,41 @@ const seller = userOf();
 const buyer = userOf();
 
 /** 10,000 characters of varied English, so each description has many distinct terms. */
-const words = ['translate', 'manual', 'document', 'report', 'summary', 'chinese', 'english', 'legal', 'contract', 'design', 'logo', 'video', 'audio', 'data', 'cleaning', 'analysis', 'review', 'website', 'mobile', 'backend'];
+const words = [
+  'translate',
+  'manual',
+  'document',
+  'report',
+  'summary',
+  'chinese',
+  'english',
+  'legal',
+  'contract',
+  'design',
+  'logo',
+  'video',
+  'audio',
+  'data',
+  'cleaning',
+  'analysis',
+  'review',
+  'website',
+  'mobile',
+  'backend',
+];
 const longText = (seed: number) => {
   let text = '';
   for (let index = 0; text.length < 10_000; index++) text += `${words[(seed * 7 + index * 13) % words.length]}${(seed + index) % 97} `;
   return text.slice(0, 10_000);
 };
 const offer = (index: number, price: string) => ({
-  title: `Service ${index}: ${words[index % words.length]} ${words[(index * 3) % words.length]}`, description: longText(index), category: 'translation',
-  capability_type: 'service', pricing_model: 'per_use', price_ut: price, callback_url: 'https://seller.example/callback',
+  title: `Service ${index}: ${words[index % words.length]} ${words[(index * 3) % words.length]}`,
+  description: longText(index),
+  category: 'translation',
+  capability_type: 'service',
+  pricing_model: 'per_use',
+  price_ut: price,
+  callback_url: 'https://seller.example/callback',
 });
 
 progress('creating 200 capabilities of 10,000 characters');
@@ -65,7 +95,10 @@ for (let index = 0; index < 200; index++) {
   await call('POST', '/api/v1/capabilities', seller.headers, offer(index, '90.00'));
   if ((index + 1) % 50 === 0) progress(`  ${index + 1} / 200`);
 }
-const demand = await call('POST', '/api/v1/demands', buyer.headers, { description: `${longText(7).slice(0, 2_000)} translate the manual into Chinese`, max_price_ut: '100.00' });
+const demand = await call('POST', '/api/v1/demands', buyer.headers, {
+  description: `${longText(7).slice(0, 2_000)} translate the manual into Chinese`,
+  max_price_ut: '100.00',
+});
 
 const percentile = (values: number[], share: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(values.length * share) - 1)]!;
 async function timedMs(work: () => Promise<unknown>) {
@@ -87,7 +120,11 @@ for (let index = 0; index < 100; index++) {
   const requester = userOf();
   await call('GET', '/api/v1/auth/me', requester.headers);
   await call('POST', '/api/v1/admin/wallet/credit', admin, { user_id: requester.id, currency: 'UT', amount: '1000.00' });
-  await call('POST', '/api/v1/demands', requester.headers, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
+  await call('POST', '/api/v1/demands', requester.headers, {
+    description: 'Translate our English manual into Chinese',
+    max_price_ut: '40.00',
+    auto_accept: true,
+  });
 }
 
 const createCount = Math.min(requests, 30);
@@ -95,7 +132,11 @@ progress(`${createCount} capability creates with the 100 demands waiting`);
 const create: number[] = [];
 const createBaseline: number[] = [];
 for (let index = 0; index < createCount; index++) {
-  const body = { ...offer(1_000 + index, '30.00'), title: 'English to Chinese translation of manuals', description: 'Professional translation of manuals from English into Chinese' };
+  const body = {
+    ...offer(1_000 + index, '30.00'),
+    title: 'English to Chinese translation of manuals',
+    description: 'Professional translation of manuals from English into Chinese',
+  };
   create.push(await timedMs(() => call('POST', '/api/v1/capabilities', seller.headers, body)));
   createBaseline.push(await timedMs(() => call('GET', '/api/v1/auth/me', seller.headers)));
 }
@@ -107,12 +148,30 @@ const verdict = (p99: number) => (p99 < aimMs ? 'MET' : 'NOT MET');
 console.log('\nIssue 15 shape: 200 capabilities of 10,000 characters; 100 auto-accept demands; one client, sequential');
 console.log('| request | n | p50 | p99 | baseline GET /auth/me p50 | baseline p99 | aim (p99) |');
 console.log('|---|---:|---:|---:|---:|---:|---|');
-console.log(`| POST /capabilities/match (top_k 10) | ${match.length} | ${ms(percentile(match, 0.5))} | ${ms(percentile(match, 0.99))} | ${ms(percentile(matchBaseline, 0.5))} | ${ms(percentile(matchBaseline, 0.99))} | < ${aimMs} ms: ${verdict(percentile(match, 0.99))} |`);
-console.log(`| POST /capabilities with 100 auto-accept demands | ${create.length} | ${ms(percentile(create, 0.5))} | ${ms(percentile(create, 0.99))} | ${ms(percentile(createBaseline, 0.5))} | ${ms(percentile(createBaseline, 0.99))} | < ${aimMs} ms: ${verdict(percentile(create, 0.99))} |`);
+console.log(
+  `| POST /capabilities/match (top_k 10) | ${match.length} | ${ms(percentile(match, 0.5))} | ${ms(percentile(match, 0.99))} | ${ms(percentile(matchBaseline, 0.5))} | ${ms(percentile(matchBaseline, 0.99))} | < ${aimMs} ms: ${verdict(percentile(match, 0.99))} |`,
+);
+console.log(
+  `| POST /capabilities with 100 auto-accept demands | ${create.length} | ${ms(percentile(create, 0.5))} | ${ms(percentile(create, 0.99))} | ${ms(percentile(createBaseline, 0.5))} | ${ms(percentile(createBaseline, 0.99))} | < ${aimMs} ms: ${verdict(percentile(create, 0.99))} |`,
+);
 saveResult({
-  benchmark: 'match-heavy', title: "Issue 15's shape: long texts and waiting auto-accept demands (`bench/match/heavy.ts`)", command: 'npx tsx bench/match/heavy.ts' + (process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''),
+  benchmark: 'match-heavy',
+  title: "Issue 15's shape: long texts and waiting auto-accept demands (`bench/match/heavy.ts`)",
+  command: 'npx tsx bench/match/heavy.ts' + (process.argv.length > 2 ? ` ${process.argv.slice(2).join(' ')}` : ''),
   metrics: [
-    { metric: 'match, 200 candidates of 10,000 characters, p99', value: Number(percentile(match, 0.99).toFixed(1)), unit: 'ms', baseline: { name: 'GET /auth/me p99', value: Number(percentile(matchBaseline, 0.99).toFixed(1)) }, aim: { text: `under ${aimMs} ms`, met: percentile(match, 0.99) < aimMs } },
-    { metric: 'create with 100 auto-accept demands, p99', value: Number(percentile(create, 0.99).toFixed(1)), unit: 'ms', baseline: { name: 'GET /auth/me p99', value: Number(percentile(createBaseline, 0.99).toFixed(1)) }, aim: { text: `under ${aimMs} ms`, met: percentile(create, 0.99) < aimMs } },
+    {
+      metric: 'match, 200 candidates of 10,000 characters, p99',
+      value: Number(percentile(match, 0.99).toFixed(1)),
+      unit: 'ms',
+      baseline: { name: 'GET /auth/me p99', value: Number(percentile(matchBaseline, 0.99).toFixed(1)) },
+      aim: { text: `under ${aimMs} ms`, met: percentile(match, 0.99) < aimMs },
+    },
+    {
+      metric: 'create with 100 auto-accept demands, p99',
+      value: Number(percentile(create, 0.99).toFixed(1)),
+      unit: 'ms',
+      baseline: { name: 'GET /auth/me p99', value: Number(percentile(createBaseline, 0.99).toFixed(1)) },
+      aim: { text: `under ${aimMs} ms`, met: percentile(create, 0.99) < aimMs },
+    },
   ],
 });

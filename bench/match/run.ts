@@ -70,8 +70,14 @@ async function seedUpTo(client: pg.Client, from: number, to: number) {
        SELECT gen_random_uuid(), $1, 'agent', title, description, category, 'service', 'per_use', price, tags::jsonb,
          'https://seller.example/callback', 'cbs_bench', now(), now()
        FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) AS listing(title, description, category, price, tags)`,
-      [seller.userId, listings.map((l) => l.title), listings.map((l) => l.description), listings.map((l) => l.category),
-        listings.map((l) => l.priceMinorUnits), listings.map((l) => JSON.stringify(l.tags))],
+      [
+        seller.userId,
+        listings.map((l) => l.title),
+        listings.map((l) => l.description),
+        listings.map((l) => l.category),
+        listings.map((l) => l.priceMinorUnits),
+        listings.map((l) => JSON.stringify(l.tags)),
+      ],
     );
     progress(`  seeded ${Math.min(start + seedBatchSize, to).toLocaleString('en')} / ${to.toLocaleString('en')} capabilities`);
   }
@@ -82,7 +88,9 @@ async function scanCounters(client: pg.Client) {
   // Statistics reach the views up to a second late (PostgreSQL 15 flushes them on a timer).
   await new Promise((resolve) => setTimeout(resolve, 1_100));
   await client.query('SELECT pg_stat_clear_snapshot()');
-  const table = await client.query(`SELECT seq_scan::int AS seq_scan, coalesce(idx_scan, 0)::int AS idx_scan FROM pg_stat_user_tables WHERE relname = 'capabilities'`);
+  const table = await client.query(
+    `SELECT seq_scan::int AS seq_scan, coalesce(idx_scan, 0)::int AS idx_scan FROM pg_stat_user_tables WHERE relname = 'capabilities'`,
+  );
   return { sequentialScans: table.rows[0].seq_scan as number, indexScans: table.rows[0].idx_scan as number };
 }
 
@@ -94,7 +102,16 @@ async function timedMs(work: () => Promise<unknown>) {
   return performance.now() - startedAt;
 }
 
-interface Row { capabilities: number; matchP50: number; matchP99: number; baseP50: number; baseP99: number; meanCandidates: number; sequentialScans: number; indexScans: number }
+interface Row {
+  capabilities: number;
+  matchP50: number;
+  matchP99: number;
+  baseP50: number;
+  baseP99: number;
+  meanCandidates: number;
+  sequentialScans: number;
+  indexScans: number;
+}
 const rows: Row[] = [];
 await withClient(databaseUrl, async (client) => {
   let seeded = 0;
@@ -109,14 +126,24 @@ await withClient(databaseUrl, async (client) => {
     let candidates = 0;
     for (let index = 0; index < requestsPerScale; index++) {
       const demandId = demandIds[index % demandIds.length]!;
-      match.push(await timedMs(async () => (candidates += (await call('POST', '/api/v1/capabilities/match', buyer.headers, { demand_id: demandId, top_k: 10 })).candidates.length)));
+      match.push(
+        await timedMs(
+          async () => (candidates += (await call('POST', '/api/v1/capabilities/match', buyer.headers, { demand_id: demandId, top_k: 10 })).candidates.length),
+        ),
+      );
       baseline.push(await timedMs(() => call('GET', '/api/v1/auth/me', buyer.headers)));
       if ((index + 1) % 100 === 0) progress(`  ${index + 1} / ${requestsPerScale} match requests`);
     }
     const after = await scanCounters(client);
     rows.push({
-      capabilities: scale, matchP50: percentile(match, 0.5), matchP99: percentile(match, 0.99), baseP50: percentile(baseline, 0.5), baseP99: percentile(baseline, 0.99),
-      meanCandidates: candidates / requestsPerScale, sequentialScans: after.sequentialScans - before.sequentialScans, indexScans: after.indexScans - before.indexScans,
+      capabilities: scale,
+      matchP50: percentile(match, 0.5),
+      matchP99: percentile(match, 0.99),
+      baseP50: percentile(baseline, 0.5),
+      baseP99: percentile(baseline, 0.99),
+      meanCandidates: candidates / requestsPerScale,
+      sequentialScans: after.sequentialScans - before.sequentialScans,
+      indexScans: after.indexScans - before.indexScans,
     });
   }
 });
@@ -124,23 +151,48 @@ await server.close();
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 const round1 = (value: number) => Number(value.toFixed(1));
-console.log(`\nPOST /api/v1/capabilities/match, top_k 10, ${requestsPerScale} requests per scale over ${demandIds.length} demands (zh and en), one client, sequential`);
-console.log('| capabilities | match p50 | match p99 | baseline GET /auth/me p50 | baseline p99 | candidates returned (mean) | index scans of capabilities | seq scans of capabilities |');
+console.log(
+  `\nPOST /api/v1/capabilities/match, top_k 10, ${requestsPerScale} requests per scale over ${demandIds.length} demands (zh and en), one client, sequential`,
+);
+console.log(
+  '| capabilities | match p50 | match p99 | baseline GET /auth/me p50 | baseline p99 | candidates returned (mean) | index scans of capabilities | seq scans of capabilities |',
+);
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const row of rows) {
-  console.log(`| ${row.capabilities.toLocaleString('en')} | ${ms(row.matchP50)} | ${ms(row.matchP99)} | ${ms(row.baseP50)} | ${ms(row.baseP99)} | ${row.meanCandidates.toFixed(1)} | ${row.indexScans} | ${row.sequentialScans} |`);
+  console.log(
+    `| ${row.capabilities.toLocaleString('en')} | ${ms(row.matchP50)} | ${ms(row.matchP99)} | ${ms(row.baseP50)} | ${ms(row.baseP99)} | ${row.meanCandidates.toFixed(1)} | ${row.indexScans} | ${row.sequentialScans} |`,
+  );
 }
 const first = rows[0]!;
 const last = rows.at(-1)!;
 const ratio = last.matchP99 / first.matchP99;
-console.log(`\np99 at ${last.capabilities.toLocaleString('en')} / p99 at ${first.capabilities.toLocaleString('en')} = ${ratio.toFixed(2)}x (aim: at most 3x) ${ratio <= 3 ? 'MET' : 'NOT MET'}`);
+console.log(
+  `\np99 at ${last.capabilities.toLocaleString('en')} / p99 at ${first.capabilities.toLocaleString('en')} = ${ratio.toFixed(2)}x (aim: at most 3x) ${ratio <= 3 ? 'MET' : 'NOT MET'}`,
+);
 saveResult({
-  benchmark: 'match', title: 'Matching as the market grows: `bench/match`', command: commandLine('bench:match'),
+  benchmark: 'match',
+  title: 'Matching as the market grows: `bench/match`',
+  command: commandLine('bench:match'),
   metrics: [
     ...rows.flatMap((row) => [
-      { metric: `match p50 at ${row.capabilities.toLocaleString('en')} capabilities`, value: round1(row.matchP50), unit: 'ms', baseline: { name: 'GET /auth/me p50', value: round1(row.baseP50) } },
-      { metric: `match p99 at ${row.capabilities.toLocaleString('en')} capabilities`, value: round1(row.matchP99), unit: 'ms', baseline: { name: 'GET /auth/me p99', value: round1(row.baseP99) } },
+      {
+        metric: `match p50 at ${row.capabilities.toLocaleString('en')} capabilities`,
+        value: round1(row.matchP50),
+        unit: 'ms',
+        baseline: { name: 'GET /auth/me p50', value: round1(row.baseP50) },
+      },
+      {
+        metric: `match p99 at ${row.capabilities.toLocaleString('en')} capabilities`,
+        value: round1(row.matchP99),
+        unit: 'ms',
+        baseline: { name: 'GET /auth/me p99', value: round1(row.baseP99) },
+      },
     ]),
-    { metric: `p99 at ${last.capabilities.toLocaleString('en')} / p99 at ${first.capabilities.toLocaleString('en')}`, value: Number(ratio.toFixed(2)), unit: 'x', aim: { text: 'at most 3x', met: ratio <= 3 } },
+    {
+      metric: `p99 at ${last.capabilities.toLocaleString('en')} / p99 at ${first.capabilities.toLocaleString('en')}`,
+      value: Number(ratio.toFixed(2)),
+      unit: 'x',
+      aim: { text: 'at most 3x', met: ratio <= 3 },
+    },
   ],
 });

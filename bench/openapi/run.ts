@@ -48,7 +48,16 @@ console.log(`healthz alone: p50 ${format(percentile(alone, 0.5))}, max ${format(
 console.log(`healthz during ${readers} parallel OpenAPI readers (${rounds} rounds): ${during.map(format).join(', ')}`);
 console.log(`each burst of ${readers} OpenAPI reads took: ${burstMs.map(format).join(', ')}`);
 saveResult({
-  benchmark: 'openapi', title: 'OpenAPI readers: `bench/openapi`', command: commandLine('bench:openapi'),
-  metrics: [{ metric: `slowest /healthz during ${readers} parallel OpenAPI readers`, value: Number(Math.max(...during).toFixed(1)), unit: 'ms', baseline: { name: '/healthz alone p50', value: Number(percentile(alone, 0.5).toFixed(1)) } }],
+  benchmark: 'openapi',
+  title: 'OpenAPI readers: `bench/openapi`',
+  command: commandLine('bench:openapi'),
+  metrics: [
+    {
+      metric: `slowest /healthz during ${readers} parallel OpenAPI readers`,
+      value: Number(Math.max(...during).toFixed(1)),
+      unit: 'ms',
+      baseline: { name: '/healthz alone p50', value: Number(percentile(alone, 0.5).toFixed(1)) },
+    },
+  ],
 });
 server.kill('SIGTERM');

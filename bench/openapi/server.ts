@@ -13,7 +13,11 @@ import { createLogger } from '../../src/logger.ts';
  * (so its cost is counted, not the terminal's). Prints its URL.
  */
 const config = loadConfig({ NODE_ENV: 'test', JWT_SECRET: 'bench-jwt-secret-0123456789', ADMIN_TOKEN: 'bench-admin-token-0123456789', LOG_LEVEL: 'info' });
-const runtime = await openRuntime(config, createLogger('info', () => {}), { database: await openPglite('memory'), bus: createInProcessBus() });
+const runtime = await openRuntime(
+  config,
+  createLogger('info', () => {}),
+  { database: await openPglite('memory'), bus: createInProcessBus() },
+);
 const server = createServer(createApp(runtime.engine));
 server.listen(0, '127.0.0.1', () => process.stdout.write(`listening http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
 process.on('SIGTERM', () => server.close(() => void runtime.close().then(() => process.exit(0))));

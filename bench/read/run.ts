@@ -63,12 +63,29 @@ const userOf = () => {
 const [seller, buyer] = [userOf(), userOf()];
 await app.call('GET', '/api/v1/auth/me', buyer.headers, undefined, 200);
 await app.call('POST', '/api/v1/admin/wallet/credit', admin, { user_id: buyer.id, currency: 'UT', amount: '1000.00' }, 200);
-const capability = await app.call<{ id: string }>('POST', '/api/v1/capabilities', seller.headers, {
-  title: 'Summarize a report', description: 'A summary of any report', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00',
-}, 201);
+const capability = await app.call<{ id: string }>(
+  'POST',
+  '/api/v1/capabilities',
+  seller.headers,
+  {
+    title: 'Summarize a report',
+    description: 'A summary of any report',
+    category: 'ai_automation',
+    capability_type: 'service',
+    pricing_model: 'per_hour',
+    price_ut: '1.00',
+  },
+  201,
+);
 const transactionIds: string[] = [];
 for (let index = 0; index < clients; index++) {
-  const bought = await app.call<{ id: string }>('POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id, booked_hours: 1 }, 201);
+  const bought = await app.call<{ id: string }>(
+    'POST',
+    '/api/v1/transactions',
+    { ...buyer.headers, 'Idempotency-Key': randomUUID() },
+    { capability_id: capability.id, booked_hours: 1 },
+    201,
+  );
   transactionIds.push(bought.id);
 }
 progress(`market ready: ${clients} transactions`);
@@ -82,8 +99,10 @@ const rpc = (method: string) => async (client: ReturnType<typeof createHttpClien
   const response = await client.request('POST', '/api/v1/rpc', buyer.headers, { jsonrpc: '2.0', id: 1, method, params: { id } });
   return response.status === 200 && response.body.result !== undefined;
 };
-const get = (path: (id: string) => string, headers: Record<string, string> = {}) => async (client: ReturnType<typeof createHttpClient>, id: string) =>
-  (await client.request('GET', path(id), headers)).status === 200;
+const get =
+  (path: (id: string) => string, headers: Record<string, string> = {}) =>
+  async (client: ReturnType<typeof createHttpClient>, id: string) =>
+    (await client.request('GET', path(id), headers)).status === 200;
 const targets: Target[] = [
   { name: 'bare node:http: SELECT a transaction', url: httpUrl, send: get((id) => `/transactions/${id}`) },
   { name: 'bare express 5: SELECT a transaction', url: expressUrl, send: get((id) => `/transactions/${id}`) },
@@ -103,13 +122,15 @@ async function measure(target: Target): Promise<{ perSecond: number; latencies: 
   let failed = 0;
   const startedAt = performance.now();
   const endAt = startedAt + seconds * 1000;
-  await Promise.all(transactionIds.map(async (id) => {
-    while (performance.now() < endAt) {
-      const sentAt = performance.now();
-      if (!(await target.send(client, id))) failed += 1;
-      latencies.push(performance.now() - sentAt);
-    }
-  }));
+  await Promise.all(
+    transactionIds.map(async (id) => {
+      while (performance.now() < endAt) {
+        const sentAt = performance.now();
+        if (!(await target.send(client, id))) failed += 1;
+        latencies.push(performance.now() - sentAt);
+      }
+    }),
+  );
   client.close();
   return { perSecond: latencies.length / ((performance.now() - startedAt) / 1000), latencies, failed };
 }
@@ -132,21 +153,38 @@ for (const child of children) child.kill('SIGTERM');
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const percentile = (values: number[], share: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(values.length * share) - 1)]!;
 // Each product read is compared with the bare express handler of the same SELECT.
-const expressRate = (target: Target) => median(results.get(target.name.includes('wallet') || target.name.includes('accounts') ? 'bare express 5: SELECT the accounts' : 'bare express 5: SELECT a transaction')!.perSecond);
+const expressRate = (target: Target) =>
+  median(
+    results.get(
+      target.name.includes('wallet') || target.name.includes('accounts') ? 'bare express 5: SELECT the accounts' : 'bare express 5: SELECT a transaction',
+    )!.perSecond,
+  );
 console.log(`\nHot reads: ${clients} keep-alive clients, ${seconds} s per target and round, ${rounds} rounds; PostgreSQL and Redis on this machine`);
 console.log('| target | requests/s (median of rounds) | vs bare express | p50 | p99 | failed |');
 console.log('|---|---:|---:|---:|---:|---:|');
 for (const target of targets) {
   const result = results.get(target.name)!;
   const rate = median(result.perSecond);
-  console.log(`| ${target.name} | ${Math.round(rate)} | ${(rate / expressRate(target)).toFixed(2)}x | ${percentile(result.latencies, 0.5).toFixed(2)} ms | ${percentile(result.latencies, 0.99).toFixed(2)} ms | ${result.failed} |`);
+  console.log(
+    `| ${target.name} | ${Math.round(rate)} | ${(rate / expressRate(target)).toFixed(2)}x | ${percentile(result.latencies, 0.5).toFixed(2)} ms | ${percentile(result.latencies, 0.99).toFixed(2)} ms | ${result.failed} |`,
+  );
 }
 saveResult({
-  benchmark: 'read', title: 'Hot reads against bare handlers: `bench/read`', command: commandLine('bench:read'),
-  metrics: targets.filter((target) => !target.name.startsWith('bare')).map((target) => {
-    const base = target.name.includes('wallet') ? 'bare express 5: SELECT the accounts' : 'bare express 5: SELECT a transaction';
-    return { metric: `${target.name}, requests/s`, value: Math.round(median(results.get(target.name)!.perSecond)), unit: 'req/s', higherIsBetter: true, baseline: { name: base, value: Math.round(median(results.get(base)!.perSecond)) } };
-  }),
+  benchmark: 'read',
+  title: 'Hot reads against bare handlers: `bench/read`',
+  command: commandLine('bench:read'),
+  metrics: targets
+    .filter((target) => !target.name.startsWith('bare'))
+    .map((target) => {
+      const base = target.name.includes('wallet') ? 'bare express 5: SELECT the accounts' : 'bare express 5: SELECT a transaction';
+      return {
+        metric: `${target.name}, requests/s`,
+        value: Math.round(median(results.get(target.name)!.perSecond)),
+        unit: 'req/s',
+        higherIsBetter: true,
+        baseline: { name: base, value: Math.round(median(results.get(base)!.perSecond)) },
+      };
+    }),
 });
 const failures = [...results.values()].reduce((sum, result) => sum + result.failed, 0);
 if (failures > 0) process.exitCode = 1;

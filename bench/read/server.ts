@@ -25,8 +25,13 @@ const announce = (server: ReturnType<typeof createServer>) =>
 
 if (mode === 'app') {
   const config = loadConfig({
-    NODE_ENV: 'production', DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, JWT_SECRET: benchJwtSecret, ADMIN_TOKEN: benchAdminToken,
-    LOG_LEVEL: 'warn', PUBLIC_BASE_URL: 'http://127.0.0.1',
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    JWT_SECRET: benchJwtSecret,
+    ADMIN_TOKEN: benchAdminToken,
+    LOG_LEVEL: 'warn',
+    PUBLIC_BASE_URL: 'http://127.0.0.1',
     ...Object.fromEntries(rateLimitNames.map((name) => [rateLimitVariable(name), '100000000/60'])),
   });
   const runtime = await openRuntime(config, createLogger(config.LOG_LEVEL), { migrate: true });
@@ -42,7 +47,13 @@ if (mode === 'app') {
   const read = async (id: string) => (await pool.query({ name: 'read-transaction', text: 'SELECT * FROM transactions WHERE id = $1', values: [id] })).rows[0];
   // The wallet's read: the caller's two accounts (UT and CNY) by their derived ids.
   const wallet = async (userId: string) =>
-    (await pool.query({ name: 'read-wallet', text: 'SELECT * FROM accounts WHERE id = ANY($1::uuid[])', values: [[userAccountId(userId, 'UT'), userAccountId(userId, 'CNY')]] })).rows;
+    (
+      await pool.query({
+        name: 'read-wallet',
+        text: 'SELECT * FROM accounts WHERE id = ANY($1::uuid[])',
+        values: [[userAccountId(userId, 'UT'), userAccountId(userId, 'CNY')]],
+      })
+    ).rows;
   let server: ReturnType<typeof createServer>;
   if (mode === 'express') {
     const app = express();

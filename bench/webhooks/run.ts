@@ -66,16 +66,24 @@ const stuck = createServer((request, response) => {
   request.resume();
   hanging.add(response);
 });
-const listen = (server: ReturnType<typeof createServer>) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+const listen = (server: ReturnType<typeof createServer>) =>
+  new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
 progress('recreating the database; starting the product (migrating) and the two receivers');
 await recreateDatabase(databaseUrl);
 const [appUrl, promptUrl, stuckUrl] = await Promise.all([startServer(), listen(prompt), listen(stuck)]);
 const app = createHttpClient(appUrl, 4);
-const key = await app.call<{ api_key: string }>('POST', '/api/v1/admin/api-keys', { 'X-Admin-Token': benchAdminToken }, { agent_platform_type: 'custom_mcp', auto_provision: true }, 201);
+const key = await app.call<{ api_key: string }>(
+  'POST',
+  '/api/v1/admin/api-keys',
+  { 'X-Admin-Token': benchAdminToken },
+  { agent_platform_type: 'custom_mcp', auto_provision: true },
+  201,
+);
 const ownerHeaders = () => ({ 'X-Api-Key': key.api_key, 'X-Platform-User-Id': randomUUID() });
 const [quiet, flooder] = [ownerHeaders(), ownerHeaders()];
-const subscribe = (headers: Record<string, string>, url: string) => app.call<{ id: string }>('POST', '/api/v1/webhooks', headers, { url, event_types: ['task.*'] }, 201);
+const subscribe = (headers: Record<string, string>, url: string) =>
+  app.call<{ id: string }>('POST', '/api/v1/webhooks', headers, { url, event_types: ['task.*'] }, 201);
 const quietHook = await subscribe(quiet, `${promptUrl}/quiet`);
 
 /** Pings the quiet owner's webhook and waits for the POST to reach its receiver: milliseconds from the request to the arrival. */
@@ -124,15 +132,37 @@ const percentile = (values: number[], share: number) => [...values].sort((a, b) 
 const round = (value: number) => Math.round(value * 10) / 10;
 const aimMs = 1_000;
 console.log(`\nAnother owner's ping while one owner's ${hooks} webhooks hang (${flood} pings): ${pings} pings each phase, one after another`);
-console.log('| phase | p50 | p99 | max | the flood\'s sends held open |');
+console.log("| phase | p50 | p99 | max | the flood's sends held open |");
 console.log('|---|---:|---:|---:|---:|');
-console.log(`| no flood | ${round(percentile(quietLatencies, 0.5))} ms | ${round(percentile(quietLatencies, 0.99))} ms | ${round(Math.max(...quietLatencies))} ms | 0 |`);
-console.log(`| flood | ${round(percentile(floodLatencies, 0.5))} ms | ${round(percentile(floodLatencies, 0.99))} ms | ${round(Math.max(...floodLatencies))} ms | ${heldByFlood} |`);
+console.log(
+  `| no flood | ${round(percentile(quietLatencies, 0.5))} ms | ${round(percentile(quietLatencies, 0.99))} ms | ${round(Math.max(...quietLatencies))} ms | 0 |`,
+);
+console.log(
+  `| flood | ${round(percentile(floodLatencies, 0.5))} ms | ${round(percentile(floodLatencies, 0.99))} ms | ${round(Math.max(...floodLatencies))} ms | ${heldByFlood} |`,
+);
 saveResult({
-  benchmark: 'webhooks', title: 'One owner\'s hanging receivers against another\'s ping: `bench/webhooks`', command: commandLine('bench:webhooks'),
+  benchmark: 'webhooks',
+  title: "One owner's hanging receivers against another's ping: `bench/webhooks`",
+  command: commandLine('bench:webhooks'),
   metrics: [
-    { metric: `another owner's ping to arrival p50, while one owner's ${hooks} webhooks hang with ${flood} pings`, value: round(percentile(floodLatencies, 0.5)), unit: 'ms', baseline: { name: 'the same, no flood', value: round(percentile(quietLatencies, 0.5)) } },
-    { metric: `another owner's ping to arrival p99, while one owner's ${hooks} webhooks hang with ${flood} pings`, value: round(percentile(floodLatencies, 0.99)), unit: 'ms', baseline: { name: 'the same, no flood', value: round(percentile(quietLatencies, 0.99)) }, aim: { text: `under ${aimMs} ms`, met: percentile(floodLatencies, 0.99) < aimMs } },
-    { metric: 'sends the flooding owner holds open', value: heldByFlood, unit: 'sends', baseline: { name: 'the instance\'s sending slots', value: limits.webhookSendsInFlightMax } },
+    {
+      metric: `another owner's ping to arrival p50, while one owner's ${hooks} webhooks hang with ${flood} pings`,
+      value: round(percentile(floodLatencies, 0.5)),
+      unit: 'ms',
+      baseline: { name: 'the same, no flood', value: round(percentile(quietLatencies, 0.5)) },
+    },
+    {
+      metric: `another owner's ping to arrival p99, while one owner's ${hooks} webhooks hang with ${flood} pings`,
+      value: round(percentile(floodLatencies, 0.99)),
+      unit: 'ms',
+      baseline: { name: 'the same, no flood', value: round(percentile(quietLatencies, 0.99)) },
+      aim: { text: `under ${aimMs} ms`, met: percentile(floodLatencies, 0.99) < aimMs },
+    },
+    {
+      metric: 'sends the flooding owner holds open',
+      value: heldByFlood,
+      unit: 'sends',
+      baseline: { name: "the instance's sending slots", value: limits.webhookSendsInFlightMax },
+    },
   ],
 });

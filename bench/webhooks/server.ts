@@ -14,8 +14,14 @@ import { benchAdminToken, benchJwtSecret } from '../lifecycle/server.ts';
  */
 const [databaseUrl, redisUrl] = process.argv.slice(2) as [string, string];
 const config = loadConfig({
-  NODE_ENV: 'production', DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, JWT_SECRET: benchJwtSecret, ADMIN_TOKEN: benchAdminToken,
-  LOG_LEVEL: 'warn', PUBLIC_BASE_URL: 'http://127.0.0.1', CALLBACK_ALLOW_PRIVATE: 'true',
+  NODE_ENV: 'production',
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  JWT_SECRET: benchJwtSecret,
+  ADMIN_TOKEN: benchAdminToken,
+  LOG_LEVEL: 'warn',
+  PUBLIC_BASE_URL: 'http://127.0.0.1',
+  CALLBACK_ALLOW_PRIVATE: 'true',
   ...Object.fromEntries(rateLimitNames.map((name) => [rateLimitVariable(name), 'off'])),
 });
 const runtime = await openRuntime(config, createLogger(config.LOG_LEVEL), { migrate: true });

@@ -8,7 +8,10 @@ const categorySchema = z
 
 export const categoryRoutes = () => [
   route({
-    method: 'get', path: '/api/v1/categories', tag: 'categories', auth: 'none',
+    method: 'get',
+    path: '/api/v1/categories',
+    tag: 'categories',
+    auth: 'none',
     summary: 'All categories with code, Chinese and English label, icon and description',
     response: z.array(categorySchema),
     handler: async () => categories,

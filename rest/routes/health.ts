@@ -7,13 +7,22 @@ const readiness = z.object({ database: z.boolean(), bus: z.boolean() }).meta({ i
 
 export const healthRoutes = (engine: Engine) => [
   route({
-    method: 'get', path: '/healthz', tag: 'health', auth: 'none', rateLimits: [],
+    method: 'get',
+    path: '/healthz',
+    tag: 'health',
+    auth: 'none',
+    rateLimits: [],
     summary: 'Liveness: the process is up',
     response: z.object({ status: z.literal('ok') }),
     handler: async () => ({ status: 'ok' }),
   }),
   route({
-    method: 'get', path: '/readyz', tag: 'health', auth: 'none', errors: [5030], rateLimits: [],
+    method: 'get',
+    path: '/readyz',
+    tag: 'health',
+    auth: 'none',
+    errors: [5030],
+    rateLimits: [],
     summary: 'Readiness: the database and the event bus both answer',
     response: readiness,
     handler: async () => {

@@ -13,10 +13,16 @@ import { route } from '../route.ts';
  */
 export const invokeRoutes = (engine: Engine) => [
   route({
-    method: 'post', path: '/api/v1/capabilities/:cap_id/invoke', idempotent: true, tag: 'capabilities', auth: 'agent',
+    method: 'post',
+    path: '/api/v1/capabilities/:cap_id/invoke',
+    idempotent: true,
+    tag: 'capabilities',
+    auth: 'agent',
     errors: [4000, 4001, 4010, 4011, 4020, 4030, 4040, 4091, 4093, 4220, 4290, 4291, 5020, 5040],
     summary: `Buy and run a capability priced ${invokablePricingModels.join(' or ')} that has a callback_url (other pricing models: 4030, buy them with a transaction): freeze, call its signed callback, settle (or release and fail)`,
-    params: capabilityIdParams, body: invokeBody, response: invokeResponse,
+    params: capabilityIdParams,
+    body: invokeBody,
+    response: invokeResponse,
     handler: async ({ principal, params, body, idempotency, response }) => {
       const outcome = await engine.invoke.invoke(principal!, params.cap_id, { input: body.input, max_price: body.max_price }, idempotency);
       return renderOutcome(response, outcome);

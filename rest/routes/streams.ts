@@ -14,13 +14,17 @@ import { type RouteInput, handled, route } from '../route.ts';
  */
 export const streamEvent = z
   .object({
-    id: z.string(), transaction_id: z.string(), transaction_sequence: z.number().int(), type: z.string(),
+    id: z.string(),
+    transaction_id: z.string(),
+    transaction_sequence: z.number().int(),
+    type: z.string(),
     data: z.object({ action: z.string(), previous_status: z.string().nullable(), transaction: transactionEventView }),
     created_at: z.string(),
   })
   .meta({
     id: 'TransactionEvent',
-    description: 'One SSE event: `id` = stream sequence, `event` = type, `data` = this object. A large `input` or `result_payload` is left out (see `omitted_fields`); GET the transaction for it.',
+    description:
+      'One SSE event: `id` = stream sequence, `event` = type, `data` = this object. A large `input` or `result_payload` is left out (see `omitted_fields`); GET the transaction for it.',
   });
 
 /**
@@ -32,7 +36,7 @@ export const tooOldEvent = z
     code: z.literal('too_old'),
     message: z.string(),
     requested_after: z.string().meta({ description: 'The Last-Event-ID (or start) the stream was asked to resume after' }),
-    resumed_after: z.string().meta({ description: 'The sequence the stream goes on after; also this event\'s `id`, so a reconnect resumes there' }),
+    resumed_after: z.string().meta({ description: "The sequence the stream goes on after; also this event's `id`, so a reconnect resumes there" }),
     retention_hours: z.number().meta({ description: 'How long published events are kept (OUTBOX_RETENTION_HOURS)' }),
     current_state: z.string().meta({ description: 'Where to read the current state: the transaction, the list of transactions, or the list of tasks' }),
   })
@@ -79,7 +83,12 @@ function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, rete
  * Serves one event stream over SSE, with the caps, Last-Event-ID and too_old rules every stream of
  * the product shares: the transactions' here, the tasks' in rest/routes/tasks.ts.
  */
-export async function serveEventStream<E extends { type: string }>(input: RouteInput<unknown, { last_event_id?: string }, unknown>, engine: Engine, currentState: string, open: Opener<E>) {
+export async function serveEventStream<E extends { type: string }>(
+  input: RouteInput<unknown, { last_event_id?: string }, unknown>,
+  engine: Engine,
+  currentState: string,
+  open: Opener<E>,
+) {
   const afterSequence = parseLastEventId(input.request.get('last-event-id') ?? input.query.last_event_id);
   if (afterSequence === null) {
     throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
@@ -121,16 +130,35 @@ export async function serveEventStream<E extends { type: string }>(input: RouteI
 
 export const streamRoutes = (engine: Engine) => [
   route({
-    method: 'get', path: '/api/v1/transactions/events', tag: 'streams', auth: 'user', rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
+    method: 'get',
+    path: '/api/v1/transactions/events',
+    tag: 'streams',
+    auth: 'user',
+    rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'],
+    rawResponse: { contentType: 'text/event-stream' },
     summary: "Server-sent events for all of the caller's transactions (resume with Last-Event-ID)",
-    query: lastEventQuery, response: streamItem,
-    handler: (input) => serveEventStream(input, engine, '/api/v1/transactions', (principal, afterSequence, listener) => engine.streams.subscribeUser(principal, { afterSequence }, listener)),
+    query: lastEventQuery,
+    response: streamItem,
+    handler: (input) =>
+      serveEventStream(input, engine, '/api/v1/transactions', (principal, afterSequence, listener) =>
+        engine.streams.subscribeUser(principal, { afterSequence }, listener),
+      ),
   }),
   route({
-    method: 'get', path: '/api/v1/transactions/:tx_id/events', tag: 'streams', auth: 'user', errors: [4040], rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'], rawResponse: { contentType: 'text/event-stream' },
-    summary: "Server-sent events for one transaction, from its creation on (resume with Last-Event-ID)",
-    params: transactionIdParams, query: lastEventQuery, response: streamItem,
-    handler: (input) => serveEventStream(input, engine, `/api/v1/transactions/${input.params.tx_id}`, (principal, afterSequence, listener) =>
-      engine.streams.subscribeTransaction(principal, input.params.tx_id, { afterSequence }, listener)),
+    method: 'get',
+    path: '/api/v1/transactions/:tx_id/events',
+    tag: 'streams',
+    auth: 'user',
+    errors: [4040],
+    rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'],
+    rawResponse: { contentType: 'text/event-stream' },
+    summary: 'Server-sent events for one transaction, from its creation on (resume with Last-Event-ID)',
+    params: transactionIdParams,
+    query: lastEventQuery,
+    response: streamItem,
+    handler: (input) =>
+      serveEventStream(input, engine, `/api/v1/transactions/${input.params.tx_id}`, (principal, afterSequence, listener) =>
+        engine.streams.subscribeTransaction(principal, input.params.tx_id, { afterSequence }, listener),
+      ),
   }),
 ];

@@ -66,7 +66,12 @@ export interface AiProviderOptions {
   nowMs?: () => number;
 }
 
-export const aiSettingsFromConfig = (config: { LLM_BASE_URL?: string; LLM_API_KEY?: string; LLM_MODEL?: string; LLM_EMBEDDING_MODEL?: string }): AiSettings => ({
+export const aiSettingsFromConfig = (config: {
+  LLM_BASE_URL?: string;
+  LLM_API_KEY?: string;
+  LLM_MODEL?: string;
+  LLM_EMBEDDING_MODEL?: string;
+}): AiSettings => ({
   baseUrl: config.LLM_BASE_URL,
   apiKey: config.LLM_API_KEY,
   model: config.LLM_MODEL,
@@ -140,7 +145,12 @@ export function createAiProvider(settings: AiSettings, log: Logger, options: AiP
       return null;
     }
     try {
-      const response = await post('/chat/completions', requestBody(messages, chatOptions, false), signalWith(timeouts.chat, chatOptions.signal), 'application/json');
+      const response = await post(
+        '/chat/completions',
+        requestBody(messages, chatOptions, false),
+        signalWith(timeouts.chat, chatOptions.signal),
+        'application/json',
+      );
       const parsed = chatAnswer.safeParse(parseJson(await readBoundedText(response, limits.aiChatResponseBytesMax), 'answer'));
       if (!parsed.success) throw new AiCallError('answer is not a chat completion');
       return parsed.data.choices[0]!.message.content;
@@ -228,7 +238,9 @@ export function createAiProvider(settings: AiSettings, log: Logger, options: AiP
 
   async function embed(texts: string[]): Promise<number[][] | null> {
     if (texts.length === 0) return [];
-    const refused = refusal(embedMissing) ?? (texts.length > limits.aiEmbeddingTextsMax ? { reason: `more than ${limits.aiEmbeddingTextsMax} texts in one call`, configured: true } : null);
+    const refused =
+      refusal(embedMissing) ??
+      (texts.length > limits.aiEmbeddingTextsMax ? { reason: `more than ${limits.aiEmbeddingTextsMax} texts in one call`, configured: true } : null);
     if (refused) {
       fellBack('embed', 'embeddings', refused.reason, refused.configured);
       return null;

@@ -12,7 +12,9 @@ export interface JwtService {
   verify(token: string): { subject: string; expiresAtMs: number } | null;
 }
 
-export function createJwtService(config: Pick<Config, 'JWT_ALGORITHM' | 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_PRIVATE_KEY' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>): JwtService {
+export function createJwtService(
+  config: Pick<Config, 'JWT_ALGORITHM' | 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_PRIVATE_KEY' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>,
+): JwtService {
   const algorithm = config.JWT_ALGORITHM;
   const verifyKey = algorithm === 'HS256' ? config.JWT_SECRET : config.JWT_PUBLIC_KEY!;
   const signKey = algorithm === 'HS256' ? config.JWT_SECRET : config.JWT_PRIVATE_KEY;

@@ -35,9 +35,12 @@ async function withHashSlot<T>(work: () => Promise<T>): Promise<T> {
 }
 
 function derive(password: string, salt: Buffer, n: number): Promise<Buffer> {
-  return withHashSlot(() => new Promise((resolve, reject) => {
-    scrypt(password, salt, keyLengthBytes, { N: n, r: 8, p: 1 }, (error, key) => (error ? reject(error) : resolve(key)));
-  }));
+  return withHashSlot(
+    () =>
+      new Promise((resolve, reject) => {
+        scrypt(password, salt, keyLengthBytes, { N: n, r: 8, p: 1 }, (error, key) => (error ? reject(error) : resolve(key)));
+      }),
+  );
 }
 
 export async function hashPassword(password: string): Promise<string> {

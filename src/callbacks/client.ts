@@ -36,12 +36,16 @@ export type CallbackOutcome = { kind: 'answered'; result: Record<string, unknown
 
 /** A problem of the call itself; `permanent` when no retry can change it (the guard refused the address). */
 class CallbackProblem extends Error {
-  constructor(message: string, readonly permanent = false) {
+  constructor(
+    message: string,
+    readonly permanent = false,
+  ) {
     super(message);
   }
 }
 /** The reason a callback to an internal address fails; the operator's setting that allows it is named beside it. */
-export const privateAddressRefusal = 'the callback address resolves to a private or reserved address, which is refused (a server operator may allow private addresses with CALLBACK_ALLOW_PRIVATE=true)';
+export const privateAddressRefusal =
+  'the callback address resolves to a private or reserved address, which is refused (a server operator may allow private addresses with CALLBACK_ALLOW_PRIVATE=true)';
 export const privateAddressSetting = 'CALLBACK_ALLOW_PRIVATE';
 const refusedAddress = () => new CallbackProblem(privateAddressRefusal, true);
 
@@ -75,10 +79,14 @@ function unsendableHeader(headers: Record<string, string>): string | null {
  * following 307/308 redirects by the rules above: the one outbound path of the product, used by
  * invoke's callbacks and by webhook and push deliveries alike.
  */
-export async function postGuarded(target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number; method?: 'POST' | 'GET'; redirectsMax?: number }, network: CallbackNetwork): Promise<PostOutcome> {
+export async function postGuarded(
+  target: { url: string; body: string; headers: Record<string, string>; timeoutMs: number; method?: 'POST' | 'GET'; redirectsMax?: number },
+  network: CallbackNetwork,
+): Promise<PostOutcome> {
   const redirectsMax = target.redirectsMax ?? limits.callbackRedirectsMax;
   const unsendable = unsendableHeader(target.headers);
-  if (unsendable !== null) return { kind: 'failed', reason: `the header ${unsendable} cannot be sent: its value has a line break or a character outside Latin-1`, permanent: true };
+  if (unsendable !== null)
+    return { kind: 'failed', reason: `the header ${unsendable} cannot be sent: its value has a line break or a character outside Latin-1`, permanent: true };
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -91,7 +99,8 @@ export async function postGuarded(target: { url: string; body: string; headers: 
       const answer = await sendHop(url, target.method ?? 'POST', target.body, target.headers, network, controller.signal);
       if ((answer.status === 307 || answer.status === 308) && answer.location !== undefined) {
         const next = new URL(answer.location, url);
-        if (hop >= redirectsMax) return { kind: 'failed', reason: redirectsMax === 0 ? 'a redirect, which this address may not answer' : `more than ${redirectsMax} redirects` };
+        if (hop >= redirectsMax)
+          return { kind: 'failed', reason: redirectsMax === 0 ? 'a redirect, which this address may not answer' : `more than ${redirectsMax} redirects` };
         if (next.protocol !== 'http:' && next.protocol !== 'https:') return { kind: 'failed', reason: 'a redirect to a scheme other than http or https' };
         if (url.protocol === 'https:' && next.protocol === 'http:') return { kind: 'failed', reason: 'a redirect from https to http' };
         url = next;
@@ -112,9 +121,14 @@ export async function postGuarded(target: { url: string; body: string; headers: 
 
 export async function callCallback(call: CallbackCall, network: CallbackNetwork, nowSeconds: number): Promise<CallbackOutcome> {
   const body = JSON.stringify(call.payload);
-  const headers = { 'Content-Type': 'application/json', 'User-Agent': 'marketplace-callback/1', [signatureHeader]: signatureHeaderValue(call.secret, nowSeconds, body) };
+  const headers = {
+    'Content-Type': 'application/json',
+    'User-Agent': 'marketplace-callback/1',
+    [signatureHeader]: signatureHeaderValue(call.secret, nowSeconds, body),
+  };
   const posted = await postGuarded({ url: call.url, body, headers, timeoutMs: call.timeoutMs }, network);
-  if (posted.kind !== 'answered') return posted.kind === 'failed' ? { kind: 'failed', reason: posted.reason.replace('the receiver could not', 'the callback could not') } : posted;
+  if (posted.kind !== 'answered')
+    return posted.kind === 'failed' ? { kind: 'failed', reason: posted.reason.replace('the receiver could not', 'the callback could not') } : posted;
   return outcomeOf(posted);
 }
 
@@ -132,21 +146,25 @@ function outcomeOf(answer: { status: number; body: Buffer }): CallbackOutcome {
   }
   const result = (parsed as { result: unknown }).result;
   if (result !== null && (typeof result !== 'object' || Array.isArray(result))) return { kind: 'failed', reason: '`result` must be an object or null' };
-  if (Buffer.byteLength(JSON.stringify(result)) > limits.resultPayloadBytesMax) return { kind: 'failed', reason: `\`result\` is larger than ${limits.resultPayloadBytesMax} bytes` };
+  if (Buffer.byteLength(JSON.stringify(result)) > limits.resultPayloadBytesMax)
+    return { kind: 'failed', reason: `\`result\` is larger than ${limits.resultPayloadBytesMax} bytes` };
   return { kind: 'answered', result: result as Record<string, unknown> | null };
 }
 
 /** Resolves with the resolver, refusing the name when any address it resolves to is refused. */
 function guardedLookup(network: CallbackNetwork): LookupFunction {
   return ((hostname: string, options: { all?: boolean; family?: number }, callback: (...args: unknown[]) => void) => {
-    network.resolve(hostname).then((found) => {
-      if (found.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
-      if (found.some(({ address }) => !network.allowAddress(address))) return callback(refusedAddress());
-      const wanted = options.family === 4 || options.family === 6 ? found.filter((entry) => entry.family === options.family) : found;
-      if (wanted.length === 0) return callback(Object.assign(new Error(`no IPv${options.family} address for ${hostname}`), { code: 'ENOTFOUND' }));
-      if (options.all) return callback(null, wanted);
-      return callback(null, wanted[0]!.address, wanted[0]!.family);
-    }, (error: unknown) => callback(error));
+    network.resolve(hostname).then(
+      (found) => {
+        if (found.length === 0) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
+        if (found.some(({ address }) => !network.allowAddress(address))) return callback(refusedAddress());
+        const wanted = options.family === 4 || options.family === 6 ? found.filter((entry) => entry.family === options.family) : found;
+        if (wanted.length === 0) return callback(Object.assign(new Error(`no IPv${options.family} address for ${hostname}`), { code: 'ENOTFOUND' }));
+        if (options.all) return callback(null, wanted);
+        return callback(null, wanted[0]!.address, wanted[0]!.family);
+      },
+      (error: unknown) => callback(error),
+    );
   }) as LookupFunction;
 }
 
@@ -154,16 +172,33 @@ function guardedLookup(network: CallbackNetwork): LookupFunction {
 export const getGuarded = (target: { url: string; headers: Record<string, string>; timeoutMs: number; redirectsMax?: number }, network: CallbackNetwork) =>
   postGuarded({ ...target, body: '', method: 'GET' }, network);
 
-function sendHop(url: URL, method: 'POST' | 'GET', body: string, headers: Record<string, string>, network: CallbackNetwork, signal: AbortSignal): Promise<HopAnswer> {
+function sendHop(
+  url: URL,
+  method: 'POST' | 'GET',
+  body: string,
+  headers: Record<string, string>,
+  network: CallbackNetwork,
+  signal: AbortSignal,
+): Promise<HopAnswer> {
   return new Promise((resolve, reject) => {
     const hostname = url.hostname.replace(/^\[|\]$/g, '');
     // A literal address is never looked up, so it is judged here, before any connection.
     if (isIP(hostname) !== 0 && !network.allowAddress(hostname)) return reject(refusedAddress());
     const transport = url.protocol === 'https:' ? https : http;
-    const request = transport.request({
-      protocol: url.protocol, hostname, port: url.port || undefined, path: `${url.pathname}${url.search}`, method,
-      headers: method === 'POST' ? { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } : headers, agent: false, signal, lookup: guardedLookup(network),
-    }, (response) => readBounded(response, request, resolve, reject));
+    const request = transport.request(
+      {
+        protocol: url.protocol,
+        hostname,
+        port: url.port || undefined,
+        path: `${url.pathname}${url.search}`,
+        method,
+        headers: method === 'POST' ? { ...headers, 'Content-Length': String(Buffer.byteLength(body)) } : headers,
+        agent: false,
+        signal,
+        lookup: guardedLookup(network),
+      },
+      (response) => readBounded(response, request, resolve, reject),
+    );
     request.on('socket', (socket) => {
       socket.once('connect', () => {
         // The address actually connected to, whatever resolved it: the last word.

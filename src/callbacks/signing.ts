@@ -7,8 +7,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  */
 export const signatureHeader = 'X-Marketplace-Signature';
 
-export const signatureOf = (secret: string, timestamp: number, body: string) =>
-  createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
+export const signatureOf = (secret: string, timestamp: number, body: string) => createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
 
 export const signatureHeaderValue = (secret: string, timestamp: number, body: string) => `t=${timestamp},v1=${signatureOf(secret, timestamp, body)}`;
 

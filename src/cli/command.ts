@@ -83,7 +83,5 @@ export function defineCommand<Schema extends z.ZodType>(spec: CommandSpec<Schema
  * problems are indented to line up under the first one after the `error: ` prefix.
  */
 function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => (issue.path.length > 0 ? `--${issue.path.map(String).join('.')}: ${issue.message}` : issue.message))
-    .join('\n       ');
+  return error.issues.map((issue) => (issue.path.length > 0 ? `--${issue.path.map(String).join('.')}: ${issue.message}` : issue.message)).join('\n       ');
 }

@@ -29,15 +29,9 @@ export function commandHelp(command: Command): string {
     `${spec.required ? '(required) ' : ''}${spec.description}`,
   ]);
   rows.push(['--help', 'Show this help.']);
-  return [
-    `Usage: ${invocation} ${[command.name, ...required, '[options]'].join(' ')}`,
-    '',
-    command.description,
-    '',
-    'Options:',
-    ...columns(rows),
-    '',
-  ].join('\n');
+  return [`Usage: ${invocation} ${[command.name, ...required, '[options]'].join(' ')}`, '', command.description, '', 'Options:', ...columns(rows), ''].join(
+    '\n',
+  );
 }
 
 export const helpHint = (commandName?: string) =>

@@ -61,7 +61,9 @@ export function withTransaction<T>(db: Database, work: (unit: UnitOfWork) => Pro
  * would only add two round trips. The same retries and afterCommit hooks as withTransaction.
  */
 export function withSingleStatement<T>(
-  db: Database, work: (unit: UnitOfWork) => Promise<T>, options: TransactionOptions & { claim?: StatementClaim; prefetched?: Prefetched } = {},
+  db: Database,
+  work: (unit: UnitOfWork) => Promise<T>,
+  options: TransactionOptions & { claim?: StatementClaim; prefetched?: Prefetched } = {},
 ): Promise<T> {
   return withRetries((afterCommit) => work({ trx: db, afterCommit, claim: options.claim, prefetched: options.prefetched }), options);
 }

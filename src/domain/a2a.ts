@@ -33,7 +33,8 @@ const hashed = (prefix: string, text: string) => `${prefix}:${createHash('sha256
  * The idempotency key of a message: its messageId as sent when that is a valid key (at most 64
  * printable ASCII characters, as REST keys), otherwise a hash of it, so any id A2A allows works.
  */
-export const messageKeyOf = (messageId: string) => (messageId.length <= keyLengthMax && printableAscii.test(messageId) ? messageId : hashed('msg-sha256', messageId));
+export const messageKeyOf = (messageId: string) =>
+  messageId.length <= keyLengthMax && printableAscii.test(messageId) ? messageId : hashed('msg-sha256', messageId);
 
 /**
  * v0.1 messages have no id. A follow-up on a v0.1 task is identified by its task id and content:

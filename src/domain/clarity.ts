@@ -47,23 +47,30 @@ function lengthScore(text: string, language: ClarityLanguage): number {
  */
 const criteria: readonly Criterion[] = [
   {
-    name: 'length', weight: 0.15, met: lengthScore,
+    name: 'length',
+    weight: 0.15,
+    met: lengthScore,
     found: { en: 'The description has enough detail to act on.', zh: '描述篇幅足够，信息较完整。' },
     missing: { en: 'The description is short: a provider has little to go on.', zh: '描述过短，服务方难以判断具体需求。' },
     suggestion: { en: 'Add two or three sentences on the context, who will use the result and how.', zh: '补充两三句背景说明：结果给谁用、怎么用。' },
   },
   {
-    name: 'deliverable', weight: 0.2,
+    name: 'deliverable',
+    weight: 0.2,
     met: any({
       en: /\b(website|web ?site|app|application|logo|report|article|essay|script|api|dashboard|translation|translate|video|spreadsheet|summary|summari[sz]e|design|code|bot|plugin|poster|banner|dataset|model|slides?|presentation|landing page|document|manual|illustration|photos?|audio|podcast|crawler|scraper|database|mockups?|prototype)\b/i,
       zh: /(网站|网页|小程序|应用|APP|报告|文章|论文|脚本|接口|看板|翻译|视频|表格|摘要|设计|代码|机器人|插件|海报|横幅|数据集|模型|幻灯片|PPT|文档|手册|插画|照片|音频|爬虫|数据库|原型|标志|商标|文案|方案)/i,
     }),
     found: { en: 'It names a concrete deliverable.', zh: '说明了具体的交付物。' },
     missing: { en: 'It does not say what exactly should be delivered.', zh: '没有说明具体要交付什么。' },
-    suggestion: { en: 'Name the deliverable, e.g. "a 5-page landing page" or "a cleaned CSV file".', zh: '写明交付物，例如“一个5页的落地页”或“一份清洗后的CSV文件”。' },
+    suggestion: {
+      en: 'Name the deliverable, e.g. "a 5-page landing page" or "a cleaned CSV file".',
+      zh: '写明交付物，例如“一个5页的落地页”或“一份清洗后的CSV文件”。',
+    },
   },
   {
-    name: 'quantity', weight: 0.15,
+    name: 'quantity',
+    weight: 0.15,
     met: any({
       en: /\b\d+(?:[.,]\d+)?[\s-]*(?:k\b|words?|pages?|items?|images?|pictures?|photos?|minutes?|mins?|hours?|seconds?|screens?|languages?|rows?|records?|files?|slides?|articles?|posts?|products?|endpoints?|characters?|px|x\d+|mb|gb|%)/i,
       zh: /((?<!\d)\d+|(?<![一二三四五六七八九十百千万两])[一二三四五六七八九十百千万两]+)\s*(个|页|张|字|篇|分钟|小时|秒|条|份|套|幅|种|行|款|件|万字|千字|屏|集|首|人)/,
@@ -73,7 +80,8 @@ const criteria: readonly Criterion[] = [
     suggestion: { en: 'State how much: number of pages, words, items, minutes or screens.', zh: '写明数量：页数、字数、条数、时长或屏数。' },
   },
   {
-    name: 'format', weight: 0.1,
+    name: 'format',
+    weight: 0.1,
     met: any({
       en: /\b(pdf|docx?|markdown|md|csv|json|xlsx?|excel|png|jpe?g|svg|mp4|mov|mp3|wav|figma|psd|ppt|pptx|html|format|resolution|1080p|4k|source files?)\b/i,
       zh: /(格式|分辨率|源文件|横版|竖版|尺寸)/,
@@ -83,7 +91,8 @@ const criteria: readonly Criterion[] = [
     suggestion: { en: 'Say the format, e.g. PDF, DOCX, CSV, PNG 1920x1080 or MP4.', zh: '写明格式，例如PDF、Word、CSV、PNG（1920x1080）或MP4。' },
   },
   {
-    name: 'deadline', weight: 0.15,
+    name: 'deadline',
+    weight: 0.15,
     met: any({
       en: /\b(deadline|due|by (monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|the end|end of|next|\d)|within \d+|in \d+ (hours?|days?|weeks?)|tomorrow|next week|\d{4}-\d{2}-\d{2}|asap|urgent)\b/i,
       zh: /(截止|之前|以前|天内|周内|小时内|明天|后天|下周|本周|月底|月初|期限|交付时间|工期|(?<!\d)\d+月\d+日|(?<!\d)\d+号|加急|尽快)/,
@@ -93,7 +102,8 @@ const criteria: readonly Criterion[] = [
     suggestion: { en: 'Give a deadline, e.g. "within 3 days" or "by 2025-06-30".', zh: '给出截止时间，例如“3天内”或“6月30日前”。' },
   },
   {
-    name: 'budget', weight: 0.1,
+    name: 'budget',
+    weight: 0.1,
     met: any({
       en: /(\bbudget\b|\$\s?\d|¥\s?\d|\b\d+(?:\.\d+)?\s*(usd|cny|rmb|ut|dollars?|yuan)\b|\bprice\b|\bpay\b)/i,
       zh: /(预算|(?<!\d)\d+\s*(元|块|UT)|报酬|价格|费用|酬劳)/i,
@@ -103,7 +113,8 @@ const criteria: readonly Criterion[] = [
     suggestion: { en: 'State a budget or a price range, so providers know whether to respond.', zh: '写明预算或价格区间，方便服务方判断是否接单。' },
   },
   {
-    name: 'acceptance', weight: 0.15,
+    name: 'acceptance',
+    weight: 0.15,
     met: any({
       en: /\b(acceptance|criteria|must|requirements?|required|should (include|support|have|be)|done when|pass(es)?|tests?|verified|accuracy|at least|no more than|compatible)\b/i,
       zh: /(验收|要求|必须|标准|需满足|需要满足|测试|通过|准确率|至少|不超过|不少于|兼容)/,
@@ -155,5 +166,8 @@ export function analyseClarity(input: string): ClarityAssessment {
 export function unmetCriteria(input: string): { language: ClarityLanguage; names: string[] } {
   const text = input.trim();
   const language = detectLanguage(text);
-  return { language, names: criteria.filter((criterion) => criterion.name !== 'length' && criterion.met(text, language) < 1).map((criterion) => criterion.name) };
+  return {
+    language,
+    names: criteria.filter((criterion) => criterion.name !== 'length' && criterion.met(text, language) < 1).map((criterion) => criterion.name),
+  };
 }

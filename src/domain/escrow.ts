@@ -5,12 +5,32 @@ import { AppError } from '../errors.ts';
  * where it leads, and which money movement goes with it. nextState() is the only judge.
  */
 export const transactionStatuses = [
-  'pending_freeze', 'frozen', 'accepted', 'delivered', 'settled', 'cancelled_by_buyer', 'rejected_by_seller', 'disputed', 'failed', 'refunded',
+  'pending_freeze',
+  'frozen',
+  'accepted',
+  'delivered',
+  'settled',
+  'cancelled_by_buyer',
+  'rejected_by_seller',
+  'disputed',
+  'failed',
+  'refunded',
 ] as const;
 export type TransactionStatus = (typeof transactionStatuses)[number];
 
 export const transactionActions = [
-  'freeze', 'accept', 'reject', 'deliver', 'confirm', 'cancel', 'dispute', 'auto_confirm', 'resolve_settle', 'resolve_refund', 'fail', 'invoke_settle',
+  'freeze',
+  'accept',
+  'reject',
+  'deliver',
+  'confirm',
+  'cancel',
+  'dispute',
+  'auto_confirm',
+  'resolve_settle',
+  'resolve_refund',
+  'fail',
+  'invoke_settle',
 ] as const;
 export type TransactionAction = (typeof transactionActions)[number];
 

@@ -45,7 +45,28 @@ export const settledWeightFactor = 2;
 /** A listing sharing words with the description counts 1 + shared words, up to this many. */
 export const sharedWordsCountedMax = 5;
 
-const stopWords = new Set(['the', 'and', 'for', 'with', 'that', 'this', 'from', 'are', 'you', 'your', 'our', 'will', 'can', 'need', 'want', 'please', 'into', 'about', 'have', 'has']);
+const stopWords = new Set([
+  'the',
+  'and',
+  'for',
+  'with',
+  'that',
+  'this',
+  'from',
+  'are',
+  'you',
+  'your',
+  'our',
+  'will',
+  'can',
+  'need',
+  'want',
+  'please',
+  'into',
+  'about',
+  'have',
+  'has',
+]);
 
 /**
  * The words of a text for overlap: English (Latin) words of three letters or more that are not

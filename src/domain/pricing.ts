@@ -30,10 +30,17 @@ export function transactionPrice(model: PricingModel, unitPrice: MinorUnits, boo
  * was shown). Checked on the price read inside the purchase's own statement or transaction, so a
  * seller's change between the buyer's look and the charge is refused with nothing written.
  */
-export function assertWithinCeiling(price: MinorUnits, ceiling: MinorUnits | undefined, currency: Currency, why = 'the price is above the max_price you sent'): void {
+export function assertWithinCeiling(
+  price: MinorUnits,
+  ceiling: MinorUnits | undefined,
+  currency: Currency,
+  why = 'the price is above the max_price you sent',
+): void {
   if (ceiling === undefined || price <= ceiling) return;
   throw new AppError('price_above_ceiling', why, {
-    currency, price: formatAmount(price), max_price: formatAmount(ceiling),
+    currency,
+    price: formatAmount(price),
+    max_price: formatAmount(ceiling),
     detail: `${why}; nothing was charged. To pay ${formatAmount(price)} ${currency}, send max_price "${formatAmount(price)}" or more.`,
   });
 }

@@ -131,11 +131,21 @@ export function explain({ parts, shared, price, maxPrice, currency, language }: 
   const budgetText = maxPrice === null ? null : `${formatAmount(maxPrice)} ${currency}`;
   if (language === 'zh') {
     const terms = shared.length > 0 ? `共同关键词：${shared.join('、')}` : '没有共同关键词';
-    const budget = budgetText === null ? `需求未设预算，价格 ${priceText}` : price <= maxPrice! ? `价格 ${priceText} 在预算 ${budgetText} 之内` : `价格 ${priceText} 超出预算 ${budgetText}`;
+    const budget =
+      budgetText === null
+        ? `需求未设预算，价格 ${priceText}`
+        : price <= maxPrice!
+          ? `价格 ${priceText} 在预算 ${budgetText} 之内`
+          : `价格 ${priceText} 超出预算 ${budgetText}`;
     return `综合得分 ${percent(parts.score)}。文本相似度 ${percent(parts.similarity)}（${terms}）。${budget}。质量评分 ${percent(parts.quality_score)}。`;
   }
   const terms = shared.length > 0 ? `shared terms: ${shared.join(', ')}` : 'no shared terms';
-  const budget = budgetText === null ? `the demand sets no budget; the price is ${priceText}` : price <= maxPrice! ? `the price ${priceText} is within the budget of ${budgetText}` : `the price ${priceText} is above the budget of ${budgetText}`;
+  const budget =
+    budgetText === null
+      ? `the demand sets no budget; the price is ${priceText}`
+      : price <= maxPrice!
+        ? `the price ${priceText} is within the budget of ${budgetText}`
+        : `the price ${priceText} is above the budget of ${budgetText}`;
   return `Overall score ${percent(parts.score)}. Text similarity ${percent(parts.similarity)} (${terms}); ${budget}; quality ${percent(parts.quality_score)}.`;
 }
 

@@ -107,8 +107,7 @@ function tagsOf(finding: Finding): string[] {
   return tags;
 }
 
-const confidenceOf = (finding: Finding) =>
-  Math.min(0.95, Math.round((0.3 + 0.15 * finding.words.size + 0.05 * finding.evidence.length) * 100) / 100);
+const confidenceOf = (finding: Finding) => Math.min(0.95, Math.round((0.3 + 0.15 * finding.words.size + 0.05 * finding.evidence.length) * 100) / 100);
 
 export function extractSkills(text: string): { language: 'en' | 'zh'; skills: ExtractedSkill[] } {
   const language = languageOf(text);

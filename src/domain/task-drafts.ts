@@ -45,11 +45,19 @@ export function draftTask(input: TaskDraftInput): DraftField[] {
   const title = headOf(prompt).slice(0, limits.taskTitleLengthMax);
   const body = prompt.slice(0, limits.taskDescriptionLengthMax - 400);
   const bounty = priceOf(prompt);
-  const fields: DraftField[] = [['title', title], ['mode', input.mode ?? 'online']];
+  const fields: DraftField[] = [
+    ['title', title],
+    ['mode', input.mode ?? 'online'],
+  ];
   if (input.city !== undefined) fields.push(['city', input.city]);
   const category = input.category ?? found?.category;
   if (category !== undefined) fields.push(['category', category]);
-  fields.push(['tags', found?.tags ?? []], ['description', `${body}\n\n${closing[language]}`], ['delivery_hours', deliveryHoursOf(prompt)], ['preferred_billing_model', pricingModelOf(prompt)]);
+  fields.push(
+    ['tags', found?.tags ?? []],
+    ['description', `${body}\n\n${closing[language]}`],
+    ['delivery_hours', deliveryHoursOf(prompt)],
+    ['preferred_billing_model', pricingModelOf(prompt)],
+  );
   if (bounty !== undefined) fields.push(['bounty_amount', bounty]);
   return fields;
 }

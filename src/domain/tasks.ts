@@ -75,7 +75,12 @@ export type ApplicationStatus = (typeof applicationStatuses)[number];
 export const applicationActions = ['withdraw', 'reject', 'accept'] as const;
 export type ApplicationAction = (typeof applicationActions)[number];
 
-export const applicationTransitionTable: readonly { from: ApplicationStatus; action: ApplicationAction; to: ApplicationStatus; actor: 'applicant' | 'publisher' }[] = [
+export const applicationTransitionTable: readonly {
+  from: ApplicationStatus;
+  action: ApplicationAction;
+  to: ApplicationStatus;
+  actor: 'applicant' | 'publisher';
+}[] = [
   { from: 'pending', action: 'withdraw', to: 'withdrawn', actor: 'applicant' },
   { from: 'pending', action: 'reject', to: 'rejected', actor: 'publisher' },
   { from: 'pending', action: 'accept', to: 'accepted', actor: 'publisher' },
@@ -96,11 +101,19 @@ export function nextApplicationState(from: ApplicationStatus, action: Applicatio
  */
 export type TaskEventAction = TaskAction | 'draft';
 export const taskEventTypes: Readonly<Record<TaskEventAction, string>> = {
-  draft: 'task.drafted', publish: 'task.published', update: 'task.updated', close: 'task.closed',
-  cancel: 'task.cancelled', expire: 'task.expired', match: 'task.matched',
+  draft: 'task.drafted',
+  publish: 'task.published',
+  update: 'task.updated',
+  close: 'task.closed',
+  cancel: 'task.cancelled',
+  expire: 'task.expired',
+  match: 'task.matched',
 };
 export type ApplicationEventAction = ApplicationAction | 'apply' | 'match';
 export const applicationEventTypes: Readonly<Record<ApplicationEventAction, string>> = {
-  apply: 'application.submitted', withdraw: 'application.withdrawn', reject: 'application.rejected',
-  accept: 'application.accepted', match: 'application.rejected',
+  apply: 'application.submitted',
+  withdraw: 'application.withdrawn',
+  reject: 'application.rejected',
+  accept: 'application.accepted',
+  match: 'application.rejected',
 };

@@ -10,17 +10,21 @@ const cjkRun = /[\u3400-\u9fff\uf900-\ufaff]+/g;
 const latinWord = /[a-z0-9]+/g;
 
 const englishStopWords = new Set(
-  ('a an and or the of to for in on at by with from into via per is are be been being was were it its this that these those i we you he she they ' +
+  (
+    'a an and or the of to for in on at by with from into via per is are be been being was were it its this that these those i we you he she they ' +
     'me my our your their us them as not no do does did done can could should would will shall may might must need needs want wants wanted looking ' +
     'please some any all each every more most other such only own same so than too very just also about up out over under again then once here there ' +
     'when where why how what which who whom if but because while after before between both few has have had having get got make made one two etc ' +
-    'someone something anyone anything help like using use used based new good best high quality fast quick within less').split(' '),
+    'someone something anyone anything help like using use used based new good best high quality fast quick within less'
+  ).split(' '),
 );
 
 /** Chinese two-character pieces that carry no subject matter in a listing or a request. */
 const chineseStopPieces = new Set(
-  ('需要 我们 我需 我想 想要 希望 一个 一份 一些 可以 能够 提供 进行 帮我 帮忙 请帮 以及 或者 并且 我的 你的 我们 他们 这个 那个 这些 ' +
-    '要求 负责 服务 支持 用于 通过 根据 相关 内容 左右 以内 之内 以上 每次 每个 快速 专业 高质量 优质 我司 公司 尽快').split(' '),
+  (
+    '需要 我们 我需 我想 想要 希望 一个 一份 一些 可以 能够 提供 进行 帮我 帮忙 请帮 以及 或者 并且 我的 你的 我们 他们 这个 那个 这些 ' +
+    '要求 负责 服务 支持 用于 通过 根据 相关 内容 左右 以内 之内 以上 每次 每个 快速 专业 高质量 优质 我司 公司 尽快'
+  ).split(' '),
 );
 
 /** A light English stemmer: enough to make plural, -ing and -ed forms meet, nothing clever. */

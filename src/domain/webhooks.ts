@@ -19,7 +19,14 @@ export const webhookEventTypes: readonly string[] = [
 ];
 
 /** What a subscription may name: a kind, a family (`transaction.*`, `task.*`, `application.*`, `demand.*`), or `*` for all. */
-export const webhookKindPatterns: readonly string[] = ['*', 'transaction.*', 'task.*', 'application.*', 'demand.*', ...webhookEventTypes.filter((type) => type !== webhookPing)];
+export const webhookKindPatterns: readonly string[] = [
+  '*',
+  'transaction.*',
+  'task.*',
+  'application.*',
+  'demand.*',
+  ...webhookEventTypes.filter((type) => type !== webhookPing),
+];
 
 /** The ping goes to every subscription; any other kind to those whose list names it, its family or `*`. */
 export function wantsKind(patterns: readonly string[], type: string): boolean {

@@ -1,15 +1,47 @@
 import { createEventHub } from '../events/hub.ts';
-import { createAutoAcceptJobs, createDemandMatches, createAutoAccept, createAnalysisEngine, createCapabilityEngine, createDemandEngine, createMatchingEngine, createRowEmbeddings, type RowEmbeddings, createInvokeEngine, createPricingSuggestionEngine } from './market/index.ts';
+import {
+  createAutoAcceptJobs,
+  createDemandMatches,
+  createAutoAccept,
+  createAnalysisEngine,
+  createCapabilityEngine,
+  createDemandEngine,
+  createMatchingEngine,
+  createRowEmbeddings,
+  type RowEmbeddings,
+  createInvokeEngine,
+  createPricingSuggestionEngine,
+} from './market/index.ts';
 import { createPublisher, transactionFeed } from '../events/publisher.ts';
 import { taskFeed } from '../events/task-feed.ts';
 import { createRelay } from '../events/relay.ts';
 import { limits } from '../limits.ts';
 import { aiSettingsFromConfig, createAiProvider } from '../ai/provider.ts';
 import { createA2AEngine } from './a2a/index.ts';
-import { createAdmission, createApiKeyEngine, createDeviceAuthorizationEngine, createIdentityEngine, createOAuth, createOAuthClients } from './identity/index.ts';
+import {
+  createAdmission,
+  createApiKeyEngine,
+  createDeviceAuthorizationEngine,
+  createIdentityEngine,
+  createOAuth,
+  createOAuthClients,
+} from './identity/index.ts';
 import { type EngineDependencies, createRetention, outboundNetwork } from './common/index.ts';
 import { createIdempotency, createStreams, createSweeper, createTransactionEngine, createTransitions, createWalletEngine } from './money/index.ts';
-import { createSkillEngine, createSkillHall, createSkillCandidates, createSkillDrafts, createTaskEngine, createTaskHall, createTaskApplications, createTaskAcceptance, createTaskRating, createTaskAi, createTaskPushes, createTaskEvents } from './work/index.ts';
+import {
+  createSkillEngine,
+  createSkillHall,
+  createSkillCandidates,
+  createSkillDrafts,
+  createTaskEngine,
+  createTaskHall,
+  createTaskApplications,
+  createTaskAcceptance,
+  createTaskRating,
+  createTaskAi,
+  createTaskPushes,
+  createTaskEvents,
+} from './work/index.ts';
 import { createWebhooks } from './deliveries/index.ts';
 
 /** The engine: every use case of the product, behind one object the adapters call. */
@@ -42,12 +74,25 @@ export async function createEngine(dependencies: EngineDependencies) {
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
   const skillCore = createSkillEngine(dependencies, idempotency);
-  const skills = { ...skillCore, ...createSkillHall(dependencies), candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore), drafts: createSkillDrafts(ai) };
+  const skills = {
+    ...skillCore,
+    ...createSkillHall(dependencies),
+    candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore),
+    drafts: createSkillDrafts(ai),
+  };
   const taskEvents = createTaskEvents(dependencies, hub);
-  const applications = { ...createTaskApplications(dependencies, idempotency, taskEvents), ...createTaskAcceptance(dependencies, idempotency, transitions, taskEvents) };
+  const applications = {
+    ...createTaskApplications(dependencies, idempotency, taskEvents),
+    ...createTaskAcceptance(dependencies, idempotency, transitions, taskEvents),
+  };
   const tasks = {
-    ...createTaskEngine(dependencies, idempotency, taskEvents), events: taskEvents, ...createTaskHall(dependencies), applications, ...createTaskRating(dependencies, skillCore),
-    ai: createTaskAi(ai, dependencies.log), ...createTaskPushes(dependencies, applications.apply, applications.accept),
+    ...createTaskEngine(dependencies, idempotency, taskEvents),
+    events: taskEvents,
+    ...createTaskHall(dependencies),
+    applications,
+    ...createTaskRating(dependencies, skillCore),
+    ai: createTaskAi(ai, dependencies.log),
+    ...createTaskPushes(dependencies, applications.apply, applications.accept),
   };
   const sweeper = createSweeper(transactions, dependencies.log, limits.sweepBatchSizeMax, dependencies, tasks);
   const retention = createRetention(dependencies);
@@ -59,10 +104,9 @@ export async function createEngine(dependencies: EngineDependencies) {
   /** Readiness: both backends answer within a bound, or the instance should get no traffic. */
   async function readiness(): Promise<{ database: boolean; bus: boolean }> {
     const within = <T>(work: Promise<T>) =>
-      Promise.race([
-        work.then(() => true),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), limits.readinessCheckTimeoutMs).unref()),
-      ]).catch(() => false);
+      Promise.race([work.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), limits.readinessCheckTimeoutMs).unref())]).catch(
+        () => false,
+      );
     const [database, bus] = await Promise.all([within(dependencies.db.raw('select 1')), within(dependencies.bus.ping())]);
     return { database, bus };
   }
@@ -81,7 +125,36 @@ export async function createEngine(dependencies: EngineDependencies) {
     await taskEvents.close();
   }
 
-  return { identity, apiKeys, webhooks, deviceAuthorization, oauth, capabilities, skills, tasks, demands, matching, transactions, invoke, a2a, wallet, sweeper, retention, autoAcceptJobs, embeddings, streams, hub, relay, admission, ai, analysis, pricing, readiness, close, dependencies };
+  return {
+    identity,
+    apiKeys,
+    webhooks,
+    deviceAuthorization,
+    oauth,
+    capabilities,
+    skills,
+    tasks,
+    demands,
+    matching,
+    transactions,
+    invoke,
+    a2a,
+    wallet,
+    sweeper,
+    retention,
+    autoAcceptJobs,
+    embeddings,
+    streams,
+    hub,
+    relay,
+    admission,
+    ai,
+    analysis,
+    pricing,
+    readiness,
+    close,
+    dependencies,
+  };
 }
 
 /**
@@ -103,7 +176,10 @@ function withAfterWriteKicks(capabilities: ReturnType<typeof createCapabilityEng
     const outcome = await capabilities.batch(...args);
     if (!outcome.replayed) {
       kickAutoAccept();
-      embeddings.note('capability', outcome.data.results.flatMap((result) => (result.success ? [result.data!.id] : [])));
+      embeddings.note(
+        'capability',
+        outcome.data.results.flatMap((result) => (result.success ? [result.data!.id] : [])),
+      );
     }
     return outcome;
   };

@@ -111,8 +111,13 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
         visible,
         headSequence: async () => BigInt((await db('transactions').where({ id: target.transactionId }).first('event_sequence'))?.event_sequence ?? 0),
         fetchAfter: async (after, limit) =>
-          ((await db('outbox_events').where({ transaction_id: target.transactionId }).where('transaction_sequence', '>', String(after))
-            .orderBy('transaction_sequence').limit(limit)) as OutboxRow[]).map(toPublishedEvent),
+          (
+            (await db('outbox_events')
+              .where({ transaction_id: target.transactionId })
+              .where('transaction_sequence', '>', String(after))
+              .orderBy('transaction_sequence')
+              .limit(limit)) as OutboxRow[]
+          ).map(toPublishedEvent),
       };
     }
     const { userId } = target;
@@ -146,8 +151,12 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
    * either at or before the starting point (skipped) or after it (delivered): never lost.
    */
   async function attach<E>(
-    index: Map<string, Set<Subscriber<E>>>, key: string, startingPoint: () => Promise<bigint>, source: SubscriberSource<E>,
-    listener: StreamListener<E>, fromRequestedPosition: boolean,
+    index: Map<string, Set<Subscriber<E>>>,
+    key: string,
+    startingPoint: () => Promise<bigint>,
+    source: SubscriberSource<E>,
+    listener: StreamListener<E>,
+    fromRequestedPosition: boolean,
   ): Promise<Subscription> {
     const early: E[] = [];
     // Stands in while the starting point is read; the real subscriber catches up on its own.
@@ -158,10 +167,16 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     let subscriber: Subscriber<E>;
     try {
       const start = await startingPoint();
-      subscriber = new Subscriber<E>(start, source, listener, { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize }, (ended) => {
-        set.delete(ended);
-        if (set.size === 0 && index.get(key) === set) index.delete(key);
-      });
+      subscriber = new Subscriber<E>(
+        start,
+        source,
+        listener,
+        { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize },
+        (ended) => {
+          set.delete(ended);
+          if (set.size === 0 && index.get(key) === set) index.delete(key);
+        },
+      );
     } finally {
       set.delete(placeholder);
     }
@@ -171,27 +186,49 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     return { close: () => subscriber.close() };
   }
 
-  function subscribe(target: StreamTarget, options: SubscribeOptions, listener: StreamListener, visible: (event: PublishedEvent) => boolean = () => true): Promise<Subscription> {
+  function subscribe(
+    target: StreamTarget,
+    options: SubscribeOptions,
+    listener: StreamListener,
+    visible: (event: PublishedEvent) => boolean = () => true,
+  ): Promise<Subscription> {
     const index = target.kind === 'transaction' ? byTransaction : byUser;
     const key = target.kind === 'transaction' ? target.transactionId : target.userId;
     // A transaction stream starts at a position the client chose (its start, or Last-Event-ID);
     // a user stream without Last-Event-ID starts at the head, which nothing can be older than.
-    return attach(index, key, () => startingPoint(target, options), sourceFor(target, visible), listener, target.kind === 'transaction' || options.afterSequence !== undefined);
+    return attach(
+      index,
+      key,
+      () => startingPoint(target, options),
+      sourceFor(target, visible),
+      listener,
+      target.kind === 'transaction' || options.afterSequence !== undefined,
+    );
   }
 
   /**
    * A user's task stream: the task events of which they are the recipient, after Last-Event-ID,
    * or from now on without it (as a user's transaction stream).
    */
-  function subscribeTaskEvents(userId: string, options: SubscribeOptions, listener: StreamListener<PublishedTaskEvent>, visible: (event: PublishedTaskEvent) => boolean): Promise<Subscription> {
+  function subscribeTaskEvents(
+    userId: string,
+    options: SubscribeOptions,
+    listener: StreamListener<PublishedTaskEvent>,
+    visible: (event: PublishedTaskEvent) => boolean,
+  ): Promise<Subscription> {
     const head = async () => BigInt((await db('task_event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
     const source: SubscriberSource<PublishedTaskEvent> = {
       sequenceOf: (event) => BigInt(event.sequence),
       visible,
       headSequence: head,
       fetchAfter: async (after, limit) =>
-        ((await db('task_events').where({ recipient_user_id: userId }).where('recipient_sequence', '>', String(after))
-          .orderBy('recipient_sequence').limit(limit)) as TaskEventRow[]).map(toPublishedTaskEvent),
+        (
+          (await db('task_events')
+            .where({ recipient_user_id: userId })
+            .where('recipient_sequence', '>', String(after))
+            .orderBy('recipient_sequence')
+            .limit(limit)) as TaskEventRow[]
+        ).map(toPublishedTaskEvent),
     };
     const startingAt = () => (options.afterSequence === undefined ? head() : Promise.resolve(BigInt(options.afterSequence)));
     return attach(byTaskRecipient, userId, startingAt, source, listener, options.afterSequence !== undefined);

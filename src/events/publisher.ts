@@ -77,7 +77,13 @@ export interface Publisher<Row extends { id: string } = OutboxRow> {
   close(): Promise<void>;
 }
 
-export function createPublisher<Row extends { id: string }>(bus: EventBus, db: Database, log: Logger, feed: Feed<Row>, flushIntervalMs: number = limits.publishedMarkFlushMs): Publisher<Row> {
+export function createPublisher<Row extends { id: string }>(
+  bus: EventBus,
+  db: Database,
+  log: Logger,
+  feed: Feed<Row>,
+  flushIntervalMs: number = limits.publishedMarkFlushMs,
+): Publisher<Row> {
   let published: string[] = [];
   const flush = async () => {
     if (published.length === 0) return;
@@ -98,7 +104,12 @@ export function createPublisher<Row extends { id: string }>(bus: EventBus, db: D
       // failure leaves the row unmarked, and the relay publishes it later.
       bus.publish(feed.channel, feed.message(row)).then(
         () => published.push(String(row.id)),
-        (error: unknown) => log.warn('publish failed; the relay will retry', { error: error instanceof Error ? error.message : String(error), outbox_id: String(row.id), table: feed.table }),
+        (error: unknown) =>
+          log.warn('publish failed; the relay will retry', {
+            error: error instanceof Error ? error.message : String(error),
+            outbox_id: String(row.id),
+            table: feed.table,
+          }),
       );
     },
     flush,

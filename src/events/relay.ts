@@ -23,7 +23,12 @@ export function createRelay(bus: EventBus, db: Database, log: Logger, now: () =>
         .skipLocked()) as { id: string }[];
       if (rows.length === 0) return 0;
       for (const row of rows) await bus.publish(feed.channel, feed.message(row));
-      await trx(feed.table).whereIn('id', rows.map((row) => row.id)).update({ published_at: now() });
+      await trx(feed.table)
+        .whereIn(
+          'id',
+          rows.map((row) => row.id),
+        )
+        .update({ published_at: now() });
       log.info('relayed unpublished events', { count: rows.length, table: feed.table });
       return rows.length;
     });

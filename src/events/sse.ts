@@ -91,4 +91,3 @@ export function parseLastEventId(value: string | undefined): string | undefined 
   if (value === undefined || value === '') return undefined;
   return /^\d{1,18}$/.test(value) ? value : null;
 }
-

@@ -5,9 +5,7 @@ import type { PublishedEvent } from './publisher.ts';
  * and WebSocket). A subscription delivers events in sequence order, exactly once: first what the
  * database holds after `afterSequence`, then live events, with gaps filled from the database.
  */
-export type StreamTarget =
-  | { kind: 'transaction'; transactionId: string }
-  | { kind: 'user'; userId: string };
+export type StreamTarget = { kind: 'transaction'; transactionId: string } | { kind: 'user'; userId: string };
 
 export interface StreamEvent<E = PublishedEvent> {
   /** The position in this stream: transaction_sequence for a transaction stream, the owner's sequence for a user stream. */

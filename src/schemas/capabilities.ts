@@ -43,7 +43,9 @@ const createFields = {
   daily_limit: dailyLimit.optional(),
   rate_limit_per_min: ratePerMinute.optional(),
   callback_url: callbackUrl.optional(),
-  callback_timeout_sec: callbackTimeout.optional().meta({ description: `${limits.callbackTimeoutSecondsMin} to ${limits.callbackTimeoutSecondsMax}, default ${limits.callbackTimeoutSecondsDefault}` }),
+  callback_timeout_sec: callbackTimeout
+    .optional()
+    .meta({ description: `${limits.callbackTimeoutSecondsMin} to ${limits.callbackTimeoutSecondsMax}, default ${limits.callbackTimeoutSecondsDefault}` }),
 };
 
 const requireCallback = (value: { pricing_model: string; callback_url?: string }, context: z.RefinementCtx) => {
@@ -95,13 +97,22 @@ const listFilters = {
   pricing_model: pricingModel.optional(),
   min_price_ut: amountInput.optional().meta({ description: 'Lowest price_ut, inclusive' }),
   max_price_ut: amountInput.optional().meta({ description: 'Highest price_ut, inclusive' }),
-  owner: z.union([z.literal('me'), uuid]).optional().meta({ description: '`me` or a user id: only that owner\'s capabilities' }),
+  owner: z
+    .union([z.literal('me'), uuid])
+    .optional()
+    .meta({ description: "`me` or a user id: only that owner's capabilities" }),
   available: z.enum(['true', 'false', 'any']).default('true').meta({
-    description: 'true (default): offered capabilities; false: the caller\'s own withdrawn ones; any: both',
+    description: "true (default): offered capabilities; false: the caller's own withdrawn ones; any: both",
   }),
-  q: z.string().trim().min(1).max(limits.capabilitySearchQueryLengthMax).optional().meta({
-    description: `Words (at most ${limits.capabilitySearchWordsMax}) that must each appear, in any case, in the title, description or a tag`,
-  }),
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(limits.capabilitySearchQueryLengthMax)
+    .optional()
+    .meta({
+      description: `Words (at most ${limits.capabilitySearchWordsMax}) that must each appear, in any case, in the title, description or a tag`,
+    }),
 };
 
 const listRules = (value: { min_price_ut?: bigint; max_price_ut?: bigint; q?: string }, context: z.RefinementCtx) => {
@@ -155,21 +166,21 @@ export const createdCapabilityResponse = capabilityResponse
   .extend({ callback_secret: z.string().meta({ description: 'Signs invoke callbacks (X-Marketplace-Signature). Shown only in this answer: store it now.' }) })
   .meta({ id: 'CreatedCapability' });
 
-export const rotatedSecretResponse = z
-  .object({ capability_id: uuid, callback_secret: z.string(), rotated_at: dateTime })
-  .meta({ id: 'RotatedCallbackSecret' });
+export const rotatedSecretResponse = z.object({ capability_id: uuid, callback_secret: z.string(), rotated_at: dateTime }).meta({ id: 'RotatedCallbackSecret' });
 
-export const deletedCapabilityResponse = z
-  .object({ id: uuid, deleted: z.literal(true), deleted_at: dateTime })
-  .meta({ id: 'DeletedCapability' });
+export const deletedCapabilityResponse = z.object({ id: uuid, deleted: z.literal(true), deleted_at: dateTime }).meta({ id: 'DeletedCapability' });
 
 export const capabilityList = pagedList(capabilityResponse).meta({ id: 'CapabilityList' });
 
 export const batchCapabilityBody = z
   .strictObject({
-    items: z.array(z.unknown()).min(1).max(limits.capabilityBatchItemsMax).meta({
-      description: `1 to ${limits.capabilityBatchItemsMax} CapabilityCreate objects (without idempotency_key); each is validated on its own`,
-    }),
+    items: z
+      .array(z.unknown())
+      .min(1)
+      .max(limits.capabilityBatchItemsMax)
+      .meta({
+        description: `1 to ${limits.capabilityBatchItemsMax} CapabilityCreate objects (without idempotency_key); each is validated on its own`,
+      }),
     idempotency_key: idempotencyKey.optional(),
   })
   .meta({ id: 'CapabilityBatch' });

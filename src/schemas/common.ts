@@ -21,4 +21,3 @@ export const errorEnvelope = z
     timestamp: z.number().int(),
   })
   .meta({ id: 'ErrorEnvelope' });
-

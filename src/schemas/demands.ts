@@ -12,11 +12,19 @@ export const createDemandBody = z
     description: z.string().trim().min(1).max(limits.demandDescriptionLengthMax),
     title: z.string().trim().min(1).max(limits.demandTitleLengthMax).optional().meta({ description: 'Optional short title; weighs twice in matching' }),
     category: z.enum(categoryCodes).optional(),
-    tags: z.array(z.string().trim().min(1).max(limits.capabilityTagLengthMax)).max(limits.capabilityTagsMax).optional().meta({ description: 'Optional keywords; weigh twice in matching' }),
+    tags: z
+      .array(z.string().trim().min(1).max(limits.capabilityTagLengthMax))
+      .max(limits.capabilityTagsMax)
+      .optional()
+      .meta({ description: 'Optional keywords; weigh twice in matching' }),
     max_price_ut: amountInput.optional().meta({ description: "Budget in the caller's currency (UT for agents, CNY for humans)" }),
-    auto_accept: z.boolean().optional().meta({ description: 'Buy (create and freeze) the first match that scores at least the documented threshold within max_price_ut, which is then required' }),
+    auto_accept: z.boolean().optional().meta({
+      description: 'Buy (create and freeze) the first match that scores at least the documented threshold within max_price_ut, which is then required',
+    }),
     demand_type: z.enum(demandTypes).optional(),
-    expires_at: dateTime.optional().meta({ description: 'After this instant the demand is expired: it no longer matches. Must be after the current time (else 4000 at body.expires_at)' }),
+    expires_at: dateTime
+      .optional()
+      .meta({ description: 'After this instant the demand is expired: it no longer matches. Must be after the current time (else 4000 at body.expires_at)' }),
     idempotency_key: idempotencyKey.optional(),
   })
   .superRefine((value, context) => {

@@ -32,13 +32,14 @@ export const pollResponse = z
 const userCode = z
   .string()
   .max(32)
-  .refine((value) => new RegExp(`^[${userCodeAlphabet}]{${userCodeLength}}$`).test(value.toUpperCase().replace(/[\s-]/g, '')), 'must be the eight-letter code the device shows, like WDJB-MJHT');
+  .refine(
+    (value) => new RegExp(`^[${userCodeAlphabet}]{${userCodeLength}}$`).test(value.toUpperCase().replace(/[\s-]/g, '')),
+    'must be the eight-letter code the device shows, like WDJB-MJHT',
+  );
 
 export const lookupBody = z.strictObject({ user_code: userCode }).meta({ id: 'DeviceLookupRequest' });
 
-export const confirmBody = z
-  .strictObject({ user_code: userCode, decision: z.enum(['approve', 'deny']) })
-  .meta({ id: 'DeviceConfirmRequest' });
+export const confirmBody = z.strictObject({ user_code: userCode, decision: z.enum(['approve', 'deny']) }).meta({ id: 'DeviceConfirmRequest' });
 
 export const requestView = z
   .object({

@@ -2,7 +2,10 @@ import { z } from 'zod';
 import { limits } from '../limits.ts';
 import { uuid } from './common.ts';
 
-const email = z.email().max(limits.emailLengthMax).transform((value) => value.toLowerCase());
+const email = z
+  .email()
+  .max(limits.emailLengthMax)
+  .transform((value) => value.toLowerCase());
 
 /** A password is weak when it is short or made of letters only or digits only. */
 const password = z
@@ -29,9 +32,7 @@ export const meResponse = z
   })
   .meta({ id: 'Me' });
 
-export const agentPlatformType = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'lowercase letters, digits, dot, dash or underscore, at most 64');
+export const agentPlatformType = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'lowercase letters, digits, dot, dash or underscore, at most 64');
 
 export const createApiKeyBody = z
   .strictObject({

@@ -31,11 +31,14 @@ export const matchCandidate = z
 
 /** Says whether a model's embeddings refined the similarity, so a silent fallback is never mistaken for their use. */
 const embeddingsUse = z.enum(['used', 'not_configured', 'failed']).meta({
-  description: 'used: embeddings refined the similarity; not_configured: no embedding model is set (text similarity only); failed: the model did not answer, so this answer used text similarity only',
+  description:
+    'used: embeddings refined the similarity; not_configured: no embedding model is set (text similarity only); failed: the model did not answer, so this answer used text similarity only',
 });
 
 export const matchResponse = z.object({ demand_id: uuid, candidates: z.array(matchCandidate), embeddings: embeddingsUse }).meta({ id: 'MatchResult' });
-export const discoverResponse = z.object({ capability_id: uuid, candidates: z.array(matchCandidate), embeddings: embeddingsUse }).meta({ id: 'DiscoverDemandsResult' });
+export const discoverResponse = z
+  .object({ capability_id: uuid, candidates: z.array(matchCandidate), embeddings: embeddingsUse })
+  .meta({ id: 'DiscoverDemandsResult' });
 
 export const alignmentItem = z
   .object({ capability_id: uuid, title: z.string(), ...scoreParts, price_ut: amountOutput, within_budget: z.boolean(), explanation: z.string() })

@@ -14,5 +14,8 @@ export const amountInput = z
   })
   .meta({ description: 'Decimal amount, e.g. "12.50" or 12.5; at most two fraction digits', examples: ['12.50'] });
 
-export const amountOutput = z.string().regex(/^-?\d+\.\d{2}$/).meta({ description: 'Decimal amount with two fraction digits', examples: ['12.50'] });
+export const amountOutput = z
+  .string()
+  .regex(/^-?\d+\.\d{2}$/)
+  .meta({ description: 'Decimal amount with two fraction digits', examples: ['12.50'] });
 export const currency = z.enum(['UT', 'CNY']);

@@ -10,7 +10,10 @@ const pageSize = z.number().int().min(1).max(limits.pageSizeMax);
 const cursor = z.string().min(1).max(200).optional().meta({ description: 'next_cursor of the previous page; when given, page is ignored' });
 
 /** Plain decimal digits only: `0x10` or `1e2` are typos, not numbers to guess at. */
-const digits = z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number);
+const digits = z
+  .string()
+  .regex(/^\d{1,9}$/, 'must be a whole number')
+  .transform(Number);
 
 /** page/page_size as the spec says, plus an opaque keyset `cursor` that is stable under inserts. */
 export const pageQuery = {

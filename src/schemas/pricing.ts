@@ -34,7 +34,7 @@ export const pricingSuggestionResponse = z
     basis: z.enum(pricingBases),
     basis_detail: z.string(),
     description_weighted: z.boolean(),
-    explanation: z.string().nullable().meta({ description: 'A language model\'s explanation when one is configured; amounts always come from data' }),
+    explanation: z.string().nullable().meta({ description: "A language model's explanation when one is configured; amounts always come from data" }),
   })
   .meta({ id: 'PricingSuggestion' });
 

@@ -15,7 +15,10 @@ const city = z.string().trim().min(1).max(limits.skillCityLengthMax);
 const category = z.enum(categoryCodes);
 const tags = z.array(z.string().trim().min(1).max(limits.skillTagLengthMax)).max(limits.skillTagsMax);
 const imageUrl = z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(limits.urlLengthMax);
-const images = z.array(imageUrl).max(limits.skillImagesMax).meta({ description: `At most ${limits.skillImagesMax} https URLs` });
+const images = z
+  .array(imageUrl)
+  .max(limits.skillImagesMax)
+  .meta({ description: `At most ${limits.skillImagesMax} https URLs` });
 const pricingModel = z.enum(skillPricingModels);
 const duration = z.number().int().min(1).max(limits.skillDurationHoursMax).meta({ description: 'Whole hours' });
 const status = z.enum(skillStatuses);
@@ -115,13 +118,17 @@ export const skillResponse = z
   .meta({ id: 'Skill' });
 
 export const skillList = pagedList(skillResponse).meta({ id: 'SkillList' });
-export const hallResponse = pagedList(skillResponse.extend({ score: z.number().optional().meta({ description: 'The matcher\'s score, 0 to 1 (relevance order only)' }) }))
+export const hallResponse = pagedList(
+  skillResponse.extend({ score: z.number().optional().meta({ description: "The matcher's score, 0 to 1 (relevance order only)" }) }),
+)
   .extend({ sort: z.enum(hallSorts) })
   .meta({ id: 'SkillHall' });
 export const deletedSkillResponse = z.object({ id: uuid, deleted: z.literal(true), deleted_at: dateTime }).meta({ id: 'DeletedSkill' });
 export const skillIdParams = z.object({ skill_id: uuid });
 /** The MCP tool update_skill: the skill's id beside the fields to change. */
-export const updateSkillArguments = z.strictObject({ skill_id: uuid, ...updateSkillFields }).refine(someField, { message: 'name at least one field to change' });
+export const updateSkillArguments = z
+  .strictObject({ skill_id: uuid, ...updateSkillFields })
+  .refine(someField, { message: 'name at least one field to change' });
 
 export const listSkillsQuery = z.object({ status: status.optional(), ...pageQuery });
 
@@ -132,7 +139,13 @@ const hallFilters = {
   city: city.optional().meta({ description: 'Exact city, in any case' }),
   min_price_ut: amountInput.optional().meta({ description: 'Lowest ut_price, inclusive (unpriced skills are left out)' }),
   max_price_ut: amountInput.optional().meta({ description: 'Highest ut_price, inclusive (unpriced skills are left out)' }),
-  q: z.string().trim().min(1).max(limits.skillSearchQueryLengthMax).optional().meta({ description: 'Words to look for, in English or Chinese; ranked by the matcher' }),
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(limits.skillSearchQueryLengthMax)
+    .optional()
+    .meta({ description: 'Words to look for, in English or Chinese; ranked by the matcher' }),
   sort: z.enum(hallSorts).optional().meta({ description: 'relevance (default with q), newest (default without), price_asc, price_desc or quality' }),
 };
 
@@ -148,9 +161,14 @@ export const listSkillsArguments = z.strictObject({ status: status.optional(), .
 
 export const extractSkillsBody = z
   .strictObject({
-    content: z.string().trim().min(1).max(limits.skillExtractTextLengthMax).meta({
-      description: `A CV, a portfolio or a service description, in English or Chinese, up to ${limits.skillExtractTextLengthMax} characters`,
-    }),
+    content: z
+      .string()
+      .trim()
+      .min(1)
+      .max(limits.skillExtractTextLengthMax)
+      .meta({
+        description: `A CV, a portfolio or a service description, in English or Chinese, up to ${limits.skillExtractTextLengthMax} characters`,
+      }),
     idempotency_key: idempotencyKey.optional(),
   })
   .meta({ id: 'SkillExtract' });
@@ -195,8 +213,16 @@ export const aiCreateBody = z
 
 export const ratingResponse = z
   .object({
-    id: uuid, skill_id: uuid, rater_user_id: uuid, task_id: uuid.nullable(), score: z.number().int(), comment: z.string().nullable(),
-    counted: z.boolean().meta({ description: "Whether it counts towards the skill's quality score: only a rating of a transaction that moved money, and one per rater and skill in 30 days (docs/skills.md)" }),
+    id: uuid,
+    skill_id: uuid,
+    rater_user_id: uuid,
+    task_id: uuid.nullable(),
+    score: z.number().int(),
+    comment: z.string().nullable(),
+    counted: z.boolean().meta({
+      description:
+        "Whether it counts towards the skill's quality score: only a rating of a transaction that moved money, and one per rater and skill in 30 days (docs/skills.md)",
+    }),
     created_at: dateTime,
   })
   .meta({ id: 'SkillRating' });

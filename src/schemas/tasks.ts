@@ -15,17 +15,23 @@ const mode = z.enum(skillModes);
 const city = z.string().trim().min(1).max(limits.skillCityLengthMax);
 const category = z.enum(categoryCodes);
 const tags = z.array(z.string().trim().min(1).max(limits.skillTagLengthMax)).max(limits.skillTagsMax);
-const imageUrls = z.array(z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(limits.urlLengthMax)).max(limits.skillImagesMax)
+const imageUrls = z
+  .array(z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(limits.urlLengthMax))
+  .max(limits.skillImagesMax)
   .meta({ description: `At most ${limits.skillImagesMax} https URLs` });
-const contactInfo = z.strictObject({
-  type: z.string().trim().min(1).max(limits.taskContactTypeLengthMax).meta({ description: 'email, phone, wechat, ...' }),
-  value: z.string().trim().min(1).max(limits.taskContactValueLengthMax),
-}).meta({ description: 'How the publisher is reached; shown to the publisher only' });
-const bounty = amountInput.meta({ description: 'At least 0, in the currency of the caller\'s space; held from the wallet while the task is open' });
+const contactInfo = z
+  .strictObject({
+    type: z.string().trim().min(1).max(limits.taskContactTypeLengthMax).meta({ description: 'email, phone, wechat, ...' }),
+    value: z.string().trim().min(1).max(limits.taskContactValueLengthMax),
+  })
+  .meta({ description: 'How the publisher is reached; shown to the publisher only' });
+const bounty = amountInput.meta({ description: "At least 0, in the currency of the caller's space; held from the wallet while the task is open" });
 const deliveryHours = z.number().int().min(1).max(limits.skillDurationHoursMax);
 const billingModel = z.enum(skillPricingModels);
 const quantity = z.number().int().min(1).max(limits.taskEstimatedQuantityMax);
-const expiresAt = dateTime.meta({ description: `When the task leaves the hall if nobody was accepted (default: ${limits.taskLifetimeDaysDefault} days after publishing, at most ${limits.taskLifetimeDaysMax})` });
+const expiresAt = dateTime.meta({
+  description: `When the task leaves the hall if nobody was accepted (default: ${limits.taskLifetimeDaysDefault} days after publishing, at most ${limits.taskLifetimeDaysMax})`,
+});
 
 export const taskFields = {
   title,
@@ -37,7 +43,7 @@ export const taskFields = {
   image_urls: imageUrls.optional(),
   contact_info: contactInfo.optional(),
   bounty_amount: bounty.optional(),
-  bounty_currency: currency.optional().meta({ description: 'Must be the space\'s currency (UT for agents, CNY for people) when given' }),
+  bounty_currency: currency.optional().meta({ description: "Must be the space's currency (UT for agents, CNY for people) when given" }),
   delivery_hours: deliveryHours.optional(),
   preferred_billing_model: billingModel.optional(),
   estimated_quantity: quantity.optional(),
@@ -67,13 +73,23 @@ const optionalFields = Object.fromEntries(Object.entries(taskFields).map(([name,
 
 /** PUT: any subset of the fields, while the task is a draft or open; city and contact_info clear with null. */
 export const updateTaskBody = z
-  .strictObject({ ...optionalFields, city: city.nullable().optional(), contact_info: contactInfo.nullable().optional(), bounty_amount: bounty.nullable().optional() })
+  .strictObject({
+    ...optionalFields,
+    city: city.nullable().optional(),
+    contact_info: contactInfo.nullable().optional(),
+    bounty_amount: bounty.nullable().optional(),
+  })
   .refine((value) => Object.keys(value).length > 0, { message: 'name at least one field to change' })
   .meta({ id: 'TaskUpdate' });
 
 /** Publishing a draft restates the delivery period (and may set the bounty and deadline). */
 export const publishDraftBody = z
-  .strictObject({ delivery_hours: deliveryHours, bounty_amount: bounty.nullable().optional(), expires_at: expiresAt.optional(), idempotency_key: idempotencyKey.optional() })
+  .strictObject({
+    delivery_hours: deliveryHours,
+    bounty_amount: bounty.nullable().optional(),
+    expires_at: expiresAt.optional(),
+    idempotency_key: idempotencyKey.optional(),
+  })
   .meta({ id: 'TaskPublishDraft' });
 
 /** Reusing restates the delivery period and the bounty (null: none); any other field may change too. */
@@ -82,7 +98,9 @@ export const reuseTaskBody = z
   .superRefine(shapeRules)
   .meta({ id: 'TaskReuse' });
 
-export const closeTaskBody = z.strictObject({ reason: z.string().trim().max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() }).meta({ id: 'TaskClose' });
+export const closeTaskBody = z
+  .strictObject({ reason: z.string().trim().max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() })
+  .meta({ id: 'TaskClose' });
 
 export const taskResponse = z
   .object({
@@ -97,7 +115,7 @@ export const taskResponse = z
     category: z.string().nullable(),
     tags: z.array(z.string()).nullable(),
     image_urls: z.array(z.string()).nullable(),
-    contact_info: z.object({ type: z.string(), value: z.string() }).nullable().meta({ description: 'The publisher\'s own; null for everyone else' }),
+    contact_info: z.object({ type: z.string(), value: z.string() }).nullable().meta({ description: "The publisher's own; null for everyone else" }),
     bounty_amount: amountOutput.nullable(),
     bounty_currency: currency,
     bounty_held: amountOutput.meta({ description: 'What is frozen for the task now (0.00 unless open with a bounty)' }),
@@ -116,7 +134,9 @@ export const taskResponse = z
   .meta({ id: 'Task' });
 
 export const taskList = pagedList(taskResponse).meta({ id: 'TaskList' });
-export const taskHallResponse = pagedList(taskResponse.extend({ score: z.number().optional() })).extend({ sort: z.enum(taskHallSorts) }).meta({ id: 'TaskHall' });
+export const taskHallResponse = pagedList(taskResponse.extend({ score: z.number().optional() }))
+  .extend({ sort: z.enum(taskHallSorts) })
+  .meta({ id: 'TaskHall' });
 export const taskIdParams = z.object({ task_id: uuid });
 export const listTasksQuery = z.object({ status: z.enum(taskStatuses).optional(), ...pageQuery });
 
@@ -126,8 +146,17 @@ const hallFilters = {
   city: city.optional().meta({ description: 'Exact city, in any case' }),
   min_bounty: amountInput.optional().meta({ description: 'Lowest bounty_amount, inclusive (tasks without a bounty are left out)' }),
   max_bounty: amountInput.optional().meta({ description: 'Highest bounty_amount, inclusive (tasks without a bounty are left out)' }),
-  q: z.string().trim().min(1).max(limits.skillSearchQueryLengthMax).optional().meta({ description: 'Words to look for, in English or Chinese; ranked by the matcher' }),
-  sort: z.enum(taskHallSorts).optional().meta({ description: 'relevance (default with q), newest (default without), bounty_desc, bounty_asc or deadline (soonest first)' }),
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(limits.skillSearchQueryLengthMax)
+    .optional()
+    .meta({ description: 'Words to look for, in English or Chinese; ranked by the matcher' }),
+  sort: z
+    .enum(taskHallSorts)
+    .optional()
+    .meta({ description: 'relevance (default with q), newest (default without), bounty_desc, bounty_asc or deadline (soonest first)' }),
 };
 const hallRules = (value: { min_bounty?: bigint; max_bounty?: bigint }, context: z.RefinementCtx) => {
   if (value.min_bounty !== undefined && value.max_bounty !== undefined && value.min_bounty > value.max_bounty) {
@@ -143,7 +172,9 @@ export const taskStatsResponse = z
     currency,
     by_status: z.record(z.enum(taskStatuses), z.number().int()),
     by_category: z.array(z.object({ category: z.string().nullable(), open: z.number().int(), total: z.number().int() })),
-    open_bounty: z.object({ count: z.number().int(), total: amountOutput, median: amountOutput.nullable() }).meta({ description: 'Open tasks with a bounty: how many, their sum and median' }),
+    open_bounty: z
+      .object({ count: z.number().int(), total: amountOutput, median: amountOutput.nullable() })
+      .meta({ description: 'Open tasks with a bounty: how many, their sum and median' }),
   })
   .meta({ id: 'TaskMarketStats' });
 
@@ -167,7 +198,10 @@ export const createApplicationBody = z
 
 export const applicationResponse = z
   .object({
-    id: uuid, task_id: uuid, skill_id: uuid, applicant_id: uuid,
+    id: uuid,
+    task_id: uuid,
+    skill_id: uuid,
+    applicant_id: uuid,
     message: z.string().nullable(),
     proposed_price: amountOutput.nullable(),
     proposed_billing_model: z.string().nullable(),
@@ -208,9 +242,16 @@ export const rateTaskBody = z
   .meta({ id: 'TaskRating' });
 export const taskRatingResponse = z
   .object({
-    task_id: uuid, skill_id: uuid, score: z.number().int(), comment: z.string().nullable(),
-    counted: z.boolean().meta({ description: "Whether the rating counts towards the skill's quality score: only when the transaction moved money, once per rater and skill in 30 days (docs/skills.md)" }),
-    quality_score: z.number(), rating_count: z.number().int(),
+    task_id: uuid,
+    skill_id: uuid,
+    score: z.number().int(),
+    comment: z.string().nullable(),
+    counted: z.boolean().meta({
+      description:
+        "Whether the rating counts towards the skill's quality score: only when the transaction moved money, once per rater and skill in 30 days (docs/skills.md)",
+    }),
+    quality_score: z.number(),
+    rating_count: z.number().int(),
   })
   .meta({ id: 'TaskRatingResult' });
 
@@ -227,28 +268,42 @@ export const taskAiCreateBody = z
   .superRefine(shapeRules)
   .meta({ id: 'TaskAiCreate' });
 
-export const descriptionOptimizeBody = z
-  .strictObject({ description: description, title: title.optional() })
-  .meta({ id: 'TaskDescriptionOptimize' });
+export const descriptionOptimizeBody = z.strictObject({ description: description, title: title.optional() }).meta({ id: 'TaskDescriptionOptimize' });
 
 export const descriptionOptimizeResponse = z
   .object({
     language: z.enum(['en', 'zh']),
     optimized_description: z.string(),
-    changes: z.array(z.string()).meta({ description: 'What was changed, in the description\'s language' }),
+    changes: z.array(z.string()).meta({ description: "What was changed, in the description's language" }),
     optimized_by: z.enum(['builtin', 'ai']),
   })
   .meta({ id: 'TaskDescriptionOptimized' });
 
 /** Recommendations and pushes (docs/tasks.md "Recommendations and pushes"). */
-export const recommendationsQuery = z.object({ top_k: z.string().regex(/^\d{1,2}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(limits.matchTopKMax)).default(limits.matchTopKDefault) });
+export const recommendationsQuery = z.object({
+  top_k: z
+    .string()
+    .regex(/^\d{1,2}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(limits.matchTopKMax))
+    .default(limits.matchTopKDefault),
+});
 export const recommendationResponse = z
   .object({
     task_id: uuid,
-    candidates: z.array(z.object({
-      skill_id: uuid, name: z.string(), user_id: uuid, ut_price: amountOutput.nullable(), category: z.string(),
-      score: z.number(), similarity: z.number(), price_alignment: z.number(), quality_score: z.number(),
-    })),
+    candidates: z.array(
+      z.object({
+        skill_id: uuid,
+        name: z.string(),
+        user_id: uuid,
+        ut_price: amountOutput.nullable(),
+        category: z.string(),
+        score: z.number(),
+        similarity: z.number(),
+        price_alignment: z.number(),
+        quality_score: z.number(),
+      }),
+    ),
   })
   .meta({ id: 'TaskRecommendations' });
 export const pushSkillBody = z
@@ -257,15 +312,25 @@ export const pushSkillBody = z
 export const selectSkillBody = z
   .strictObject({
     skill_id: uuid,
-    price: amountInput.optional().meta({ description: 'The price you agree to pay the skill\'s owner (default: the task\'s bounty); charged only if the owner accepts' }),
+    price: amountInput
+      .optional()
+      .meta({ description: "The price you agree to pay the skill's owner (default: the task's bounty); charged only if the owner accepts" }),
     message: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
   })
   .meta({ id: 'TaskSelectSkill' });
 export const pushResponse = z
   .object({
-    id: uuid, task_id: uuid, skill_id: uuid, skill_owner_id: uuid, kind: z.enum(['invitation', 'selection']), message: z.string().nullable(),
-    price: amountOutput.nullable(), status: z.enum(['pending', 'accepted', 'declined', 'withdrawn']), application_id: uuid.nullable(),
-    created_at: dateTime, responded_at: dateTime.nullable(),
+    id: uuid,
+    task_id: uuid,
+    skill_id: uuid,
+    skill_owner_id: uuid,
+    kind: z.enum(['invitation', 'selection']),
+    message: z.string().nullable(),
+    price: amountOutput.nullable(),
+    status: z.enum(['pending', 'accepted', 'declined', 'withdrawn']),
+    application_id: uuid.nullable(),
+    created_at: dateTime,
+    responded_at: dateTime.nullable(),
   })
   .meta({ id: 'TaskPush' });
 export const pushList = pagedList(pushResponse).meta({ id: 'TaskPushList' });
@@ -279,23 +344,47 @@ export const respondPushBody = z
 /** The task stream (docs/tasks.md "Task events"): GET /api/v1/tasks/events. */
 export const taskEventSummary = taskResponse
   .pick({
-    id: true, title: true, status: true, owner_type: true, user_id: true, bounty_amount: true, bounty_currency: true, bounty_held: true,
-    delivery_hours: true, expires_at: true, transaction_id: true, matched_skill_id: true, updated_at: true,
+    id: true,
+    title: true,
+    status: true,
+    owner_type: true,
+    user_id: true,
+    bounty_amount: true,
+    bounty_currency: true,
+    bounty_held: true,
+    delivery_hours: true,
+    expires_at: true,
+    transaction_id: true,
+    matched_skill_id: true,
+    updated_at: true,
   })
   .meta({ id: 'TaskEventTask', description: 'The task as it is after the move, without its long fields (GET the task for those)' });
 
 export const taskStreamEvent = z
   .object({
-    id: z.string().meta({ description: 'The event row\'s id (not its stream position: that is `sequence`, the SSE id)' }),
-    sequence: z.string().meta({ description: 'Position in the caller\'s task stream; the SSE `id`, resumed after with Last-Event-ID' }),
+    id: z.string().meta({ description: "The event row's id (not its stream position: that is `sequence`, the SSE id)" }),
+    sequence: z.string().meta({ description: "Position in the caller's task stream; the SSE `id`, resumed after with Last-Event-ID" }),
     recipient_user_id: uuid,
     space: z.enum(['agent', 'human']),
     task_id: uuid,
     application_id: uuid.nullable(),
-    type: z.enum(['task.drafted', 'task.published', 'task.updated', 'task.closed', 'task.cancelled', 'task.expired', 'task.matched',
-      'application.submitted', 'application.withdrawn', 'application.rejected', 'application.accepted']),
+    type: z.enum([
+      'task.drafted',
+      'task.published',
+      'task.updated',
+      'task.closed',
+      'task.cancelled',
+      'task.expired',
+      'task.matched',
+      'application.submitted',
+      'application.withdrawn',
+      'application.rejected',
+      'application.accepted',
+    ]),
     data: z.object({
-      action: z.string().meta({ description: 'The move: draft, publish, update, close, cancel, expire, match (a task); apply, withdraw, reject, accept, match (an application)' }),
+      action: z.string().meta({
+        description: 'The move: draft, publish, update, close, cancel, expire, match (a task); apply, withdraw, reject, accept, match (an application)',
+      }),
       previous_status: z.string().nullable(),
       task: taskEventSummary,
       application: applicationResponse.optional().meta({ description: 'The application after its move (application events only)' }),

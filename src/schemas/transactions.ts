@@ -5,7 +5,11 @@ import { dateTime, uuid } from './common.ts';
 import { amountInput, amountOutput, currency } from './money.ts';
 import { pageQuery, pagedList } from './pagination.ts';
 
-export const idempotencyKey = z.string().min(1).max(limits.idempotencyKeyLengthMax).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+export const idempotencyKey = z
+  .string()
+  .min(1)
+  .max(limits.idempotencyKeyLengthMax)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /**
  * The buyer's ceiling (docs/decisions/money-and-escrow.md "Price ceilings"): the most this purchase may cost. A
@@ -13,7 +17,8 @@ export const idempotencyKey = z.string().min(1).max(limits.idempotencyKeyLengthM
  * is held to the unit price it paid last time.
  */
 export const maxPriceInput = amountInput.optional().meta({
-  description: 'The most you agree to pay, e.g. "0.10" (the price you were shown). A higher price is refused with 4093 price_above_ceiling and nothing is charged. Without it, a capability you bought before is refused with 4093 if its price rose since.',
+  description:
+    'The most you agree to pay, e.g. "0.10" (the price you were shown). A higher price is refused with 4093 price_above_ceiling and nothing is charged. Without it, a capability you bought before is refused with 4093 if its price rose since.',
   examples: ['0.10'],
 });
 
@@ -36,7 +41,10 @@ export const resultPayload = z
 
 export const deliverBody = z.strictObject({ result_payload: resultPayload, idempotency_key: idempotencyKey.optional() }).meta({ id: 'DeliverRequest' });
 export const actionBody = z.strictObject({ idempotency_key: idempotencyKey.optional() });
-export const disputeBody = z.strictObject({ reason: z.string().trim().min(1).max(limits.noteLengthMax).optional(), idempotency_key: idempotencyKey.optional() });
+export const disputeBody = z.strictObject({
+  reason: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
+  idempotency_key: idempotencyKey.optional(),
+});
 export const resolveBody = z.strictObject({ outcome: z.enum(['settle', 'refund']), idempotency_key: idempotencyKey.optional() }).meta({ id: 'ResolveRequest' });
 
 export const transactionResponse = z
@@ -80,9 +88,12 @@ export const omittedField = z
  */
 export const transactionEventView = transactionResponse
   .extend({
-    omitted_fields: z.array(omittedField).optional().meta({
-      description: `Present when a field was left out of this event because its JSON exceeds ${limits.eventFieldInlineBytesMax} bytes: that field is null here; read it with GET /api/v1/transactions/{id}`,
-    }),
+    omitted_fields: z
+      .array(omittedField)
+      .optional()
+      .meta({
+        description: `Present when a field was left out of this event because its JSON exceeds ${limits.eventFieldInlineBytesMax} bytes: that field is null here; read it with GET /api/v1/transactions/{id}`,
+      }),
   })
   .meta({ id: 'TransactionEventView' });
 

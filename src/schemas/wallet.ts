@@ -27,7 +27,14 @@ export const historyItem = z
 export const historyQuery = z.object({ type: z.enum(historyTypes).optional(), currency: currency.optional(), ...pageQuery });
 export const historyList = pagedList(historyItem).meta({ id: 'WalletHistory' });
 
-const currencyStats = z.object({ currency, income: amountOutput, expense: amountOutput, deposits: amountOutput, frozen: amountOutput, settled_count: z.number().int() });
+const currencyStats = z.object({
+  currency,
+  income: amountOutput,
+  expense: amountOutput,
+  deposits: amountOutput,
+  frozen: amountOutput,
+  settled_count: z.number().int(),
+});
 export const walletStats = z.object({ ut: currencyStats, cash: currencyStats }).meta({ id: 'WalletStats' });
 
 export const walletRates = z
@@ -41,7 +48,13 @@ export const walletRates = z
   .meta({ id: 'WalletRates' });
 
 export const creditBody = z
-  .strictObject({ user_id: uuid, currency, amount: amountInput, note: z.string().trim().min(1).max(limits.creditNoteLengthMax).optional(), idempotency_key: idempotencyKey.optional() })
+  .strictObject({
+    user_id: uuid,
+    currency,
+    amount: amountInput,
+    note: z.string().trim().min(1).max(limits.creditNoteLengthMax).optional(),
+    idempotency_key: idempotencyKey.optional(),
+  })
   .refine((value) => value.amount > 0n, { path: ['amount'], message: 'must be greater than zero' })
   .meta({ id: 'CreditRequest' });
 

@@ -8,24 +8,39 @@ import { pageQuery, pagedList } from './pagination.ts';
 export const subscriptionKinds = ['webhook', 'a2a_push'] as const;
 export const createWebhookBody = z
   .strictObject({
-    url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(limits.urlLengthMax)
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http or https URL' })
+      .max(limits.urlLengthMax)
       .meta({ description: 'Where deliveries are POSTed. Private and reserved addresses are refused unless the operator set CALLBACK_ALLOW_PRIVATE' }),
-    event_types: z.array(z.enum(webhookKindPatterns)).min(1).max(webhookKindPatterns.length)
+    event_types: z
+      .array(z.enum(webhookKindPatterns))
+      .min(1)
+      .max(webhookKindPatterns.length)
       .refine((kinds) => new Set(kinds).size === kinds.length, 'must not name a kind twice')
       .meta({ description: 'Kinds to receive: a kind (`transaction.settled`), a family (`transaction.*`, `task.*`, `application.*`), or `*`' }),
     transaction_id: uuid.optional().meta({ description: 'Only the events of this transaction' }),
-    task_id: uuid.optional().meta({ description: "Only the events of this task (and of the transaction it was matched into)" }),
+    task_id: uuid.optional().meta({ description: 'Only the events of this task (and of the transaction it was matched into)' }),
     description: z.string().trim().min(1).max(limits.webhookDescriptionLengthMax).optional(),
   })
   .meta({ id: 'WebhookCreate' });
 
 export const webhookResponse = z
   .object({
-    id: uuid, url: z.string(), event_types: z.array(z.string()), transaction_id: uuid.nullable(), task_id: uuid.nullable(),
-    description: z.string().nullable(), owner_type: z.enum(['agent', 'human']), created_at: dateTime,
+    id: uuid,
+    url: z.string(),
+    event_types: z.array(z.string()),
+    transaction_id: uuid.nullable(),
+    task_id: uuid.nullable(),
+    description: z.string().nullable(),
+    owner_type: z.enum(['agent', 'human']),
+    created_at: dateTime,
     previous_secret_expires_at: dateTime.nullable().meta({ description: 'After a rotation: until when the old secret still signs beside the new one' }),
-    kind: z.enum(subscriptionKinds).meta({ description: '`webhook` (this API), or `a2a_push`: an A2A push notification config set over JSON-RPC (docs/webhooks.md)' }),
-    a2a: z.object({ task_id: z.string(), config_id: z.string(), generation: z.enum(['v0.1', 'v0.3', 'v1.0']) }).nullable()
+    kind: z
+      .enum(subscriptionKinds)
+      .meta({ description: '`webhook` (this API), or `a2a_push`: an A2A push notification config set over JSON-RPC (docs/webhooks.md)' }),
+    a2a: z
+      .object({ task_id: z.string(), config_id: z.string(), generation: z.enum(['v0.1', 'v0.3', 'v1.0']) })
+      .nullable()
       .meta({ description: 'For an A2A push config: its task (as the agent named it), its id and the generation it speaks' }),
   })
   .meta({ id: 'Webhook' });
@@ -51,16 +66,34 @@ export const listDeliveriesQuery = z.object({ status: z.enum(deliveryStatuses).o
 export const webhookDelivery = z
   .object({
     id: uuid.meta({ description: 'The delivery id, sent as `webhook-id`: the same on every retry, so a receiver can drop repeats' }),
-    subscription_id: uuid, event_type: z.string(), status: z.enum(deliveryStatuses), attempts: z.number().int(),
-    next_attempt_at: dateTime.nullable(), last_status_code: z.number().int().nullable(), last_error: z.string().nullable(),
-    created_at: dateTime, finished_at: dateTime.nullable(),
-    body: z.record(z.string(), z.unknown()).meta({ description: 'The JSON body POSTed: `{type, timestamp, data}`; for an A2A push, what it is rendered from when sent (`{a2a: {part, view}}`)' }),
-    attempt_log: z.array(z.object({ number: z.number().int(), started_at: dateTime, duration_ms: z.number().int(), status_code: z.number().int().nullable(), error: z.string().nullable() })),
+    subscription_id: uuid,
+    event_type: z.string(),
+    status: z.enum(deliveryStatuses),
+    attempts: z.number().int(),
+    next_attempt_at: dateTime.nullable(),
+    last_status_code: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    created_at: dateTime,
+    finished_at: dateTime.nullable(),
+    body: z
+      .record(z.string(), z.unknown())
+      .meta({ description: 'The JSON body POSTed: `{type, timestamp, data}`; for an A2A push, what it is rendered from when sent (`{a2a: {part, view}}`)' }),
+    attempt_log: z.array(
+      z.object({
+        number: z.number().int(),
+        started_at: dateTime,
+        duration_ms: z.number().int(),
+        status_code: z.number().int().nullable(),
+        error: z.string().nullable(),
+      }),
+    ),
   })
   .meta({ id: 'WebhookDelivery' });
 export const webhookDeliveryList = pagedList(webhookDelivery).meta({ id: 'WebhookDeliveryList' });
 
-export const webhookPingResponse = z.object({ delivery_id: uuid, event_type: z.literal('webhook.ping'), status: z.literal('pending') }).meta({ id: 'WebhookPing' });
+export const webhookPingResponse = z
+  .object({ delivery_id: uuid, event_type: z.literal('webhook.ping'), status: z.literal('pending') })
+  .meta({ id: 'WebhookPing' });
 export const webhookDeleted = z.object({ id: uuid, deleted: z.literal(true) });
 
 /** What every delivery POSTs (the Standard Webhooks payload shape): the event as the streams carry it. */

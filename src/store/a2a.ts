@@ -103,7 +103,10 @@ export async function newestMessages(db: Knex, taskIds: string[], perTaskMax: nu
 }
 
 /** The row of a purchase task (the transaction's own id), created once, by its first A2A message. */
-export async function ensurePurchaseRow(trx: Knex, row: Pick<A2ATaskRow, 'id' | 'owner_user_id' | 'owner_type' | 'context_id' | 'client_context_id'> & { at: Date }) {
+export async function ensurePurchaseRow(
+  trx: Knex,
+  row: Pick<A2ATaskRow, 'id' | 'owner_user_id' | 'owner_type' | 'context_id' | 'client_context_id'> & { at: Date },
+) {
   const { at, ...fields } = row;
   await trx('a2a_tasks')
     .insert({ ...fields, kind: 'purchase', transaction_id: row.id, status: null, created_at: at, updated_at: at })
@@ -143,7 +146,11 @@ export function taskListQuery(db: Knex, filter: TaskListFilter) {
     .leftJoin('transactions as t', 't.id', 'c.transaction_id')
     .where(owner)
     .select('c.id as task_id', 'c.transaction_id', 'c.context_id')
-    .select(db.raw(`CASE WHEN t.id IS NOT NULL THEN t.status::text WHEN c.status = 'choosing' AND json_array_length(c.candidates) = 0 THEN 'open' ELSE c.status::text END AS phase`))
+    .select(
+      db.raw(
+        `CASE WHEN t.id IS NOT NULL THEN t.status::text WHEN c.status = 'choosing' AND json_array_length(c.candidates) = 0 THEN 'open' ELSE c.status::text END AS phase`,
+      ),
+    )
     .select(db.raw('COALESCE(t.updated_at, c.updated_at) AS updated_at'));
   const transactions = listQuery(db, { userId: filter.userId, space: filter.space, role: '' })
     .whereNotExists(db('a2a_tasks as c').where(owner).whereRaw('c.transaction_id = transactions.id').select(db.raw('1')))
@@ -199,7 +206,16 @@ const findTaskStatement = `
 export async function findTask(db: Knex, owner: { user_id: string; caller_type: string }, id: string, historyMax: number): Promise<FoundTask[]> {
   const uuid = isUuid(id) ? id.toLowerCase() : null;
   const rows = await prepared<Record<string, unknown>>(db, findTaskStatement, [
-    owner.user_id, owner.caller_type, id, uuid, owner.user_id, id, owner.user_id, id, uuid, historyMax,
+    owner.user_id,
+    owner.caller_type,
+    id,
+    uuid,
+    owner.user_id,
+    id,
+    owner.user_id,
+    id,
+    uuid,
+    historyMax,
   ]);
   return rows.map(({ found_via: via, found_task: task, found_messages: messages, ...transaction }) => ({
     via: via as FoundTask['via'],

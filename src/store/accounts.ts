@@ -32,5 +32,8 @@ export async function ensureUserAccounts(trx: Knex, userIds: string[]): Promise<
     (['UT', 'CNY'] as const).map((currency) => ({ id: userAccountId(userId, currency), kind: 'user', owner_user_id: userId, currency })),
   );
   await trx('accounts').insert(rows).onConflict('id').ignore();
-  await trx('event_streams').insert(userIds.map((id) => ({ owner_user_id: id }))).onConflict('owner_user_id').ignore();
+  await trx('event_streams')
+    .insert(userIds.map((id) => ({ owner_user_id: id })))
+    .onConflict('owner_user_id')
+    .ignore();
 }

@@ -30,7 +30,10 @@ export function capabilityListQuery(db: Knex, filter: CapabilityListFilter) {
   const query = db<CapabilityRow>('capabilities').where({ owner_type: filter.space }).whereNull('deleted_at');
   if (filter.availability === 'true') query.where({ available: true });
   else if (filter.availability === 'false') query.where({ available: false, owner_user_id: filter.callerId });
-  else query.where((where) => { where.where({ available: true }).orWhere({ owner_user_id: filter.callerId }); });
+  else
+    query.where((where) => {
+      where.where({ available: true }).orWhere({ owner_user_id: filter.callerId });
+    });
   if (filter.category) query.where({ category: filter.category });
   if (filter.capabilityType) query.where({ capability_type: filter.capabilityType });
   if (filter.pricingModel) query.where({ pricing_model: filter.pricingModel });

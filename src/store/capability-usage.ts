@@ -21,11 +21,11 @@ export async function takeUsage(executor: Knex, capabilityId: string, window: Us
 
 /** Returns a unit taken by an attempt that then failed, so that it does not count. */
 export async function giveBackUsage(executor: Knex, capabilityId: string, window: UsageWindow): Promise<void> {
-  await prepared(
-    executor,
-    'UPDATE capability_usage SET used = used - 1 WHERE capability_id = ? AND window_kind = ? AND window_start = ? AND used > 0',
-    [capabilityId, window.kind, window.start],
-  );
+  await prepared(executor, 'UPDATE capability_usage SET used = used - 1 WHERE capability_id = ? AND window_kind = ? AND window_start = ? AND used > 0', [
+    capabilityId,
+    window.kind,
+    window.start,
+  ]);
 }
 
 /** Deletes counts of windows that ended before `before`; at most `batchSize` rows a call. */

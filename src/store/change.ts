@@ -26,8 +26,7 @@ export interface NewEvent {
 }
 
 export type RowWrite =
-  | { kind: 'insert'; values: Record<string, unknown> }
-  | { kind: 'update'; fromStatus: string; fromSequence: number; set: Record<string, unknown> };
+  { kind: 'insert'; values: Record<string, unknown> } | { kind: 'update'; fromStatus: string; fromSequence: number; set: Record<string, unknown> };
 
 export interface StateChange {
   transactionId: string;
@@ -77,7 +76,17 @@ function eventClauses(change: StateChange, firstSequence: number, bindings: unkn
   const count = change.events.length;
   const records = change.events.map((event, index) => ({ ordinal: index + 1, type: event.type, payload: event.payload }));
   bindings.push(change.buyerUserId, change.sellerUserId, count);
-  bindings.push(firstSequence - 1, change.buyerUserId, count, change.sellerUserId, count, change.at, change.buyerUserId, change.sellerUserId, JSON.stringify(records));
+  bindings.push(
+    firstSequence - 1,
+    change.buyerUserId,
+    count,
+    change.sellerUserId,
+    count,
+    change.at,
+    change.buyerUserId,
+    change.sellerUserId,
+    JSON.stringify(records),
+  );
   // Left joins: a party without a stream counter row gets a NULL sequence, which the NOT NULL
   // column refuses, failing the whole statement rather than committing a change without its event.
   return [

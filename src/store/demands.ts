@@ -40,12 +40,45 @@ export interface AutoAcceptFailure {
 
 /** Every column but the search vector, which only the database reads. */
 export const demandColumns = [
-  'id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'max_price', 'auto_accept', 'demand_type', 'status',
-  'expires_at', 'transaction_id', 'auto_accept_claimed_at', 'auto_accept_attempts', 'auto_accept_failure', 'term_vector', 'words_sha', 'cancelled_at', 'created_at', 'updated_at',
+  'id',
+  'owner_user_id',
+  'owner_type',
+  'title',
+  'description',
+  'category',
+  'tags',
+  'max_price',
+  'auto_accept',
+  'demand_type',
+  'status',
+  'expires_at',
+  'transaction_id',
+  'auto_accept_claimed_at',
+  'auto_accept_attempts',
+  'auto_accept_failure',
+  'term_vector',
+  'words_sha',
+  'cancelled_at',
+  'created_at',
+  'updated_at',
 ] as const;
 
 /** The capability columns matching needs (not the search vector, nor callback details). */
-export const capabilityMatchColumns = ['id', 'owner_user_id', 'owner_type', 'title', 'description', 'category', 'tags', 'pricing_model', 'price', 'quality_score', 'available', 'term_vector', 'words_sha'] as const;
+export const capabilityMatchColumns = [
+  'id',
+  'owner_user_id',
+  'owner_type',
+  'title',
+  'description',
+  'category',
+  'tags',
+  'pricing_model',
+  'price',
+  'quality_score',
+  'available',
+  'term_vector',
+  'words_sha',
+] as const;
 
 /** Derived from the column list, so that the list and the type cannot drift apart. */
 export type CapabilityMatchRow = Pick<CapabilityRow, (typeof capabilityMatchColumns)[number]>;
@@ -59,7 +92,9 @@ export const capabilityCandidateColumns = capabilityMatchColumns.filter((column)
 export type CapabilityCandidateRow = Omit<CapabilityMatchRow, 'description'>;
 
 export async function findDemand(db: Knex, id: string): Promise<DemandRow | undefined> {
-  return db<DemandRow>('demands').where({ id }).first(...demandColumns);
+  return db<DemandRow>('demands')
+    .where({ id })
+    .first(...demandColumns);
 }
 
 export interface DemandListFilter {
@@ -73,7 +108,10 @@ export interface DemandListFilter {
 export function demandListQuery(db: Knex, filter: DemandListFilter) {
   const query = db<DemandRow>('demands').where({ owner_user_id: filter.userId, owner_type: filter.space });
   if (filter.status === 'expired') query.where({ status: 'open' }).where('expires_at', '<=', filter.now);
-  else if (filter.status === 'open') query.where({ status: 'open' }).where((open) => { open.whereNull('expires_at').orWhere('expires_at', '>', filter.now); });
+  else if (filter.status === 'open')
+    query.where({ status: 'open' }).where((open) => {
+      open.whereNull('expires_at').orWhere('expires_at', '>', filter.now);
+    });
   else if (filter.status) query.where({ status: filter.status });
   return query;
 }
@@ -92,7 +130,10 @@ export function demandListQuery(db: Knex, filter: DemandListFilter) {
  * `poolSize` rows sharing a term, an older listing must share more of the demand's terms than a
  * newer one to be seen, which favours offers that are still fresh (docs/matching.md).
  */
-export async function capabilityCandidates(db: Knex, input: { query: string; space: string; excludeOwner: string; limit: number; poolSize: number }): Promise<CapabilityCandidateRow[]> {
+export async function capabilityCandidates(
+  db: Knex,
+  input: { query: string; space: string; excludeOwner: string; limit: number; poolSize: number },
+): Promise<CapabilityCandidateRow[]> {
   if (input.query === '') return [];
   const result = await db.raw(
     `SELECT ${capabilityCandidateColumns.join(', ')} FROM (
@@ -115,7 +156,8 @@ export async function capabilityDescriptions(db: Knex, ids: string[]): Promise<M
 
 /** The same for open, unexpired demands of one space (discover-demands, auto-accept). */
 export async function demandCandidates(
-  db: Knex, input: { query: string; space: string; excludeOwner: string; now: Date; limit: number; autoAcceptWithin?: string },
+  db: Knex,
+  input: { query: string; space: string; excludeOwner: string; now: Date; limit: number; autoAcceptWithin?: string },
 ): Promise<DemandRow[]> {
   if (input.query === '') return [];
   const budget = input.autoAcceptWithin === undefined ? '' : 'AND auto_accept AND max_price >= ?';

@@ -22,7 +22,10 @@ export interface DeviceAuthorizationRow {
 const table = 'device_authorizations';
 
 /** False when the user code is taken already (a collision of random codes): the caller draws again. */
-export async function insertDeviceAuthorization(db: Knex, row: Omit<DeviceAuthorizationRow, 'status' | 'last_polled_at' | 'user_id' | 'api_key_id' | 'decided_at' | 'redeemed_at'>): Promise<boolean> {
+export async function insertDeviceAuthorization(
+  db: Knex,
+  row: Omit<DeviceAuthorizationRow, 'status' | 'last_polled_at' | 'user_id' | 'api_key_id' | 'decided_at' | 'redeemed_at'>,
+): Promise<boolean> {
   const inserted = await db(table).insert(row).onConflict('user_code_hash').ignore().returning('id');
   return inserted.length === 1;
 }
@@ -39,7 +42,9 @@ export async function claimPoll(db: Knex, id: string, now: Date, graceMs: number
   const claimed = await db(table)
     .where({ id, status: 'pending' })
     .andWhere((query) => {
-      query.whereNull('last_polled_at').orWhereRaw(`last_polled_at + interval_seconds * interval '1 second' - ? * interval '1 millisecond' <= ?`, [graceMs, now]);
+      query
+        .whereNull('last_polled_at')
+        .orWhereRaw(`last_polled_at + interval_seconds * interval '1 second' - ? * interval '1 millisecond' <= ?`, [graceMs, now]);
     })
     .update({ last_polled_at: now })
     .returning('id');

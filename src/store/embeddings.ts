@@ -46,7 +46,13 @@ export async function storedEmbeddings(db: Knex, kind: EmbeddedKind, model: stri
   return new Map(rows.map((row) => [row.id, decodeVector(row.vector)]));
 }
 
-export async function saveEmbeddings(db: Knex, kind: EmbeddedKind, model: string, entries: { row: EmbeddableRow; vector: number[] }[], at: Date): Promise<void> {
+export async function saveEmbeddings(
+  db: Knex,
+  kind: EmbeddedKind,
+  model: string,
+  entries: { row: EmbeddableRow; vector: number[] }[],
+  at: Date,
+): Promise<void> {
   if (entries.length === 0) return;
   const place = places[kind];
   await db(place.embeddings)
@@ -55,12 +61,18 @@ export async function saveEmbeddings(db: Knex, kind: EmbeddedKind, model: string
     .merge(['words_sha', 'vector', 'created_at']);
 }
 
-const withTagsParsed = (row: EmbeddableRow & { tags: string[] | string }): EmbeddableRow => ({ ...row, tags: typeof row.tags === 'string' ? (JSON.parse(row.tags) as string[]) : row.tags });
+const withTagsParsed = (row: EmbeddableRow & { tags: string[] | string }): EmbeddableRow => ({
+  ...row,
+  tags: typeof row.tags === 'string' ? (JSON.parse(row.tags) as string[]) : row.tags,
+});
 
 /** These rows' words and digests, to embed them. */
 export async function embeddableRows(db: Knex, kind: EmbeddedKind, ids: string[]): Promise<EmbeddableRow[]> {
   if (ids.length === 0) return [];
-  const rows = (await db(places[kind].rows).whereIn('id', ids).whereNotNull('words_sha').select('id', 'title', 'description', 'tags', 'words_sha')) as (EmbeddableRow & { tags: string[] | string })[];
+  const rows = (await db(places[kind].rows)
+    .whereIn('id', ids)
+    .whereNotNull('words_sha')
+    .select('id', 'title', 'description', 'tags', 'words_sha')) as (EmbeddableRow & { tags: string[] | string })[];
   return rows.map(withTagsParsed);
 }
 
@@ -74,7 +86,11 @@ export async function rowsWithoutEmbedding(db: Knex, kind: EmbeddedKind, model: 
     .whereRaw(place.live)
     .whereNotNull('r.words_sha')
     .whereNotExists(function withPresentEmbedding() {
-      this.select(db.raw('1')).from(`${place.embeddings} as e`).whereRaw(`e.${place.key} = r.id`).andWhere('e.model', model).andWhereRaw('e.words_sha = r.words_sha');
+      this.select(db.raw('1'))
+        .from(`${place.embeddings} as e`)
+        .whereRaw(`e.${place.key} = r.id`)
+        .andWhere('e.model', model)
+        .andWhereRaw('e.words_sha = r.words_sha');
     })
     .limit(limit)
     .select('r.id', 'r.title', 'r.description', 'r.tags', 'r.words_sha');

@@ -25,8 +25,7 @@ export interface ApiKeyRow {
 export const findUserById = (db: Knex, id: string) => db<UserRow>('users').where({ id }).first();
 export const findUserByEmail = (db: Knex, email: string) => db<UserRow>('users').where({ email }).first();
 
-export const findApiKeyByPrefix = (db: Knex, prefix: string) =>
-  db<ApiKeyRow>('api_keys').where({ key_prefix: prefix }).whereNull('revoked_at').first();
+export const findApiKeyByPrefix = (db: Knex, prefix: string) => db<ApiKeyRow>('api_keys').where({ key_prefix: prefix }).whereNull('revoked_at').first();
 export const findApiKeyById = (db: Knex, id: string) => db<ApiKeyRow>('api_keys').where({ id }).first();
 /**
  * Which of these keys are revoked. The ids are those of the keys with streams or sockets open on
@@ -50,7 +49,14 @@ export const insertLink = (db: Knex, apiKeyId: string, userId: string) =>
 /** A person's own keys (issued by their device approvals), newest first, one page of them. */
 export async function listOwnedApiKeys(db: Knex, ownerUserId: string, offset: number, limit: number) {
   const [rows, counted] = await Promise.all([
-    db<ApiKeyRow>('api_keys').where({ owner_user_id: ownerUserId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit),
+    db<ApiKeyRow>('api_keys')
+      .where({ owner_user_id: ownerUserId })
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .offset(offset)
+      .limit(limit),
     db('api_keys').where({ owner_user_id: ownerUserId }).count<{ count: string | number }[]>({ count: '*' }),
   ]);
   return { rows, total: Number(counted[0]?.count ?? 0) };
@@ -61,6 +67,10 @@ export async function listOwnedApiKeys(db: Knex, ownerUserId: string, offset: nu
  * same as a key that does not exist. Revoking again changes nothing and answers the key as it is.
  */
 export async function revokeOwnedApiKey(db: Knex, ownerUserId: string, id: string, now: Date): Promise<ApiKeyRow | undefined> {
-  const [revoked] = await db<ApiKeyRow>('api_keys').where({ id, owner_user_id: ownerUserId }).whereNull('revoked_at').update({ revoked_at: now }).returning('*');
+  const [revoked] = await db<ApiKeyRow>('api_keys')
+    .where({ id, owner_user_id: ownerUserId })
+    .whereNull('revoked_at')
+    .update({ revoked_at: now })
+    .returning('*');
   return revoked ?? db<ApiKeyRow>('api_keys').where({ id, owner_user_id: ownerUserId }).first();
 }

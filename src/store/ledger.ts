@@ -57,8 +57,14 @@ function legRecords(legs: Leg[]) {
   return legs.map((leg, index) => {
     const later = legs.slice(index + 1).filter((other) => other.accountId === leg.accountId && other.bucket === leg.bucket);
     return {
-      ordinal: index + 1, account_id: leg.accountId, currency: leg.currency, bucket: leg.bucket, type: leg.type,
-      amount: String(leg.amount), later: String(later.reduce((sum, other) => sum + other.amount, 0n)), description: leg.description,
+      ordinal: index + 1,
+      account_id: leg.accountId,
+      currency: leg.currency,
+      bucket: leg.bucket,
+      type: leg.type,
+      amount: String(leg.amount),
+      later: String(later.reduce((sum, other) => sum + other.amount, 0n)),
+      description: leg.description,
     };
   });
 }
@@ -139,7 +145,11 @@ export async function applyMovement(executor: Knex, legs: Leg[], bizRefId: strin
   const clauses = movementClauses({ movementId, legs, bizRefId, at }, bindings);
   let rows: { id: string; available: string; frozen: string }[];
   try {
-    rows = await prepared(executor, `WITH ${clauses.join(',\n')} SELECT id::text AS id, available::text AS available, frozen::text AS frozen FROM balances`, bindings);
+    rows = await prepared(
+      executor,
+      `WITH ${clauses.join(',\n')} SELECT id::text AS id, available::text AS available, frozen::text AS frozen FROM balances`,
+      bindings,
+    );
   } catch (error) {
     throw shortfallOf(error, legs) ?? error;
   }

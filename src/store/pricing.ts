@@ -28,7 +28,10 @@ export function listedPrices(db: Knex, scope: PricingScope): Promise<ListedPrice
   const query = db('capabilities')
     .select('price', 'title', 'description')
     .where({ owner_type: scope.space, category: scope.category, available: true })
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .limit(limits.pricingSampleRowsMax);
   if (scope.pricingModel) query.andWhere('pricing_model', scope.pricingModel);
   return query;
@@ -39,7 +42,10 @@ export function settledPrices(db: Knex, scope: PricingScope): Promise<SettledPri
     .join('capabilities as c', 'c.id', 't.capability_id')
     .select('t.price', 't.booked_hours', 't.transaction_type', 'c.title', 'c.description')
     .where({ 't.space': scope.space, 't.status': 'settled', 'c.owner_type': scope.space, 'c.category': scope.category })
-    .orderBy([{ column: 't.settled_at', order: 'desc' }, { column: 't.id', order: 'desc' }])
+    .orderBy([
+      { column: 't.settled_at', order: 'desc' },
+      { column: 't.id', order: 'desc' },
+    ])
     .limit(limits.pricingSampleRowsMax);
   // A sale counts under the model it was made under, not the capability's current one: a seller
   // who switches from per_hour to per_use must not turn a three-hour total into a per-use price.

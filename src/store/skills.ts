@@ -35,9 +35,32 @@ export interface SkillRow {
 
 /** Every column but the generated search column, which nobody reads back. */
 export const skillColumns = [
-  'id', 'owner_user_id', 'owner_type', 'name', 'description', 'mode', 'city', 'category', 'tags', 'images', 'price', 'pricing_model',
-  'min_duration', 'max_duration', 'status', 'source', 'candidate_id', 'term_vector', 'words_sha', 'rating_count', 'rating_sum',
-  'quality_score', 'ratings_total', 'created_at', 'updated_at', 'deleted_at',
+  'id',
+  'owner_user_id',
+  'owner_type',
+  'name',
+  'description',
+  'mode',
+  'city',
+  'category',
+  'tags',
+  'images',
+  'price',
+  'pricing_model',
+  'min_duration',
+  'max_duration',
+  'status',
+  'source',
+  'candidate_id',
+  'term_vector',
+  'words_sha',
+  'rating_count',
+  'rating_sum',
+  'quality_score',
+  'ratings_total',
+  'created_at',
+  'updated_at',
+  'deleted_at',
 ] as const;
 
 export interface HallFilter {
@@ -109,11 +132,15 @@ export function ownSkillsQuery(db: Knex, ownerId: string, space: string, status?
 }
 
 export function findSkill(db: Knex, id: string): Promise<SkillRow | undefined> {
-  return db<SkillRow>('skills').where({ id }).first(...skillColumns) as Promise<SkillRow | undefined>;
+  return db<SkillRow>('skills')
+    .where({ id })
+    .first(...skillColumns) as Promise<SkillRow | undefined>;
 }
 
 export async function skillsByIds(db: Knex, ids: string[]): Promise<Map<string, SkillRow>> {
   if (ids.length === 0) return new Map();
-  const rows = (await db<SkillRow>('skills').whereIn('id', ids).select(...skillColumns)) as SkillRow[];
+  const rows = (await db<SkillRow>('skills')
+    .whereIn('id', ids)
+    .select(...skillColumns)) as SkillRow[];
   return new Map(rows.map((row) => [row.id, row]));
 }

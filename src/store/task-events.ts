@@ -50,11 +50,21 @@ export async function writeTaskEvents(trx: Knex, events: readonly NewTaskEvent[]
     const sequence = next.get(event.recipientUserId)!;
     next.set(event.recipientUserId, sequence + 1n);
     return {
-      recipient_user_id: event.recipientUserId, recipient_sequence: String(sequence), space: event.space, task_id: event.taskId,
-      application_id: event.applicationId, event_type: event.type, payload: JSON.stringify(event.payload), created_at: at,
+      recipient_user_id: event.recipientUserId,
+      recipient_sequence: String(sequence),
+      space: event.space,
+      task_id: event.taskId,
+      application_id: event.applicationId,
+      event_type: event.type,
+      payload: JSON.stringify(event.payload),
+      created_at: at,
     };
   });
-  const inserted = (await trx('task_events').insert(rows).returning(['id', 'recipient_user_id', 'recipient_sequence'])) as { id: string | number; recipient_user_id: string; recipient_sequence: string | number }[];
+  const inserted = (await trx('task_events').insert(rows).returning(['id', 'recipient_user_id', 'recipient_sequence'])) as {
+    id: string | number;
+    recipient_user_id: string;
+    recipient_sequence: string | number;
+  }[];
   // Matched by (recipient, sequence), not by position: RETURNING promises no order.
   const idOf = new Map(inserted.map((row) => [`${row.recipient_user_id}/${row.recipient_sequence}`, String(row.id)]));
   return rows.map((row, index) => ({ ...row, id: idOf.get(`${row.recipient_user_id}/${row.recipient_sequence}`)!, payload: events[index]!.payload }));

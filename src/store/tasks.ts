@@ -35,13 +35,45 @@ export interface TaskRow {
 }
 
 export const taskColumns = [
-  'id', 'owner_user_id', 'owner_type', 'title', 'description', 'mode', 'city', 'category', 'tags', 'image_urls', 'contact_info', 'bounty_amount',
-  'bounty_currency', 'bounty_held', 'delivery_hours', 'preferred_billing_model', 'estimated_quantity', 'status', 'matched_skill_id', 'transaction_id', 'reused_from',
-  'term_vector', 'words_sha', 'created_at', 'updated_at', 'published_at', 'expires_at', 'ended_at',
+  'id',
+  'owner_user_id',
+  'owner_type',
+  'title',
+  'description',
+  'mode',
+  'city',
+  'category',
+  'tags',
+  'image_urls',
+  'contact_info',
+  'bounty_amount',
+  'bounty_currency',
+  'bounty_held',
+  'delivery_hours',
+  'preferred_billing_model',
+  'estimated_quantity',
+  'status',
+  'matched_skill_id',
+  'transaction_id',
+  'reused_from',
+  'term_vector',
+  'words_sha',
+  'created_at',
+  'updated_at',
+  'published_at',
+  'expires_at',
+  'ended_at',
 ] as const;
 
-export const findTask = (db: Knex, id: string) => db<TaskRow>('tasks').where({ id }).first(...taskColumns) as Promise<TaskRow | undefined>;
-export const lockTask = (trx: Knex, id: string) => trx<TaskRow>('tasks').where({ id }).forNoKeyUpdate().first(...taskColumns) as Promise<TaskRow | undefined>;
+export const findTask = (db: Knex, id: string) =>
+  db<TaskRow>('tasks')
+    .where({ id })
+    .first(...taskColumns) as Promise<TaskRow | undefined>;
+export const lockTask = (trx: Knex, id: string) =>
+  trx<TaskRow>('tasks')
+    .where({ id })
+    .forNoKeyUpdate()
+    .first(...taskColumns) as Promise<TaskRow | undefined>;
 
 export interface TaskHallFilter {
   space: 'agent' | 'human';
@@ -95,5 +127,9 @@ export function afterTaskKey(query: Knex.QueryBuilder, sort: Exclude<TaskHallSor
   if (sort === 'deadline') return query.whereRaw('(expires_at, id) > (?::timestamptz, ?::uuid)', [first, id]);
   const after = sort === 'bounty_asc' ? '>' : '<';
   if (first === 'null') return query.whereRaw(`bounty_amount IS NULL AND id ${after} ?::uuid`, [id]);
-  return query.whereRaw(`(bounty_amount ${after} ?::bigint OR (bounty_amount = ?::bigint AND id ${after} ?::uuid) OR bounty_amount IS NULL)`, [first, first, id]);
+  return query.whereRaw(`(bounty_amount ${after} ?::bigint OR (bounty_amount = ?::bigint AND id ${after} ?::uuid) OR bounty_amount IS NULL)`, [
+    first,
+    first,
+    id,
+  ]);
 }

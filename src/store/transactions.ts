@@ -63,7 +63,10 @@ export function listQuery(db: Knex, filter: ListFilter) {
   const query = db<TransactionRow>('transactions').where({ space: filter.space });
   if (filter.role === 'buyer') query.where({ buyer_user_id: filter.userId });
   else if (filter.role === 'seller') query.where({ seller_user_id: filter.userId });
-  else query.where((where) => { where.where({ buyer_user_id: filter.userId }).orWhere({ seller_user_id: filter.userId }); });
+  else
+    query.where((where) => {
+      where.where({ buyer_user_id: filter.userId }).orWhere({ seller_user_id: filter.userId });
+    });
   if (filter.status) query.where({ status: filter.status });
   if (filter.contextId) query.where({ context_id: filter.contextId });
   return query;

@@ -3,7 +3,19 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CredentialKind, type Outcome, type Party, type RouteAccess, credentialOutcomes, mcpCredentialOutcomes, mcpToolAccess, routeAccess, routeKey, routesWithoutRow, rpcMethodAccess } from '../../rest/access-matrix.ts';
+import {
+  type CredentialKind,
+  type Outcome,
+  type Party,
+  type RouteAccess,
+  credentialOutcomes,
+  mcpCredentialOutcomes,
+  mcpToolAccess,
+  routeAccess,
+  routeKey,
+  routesWithoutRow,
+  rpcMethodAccess,
+} from '../../rest/access-matrix.ts';
 import { mcpTools } from '../../mcp/tools.ts';
 import { createMethods } from '../../rpc/methods.ts';
 import { callTool, connectMcp } from '../helpers/mcp.ts';
@@ -48,7 +60,8 @@ const admin = { 'X-Admin-Token': testAdminToken };
 async function call(method: string, path: string, headers: Headers, body?: unknown): Promise<{ status: number; code: number | null }> {
   const abort = new AbortController();
   const response = await fetch(`${base}${path}`, {
-    method: method.toUpperCase(), signal: abort.signal,
+    method: method.toUpperCase(),
+    signal: abort.signal,
     headers: { ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
@@ -62,7 +75,11 @@ async function call(method: string, path: string, headers: Headers, body?: unkno
 }
 
 async function ok<T>(method: string, path: string, headers: Headers, body?: unknown): Promise<T> {
-  const response = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const answer = (await response.json()) as { code: number; data: T };
   if (answer.code !== 0) throw new Error(`${method} ${path}: ${JSON.stringify(answer)}`);
   return answer.data;
@@ -75,7 +92,22 @@ const extractBody = { content: 'I translate contracts from English into Chinese.
 
 interface World {
   callers: Record<Party | CredentialKind, Headers>;
-  ids: { cap_id: string; demand_id: string; tx_id: string; id: string; skill_id: string; candidate_id: string; task_id: string; app_id: string; counterpartySkillId: string; push_id: string; webhook_id: string; otherCapabilityId: string; ownerId: string; request_id: string };
+  ids: {
+    cap_id: string;
+    demand_id: string;
+    tx_id: string;
+    id: string;
+    skill_id: string;
+    candidate_id: string;
+    task_id: string;
+    app_id: string;
+    counterpartySkillId: string;
+    push_id: string;
+    webhook_id: string;
+    otherCapabilityId: string;
+    ownerId: string;
+    request_id: string;
+  };
   userCode: string;
   deviceCode: string;
 }
@@ -102,10 +134,21 @@ async function newWorld(): Promise<World> {
   const ownerAsHuman = { Authorization: `Bearer ${jwt.sign(owner.userId).token}` };
   await ok('POST', '/api/v1/admin/wallet/credit', admin, { user_id: owner.userId, currency: 'UT', amount: '100.00' });
   const capability = await ok<{ id: string }>('POST', '/api/v1/capabilities', owner.headers, {
-    title: 'Contract translation', description: 'Translate contracts into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_query', price_ut: '1.00', callback_url: 'https://seller.example/callback',
+    title: 'Contract translation',
+    description: 'Translate contracts into Chinese',
+    category: 'translation',
+    capability_type: 'service',
+    pricing_model: 'per_query',
+    price_ut: '1.00',
+    callback_url: 'https://seller.example/callback',
   });
   const offered = await ok<{ id: string }>('POST', '/api/v1/capabilities', counterparty.headers, {
-    title: 'An hour of legal translation', description: 'Translate a contract into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00',
+    title: 'An hour of legal translation',
+    description: 'Translate a contract into Chinese',
+    category: 'translation',
+    capability_type: 'service',
+    pricing_model: 'per_hour',
+    price_ut: '1.00',
   });
   const demand = await ok<{ id: string }>('POST', '/api/v1/demands', owner.headers, { description: 'Translate a contract into Chinese' });
   const skill = await ok<{ id: string }>('POST', '/api/v1/skills/', owner.headers, skillBody);
@@ -115,7 +158,12 @@ async function newWorld(): Promise<World> {
   const application = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/applications`, counterparty.headers, { skill_id: counterpartySkill.id });
   const pushed = await ok<{ id: string }>('POST', `/api/v1/tasks/${task.id}/push-skill`, owner.headers, { skill_id: counterpartySkill.id });
   const webhook = await ok<{ id: string }>('POST', '/api/v1/webhooks', owner.headers, webhookBody);
-  const bought = await ok<{ id: string }>('POST', '/api/v1/transactions', { ...owner.headers, 'Idempotency-Key': randomUUID() }, { capability_id: offered.id, booked_hours: 1 });
+  const bought = await ok<{ id: string }>(
+    'POST',
+    '/api/v1/transactions',
+    { ...owner.headers, 'Idempotency-Key': randomUUID() },
+    { capability_id: offered.id, booked_hours: 1 },
+  );
   await ok('POST', `/api/v1/transactions/${bought.id}/freeze`, owner.headers, {});
   const ownedKey = await approvedKey(ownerAsHuman);
   const revoked = await approvedKey(ownerAsHuman);
@@ -124,14 +172,32 @@ async function newWorld(): Promise<World> {
   const signIn = await pendingSignIn(base, test.runtime.engine.oauth.resource);
   return {
     callers: {
-      owner: owner.headers, counterparty: counterparty.headers, other_user: other.headers, other_space: ownerAsHuman,
+      owner: owner.headers,
+      counterparty: counterparty.headers,
+      other_user: other.headers,
+      other_space: ownerAsHuman,
       anonymous: {},
       mixed_credentials: { ...owner.headers, ...ownerAsHuman },
       revoked_key: { 'X-Api-Key': revoked.api_key, 'X-Platform-User-Id': owner.userId },
       expired_token: { Authorization: `Bearer ${jwt.sign(owner.userId, -60).token}` },
       admin_token: admin,
     },
-    ids: { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: ownedKey.id, skill_id: skill.id, candidate_id: extracted.candidates[0]!.id, task_id: task.id, app_id: application.id, counterpartySkillId: counterpartySkill.id, push_id: pushed.id, webhook_id: webhook.id, otherCapabilityId: offered.id, ownerId: owner.userId, request_id: signIn.requestId },
+    ids: {
+      cap_id: capability.id,
+      demand_id: demand.id,
+      tx_id: bought.id,
+      id: ownedKey.id,
+      skill_id: skill.id,
+      candidate_id: extracted.candidates[0]!.id,
+      task_id: task.id,
+      app_id: application.id,
+      counterpartySkillId: counterpartySkill.id,
+      push_id: pushed.id,
+      webhook_id: webhook.id,
+      otherCapabilityId: offered.id,
+      ownerId: owner.userId,
+      request_id: signIn.requestId,
+    },
     userCode: device.user_code,
     deviceCode: device.device_code,
   };
@@ -140,7 +206,14 @@ async function newWorld(): Promise<World> {
 /** A request each route accepts as well-formed in that world, so only access can refuse it. */
 function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknown; headers?: Headers; query?: string } {
   const path = spec.path.replace(/:([a-z_]+)/g, (_, name: keyof World['ids']) => world.ids[name]);
-  const capability = { title: 'Logo design', description: 'Logos for shops', category: 'design', capability_type: 'service', pricing_model: 'per_hour', price_ut: '2.00' };
+  const capability = {
+    title: 'Logo design',
+    description: 'Logos for shops',
+    category: 'design',
+    capability_type: 'service',
+    pricing_model: 'per_hour',
+    price_ut: '2.00',
+  };
   const bodies: Record<string, unknown> = {
     'POST /api/v1/auth/signup': { email: `matrix-${randomUUID()}@example.com`, password: 'correct-horse-42' },
     'POST /api/v1/auth/login': { email: person.email, password: person.password },
@@ -210,8 +283,13 @@ describe('the access matrix', () => {
     expect(routesWithoutRow([...routes, added])).toEqual(['POST /api/v1/brand-new']);
     // Who needs no credentials is said by the rows, apart from the declarations it checks.
     const declaredOpen = routes.filter((spec) => spec.auth === 'none' && routeAccess[routeKey(spec)]?.resource !== 'protocol').map(routeKey);
-    expect(declaredOpen.sort()).toEqual(Object.keys(routeAccess).filter((key) => routeAccess[key]!.open).sort());
-    if (process.env.ACCESS_MATRIX_RECORD) writeFileSync(process.env.ACCESS_MATRIX_RECORD, JSON.stringify(Object.fromEntries(routes.map((spec) => [routeKey(spec), spec.auth]))));
+    expect(declaredOpen.sort()).toEqual(
+      Object.keys(routeAccess)
+        .filter((key) => routeAccess[key]!.open)
+        .sort(),
+    );
+    if (process.env.ACCESS_MATRIX_RECORD)
+      writeFileSync(process.env.ACCESS_MATRIX_RECORD, JSON.stringify(Object.fromEntries(routes.map((spec) => [routeKey(spec), spec.auth]))));
   });
 
   /**
@@ -219,10 +297,13 @@ describe('the access matrix', () => {
    * ACCESS_MATRIX_RECORD to record each route's declared `auth`, then once per changed declaration
    * with ACCESS_MATRIX_DECLARED naming that record, to check only the routes declared otherwise.
    */
-  const declaredBefore = process.env.ACCESS_MATRIX_DECLARED ? (JSON.parse(readFileSync(process.env.ACCESS_MATRIX_DECLARED, 'utf8')) as Record<string, string>) : null;
-  const checked = () => allRoutes(test.runtime.engine)
-    .filter((spec) => routeAccess[routeKey(spec)]!.resource !== 'protocol')
-    .filter((spec) => declaredBefore === null || declaredBefore[routeKey(spec)] !== spec.auth);
+  const declaredBefore = process.env.ACCESS_MATRIX_DECLARED
+    ? (JSON.parse(readFileSync(process.env.ACCESS_MATRIX_DECLARED, 'utf8')) as Record<string, string>)
+    : null;
+  const checked = () =>
+    allRoutes(test.runtime.engine)
+      .filter((spec) => routeAccess[routeKey(spec)]!.resource !== 'protocol')
+      .filter((spec) => declaredBefore === null || declaredBefore[routeKey(spec)] !== spec.auth);
   it('answers every route as its row says, for every kind of caller', async () => {
     for (const spec of checked()) {
       const key = routeKey(spec);
@@ -244,7 +325,9 @@ describe('the access matrix', () => {
 /** The calls of one row, refusals first: an allowed call may change the world. */
 function callsOf(row: RouteAccess, credentials: Record<CredentialKind, Outcome> | null) {
   const credentialKinds = credentials ? (Object.entries(credentials) as [CredentialKind, Outcome][]) : [];
-  return [...credentialKinds, ...(Object.entries(row.parties) as [Party, Outcome][])].sort(([, left], [, right]) => Number(left === 'allow') - Number(right === 'allow'));
+  return [...credentialKinds, ...(Object.entries(row.parties) as [Party, Outcome][])].sort(
+    ([, left], [, right]) => Number(left === 'allow') - Number(right === 'allow'),
+  );
 }
 
 /** Params each method accepts as well-formed in that world: a purchase of the counterparty's capability, or the bought task. */
@@ -271,7 +354,8 @@ function rpcParamsOf(method: string, world: World): unknown {
     'tasks/pushNotificationConfig/delete': { id: taskId, pushNotificationConfigId: matrixConfigId },
     CreateTaskPushNotificationConfig: { taskId, url },
     GetTaskPushNotificationConfig: { taskId, id: matrixConfigId },
-    ListTaskPushNotificationConfigs: { taskId }, ListTaskPushNotificationConfig: { taskId },
+    ListTaskPushNotificationConfigs: { taskId },
+    ListTaskPushNotificationConfig: { taskId },
     DeleteTaskPushNotificationConfig: { taskId, id: matrixConfigId },
   };
   return pushes[method] ?? { id: taskId };
@@ -281,8 +365,19 @@ function rpcParamsOf(method: string, world: World): unknown {
 const matrixConfigId = 'matrix-config';
 async function withPushConfigs(world: World) {
   for (const party of ['owner', 'counterparty'] as const) {
-    const body = { jsonrpc: '2.0', id: 1, method: 'CreateTaskPushNotificationConfig', params: { taskId: world.ids.tx_id, id: matrixConfigId, url: 'https://receiver.example/a2a' } };
-    const answer = (await (await fetch(`${base}/api/v1/rpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...world.callers[party] }, body: JSON.stringify(body) })).json()) as { result?: unknown };
+    const body = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'CreateTaskPushNotificationConfig',
+      params: { taskId: world.ids.tx_id, id: matrixConfigId, url: 'https://receiver.example/a2a' },
+    };
+    const answer = (await (
+      await fetch(`${base}/api/v1/rpc`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...world.callers[party] },
+        body: JSON.stringify(body),
+      })
+    ).json()) as { result?: unknown };
     if (!answer.result) throw new Error(`the ${party}'s push config: ${JSON.stringify(answer)}`);
   }
 }
@@ -316,7 +411,9 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
         const what = `${method} as ${caller}`;
         const abort = new AbortController();
         const response = await fetch(`${base}/api/v1/rpc`, {
-          method: 'POST', signal: abort.signal, headers: { 'Content-Type': 'application/json', ...world.callers[caller] },
+          method: 'POST',
+          signal: abort.signal,
+          headers: { 'Content-Type': 'application/json', ...world.callers[caller] },
           body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: rpcParamsOf(method, world) }),
         });
         // A streaming method answers in its stream: its first event is the task, or the refusal.
@@ -337,11 +434,22 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
     for (const [name, row] of Object.entries(mcpToolAccess)) {
       const world = await newWorld();
       const args: Record<string, Record<string, unknown>> = {
-        get_capability: { cap_id: world.ids.cap_id }, buy_capability: { capability_id: world.ids.otherCapabilityId, booked_hours: 1 },
-        match_capabilities: { demand_id: world.ids.demand_id }, create_demand: { description: 'Design a logo for a bakery' }, get_transaction: { tx_id: world.ids.tx_id },
-        get_skill: { skill_id: world.ids.skill_id }, update_skill: { skill_id: world.ids.skill_id, name: 'Renamed' }, delete_skill: { skill_id: world.ids.skill_id }, create_skill: skillBody,
-        publish_task: taskBody, apply_to_task: { task_id: world.ids.task_id, skill_id: world.ids.counterpartySkillId }, accept_application: { task_id: world.ids.task_id, app_id: world.ids.app_id }, list_task_applications: { task_id: world.ids.task_id },
-        accept_transaction: { tx_id: world.ids.tx_id }, deliver_transaction: { tx_id: world.ids.tx_id, result_payload: { done: true } }, confirm_transaction: { tx_id: world.ids.tx_id },
+        get_capability: { cap_id: world.ids.cap_id },
+        buy_capability: { capability_id: world.ids.otherCapabilityId, booked_hours: 1 },
+        match_capabilities: { demand_id: world.ids.demand_id },
+        create_demand: { description: 'Design a logo for a bakery' },
+        get_transaction: { tx_id: world.ids.tx_id },
+        get_skill: { skill_id: world.ids.skill_id },
+        update_skill: { skill_id: world.ids.skill_id, name: 'Renamed' },
+        delete_skill: { skill_id: world.ids.skill_id },
+        create_skill: skillBody,
+        publish_task: taskBody,
+        apply_to_task: { task_id: world.ids.task_id, skill_id: world.ids.counterpartySkillId },
+        accept_application: { task_id: world.ids.task_id, app_id: world.ids.app_id },
+        list_task_applications: { task_id: world.ids.task_id },
+        accept_transaction: { tx_id: world.ids.tx_id },
+        deliver_transaction: { tx_id: world.ids.tx_id, result_payload: { done: true } },
+        confirm_transaction: { tx_id: world.ids.tx_id },
       };
       for (const [party, expected] of callsOf(row, null)) {
         const client = await connectMcp(base, world.callers[party as Party]);
@@ -354,7 +462,17 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
     }
     const world = await newWorld();
     for (const [caller, expected] of Object.entries(mcpCredentialOutcomes) as [CredentialKind, Outcome][]) {
-      const answer = await call('post', '/mcp', { ...world.callers[caller], Accept: 'application/json, text/event-stream' }, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } });
+      const answer = await call(
+        'post',
+        '/mcp',
+        { ...world.callers[caller], Accept: 'application/json, text/event-stream' },
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } },
+        },
+      );
       expectOutcome(answer, expected, `POST /mcp as ${caller}`);
     }
   }, 600_000);

@@ -62,7 +62,7 @@ describe('which party takes which action', () => {
     expect(partyActions.map(([action]) => action).sort()).toEqual(['accept', 'cancel', 'confirm', 'deliver', 'dispute', 'freeze', 'reject']);
   });
 
-  it.each(partyActions)('%s is the %s\'s: the other party gets 4030, and it stays unchanged', async (action, actor) => {
+  it.each(partyActions)("%s is the %s's: the other party gets 4030, and it stays unchanged", async (action, actor) => {
     const { id } = await buy(test, buyer, capabilityId);
     const [party, otherParty] = actor === 'buyer' ? [buyer, seller] : [seller, buyer];
     const refused = await act(test, otherParty, id, action, bodyOf(action)).expect(403);
@@ -110,16 +110,21 @@ describe('who may see and buy a capability', () => {
     expect(breakers[says], `no caller here breaks the rule "${says}"`).toBeDefined();
     const breaker = breakers[says]!;
     const caller = breaker.caller();
-    const purchases = async () => (await test.http.get('/api/v1/transactions').set(caller.headers).query({ role: 'buyer' }).expect(200)).body.data.total as number;
+    const purchases = async () =>
+      (await test.http.get('/api/v1/transactions').set(caller.headers).query({ role: 'buyer' }).expect(200)).body.data.total as number;
     const before = await purchases();
-    const response = await test.http.post('/api/v1/transactions').set(caller.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: await breaker.capability() });
+    const response = await test.http
+      .post('/api/v1/transactions')
+      .set(caller.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: await breaker.capability() });
     expect([response.status, response.body.code]).toEqual([breaker.status, breaker.code]);
     expect(await purchases()).toBe(before);
   });
 });
 
 describe('whose money a caller sees', () => {
-  it('shows a caller its own balances only, and its space\'s history only', async () => {
+  it("shows a caller its own balances only, and its space's history only", async () => {
     const other = await createAgent(test);
     await credit(test, other.userId, '3.00');
     await credit(test, other.userId, '4.00', 'CNY');

@@ -1,5 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { alignWith, linkPurchaseTo, seeDemand, type Caller, type Rule, authorize, manageSkill, seeTask, authorizeAction, canSee, canSeeEventOf, partyOf, historyAccountIds } from '../../src/engine/access/index.ts';
+import {
+  alignWith,
+  linkPurchaseTo,
+  seeDemand,
+  type Caller,
+  type Rule,
+  authorize,
+  manageSkill,
+  seeTask,
+  authorizeAction,
+  canSee,
+  canSeeEventOf,
+  partyOf,
+  historyAccountIds,
+} from '../../src/engine/access/index.ts';
 import { AppError } from '../../src/errors.ts';
 import { userAccountId } from '../../src/store/accounts.ts';
 
@@ -24,7 +38,8 @@ function outcomeOf(check: () => unknown): 'allow' | { code: number; message: str
     throw error;
   }
 }
-const answer = <Resource>(rules: readonly Rule<Resource>[], caller: Caller, row: Resource, name = 'resource') => outcomeOf(() => authorize(rules, caller, row, name));
+const answer = <Resource>(rules: readonly Rule<Resource>[], caller: Caller, row: Resource, name = 'resource') =>
+  outcomeOf(() => authorize(rules, caller, row, name));
 const hidden = expect.objectContaining({ code: 4040 });
 
 describe('any resource', () => {
@@ -46,7 +61,11 @@ describe('tasks', () => {
 });
 
 describe('demands', () => {
-  const demand = (effective_status: 'open' | 'cancelled' | 'fulfilled' | 'expired', owner_type: 'agent' | 'human' = 'agent') => ({ owner_user_id: owner.user_id, owner_type, effective_status });
+  const demand = (effective_status: 'open' | 'cancelled' | 'fulfilled' | 'expired', owner_type: 'agent' | 'human' = 'agent') => ({
+    owner_user_id: owner.user_id,
+    owner_type,
+    effective_status,
+  });
 
   it('shows an open demand to its space, and one no longer open to its owner only', () => {
     expect(answer(seeDemand, other, demand('open'))).toBe('allow');
@@ -57,14 +76,14 @@ describe('demands', () => {
     expect(answer(seeDemand, ownerAsHuman, demand('cancelled'))).toEqual(hidden);
   });
 
-  it('lets a purchase name only a demand of the buyer\'s own, in the space it buys in, and hides every other', () => {
+  it("lets a purchase name only a demand of the buyer's own, in the space it buys in, and hides every other", () => {
     const row = { owner_user_id: owner.user_id, owner_type: 'agent' as const };
     expect(answer(linkPurchaseTo, owner, row)).toBe('allow');
     expect(answer(linkPurchaseTo, other, row, 'demand')).toEqual({ code: 4040, message: 'demand not found' });
     expect(answer(linkPurchaseTo, ownerAsHuman, row)).toEqual(hidden);
   });
 
-  it('aligns only with capabilities offered in the caller\'s space', () => {
+  it("aligns only with capabilities offered in the caller's space", () => {
     expect(answer(alignWith, other, { owner_type: 'agent', available: true })).toBe('allow');
     expect(answer(alignWith, ownerAsHuman, { owner_type: 'agent', available: true })).toEqual(hidden);
     expect(answer(alignWith, other, { owner_type: 'agent', available: false })).toEqual(hidden);
@@ -84,7 +103,7 @@ describe('transactions', () => {
   const row = { space: 'agent' as const, buyer_user_id: owner.user_id, seller_user_id: other.user_id };
   const stranger: Caller = { user_id: '00000000-0000-4000-8000-000000000003', caller_type: 'agent' };
 
-  it('finds a transaction by the buyer\'s own task id only for a party in its space', () => {
+  it("finds a transaction by the buyer's own task id only for a party in its space", () => {
     expect([canSee(owner, row), canSee(other, row), canSee(stranger, row), canSee(ownerAsHuman, row)]).toEqual([true, true, false, false]);
     expect(canSee(owner, { ...row, space: 'human' as const })).toBe(false);
   });
@@ -95,7 +114,7 @@ describe('transactions', () => {
     expect(partyOf(other, row).party).toBe('seller');
   });
 
-  it('puts an event on a party\'s stream only when it is in the currency of the caller\'s space', () => {
+  it("puts an event on a party's stream only when it is in the currency of the caller's space", () => {
     const view = { currency: 'UT', buyer_user_id: owner.user_id, seller_user_id: other.user_id };
     expect(canSeeEventOf(owner, view)).toBe(true);
     expect(canSeeEventOf(other, view)).toBe(true);
@@ -107,17 +126,20 @@ describe('transactions', () => {
     expect(canSeeEventOf(owner, {})).toBe(false);
   });
 
-  it('refuses a party the other party\'s move (4030), and the sweeper or the operator a move not theirs as one that does not exist (4090)', () => {
+  it("refuses a party the other party's move (4030), and the sweeper or the operator a move not theirs as one that does not exist (4090)", () => {
     expect(outcomeOf(() => authorizeAction('buyer', 'confirm', 'delivered'))).toBe('allow');
     expect(outcomeOf(() => authorizeAction('system', 'auto_confirm', 'delivered'))).toBe('allow');
     expect(outcomeOf(() => authorizeAction('seller', 'confirm', 'delivered'))).toEqual({ code: 4030, message: 'only the buyer may confirm' });
-    expect(outcomeOf(() => authorizeAction('system', 'confirm', 'delivered'))).toEqual({ code: 4090, message: 'cannot confirm a transaction that is delivered' });
+    expect(outcomeOf(() => authorizeAction('system', 'confirm', 'delivered'))).toEqual({
+      code: 4090,
+      message: 'cannot confirm a transaction that is delivered',
+    });
     expect(outcomeOf(() => authorizeAction('admin', 'deliver', 'accepted'))).toEqual({ code: 4090, message: 'cannot deliver a transaction that is accepted' });
   });
 });
 
 describe('wallet history', () => {
-  it('shows the caller\'s own space\'s account, filtered on its currency or not, and nothing for the other currency', () => {
+  it("shows the caller's own space's account, filtered on its currency or not, and nothing for the other currency", () => {
     const own = [userAccountId(owner.user_id, 'UT')];
     expect(historyAccountIds(owner)).toEqual(own);
     expect(historyAccountIds(owner, 'UT')).toEqual(own);

@@ -59,7 +59,11 @@ describe('a lone UTF-16 surrogate', () => {
 
   it('is refused with 4000 in tags and in result_payload', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
-    const tags = await postRaw('/api/v1/capabilities', seller.headers, `{"title":"t","description":"d","category":"data","capability_type":"tool","pricing_model":"per_use","callback_url":"https://seller.example/callback","tags":["fine",${loneSurrogate}]}`);
+    const tags = await postRaw(
+      '/api/v1/capabilities',
+      seller.headers,
+      `{"title":"t","description":"d","category":"data","capability_type":"tool","pricing_model":"per_use","callback_url":"https://seller.example/callback","tags":["fine",${loneSurrogate}]}`,
+    );
     expect(tags.status).toBe(400);
     expect(tags.body).toMatchObject({ code: 4000, data: { errors: [{ path: 'body.tags.1' }] } });
     const { id } = await buy(test, buyer, capability.id);
@@ -120,8 +124,12 @@ describe('keys that would change an object prototype', () => {
 
   it('refuses __proto__ over JSON-RPC on HTTP', async () => {
     const { buyer } = await agentMarket(test);
-    const response = await test.http.post('/api/v1/rpc').set(buyer.headers).set('Content-Type', 'application/json')
-      .send('{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x","metadata":{"__proto__":{"a":1}}}}').expect(200);
+    const response = await test.http
+      .post('/api/v1/rpc')
+      .set(buyer.headers)
+      .set('Content-Type', 'application/json')
+      .send('{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x","metadata":{"__proto__":{"a":1}}}}')
+      .expect(200);
     expect(response.body.error).toMatchObject({ code: -32602, data: { code: 4000 } });
   });
 });

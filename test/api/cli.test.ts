@@ -55,7 +55,10 @@ function childEnvironment(): NodeJS.ProcessEnv {
 
 function runCli(args: string[], environment: Record<string, string> = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], { cwd: projectRoot, env: { ...childEnvironment(), ...environment } });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/index.ts', ...args], {
+      cwd: projectRoot,
+      env: { ...childEnvironment(), ...environment },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -188,7 +191,13 @@ describe('CLI against the database', () => {
     const result = await runCli(['create-api-key', '--platform', 'custom_mcp', '--name', 'CLI test']);
     expect(result.code, result.stderr).toBe(0);
     apiKey = JSON.parse(result.stdout);
-    expect(apiKey).toMatchObject({ id: expect.any(String), api_key: expect.any(String), agent_platform_type: 'custom_mcp', name: 'CLI test', auto_provision: false });
+    expect(apiKey).toMatchObject({
+      id: expect.any(String),
+      api_key: expect.any(String),
+      agent_platform_type: 'custom_mcp',
+      name: 'CLI test',
+      auto_provision: false,
+    });
     expect(result.stderr).toContain('will not be shown again');
   });
 

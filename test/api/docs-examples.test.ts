@@ -34,7 +34,12 @@ const notWalkThroughs: Record<string, string> = {
 };
 
 function documents(): string[] {
-  return ['README.md', ...readdirSync(path.join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+  return [
+    'README.md',
+    ...readdirSync(path.join(root, 'docs'))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => `docs/${name}`),
+  ];
 }
 
 async function portIsFree(port: number): Promise<boolean> {
@@ -49,7 +54,8 @@ function problems(outcome: BlockOutcome): string[] {
   const { block } = outcome;
   const where = (line = 0) => `${block.file}:${block.fenceLine + line}`;
   const found: string[] = [];
-  if (outcome.exitStatus !== block.expectExit) found.push(`${where()}: the block ended with exit status ${outcome.exitStatus ?? 'none (it did not finish)'}, not ${block.expectExit}`);
+  if (outcome.exitStatus !== block.expectExit)
+    found.push(`${where()}: the block ended with exit status ${outcome.exitStatus ?? 'none (it did not finish)'}, not ${block.expectExit}`);
   const refused = outcome.statuses.filter(({ status }) => status < 200 || status > 299);
   const statuses = refused.map(({ status }) => status);
   if (JSON.stringify(statuses) !== JSON.stringify(block.expectStatus)) {
@@ -57,7 +63,8 @@ function problems(outcome: BlockOutcome): string[] {
   }
   for (const { line, claim } of block.claims) {
     const printed = outcome.printed.get(line);
-    if (printed === undefined) found.push(`${where(line)}: the comment says "${claim}", but no command ended on that line (write an explanation on a line of its own)`);
+    if (printed === undefined)
+      found.push(`${where(line)}: the comment says "${claim}", but no command ended on that line (write an explanation on a line of its own)`);
     else if (!claimMatches(printed, claim)) found.push(`${where(line)}: printed ${JSON.stringify(printed)}, the comment says "${claim}"`);
   }
   return found;
@@ -77,17 +84,30 @@ describe('the shell examples of the README and the docs', () => {
     // The documents' default (`npm start`: the embedded database, secrets generated into DATA_DIR);
     // on the run with real backends, a fresh clone of the test template and Redis instead.
     const clone = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
-    const server = await startServer({
-      DATA_DIR: dataDirectory, LOG_LEVEL: 'info', ADMIN_TOKEN: '', JWT_SECRET: '', CALLBACK_ALLOW_PRIVATE: 'true',
-      DATABASE_URL: clone?.url ?? '', REDIS_URL: (clone && process.env.TEST_REDIS_URL) || '',
-    }, 150_000).catch(async (error: unknown) => {
+    const server = await startServer(
+      {
+        DATA_DIR: dataDirectory,
+        LOG_LEVEL: 'info',
+        ADMIN_TOKEN: '',
+        JWT_SECRET: '',
+        CALLBACK_ALLOW_PRIVATE: 'true',
+        DATABASE_URL: clone?.url ?? '',
+        REDIS_URL: (clone && process.env.TEST_REDIS_URL) || '',
+      },
+      150_000,
+    ).catch(async (error: unknown) => {
       await clone?.drop();
       throw error;
     });
     try {
       const blocks: ShellBlock[] = walkThrough.flatMap((file) => shellBlocks(path.join(root, file)).map((block) => ({ ...block, file })));
       const runnable = blocks.filter((block) => block.notRun === undefined);
-      const session = await runShellSession(runnable, { serverUrl: server.url, directory: temporaryDirectory('docs-examples-session'), environment: { DATA_DIR: dataDirectory }, timeoutMs: 180_000 });
+      const session = await runShellSession(runnable, {
+        serverUrl: server.url,
+        directory: temporaryDirectory('docs-examples-session'),
+        environment: { DATA_DIR: dataDirectory },
+        timeoutMs: 180_000,
+      });
       const found = session.outcomes.flatMap(problems);
       for (const file of walkThrough) {
         for (const { line, shape } of shownAnswers(path.join(root, file))) {

@@ -32,15 +32,34 @@ describe('configuration', () => {
     await first.stop();
     const adminToken = readFileSync(path.join(directory, 'admin-token'), 'utf8').trim();
     const jwtSecret = readFileSync(path.join(directory, 'jwt-secret'), 'utf8').trim();
-    const line = first.output().split('\n').find((text) => text.includes('generated missing secrets'));
+    const line = first
+      .output()
+      .split('\n')
+      .find((text) => text.includes('generated missing secrets'));
     expect(JSON.parse(line!).files).toEqual([path.resolve(directory, 'jwt-secret'), path.resolve(directory, 'admin-token')]);
     expect(first.output()).not.toContain(adminToken);
     expect(first.output()).not.toContain(jwtSecret);
     // Each step of the first start is said as it happens, in order: no silent seconds.
-    const steps = first.output().split('\n').filter((text) => text.startsWith('{')).map((text) => JSON.parse(text).message as string);
-    const order = ['generated missing secrets', 'opening the embedded database', 'embedded database open', 'migrating: 001_identity', 'migrated: 001_identity in', 'migrations: ', 'backends ready', 'listening'];
+    const steps = first
+      .output()
+      .split('\n')
+      .filter((text) => text.startsWith('{'))
+      .map((text) => JSON.parse(text).message as string);
+    const order = [
+      'generated missing secrets',
+      'opening the embedded database',
+      'embedded database open',
+      'migrating: 001_identity',
+      'migrated: 001_identity in',
+      'migrations: ',
+      'backends ready',
+      'listening',
+    ];
     const positions = order.map((step) => steps.findIndex((message) => message.startsWith(step)));
-    expect(positions.every((position) => position >= 0), JSON.stringify(steps)).toBe(true);
+    expect(
+      positions.every((position) => position >= 0),
+      JSON.stringify(steps),
+    ).toBe(true);
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);
     const second = await startServer(environment);
     await second.stop();
@@ -83,19 +102,36 @@ describe('embedded PGlite', () => {
   it('says once, on one line, why a second server or a CLI command cannot open a data directory in use', { timeout: 120_000 }, async () => {
     const directory = temporaryDirectory('lock-message');
     writeFileSync(path.join(directory, 'pglite.lock'), String(process.pid));
-    const environment = { ...process.env, DATA_DIR: directory, DATABASE_URL: '', REDIS_URL: '', ADMIN_TOKEN: '', JWT_SECRET: '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
-    const run = (entry: string, args: string[] = []) => new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { env: environment, stdio: ['ignore', 'ignore', 'pipe'] });
-      let stderr = '';
-      child.stderr.on('data', (chunk) => (stderr += chunk));
-      child.once('close', (code) => resolve({ code, stderr }));
-    });
+    const environment = {
+      ...process.env,
+      DATA_DIR: directory,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      ADMIN_TOKEN: '',
+      JWT_SECRET: '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    };
+    const run = (entry: string, args: string[] = []) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], { env: environment, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (chunk) => (stderr += chunk));
+        child.once('close', (code) => resolve({ code, stderr }));
+      });
     const sentence = `The embedded database at ${directory} is in use by process ${process.pid}. Stop that process, or set DATA_DIR to another directory, or use DATABASE_URL.`;
-    for (const [entry, args, prefix] of [['src/main.ts', [], 'failed to start: '], ['src/cli/index.ts', ['migrate'], 'error: ']] as const) {
+    for (const [entry, args, prefix] of [
+      ['src/main.ts', [], 'failed to start: '],
+      ['src/cli/index.ts', ['migrate'], 'error: '],
+    ] as const) {
       const { code, stderr } = await run(entry, [...args]);
       expect(code, stderr).toBe(1);
       expect(stderr.split('in use by process').length - 1, stderr).toBe(1);
-      expect(stderr.split('\n').filter((line) => line.includes('in use by process')), stderr).toEqual([`${prefix}${sentence}`]);
+      expect(
+        stderr.split('\n').filter((line) => line.includes('in use by process')),
+        stderr,
+      ).toEqual([`${prefix}${sentence}`]);
     }
   });
 

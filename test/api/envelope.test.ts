@@ -84,8 +84,12 @@ describe('a database failure', () => {
     const { buyer, capability } = await agentMarket(test);
     await test.runtime.database.db.raw(`ALTER TABLE transactions ADD CONSTRAINT test_refuses_note CHECK (note IS NULL OR note NOT LIKE 'doomed%')`);
     logLines.length = 0;
-    const response = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID())
-      .send({ capability_id: capability.id, note: 'doomed note 91b2' }).expect(500);
+    const response = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capability.id, note: 'doomed note 91b2' })
+      .expect(500);
     expect(response.body).toEqual({ code: 5000, message: 'internal_error', data: null, timestamp: expect.any(Number) });
     expect(JSON.stringify(response.body)).not.toMatch(/doomed|insert into/i);
     const log = logLines.join('\n');
@@ -111,7 +115,10 @@ describe('human accounts', () => {
   });
 
   it.each([['lettersonly'], ['12345678901'], ['a1']])('refuses the weak password %s with 4000', async (password) => {
-    const response = await test.http.post('/api/v1/auth/signup').send({ email: `weak-${password}@example.com`, password }).expect(400);
+    const response = await test.http
+      .post('/api/v1/auth/signup')
+      .send({ email: `weak-${password}@example.com`, password })
+      .expect(400);
     expect(response.body.code).toBe(4000);
   });
 

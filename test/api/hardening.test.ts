@@ -54,14 +54,25 @@ describe('one spelling per route', () => {
 describe('text and JSON the database cannot store', () => {
   it('refuses the NUL character in a string or a key with 4000', async () => {
     const { seller } = await agentMarket(test);
-    const capability = { title: 'a\u0000b', description: 'x', category: 'data', capability_type: 'tool', pricing_model: 'per_use', callback_url: 'https://seller.example/callback' };
+    const capability = {
+      title: 'a\u0000b',
+      description: 'x',
+      category: 'data',
+      capability_type: 'tool',
+      pricing_model: 'per_use',
+      callback_url: 'https://seller.example/callback',
+    };
     const refused = await test.http.post('/api/v1/capabilities').set(seller.headers).send(capability).expect(400);
     expect(refused.body).toMatchObject({ code: 4000, data: { errors: [{ path: 'body.title' }] } });
     const { buyer, capability: offer } = await agentMarket(test);
     const { id } = await buy(test, buyer, offer.id);
     await act(test, buyer, id, 'freeze').expect(200);
     await act(test, seller, id, 'accept'); // not the seller of this one: only the body check matters below
-    const badKey = await test.http.post(`/api/v1/transactions/${id}/deliver`).set(seller.headers).send({ result_payload: { 'k\u0000': 1 } }).expect(400);
+    const badKey = await test.http
+      .post(`/api/v1/transactions/${id}/deliver`)
+      .set(seller.headers)
+      .send({ result_payload: { 'k\u0000': 1 } })
+      .expect(400);
     expect(badKey.body.code).toBe(4000);
   });
 
@@ -73,9 +84,17 @@ describe('text and JSON the database cannot store', () => {
     const deep = await act(test, seller, id, 'deliver', { result_payload: nested(200) as Record<string, unknown> }).expect(400);
     expect(deep.body.code).toBe(4000);
     expect((await test.http.get(`/api/v1/transactions/${id}`).set(seller.headers).expect(200)).body.data.status).toBe('accepted');
-    const rpc = await test.http.post('/api/v1/rpc').set(buyer.headers).send({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x', extra: nested(200) } }).expect(200);
+    const rpc = await test.http
+      .post('/api/v1/rpc')
+      .set(buyer.headers)
+      .send({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x', extra: nested(200) } })
+      .expect(200);
     expect(rpc.body.error).toMatchObject({ code: -32602, data: { code: 4000 } });
-    const withNul = await test.http.post('/api/v1/rpc').set(buyer.headers).send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 'a\u0000b' } }).expect(200);
+    const withNul = await test.http
+      .post('/api/v1/rpc')
+      .set(buyer.headers)
+      .send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 'a\u0000b' } })
+      .expect(200);
     expect(withNul.body.error).toMatchObject({ code: -32602, data: { code: 4000 } });
   });
 });
@@ -91,13 +110,22 @@ describe('malformed HTTP', () => {
   });
 
   it('answers a body that does not decompress with 4001', async () => {
-    const response = await test.http.post('/api/v1/auth/login').set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').send(Buffer.from('not gzip at all')).expect(400);
+    const response = await test.http
+      .post('/api/v1/auth/login')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'gzip')
+      .send(Buffer.from('not gzip at all'))
+      .expect(400);
     expect(response.body.code).toBe(4001);
   });
 
   it('answers the RPC path in another letter case at once, with 4040', async () => {
     const { buyer } = await agentMarket(test);
-    const response = await test.http.post('/API/v1/rpc').set(buyer.headers).send({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }).expect(404);
+    const response = await test.http
+      .post('/API/v1/rpc')
+      .set(buyer.headers)
+      .send({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } })
+      .expect(404);
     expect(response.body.code).toBe(4040);
   });
 
@@ -114,4 +142,3 @@ describe('malformed HTTP', () => {
     expect((await test.http.get(`/api/v1/transactions?cursor=${cursor}`).set(buyer.headers).expect(400)).body.code).toBe(4000);
   });
 });
-

@@ -95,10 +95,14 @@ describe('request ids and the access log', () => {
     const served = await listen(test);
     try {
       const headers = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
-        const request = http.get(`${served.url}/api/v1/transactions/events`, { headers: { ...buyer.headers, Accept: 'text/event-stream', 'X-Request-Id': 'stream-7' } }, (response) => {
-          resolve(response.headers);
-          request.destroy();
-        });
+        const request = http.get(
+          `${served.url}/api/v1/transactions/events`,
+          { headers: { ...buyer.headers, Accept: 'text/event-stream', 'X-Request-Id': 'stream-7' } },
+          (response) => {
+            resolve(response.headers);
+            request.destroy();
+          },
+        );
         request.on('error', reject);
       });
       expect(headers['content-type']).toMatch(/^text\/event-stream/);
@@ -121,10 +125,21 @@ describe('request ids and the access log', () => {
   it('writes one info access line per request, without the query string', async () => {
     const { buyer } = await agentMarket(test);
     logLines.length = 0;
-    const response = await test.http.get('/api/v1/transactions?page_size=5&token=secret-in-query').set(buyer.headers).set('X-Request-Id', 'access-line-1').expect(200);
+    const response = await test.http
+      .get('/api/v1/transactions?page_size=5&token=secret-in-query')
+      .set(buyer.headers)
+      .set('X-Request-Id', 'access-line-1')
+      .expect(200);
     const lines = logEntries().filter((entry) => entry.request_id === 'access-line-1');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 'info', message: 'request', method: 'GET', path: '/api/v1/transactions', status: 200, duration_ms: expect.any(Number) });
+    expect(lines[0]).toMatchObject({
+      level: 'info',
+      message: 'request',
+      method: 'GET',
+      path: '/api/v1/transactions',
+      status: 200,
+      duration_ms: expect.any(Number),
+    });
     expect(JSON.stringify(lines)).not.toContain('secret-in-query');
     expect(response.headers['x-request-id']).toBe('access-line-1');
   });
@@ -132,7 +147,11 @@ describe('request ids and the access log', () => {
   it('puts the request id on every line written while serving the request, the 5000 error too', async () => {
     await test.runtime.database.db.raw(`ALTER TABLE users ADD CONSTRAINT test_refuses_fail CHECK (email NOT LIKE 'fail-%')`);
     logLines.length = 0;
-    await test.http.post('/api/v1/auth/signup').set('X-Request-Id', 'failing-signup').send({ email: 'fail-1@example.com', password: 'secret-pass-4711' }).expect(500);
+    await test.http
+      .post('/api/v1/auth/signup')
+      .set('X-Request-Id', 'failing-signup')
+      .send({ email: 'fail-1@example.com', password: 'secret-pass-4711' })
+      .expect(500);
     const lines = logEntries().filter((entry) => entry.request_id === 'failing-signup');
     expect(lines.map((entry) => entry.level).sort()).toEqual(['error', 'info']);
     expect(lines.find((entry) => entry.level === 'info')).toMatchObject({ message: 'request', status: 500 });
@@ -143,9 +162,16 @@ describe('request ids and the access log', () => {
     const { buyer, capability } = await agentMarket(test);
     await test.runtime.database.db.raw(`ALTER TABLE transactions ADD CONSTRAINT test_refuses_rpc_note CHECK (note IS NULL OR note NOT LIKE 'fail-%')`);
     logLines.length = 0;
-    const parts = [{ kind: 'data', data: { capability_id: capability.id } }, { kind: 'text', text: 'fail-rpc' }];
-    const response = await test.http.post('/api/v1/rpc').set(buyer.headers).set('X-Request-Id', 'failing-rpc')
-      .send({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts } } }).expect(200);
+    const parts = [
+      { kind: 'data', data: { capability_id: capability.id } },
+      { kind: 'text', text: 'fail-rpc' },
+    ];
+    const response = await test.http
+      .post('/api/v1/rpc')
+      .set(buyer.headers)
+      .set('X-Request-Id', 'failing-rpc')
+      .send({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts } } })
+      .expect(200);
     expect(response.body.error).toMatchObject({ code: -32603 });
     const lines = logEntries().filter((entry) => entry.request_id === 'failing-rpc');
     expect(lines.map((entry) => entry.level).sort()).toEqual(['error', 'info']);

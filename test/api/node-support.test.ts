@@ -23,13 +23,25 @@ describe('the Node version check', () => {
   });
 
   const underFakeNode = (version: string, entry: string, environment: Record<string, string>) =>
-    spawnSync(process.execPath, ['--import', `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${version}"})`, '--import', 'tsx', entry], {
-      encoding: 'utf8', timeout: 100_000, env: { ...process.env, ...environment },
-    });
+    spawnSync(
+      process.execPath,
+      ['--import', `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${version}"})`, '--import', 'tsx', entry],
+      {
+        encoding: 'utf8',
+        timeout: 100_000,
+        env: { ...process.env, ...environment },
+      },
+    );
 
   it('is the first thing the server says on Node 20, before its configuration is even read', () => {
     // Production without secrets stops at the configuration: the check must already have spoken.
-    const started = underFakeNode('20.20.2', 'src/main.ts', { NODE_ENV: 'production', JWT_SECRET: '', ADMIN_TOKEN: '', DATABASE_URL: '', npm_lifecycle_event: 'start' });
+    const started = underFakeNode('20.20.2', 'src/main.ts', {
+      NODE_ENV: 'production',
+      JWT_SECRET: '',
+      ADMIN_TOKEN: '',
+      DATABASE_URL: '',
+      npm_lifecycle_event: 'start',
+    });
     expect(started.status).toBe(1);
     const [first, ...rest] = started.stderr.trim().split('\n');
     expect(first).toBe(nodeSupportNotice('20.20.2', 'the server'));

@@ -41,17 +41,20 @@ interface Answer {
 /** node:http, not fetch: it sends what fetch would refuse (duplicated headers, any body text). */
 function send(method: string, path: string, headers: Record<string, string | string[]>, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const request = http.request({ host: '127.0.0.1', port, method, path, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) } }, (response) => {
-      const contentType = response.headers['content-type'] ?? '';
-      if (contentType.startsWith('text/event-stream')) {
-        response.destroy();
-        return resolve({ status: response.statusCode!, contentType, body: '' });
-      }
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, contentType, body: Buffer.concat(chunks).toString('utf8') }));
-      response.on('error', reject);
-    });
+    const request = http.request(
+      { host: '127.0.0.1', port, method, path, headers: body === undefined ? headers : { ...headers, 'content-length': Buffer.byteLength(body) } },
+      (response) => {
+        const contentType = response.headers['content-type'] ?? '';
+        if (contentType.startsWith('text/event-stream')) {
+          response.destroy();
+          return resolve({ status: response.statusCode!, contentType, body: '' });
+        }
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, contentType, body: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -78,11 +81,28 @@ beforeAll(async () => {
   owner = buyer.headers;
   ownerId = buyer.id;
   await json('POST', '/api/v1/admin/wallet/credit', admin, { user_id: buyer.id, currency: 'UT', amount: '500.00' });
-  const capability = await json('POST', '/api/v1/capabilities', seller.headers, { title: 'Translate contracts', description: 'Into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_hour', price_ut: '1.00' });
+  const capability = await json('POST', '/api/v1/capabilities', seller.headers, {
+    title: 'Translate contracts',
+    description: 'Into Chinese',
+    category: 'translation',
+    capability_type: 'service',
+    pricing_model: 'per_hour',
+    price_ut: '1.00',
+  });
   const demand = await json('POST', '/api/v1/demands', buyer.headers, { description: 'Translate a contract into Chinese' });
-  const bought = await json('POST', '/api/v1/transactions', { ...buyer.headers, 'idempotency-key': randomUUID() }, { capability_id: capability.id, booked_hours: 1 });
+  const bought = await json(
+    'POST',
+    '/api/v1/transactions',
+    { ...buyer.headers, 'idempotency-key': randomUUID() },
+    { capability_id: capability.id, booked_hours: 1 },
+  );
   // A task of the owner's with a selection of the seller's skill waiting: the task and push routes (list, withdraw) reach real rows.
-  const task = await json('POST', '/api/v1/tasks/', buyer.headers, { title: 'Translate a contract', description: 'Into Chinese', mode: 'online', bounty_amount: '5.00' });
+  const task = await json('POST', '/api/v1/tasks/', buyer.headers, {
+    title: 'Translate a contract',
+    description: 'Into Chinese',
+    mode: 'online',
+    bounty_amount: '5.00',
+  });
   const skill = await json('POST', '/api/v1/skills/', seller.headers, { name: 'Contract translation', description: 'Into Chinese', category: 'translation' });
   const selection = await json('POST', `/api/v1/tasks/${task.id}/select-skill`, buyer.headers, { skill_id: skill.id });
   ids = { cap_id: capability.id, demand_id: demand.id, tx_id: bought.id, id: key.id, user_id: buyer.id, task_id: task.id, push_id: selection.id };
@@ -127,15 +147,43 @@ interface Generated {
  * values go in bodies.
  */
 /** A lone surrogate cannot be percent-encoded as UTF-8: it goes as the bytes a careless encoder would send. */
-const encodedForUrl = (text: string) => text.replace(/[\uD800-\uDFFF]/g, '\u0000').split('\u0000').map(encodeURIComponent).join('%ED%A0%80');
+const encodedForUrl = (text: string) =>
+  text
+    .replace(/[\uD800-\uDFFF]/g, '\u0000')
+    .split('\u0000')
+    .map(encodeURIComponent)
+    .join('%ED%A0%80');
 const urlSized = (encoded: string) => encoded.slice(0, 2_000).replace(/%[0-9A-F]?$/i, '');
-const pathValue = fc.oneof(fc.constant('world'), fc.uuid(), fc.constantFrom('not-a-uuid', '%F0%9F%A4%96', '..%2F..', '0', 'x'.repeat(2_000), '%00', '%ED%A0%80'));
+const pathValue = fc.oneof(
+  fc.constant('world'),
+  fc.uuid(),
+  fc.constantFrom('not-a-uuid', '%F0%9F%A4%96', '..%2F..', '0', 'x'.repeat(2_000), '%00', '%ED%A0%80'),
+);
 const credentials = fc.constantFrom<Record<string, string | string[]>>(
-  {}, {}, {}, admin, { authorization: 'Bearer not.a.token' }, { 'x-api-key': 'mk_nothing', 'x-platform-user-id': 'nope' }, { 'idempotency-key': ['one', 'two'] },
-  { 'idempotency-key': 'x'.repeat(200) }, { 'idempotency-key': '' }, { 'content-type': 'application/json; charset=utf-16' },
+  {},
+  {},
+  {},
+  admin,
+  { authorization: 'Bearer not.a.token' },
+  { 'x-api-key': 'mk_nothing', 'x-platform-user-id': 'nope' },
+  { 'idempotency-key': ['one', 'two'] },
+  { 'idempotency-key': 'x'.repeat(200) },
+  { 'idempotency-key': '' },
+  { 'content-type': 'application/json; charset=utf-16' },
 );
 const rawBody = fc.constantFrom(
-  '{', '{"a":', '\uFEFF{}', 'null', '[]', '"text"', '1', '{"__proto__":{"polluted":true}}', 'x'.repeat(2_000_000), '{"a":1,"a":2}', deeplyNested(10_000), `[${'['.repeat(50_000)}${']'.repeat(50_000)}]`,
+  '{',
+  '{"a":',
+  '\uFEFF{}',
+  'null',
+  '[]',
+  '"text"',
+  '1',
+  '{"__proto__":{"polluted":true}}',
+  'x'.repeat(2_000_000),
+  '{"a":1,"a":2}',
+  deeplyNested(10_000),
+  `[${'['.repeat(50_000)}${']'.repeat(50_000)}]`,
 );
 
 function generated(path: string, operation: Operation, valid: boolean): fc.Arbitrary<Generated> {
@@ -143,19 +191,50 @@ function generated(path: string, operation: Operation, valid: boolean): fc.Arbit
   const bodySchema = operation.requestBody?.content['application/json']?.schema;
   const components = document.components.schemas;
   const validBody = bodySchema ? arbitraryOf(bodySchema, components) : fc.constant(undefined);
-  const body = valid ? validBody.map((value) => (value === undefined ? undefined : JSON.stringify(value))) : fc.oneof(mutatedBody(validBody).map((value) => JSON.stringify(value)), rawBody);
-  const query = fc.tuple(...parameters.filter((parameter) => parameter.in === 'query').map((parameter) =>
-    fc.option(valid ? arbitraryOf(parameter.schema, components) : fc.oneof(arbitraryOf(parameter.schema, components), nastyValue), { nil: undefined })
-      .map((value) => (value === undefined ? '' : `${encodeURIComponent(parameter.name)}=${urlSized(encodedForUrl(typeof value === 'string' ? value : JSON.stringify(value)))}`))));
-  const pathParameters = fc.tuple(...parameters.filter((parameter) => parameter.in === 'path').map((parameter) =>
-    (valid ? fc.constant('world') : pathValue).map((value) => [parameter.name, value === 'world' ? ids[parameter.name] ?? randomUUID() : value] as const)));
-  const contentType = valid ? fc.constant('application/json') : fc.constantFrom('application/json', 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x');
-  return fc.record({ body, query, pathParameters, contentType, credentials: valid ? fc.constant(owner) : fc.oneof(fc.constant(owner), credentials) }).map((parts) => {
-    const filled = parts.pathParameters.reduce((text, [name, value]) => text.replace(`{${name}}`, value), path);
-    const queryText = parts.query.filter(Boolean).join('&');
-    const headers: Record<string, string | string[]> = { 'content-type': parts.contentType, 'idempotency-key': randomUUID(), ...parts.credentials };
-    return { path: queryText ? `${filled}?${queryText}` : filled, headers, body: parts.body };
-  });
+  const body = valid
+    ? validBody.map((value) => (value === undefined ? undefined : JSON.stringify(value)))
+    : fc.oneof(
+        mutatedBody(validBody).map((value) => JSON.stringify(value)),
+        rawBody,
+      );
+  const query = fc.tuple(
+    ...parameters
+      .filter((parameter) => parameter.in === 'query')
+      .map((parameter) =>
+        fc
+          .option(valid ? arbitraryOf(parameter.schema, components) : fc.oneof(arbitraryOf(parameter.schema, components), nastyValue), { nil: undefined })
+          .map((value) =>
+            value === undefined
+              ? ''
+              : `${encodeURIComponent(parameter.name)}=${urlSized(encodedForUrl(typeof value === 'string' ? value : JSON.stringify(value)))}`,
+          ),
+      ),
+  );
+  const pathParameters = fc.tuple(
+    ...parameters
+      .filter((parameter) => parameter.in === 'path')
+      .map((parameter) =>
+        (valid ? fc.constant('world') : pathValue).map((value) => [parameter.name, value === 'world' ? (ids[parameter.name] ?? randomUUID()) : value] as const),
+      ),
+  );
+  const contentType = valid
+    ? fc.constant('application/json')
+    : fc.constantFrom(
+        'application/json',
+        'application/json',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/xml',
+        'multipart/form-data; boundary=x',
+      );
+  return fc
+    .record({ body, query, pathParameters, contentType, credentials: valid ? fc.constant(owner) : fc.oneof(fc.constant(owner), credentials) })
+    .map((parts) => {
+      const filled = parts.pathParameters.reduce((text, [name, value]) => text.replace(`{${name}}`, value), path);
+      const queryText = parts.query.filter(Boolean).join('&');
+      const headers: Record<string, string | string[]> = { 'content-type': parts.contentType, 'idempotency-key': randomUUID(), ...parts.credentials };
+      return { path: queryText ? `${filled}?${queryText}` : filled, headers, body: parts.body };
+    });
 }
 
 /** JSON-RPC and MCP speak their own protocols; they are fuzzed in their own describe below. */
@@ -163,7 +242,9 @@ const ownProtocols = new Set(['/api/v1/rpc', '/mcp']);
 
 describe('every operation of the served OpenAPI document, fuzzed', () => {
   it('answers generated valid and invalid requests with declared envelopes, never a 5xx, and moves no money when it refuses', async () => {
-    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method: method.toUpperCase(), operation })));
+    const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, operation]) => ({ path, method: method.toUpperCase(), operation })),
+    );
     expect(operations.length).toBeGreaterThan(50);
     for (const { path, method, operation } of operations.filter((entry) => !ownProtocols.has(entry.path))) {
       for (const valid of [true, false]) {
@@ -185,21 +266,67 @@ describe('every operation of the served OpenAPI document, fuzzed', () => {
 describe('the JSON-RPC methods and the MCP tools, fuzzed', () => {
   // Every method of the table (a new method is fuzzed without a new line here), and one that is not there.
   const methods = () => [...Object.keys(createMethods(test.runtime.engine)), 'no/such/method'];
-  const pushConfig = fc.record({
-    id: fc.option(fc.oneof(fc.string(), nastyValue)), url: fc.oneof(fc.constantFrom('https://receiver.example/a2a', 'http://127.0.0.1/x', 'ftp://x', ''), fc.webUrl(), nastyValue),
-    token: fc.option(fc.oneof(fc.string(), nastyValue)), authentication: fc.option(fc.oneof(fc.record({ scheme: fc.oneof(fc.string(), nastyValue), credentials: fc.oneof(fc.string(), nastyValue) }), fc.record({ schemes: fc.array(fc.oneof(fc.string(), nastyValue)) }), nastyValue)),
-  }, { requiredKeys: [] });
+  const pushConfig = fc.record(
+    {
+      id: fc.option(fc.oneof(fc.string(), nastyValue)),
+      url: fc.oneof(fc.constantFrom('https://receiver.example/a2a', 'http://127.0.0.1/x', 'ftp://x', ''), fc.webUrl(), nastyValue),
+      token: fc.option(fc.oneof(fc.string(), nastyValue)),
+      authentication: fc.option(
+        fc.oneof(
+          fc.record({ scheme: fc.oneof(fc.string(), nastyValue), credentials: fc.oneof(fc.string(), nastyValue) }),
+          fc.record({ schemes: fc.array(fc.oneof(fc.string(), nastyValue)) }),
+          nastyValue,
+        ),
+      ),
+    },
+    { requiredKeys: [] },
+  );
   const params = fc.oneof(
     fc.jsonValue({ maxDepth: 3 }),
     fc.record({ id: fc.oneof(fc.constant('world'), fc.uuid(), nastyValue), historyLength: fc.oneof(fc.integer(), nastyValue) }),
-    fc.record({ message: fc.record({ messageId: fc.oneof(fc.uuid(), nastyValue), role: fc.constantFrom('user', 'agent', 'ROLE_USER', 7), parts: fc.array(fc.oneof(
-      fc.record({ kind: fc.constant('text'), text: fc.oneof(fc.string(), nastyValue) }),
-      fc.record({ kind: fc.constant('data'), data: fc.oneof(fc.record({ capability_id: fc.oneof(fc.constant('world'), fc.uuid(), nastyValue) }), nastyValue) }),
-      fc.record({ text: nastyValue }), nastyValue,
-    ), { maxLength: 3 }) }), configuration: fc.option(fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.record({ taskPushNotificationConfig: pushConfig }), fc.record({ pushNotificationConfig: pushConfig }))) }),
+    fc.record({
+      message: fc.record({
+        messageId: fc.oneof(fc.uuid(), nastyValue),
+        role: fc.constantFrom('user', 'agent', 'ROLE_USER', 7),
+        parts: fc.array(
+          fc.oneof(
+            fc.record({ kind: fc.constant('text'), text: fc.oneof(fc.string(), nastyValue) }),
+            fc.record({
+              kind: fc.constant('data'),
+              data: fc.oneof(fc.record({ capability_id: fc.oneof(fc.constant('world'), fc.uuid(), nastyValue) }), nastyValue),
+            }),
+            fc.record({ text: nastyValue }),
+            nastyValue,
+          ),
+          { maxLength: 3 },
+        ),
+      }),
+      configuration: fc.option(
+        fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.record({ taskPushNotificationConfig: pushConfig }), fc.record({ pushNotificationConfig: pushConfig })),
+      ),
+    }),
     // The push config methods' params, in each generation's spelling, on the world's task or another.
-    fc.record({ taskId: fc.oneof(fc.constant('world'), fc.uuid(), nastyValue), task_id: fc.option(fc.constant('world')), id: fc.option(fc.oneof(fc.string(), nastyValue)), pageSize: fc.option(fc.oneof(fc.integer(), nastyValue)), pageToken: fc.option(fc.oneof(fc.string(), nastyValue)) }, { requiredKeys: [] }).chain((base) => pushConfig.map((config) => ({ ...config, ...base }))),
-    fc.record({ taskId: fc.oneof(fc.constant('world'), nastyValue), id: fc.oneof(fc.constant('world'), nastyValue), pushNotificationConfigId: fc.option(fc.oneof(fc.string(), nastyValue)), pushNotificationConfig: fc.oneof(pushConfig, nastyValue) }, { requiredKeys: [] }),
+    fc
+      .record(
+        {
+          taskId: fc.oneof(fc.constant('world'), fc.uuid(), nastyValue),
+          task_id: fc.option(fc.constant('world')),
+          id: fc.option(fc.oneof(fc.string(), nastyValue)),
+          pageSize: fc.option(fc.oneof(fc.integer(), nastyValue)),
+          pageToken: fc.option(fc.oneof(fc.string(), nastyValue)),
+        },
+        { requiredKeys: [] },
+      )
+      .chain((base) => pushConfig.map((config) => ({ ...config, ...base }))),
+    fc.record(
+      {
+        taskId: fc.oneof(fc.constant('world'), nastyValue),
+        id: fc.oneof(fc.constant('world'), nastyValue),
+        pushNotificationConfigId: fc.option(fc.oneof(fc.string(), nastyValue)),
+        pushNotificationConfig: fc.oneof(pushConfig, nastyValue),
+      },
+      { requiredKeys: [] },
+    ),
   );
 
   it('answers every method of every generation with a JSON-RPC 2.0 response and never an internal error', async () => {
@@ -207,7 +334,12 @@ describe('the JSON-RPC methods and the MCP tools, fuzzed', () => {
       fc.asyncProperty(fc.constantFrom(...methods()), params, fc.oneof(fc.uuid(), fc.integer(), fc.constant(null)), async (method, rawParams, id) => {
         const filled = JSON.parse(JSON.stringify(rawParams ?? null).replaceAll('"world"', JSON.stringify(ids.tx_id)));
         const before = await balances();
-        const answer = await send('POST', '/api/v1/rpc', { 'content-type': 'application/json', ...owner }, JSON.stringify({ jsonrpc: '2.0', id, method, params: filled }));
+        const answer = await send(
+          'POST',
+          '/api/v1/rpc',
+          { 'content-type': 'application/json', ...owner },
+          JSON.stringify({ jsonrpc: '2.0', id, method, params: filled }),
+        );
         const what = `${method} ${JSON.stringify(filled).slice(0, 300)}`;
         expect(answer.status, `${what}: ${answer.body.slice(0, 300)}`).toBeLessThan(500);
         if (answer.contentType.startsWith('text/event-stream')) return;
@@ -229,17 +361,40 @@ describe('the JSON-RPC methods and the MCP tools, fuzzed', () => {
     const client = await connectMcp(`http://127.0.0.1:${port}`, owner);
     const { tools } = await client.listTools();
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...tools.map((tool) => tool.name)), fc.oneof(
-        fc.dictionary(fc.constantFrom('cap_id', 'capability_id', 'demand_id', 'tx_id', 'description', 'title', 'top_k', 'max_price', 'idempotency_key', 'booked_hours', 'q', 'category', 'page_size', 'extra'), fc.oneof(fc.constant('world'), nastyValue), { maxKeys: 4 }),
-        fc.constant({}),
-      ), async (name, args) => {
-        const filled = Object.fromEntries(Object.entries(args).map(([key, value]) => [key, value === 'world' ? ids[key] ?? ids.tx_id : value]));
-        const result = (await client.callTool({ name, arguments: filled })) as { isError?: boolean; content: { type: string; text?: string }[] };
-        if (result.isError) {
-          const text = result.content[0]?.text ?? '';
-          expect(text, `${name} ${JSON.stringify(filled).slice(0, 300)}`).not.toMatch(/"code":\s*5000/);
-        }
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...tools.map((tool) => tool.name)),
+        fc.oneof(
+          fc.dictionary(
+            fc.constantFrom(
+              'cap_id',
+              'capability_id',
+              'demand_id',
+              'tx_id',
+              'description',
+              'title',
+              'top_k',
+              'max_price',
+              'idempotency_key',
+              'booked_hours',
+              'q',
+              'category',
+              'page_size',
+              'extra',
+            ),
+            fc.oneof(fc.constant('world'), nastyValue),
+            { maxKeys: 4 },
+          ),
+          fc.constant({}),
+        ),
+        async (name, args) => {
+          const filled = Object.fromEntries(Object.entries(args).map(([key, value]) => [key, value === 'world' ? (ids[key] ?? ids.tx_id) : value]));
+          const result = (await client.callTool({ name, arguments: filled })) as { isError?: boolean; content: { type: string; text?: string }[] };
+          if (result.isError) {
+            const text = result.content[0]?.text ?? '';
+            expect(text, `${name} ${JSON.stringify(filled).slice(0, 300)}`).not.toMatch(/"code":\s*5000/);
+          }
+        },
+      ),
       { numRuns: runs * 5 },
     );
     await client.close();

@@ -12,9 +12,28 @@ describe('GET /api/v1/categories', () => {
     const response = await test.http.get('/api/v1/categories').expect(200);
     const codes = response.body.data.map((category: { code: string }) => category.code);
     expect(codes).toEqual([
-      'tech_dev', 'design', 'copywriting', 'translation', 'data', 'consulting', 'marketing', 'video', 'audio', 'education',
-      'life_service', 'business', 'legal_finance', 'photography', 'ecommerce', 'ai_automation', 'academic', 'illustration',
-      'repair', 'health', 'hr_admin', 'other',
+      'tech_dev',
+      'design',
+      'copywriting',
+      'translation',
+      'data',
+      'consulting',
+      'marketing',
+      'video',
+      'audio',
+      'education',
+      'life_service',
+      'business',
+      'legal_finance',
+      'photography',
+      'ecommerce',
+      'ai_automation',
+      'academic',
+      'illustration',
+      'repair',
+      'health',
+      'hr_admin',
+      'other',
     ]);
     for (const category of response.body.data) {
       expect(category.label).toMatch(/[\u4e00-\u9fff]/);
@@ -78,7 +97,9 @@ describe('OpenAPI', () => {
         expect(Object.keys(operation.responses).length).toBeGreaterThan(0);
       }
     }
-    const operationIds = Object.values(document.paths as Record<string, Record<string, { operationId: string }>>).flatMap((ops) => Object.values(ops).map((op) => op.operationId));
+    const operationIds = Object.values(document.paths as Record<string, Record<string, { operationId: string }>>).flatMap((ops) =>
+      Object.values(ops).map((op) => op.operationId),
+    );
     expect(new Set(operationIds).size).toBe(operationIds.length);
   });
 

@@ -36,10 +36,19 @@ describe('authentication failures per address', () => {
     const test = await app({ RATE_LIMIT_AUTHENTICATION_FAILURES_PER_ADDRESS: '4/60' });
     const agent = await createAgent(test);
     const codes = [];
-    for (let index = 0; index < 3; index++) codes.push((await test.http.get('/api/v1/transactions').set('X-Forwarded-For', '203.0.113.5').set(wrongKey)).body.code);
-    const rpc = await test.http.post('/api/v1/rpc').set('X-Forwarded-For', '203.0.113.5').set(wrongKey).send({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } });
+    for (let index = 0; index < 3; index++)
+      codes.push((await test.http.get('/api/v1/transactions').set('X-Forwarded-For', '203.0.113.5').set(wrongKey)).body.code);
+    const rpc = await test.http
+      .post('/api/v1/rpc')
+      .set('X-Forwarded-For', '203.0.113.5')
+      .set(wrongKey)
+      .send({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } });
     expect([...codes, rpc.status]).toEqual([4010, 4010, 4010, 401]);
-    const refused = await test.http.post('/api/v1/rpc').set('X-Forwarded-For', '203.0.113.5').set(wrongKey).send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: randomUUID() } });
+    const refused = await test.http
+      .post('/api/v1/rpc')
+      .set('X-Forwarded-For', '203.0.113.5')
+      .set(wrongKey)
+      .send({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: randomUUID() } });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(refused.body.error.data.code).toBe(4290);

@@ -14,7 +14,7 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
   });
   afterAll(() => test.close());
 
-  it('takes an agent read\'s two buckets (credential and API key) in one round trip', async () => {
+  it("takes an agent read's two buckets (credential and API key) in one round trip", async () => {
     const agent = await createAgent(test);
     await test.http.get('/api/v1/wallet/transactions').set(agent.headers).expect(200);
     const redis = test.runtime.bus.shared!.redis;
@@ -26,7 +26,10 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
       return write(...args);
     };
     try {
-      await test.runtime.engine.admission.consume(['readsPerCredential', 'readsPerApiKey'], { address: '127.0.0.1', principal: { user_id: agent.userId, caller_type: 'agent', platform: null, api_key_id: agent.apiKeyId } });
+      await test.runtime.engine.admission.consume(['readsPerCredential', 'readsPerApiKey'], {
+        address: '127.0.0.1',
+        principal: { user_id: agent.userId, caller_type: 'agent', platform: null, api_key_id: agent.apiKeyId },
+      });
     } finally {
       stream.write = write;
     }

@@ -58,7 +58,20 @@ describe('login', () => {
     const user = await signUpHuman(test);
     const other = await signUpHuman(test);
     const codes = [];
-    for (const password of ['wrong-1-pass', 'wrong-2-pass', user.password, 'wrong-3-pass', 'wrong-4-pass', user.password, 'wrong-5-pass', 'wrong-6-pass', 'wrong-7-pass', 'wrong-8-pass', 'wrong-9-pass', user.password]) {
+    for (const password of [
+      'wrong-1-pass',
+      'wrong-2-pass',
+      user.password,
+      'wrong-3-pass',
+      'wrong-4-pass',
+      user.password,
+      'wrong-5-pass',
+      'wrong-6-pass',
+      'wrong-7-pass',
+      'wrong-8-pass',
+      'wrong-9-pass',
+      user.password,
+    ]) {
       codes.push((await login(test, '203.0.113.2', user.email, password)).body.code);
     }
     // Three failures in a row spend the bucket; from then on even the right password waits.
@@ -93,7 +106,11 @@ describe('login', () => {
     const user = await signUpHuman(test);
     const attempts = await Promise.all(
       Array.from({ length: 200 }, (_, index) =>
-        test.http.post('/api/v1/auth/login').set('X-Forwarded-For', `10.0.${index >> 8}.${index & 255}`).send({ email: `nobody-${index}@example.com`, password: 'wrong-password-1' })),
+        test.http
+          .post('/api/v1/auth/login')
+          .set('X-Forwarded-For', `10.0.${index >> 8}.${index & 255}`)
+          .send({ email: `nobody-${index}@example.com`, password: 'wrong-password-1' }),
+      ),
     );
     const counts = countCodes(attempts);
     // At most the running and queued hashes are answered 4010 while the flood lasts; the rest are refused at once.
@@ -108,7 +125,10 @@ describe('login', () => {
     const test = await app({ RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: '3/60' });
     const statuses = [];
     for (let index = 0; index < 4; index++) {
-      const response = await test.http.post('/api/v1/auth/login').set('X-Forwarded-For', `192.0.2.${index}`).send({ email: `x${index}@example.com`, password: 'wrong-password-1' });
+      const response = await test.http
+        .post('/api/v1/auth/login')
+        .set('X-Forwarded-For', `192.0.2.${index}`)
+        .send({ email: `x${index}@example.com`, password: 'wrong-password-1' });
       statuses.push(response.body.code);
     }
     expect(statuses).toEqual([4010, 4010, 4010, 4290]);
@@ -117,7 +137,9 @@ describe('login', () => {
 
 describe('signup', () => {
   it('stops answering whether an email has an account once the per-address limit is spent', async () => {
-    const test = await app({ RATE_LIMIT_SIGNUP_PER_ADDRESS: `${limits.rateLimits.signupPerAddress.requests}/${limits.rateLimits.signupPerAddress.windowSeconds}` });
+    const test = await app({
+      RATE_LIMIT_SIGNUP_PER_ADDRESS: `${limits.rateLimits.signupPerAddress.requests}/${limits.rateLimits.signupPerAddress.windowSeconds}`,
+    });
     const existing = await signUpHuman(test);
     const probes = [];
     for (let index = 0; index < limits.rateLimits.signupPerAddress.requests + 3; index++) {
@@ -142,15 +164,28 @@ describe('reads, writes and configuration', () => {
     expect((await test.http.get('/api/v1/capabilities').set(busy.headers)).body.code).toBe(4290);
     // Writes have a bucket of their own, and other credentials are untouched.
     await test.http.get('/api/v1/wallet/stats').set(quiet.headers).expect(200);
-    const write = await test.http.post('/api/v1/capabilities').set(busy.headers).send({ title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00', callback_url: 'https://seller.example/callback' });
+    const write = await test.http.post('/api/v1/capabilities').set(busy.headers).send({
+      title: 'Echo',
+      description: 'Echoes',
+      category: 'data',
+      capability_type: 'tool',
+      pricing_model: 'per_use',
+      price_ut: '1.00',
+      callback_url: 'https://seller.example/callback',
+    });
     expect(write.status).toBe(201);
   });
 
   it('turns a bucket off with "off" and refuses a malformed setting at start', async () => {
-    const test = await app({ RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: 'off', RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: 'off' });
+    const test = await app({
+      RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: 'off',
+      RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT_AND_ADDRESS: 'off',
+      RATE_LIMIT_LOGIN_FAILURES_PER_ADDRESS: 'off',
+    });
     const user = await signUpHuman(test);
     const attempts = [];
-    for (let index = 0; index < 40; index++) attempts.push(await test.http.post('/api/v1/auth/login').send({ email: user.email, password: 'wrong-password-1' }));
+    for (let index = 0; index < 40; index++)
+      attempts.push(await test.http.post('/api/v1/auth/login').send({ email: user.email, password: 'wrong-password-1' }));
     expect(countCodes(attempts)).toEqual({ 4010: 40 });
     expect(() => loadConfig({ RATE_LIMIT_WRITES_PER_CREDENTIAL: '10 per minute', DATA_DIR: '/tmp' })).toThrow(/RATE_LIMIT_WRITES_PER_CREDENTIAL/);
   });
@@ -158,7 +193,8 @@ describe('reads, writes and configuration', () => {
   it('documents 4290 on limited routes in the OpenAPI document, and not on health probes', async () => {
     const test = await app();
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
-    const codesOf = (path: string, method: string) => Object.keys(document.paths[path][method].responses).join(' ') + JSON.stringify(document.paths[path][method].responses);
+    const codesOf = (path: string, method: string) =>
+      Object.keys(document.paths[path][method].responses).join(' ') + JSON.stringify(document.paths[path][method].responses);
     expect(codesOf('/api/v1/auth/login', 'post')).toContain('4290');
     expect(codesOf('/api/v1/transactions', 'get')).toContain('4290');
     expect(codesOf('/api/v1/rpc', 'post')).toContain('4290');
@@ -183,10 +219,16 @@ describe('JSON-RPC over HTTP', () => {
     const test = await app({ RATE_LIMIT_RPC_CALLS_PER_CREDENTIAL: '5/60' });
     const agent = await createAgent(test);
     const call = (id: number) => ({ jsonrpc: '2.0', id, method: 'tasks/get', params: { id: '00000000-0000-4000-8000-000000000000' } });
-    const first = await test.http.post('/api/v1/rpc').set(agent.headers).send([call(1), call(2), call(3), call(4)]);
+    const first = await test.http
+      .post('/api/v1/rpc')
+      .set(agent.headers)
+      .send([call(1), call(2), call(3), call(4)]);
     expect(first.status).toBe(200);
     expect(first.body).toHaveLength(4);
-    const second = await test.http.post('/api/v1/rpc').set(agent.headers).send([call(5), call(6)]);
+    const second = await test.http
+      .post('/api/v1/rpc')
+      .set(agent.headers)
+      .send([call(5), call(6)]);
     expect(second.status).toBe(429);
     expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(second.body.error).toMatchObject({ code: -32129, data: { code: 4290 } });
@@ -199,7 +241,11 @@ describe('JSON-RPC over HTTP', () => {
 describe('the buckets of one API key, shared by all its users', () => {
   /** Users of one auto-provisioning key, each with credentials of its own. */
   async function usersOfOneKey(test: TestApp, count: number) {
-    const key = await test.http.post('/api/v1/admin/api-keys').set('X-Admin-Token', 'test-admin-token-0123456789abcdef').send({ agent_platform_type: 'custom_mcp', auto_provision: true }).expect(201);
+    const key = await test.http
+      .post('/api/v1/admin/api-keys')
+      .set('X-Admin-Token', 'test-admin-token-0123456789abcdef')
+      .send({ agent_platform_type: 'custom_mcp', auto_provision: true })
+      .expect(201);
     return Array.from({ length: count }, () => ({ 'X-Api-Key': key.body.data.api_key as string, 'X-Platform-User-Id': randomUUID() }));
   }
 
@@ -208,7 +254,8 @@ describe('the buckets of one API key, shared by all its users', () => {
     const users = await usersOfOneKey(test, 3);
     const answers = [];
     for (let round = 0; round < 2; round++) {
-      for (const headers of users) answers.push(await test.http.post('/api/v1/demands').set(headers).send({ description: 'Translate a contract into Chinese' }));
+      for (const headers of users)
+        answers.push(await test.http.post('/api/v1/demands').set(headers).send({ description: 'Translate a contract into Chinese' }));
     }
     expect(answers.map((answer) => answer.body.code)).toEqual([0, 0, 0, 0, 4290, 4290]);
     expect(Number(answers[4]!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
@@ -222,10 +269,17 @@ describe('the buckets of one API key, shared by all its users', () => {
     const users = await usersOfOneKey(test, 3);
     const codes: number[] = [];
     for (const headers of users) {
-      const response = await test.http.get('/api/v1/transactions/events').set(headers).timeout({ response: 5_000 }).ok(() => true).buffer(false).parse((stream, done) => {
-        (stream as unknown as { destroy(): void }).destroy();
-        done(null, null);
-      }).catch((error: { response?: { status: number } }) => error.response ?? { status: 0 });
+      const response = await test.http
+        .get('/api/v1/transactions/events')
+        .set(headers)
+        .timeout({ response: 5_000 })
+        .ok(() => true)
+        .buffer(false)
+        .parse((stream, done) => {
+          (stream as unknown as { destroy(): void }).destroy();
+          done(null, null);
+        })
+        .catch((error: { response?: { status: number } }) => error.response ?? { status: 0 });
       codes.push(response.status);
     }
     expect(codes).toEqual([200, 200, 429]);

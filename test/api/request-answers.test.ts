@@ -22,14 +22,22 @@ const errorsOf = (body: { data: { errors: { path: string; message: string }[] } 
 describe('a JSON body sent with another content type', () => {
   it('says the body must be sent as application/json, also where the body is optional', async () => {
     const agent = await createAgent(test);
-    for (const [path, type] of [['/api/v1/demands', 'text/plain'], ['/api/v1/demands', 'application/x-www-form-urlencoded'], ['/api/v1/capabilities/match', 'text/plain']] as const) {
+    for (const [path, type] of [
+      ['/api/v1/demands', 'text/plain'],
+      ['/api/v1/demands', 'application/x-www-form-urlencoded'],
+      ['/api/v1/capabilities/match', 'text/plain'],
+    ] as const) {
       const response = await test.http.post(path).set(agent.headers).set('Content-Type', type).send('{"title":"x","description":"y"}');
       expect(response.status).toBe(400);
       expect(response.body).toMatchObject({ code: 4001, data: { detail: expect.stringContaining('Content-Type: application/json') } });
       expect(response.body.data.detail).toContain(type);
     }
     const capability = await createCapability(test, await createAgent(test), { pricing_model: 'per_query', callback_url: 'https://seller.example/callback' });
-    const dispute = await test.http.post(`/api/v1/transactions/${capability.id}/dispute`).set(agent.headers).set('Content-Type', 'text/plain').send('{"reason":"late"}');
+    const dispute = await test.http
+      .post(`/api/v1/transactions/${capability.id}/dispute`)
+      .set(agent.headers)
+      .set('Content-Type', 'text/plain')
+      .send('{"reason":"late"}');
     expect(dispute.body).toMatchObject({ code: 4001 });
   });
 });
@@ -37,7 +45,11 @@ describe('a JSON body sent with another content type', () => {
 describe('validation messages', () => {
   it('an amount above the maximum says the maximum', async () => {
     const agent = await createAgent(test);
-    const response = await test.http.post('/api/v1/demands').set(agent.headers).send({ title: 'x', description: 'y', max_price_ut: '99999999999999999999' }).expect(400);
+    const response = await test.http
+      .post('/api/v1/demands')
+      .set(agent.headers)
+      .send({ title: 'x', description: 'y', max_price_ut: '99999999999999999999' })
+      .expect(400);
     expect(errorsOf(response.body)).toEqual([{ path: 'body.max_price_ut', message: `must be at most ${formatAmount(limits.amountMinorUnitsMax)}` }]);
     const malformed = await test.http.post('/api/v1/demands').set(agent.headers).send({ title: 'x', description: 'y', max_price_ut: '1.234' }).expect(400);
     expect(errorsOf(malformed.body)[0]!.message).toContain('at most two fraction digits');
@@ -47,8 +59,15 @@ describe('validation messages', () => {
     const agent = await createAgent(test);
     const match = await test.http.post('/api/v1/capabilities/match').set(agent.headers).send({}).expect(400);
     expect(errorsOf(match.body)).toEqual([{ path: 'body.demand_id', message: 'required' }]);
-    const capability = await test.http.post('/api/v1/capabilities').set(agent.headers).send({ title: 'Logo design', description: 'Logos', price_ut: '5.00', pricing_model: 'per_use' }).expect(400);
-    expect(errorsOf(capability.body)).toEqual([{ path: 'body.category', message: 'required' }, { path: 'body.capability_type', message: 'required' }]);
+    const capability = await test.http
+      .post('/api/v1/capabilities')
+      .set(agent.headers)
+      .send({ title: 'Logo design', description: 'Logos', price_ut: '5.00', pricing_model: 'per_use' })
+      .expect(400);
+    expect(errorsOf(capability.body)).toEqual([
+      { path: 'body.category', message: 'required' },
+      { path: 'body.capability_type', message: 'required' },
+    ]);
     // A value that is there but wrong keeps the precise message.
     const wrong = await test.http.post('/api/v1/capabilities/match').set(agent.headers).send({ demand_id: 'nope' }).expect(400);
     expect(errorsOf(wrong.body)[0]!.message).not.toBe('required');
@@ -74,9 +93,20 @@ describe('unknown fields', () => {
 describe('the OpenAPI document', () => {
   it('declares the Idempotency-Key header on every operation that honours one, and only there', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
-    const withHeader = (operation: { parameters?: { name: string; in: string }[] }) => (operation.parameters ?? []).some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
-    const honouring = ['post /api/v1/transactions', 'post /api/v1/transactions/{tx_id}/freeze', 'post /api/v1/transactions/{tx_id}/confirm', 'post /api/v1/capabilities/{cap_id}/invoke',
-      'post /api/v1/capabilities', 'post /api/v1/capabilities/batch', 'post /api/v1/demands', 'post /api/v1/demands/{demand_id}/cancel', 'post /api/v1/admin/wallet/credit', 'post /api/v1/admin/transactions/{tx_id}/resolve'];
+    const withHeader = (operation: { parameters?: { name: string; in: string }[] }) =>
+      (operation.parameters ?? []).some((parameter) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
+    const honouring = [
+      'post /api/v1/transactions',
+      'post /api/v1/transactions/{tx_id}/freeze',
+      'post /api/v1/transactions/{tx_id}/confirm',
+      'post /api/v1/capabilities/{cap_id}/invoke',
+      'post /api/v1/capabilities',
+      'post /api/v1/capabilities/batch',
+      'post /api/v1/demands',
+      'post /api/v1/demands/{demand_id}/cancel',
+      'post /api/v1/admin/wallet/credit',
+      'post /api/v1/admin/transactions/{tx_id}/resolve',
+    ];
     for (const name of honouring) {
       const [method, path] = name.split(' ') as [string, string];
       expect(withHeader(document.paths[path][method]), name).toBe(true);

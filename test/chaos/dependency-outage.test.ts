@@ -91,7 +91,10 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('a ba
     expect((await test.http.get('/api/v1/wallet/').set(agent.headers)).status).toBe(200);
     database.cut();
     try {
-      for (const request of [test.http.get('/api/v1/wallet/').set(agent.headers), test.http.post('/api/v1/demands').set(agent.headers).send({ description: 'Translate a contract' })]) {
+      for (const request of [
+        test.http.get('/api/v1/wallet/').set(agent.headers),
+        test.http.post('/api/v1/demands').set(agent.headers).send({ description: 'Translate a contract' }),
+      ]) {
         const response = await request;
         expect(response.status, JSON.stringify(response.body)).toBe(503);
         expect(response.body).toMatchObject({ code: 5030, message: 'unavailable', data: { dependency: 'database' } });
@@ -104,7 +107,10 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('a ba
     } finally {
       database.restore();
     }
-    const back = await eventually(() => test.http.get('/api/v1/wallet/').set(agent.headers), (response) => response.status === 200);
+    const back = await eventually(
+      () => test.http.get('/api/v1/wallet/').set(agent.headers),
+      (response) => response.status === 200,
+    );
     expect(back.status).toBe(200);
     expect((await test.http.get('/readyz')).status).toBe(200);
   });
@@ -112,7 +118,11 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('a ba
   it('keeps serving what needs no Redis while Redis is away, says so on /readyz, and recovers when it is back', async () => {
     redis.cut();
     try {
-      const ready = await eventually(() => test.http.get('/readyz'), (response) => response.status === 503, 10_000);
+      const ready = await eventually(
+        () => test.http.get('/readyz'),
+        (response) => response.status === 503,
+        10_000,
+      );
       expect(ready.status).toBe(503);
       expect(ready.body.data).toMatchObject({ database: true, bus: false });
       const wallet = await test.http.get('/api/v1/wallet/').set(agent.headers);
@@ -120,7 +130,10 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('a ba
     } finally {
       redis.restore();
     }
-    const back = await eventually(() => test.http.get('/readyz'), (response) => response.status === 200);
+    const back = await eventually(
+      () => test.http.get('/readyz'),
+      (response) => response.status === 200,
+    );
     expect(back.status).toBe(200);
   });
 });

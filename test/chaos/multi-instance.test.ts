@@ -26,9 +26,14 @@ beforeAll(async () => {
   redis = await startRedis(redisPort);
   database = await cloneTemplate(process.env.TEST_DATABASE_URL!);
   environment = {
-    DATABASE_URL: database.url, REDIS_URL: `redis://127.0.0.1:${redisPort}`, ADMIN_TOKEN: adminToken,
-    JWT_SECRET: 'multi-instance-jwt-secret-0123456789', LOG_LEVEL: 'info', NODE_ENV: 'test',
-    RATE_LIMIT_SIGNUP_PER_ADDRESS: '100000/3600', RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: `${loginsPerAccount}/300`,
+    DATABASE_URL: database.url,
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    ADMIN_TOKEN: adminToken,
+    JWT_SECRET: 'multi-instance-jwt-secret-0123456789',
+    LOG_LEVEL: 'info',
+    NODE_ENV: 'test',
+    RATE_LIMIT_SIGNUP_PER_ADDRESS: '100000/3600',
+    RATE_LIMIT_LOGIN_FAILURES_PER_ACCOUNT: `${loginsPerAccount}/300`,
   };
   [instanceA, instanceB] = await Promise.all([startServer(environment), startServer(environment)]);
 }, 120_000);
@@ -40,7 +45,11 @@ afterAll(async () => {
 });
 
 async function call(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown) {
-  const response = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const json = (await response.json()) as { code: number; data: Record<string, unknown> & { id: string } };
   if (json.code !== 0) throw new Error(`${method} ${path}: ${JSON.stringify(json)}`);
   return json.data;
@@ -59,11 +68,25 @@ async function market(base: string, funds: string) {
   const buyer = await agent(base);
   const seller = await agent(base);
   await call(base, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: buyer.userId, currency: 'UT', amount: funds });
-  const capability = await call(base, 'POST', '/api/v1/capabilities', seller.headers, { title: 'Echo', description: 'Echoes', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '2.00', callback_url: 'https://seller.example/callback' });
+  const capability = await call(base, 'POST', '/api/v1/capabilities', seller.headers, {
+    title: 'Echo',
+    description: 'Echoes',
+    category: 'data',
+    capability_type: 'tool',
+    pricing_model: 'per_use',
+    price_ut: '2.00',
+    callback_url: 'https://seller.example/callback',
+  });
   return { buyer, seller, capability };
 }
 
-async function lifecycles(base: string, count: number, buyer: { headers: Record<string, string> }, seller: { headers: Record<string, string> }, capabilityId: string) {
+async function lifecycles(
+  base: string,
+  count: number,
+  buyer: { headers: Record<string, string> },
+  seller: { headers: Record<string, string> },
+  capabilityId: string,
+) {
   for (let index = 0; index < count; index++) {
     const created = await call(base, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capabilityId });
     await call(base, 'POST', `/api/v1/transactions/${created.id}/freeze`, buyer.headers);
@@ -113,14 +136,32 @@ describe('the task stream on two instances', () => {
   it('delivers on A every task move made through B, in order and once for each recipient', async () => {
     const publisher = await agent(instanceB.url);
     const applicant = await agent(instanceB.url);
-    await call(instanceB.url, 'POST', '/api/v1/admin/wallet/credit', { 'X-Admin-Token': adminToken }, { user_id: publisher.userId, currency: 'UT', amount: '100.00' });
+    await call(
+      instanceB.url,
+      'POST',
+      '/api/v1/admin/wallet/credit',
+      { 'X-Admin-Token': adminToken },
+      { user_id: publisher.userId, currency: 'UT', amount: '100.00' },
+    );
     const types = ['task.published', 'task.updated', 'task.closed', 'task.matched', 'application.submitted', 'application.accepted'];
-    const [publisherStream, applicantStream] = [openEventSource(`${instanceA.url}/api/v1/tasks/events`, publisher.headers, types), openEventSource(`${instanceA.url}/api/v1/tasks/events`, applicant.headers, types)];
+    const [publisherStream, applicantStream] = [
+      openEventSource(`${instanceA.url}/api/v1/tasks/events`, publisher.headers, types),
+      openEventSource(`${instanceA.url}/api/v1/tasks/events`, applicant.headers, types),
+    ];
     await Promise.all([publisherStream.opened, applicantStream.opened]);
-    const skill = await call(instanceB.url, 'POST', '/api/v1/skills/', applicant.headers, { name: 'Editing', description: 'Copy editing', category: 'copywriting' });
+    const skill = await call(instanceB.url, 'POST', '/api/v1/skills/', applicant.headers, {
+      name: 'Editing',
+      description: 'Copy editing',
+      category: 'copywriting',
+    });
     const tasks = [];
     for (let index = 0; index < 3; index++) {
-      const task = await call(instanceB.url, 'POST', '/api/v1/tasks/', publisher.headers, { title: `Edit chapter ${index}`, description: 'Ten pages', mode: 'online', bounty_amount: '5.00' });
+      const task = await call(instanceB.url, 'POST', '/api/v1/tasks/', publisher.headers, {
+        title: `Edit chapter ${index}`,
+        description: 'Ten pages',
+        mode: 'online',
+        bounty_amount: '5.00',
+      });
       const application = await call(instanceB.url, 'POST', `/api/v1/tasks/${task.id}/applications`, applicant.headers, { skill_id: skill.id });
       await call(instanceB.url, 'PUT', `/api/v1/tasks/${task.id}`, publisher.headers, { bounty_amount: '6.00' });
       if (index === 0) await call(instanceB.url, 'POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, publisher.headers, {});
@@ -128,12 +169,22 @@ describe('the task stream on two instances', () => {
       tasks.push(task.id);
     }
     const expected = { publisher: 13, applicant: 10 };
-    await expect.poll(() => [publisherStream.received.length, applicantStream.received.length], { timeout: 30_000 }).toEqual([expected.publisher, expected.applicant]);
+    await expect
+      .poll(() => [publisherStream.received.length, applicantStream.received.length], { timeout: 30_000 })
+      .toEqual([expected.publisher, expected.applicant]);
     expect(publisherStream.received.map((event) => Number(event.id))).toEqual(Array.from({ length: expected.publisher }, (_, index) => index + 1));
     expect(applicantStream.received.map((event) => Number(event.id))).toEqual(Array.from({ length: expected.applicant }, (_, index) => index + 1));
     expect(applicantStream.received.map((event) => event.type)).toEqual([
-      'application.submitted', 'task.updated', 'task.matched', 'application.accepted',
-      'application.submitted', 'task.updated', 'task.closed', 'application.submitted', 'task.updated', 'task.closed',
+      'application.submitted',
+      'task.updated',
+      'task.matched',
+      'application.accepted',
+      'application.submitted',
+      'task.updated',
+      'task.closed',
+      'application.submitted',
+      'task.updated',
+      'task.closed',
     ]);
     for (const stream of [publisherStream, applicantStream]) stream.close();
   }, 120_000);
@@ -161,7 +212,13 @@ describe('webhook deliveries across a SIGKILL', () => {
     try {
       const { buyer, seller, capability } = await market(doomed.url, '100.00');
       await call(doomed.url, 'POST', '/api/v1/webhooks', buyer.headers, { url: hooks, event_types: ['transaction.*'] });
-      const bought = await call(doomed.url, 'POST', '/api/v1/transactions', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { capability_id: capability.id });
+      const bought = await call(
+        doomed.url,
+        'POST',
+        '/api/v1/transactions',
+        { ...buyer.headers, 'Idempotency-Key': randomUUID() },
+        { capability_id: capability.id },
+      );
       await call(doomed.url, 'POST', `/api/v1/transactions/${bought.id}/freeze`, buyer.headers, {});
       await call(doomed.url, 'POST', `/api/v1/transactions/${bought.id}/accept`, seller.headers, {});
       await expect.poll(() => received.length, { timeout: 30_000 }).toBe(1);
@@ -169,7 +226,12 @@ describe('webhook deliveries across a SIGKILL', () => {
       survivor = await startServer(withPrivate);
       await expect.poll(() => received.length, { timeout: 90_000, interval: 500 }).toBe(4);
       // The first event twice, with the same delivery id; then the rest, in order, once each.
-      expect(received.map((each) => each.type)).toEqual(['transaction.pending_freeze', 'transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted']);
+      expect(received.map((each) => each.type)).toEqual([
+        'transaction.pending_freeze',
+        'transaction.pending_freeze',
+        'transaction.frozen',
+        'transaction.accepted',
+      ]);
       expect(received[1]!.id).toBe(received[0]!.id);
     } finally {
       doomed.child.kill('SIGKILL');
@@ -185,7 +247,11 @@ describe('rate limits shared by two instances', () => {
     const email = `${randomUUID()}@example.com`;
     await call(instanceA.url, 'POST', '/api/v1/auth/signup', {}, { email, password: 'multi-instance-1' });
     const login = async (base: string) => {
-      const response = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, password: 'wrong-password-1' }) });
+      const response = await fetch(`${base}/api/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ email, password: 'wrong-password-1' }),
+      });
       return ((await response.json()) as { code: number }).code;
     };
     const codes = [];
@@ -227,14 +293,17 @@ describe('one server with two workers (WORKERS=2)', () => {
  */
 function workerPids(primaryPid: number): number[] {
   const nodeBinary = realpathSync(process.execPath);
-  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === primaryPid && realpathSync(`/proc/${pid}/exe`) === nodeBinary;
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === primaryPid && realpathSync(`/proc/${pid}/exe`) === nodeBinary;
+      } catch {
+        return false;
+      }
+    });
 }
 
 describe('a worker that dies', () => {

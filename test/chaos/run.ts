@@ -43,7 +43,11 @@ const callbackUrl = `http://127.0.0.1:${(callback.address() as AddressInfo).port
 progress(`recreating ${databaseUrl}`);
 await recreateDatabase(databaseUrl);
 const environment = {
-  DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, CALLBACK_ALLOW_PRIVATE: 'true', SWEEPER_INTERVAL_MS: '2000', PLATFORM_FEE_BPS: '250',
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  CALLBACK_ALLOW_PRIVATE: 'true',
+  SWEEPER_INTERVAL_MS: '2000',
+  PLATFORM_FEE_BPS: '250',
   ...Object.fromEntries(rateLimitNames.map((name) => [rateLimitVariable(name), 'off'])),
 };
 const instances: Instance[] = [instance('A', 3901, environment), instance('B', 3902, environment)];
@@ -120,12 +124,16 @@ async function faultLoop() {
 async function probeReadiness(dependency: 'database' | 'bus') {
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   // All at once: the backend is down for a few seconds only.
-  await Promise.all(instances.filter((one) => one.up).map(async (each) => {
-    const response = await fetch(`${each.url}/readyz`, { signal: AbortSignal.timeout(4_000) }).catch(() => null);
-    const body = response ? ((await response.json()) as { data?: Record<string, boolean> }) : null;
-    if (response?.status === 503 && body?.data?.[dependency] === false) checks['readiness named the missing dependency'] += 1;
-    else violations.push(`/readyz of ${each.name} while the ${dependency} was down answered ${response?.status} ${JSON.stringify(body)}`);
-  }));
+  await Promise.all(
+    instances
+      .filter((one) => one.up)
+      .map(async (each) => {
+        const response = await fetch(`${each.url}/readyz`, { signal: AbortSignal.timeout(4_000) }).catch(() => null);
+        const body = response ? ((await response.json()) as { data?: Record<string, boolean> }) : null;
+        if (response?.status === 503 && body?.data?.[dependency] === false) checks['readiness named the missing dependency'] += 1;
+        else violations.push(`/readyz of ${each.name} while the ${dependency} was down answered ${response?.status} ${JSON.stringify(body)}`);
+      }),
+  );
 }
 
 async function snapshotLoop() {
@@ -142,7 +150,11 @@ async function snapshotLoop() {
 
 async function openMarket(base: string): Promise<Market> {
   const call = async (method: string, path: string, headers: Record<string, string>, body?: unknown) => {
-    const response = await fetch(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const answer = (await response.json()) as { code: number; data: any };
     if (answer.code !== 0) throw new Error(`${method} ${path}: ${JSON.stringify(answer)}`);
     return answer.data;
@@ -155,16 +167,28 @@ async function openMarket(base: string): Promise<Market> {
   };
   const buyers = await Promise.all(Array.from({ length: 8 }, party));
   const sellers = await Promise.all(Array.from({ length: 3 }, party));
-  for (const buyer of buyers) await call('POST', '/api/v1/admin/wallet/credit', { ...admin, 'Idempotency-Key': randomUUID() }, { user_id: buyer.id, currency: 'UT', amount: '500.00' });
+  for (const buyer of buyers)
+    await call('POST', '/api/v1/admin/wallet/credit', { ...admin, 'Idempotency-Key': randomUUID() }, { user_id: buyer.id, currency: 'UT', amount: '500.00' });
   const capabilities: Market['capabilities'] = [];
   for (const [index, seller] of sellers.entries()) {
     const offered = await call('POST', '/api/v1/capabilities', seller.headers, {
-      title: `An hour of legal translation ${index}`, description: 'Translate a contract into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_hour', price_ut: `${index + 1}.00`,
+      title: `An hour of legal translation ${index}`,
+      description: 'Translate a contract into Chinese',
+      category: 'translation',
+      capability_type: 'service',
+      pricing_model: 'per_hour',
+      price_ut: `${index + 1}.00`,
     });
     capabilities.push({ id: offered.id, seller, invoke: false });
   }
   const invoked = await call('POST', '/api/v1/capabilities', sellers[0]!.headers, {
-    title: 'Instant summary', description: 'Summarise a text', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_query', price_ut: '0.50', callback_url: callbackUrl,
+    title: 'Instant summary',
+    description: 'Summarise a text',
+    category: 'ai_automation',
+    capability_type: 'service',
+    pricing_model: 'per_query',
+    price_ut: '0.50',
+    callback_url: callbackUrl,
   });
   capabilities.push({ id: invoked.id, seller: sellers[0]!, invoke: true });
   return { buyers, sellers, capabilities };
@@ -176,7 +200,9 @@ function report() {
   console.log('| operation | ok | failed | unknown |\n|---|---:|---:|---:|');
   for (const [kind, counts] of rows) console.log(`| ${kind} | ${counts.ok} | ${counts.failed} | ${counts.unknown} |`);
   const total = rows.reduce((sum, [, counts]) => sum + counts.ok + counts.failed + counts.unknown, 0);
-  console.log(`| all | ${rows.reduce((sum, [, c]) => sum + c.ok, 0)} | ${rows.reduce((sum, [, c]) => sum + c.failed, 0)} | ${rows.reduce((sum, [, c]) => sum + c.unknown, 0)} |  (${total} operations)`);
+  console.log(
+    `| all | ${rows.reduce((sum, [, c]) => sum + c.ok, 0)} | ${rows.reduce((sum, [, c]) => sum + c.failed, 0)} | ${rows.reduce((sum, [, c]) => sum + c.unknown, 0)} |  (${total} operations)`,
+  );
   console.log('\n| fault | injected |\n|---|---:|');
   for (const [fault, count] of Object.entries(faults)) console.log(`| ${fault} | ${count} |`);
   const received = subscriptions.reduce((sum, { subscription }) => sum + subscription.received, 0);
@@ -185,7 +211,9 @@ function report() {
   for (const [check, count] of Object.entries(checks)) console.log(`| ${check} | ${count} |`);
   console.log(`| idempotency keys checked | ${log.keyEffects.size} |`);
   console.log(`| events received by ${subscriptions.length} subscribers (reconnects) | ${received} (${reconnects}) |`);
-  const missingFaults = Object.entries(faults).filter(([, count]) => count === 0).map(([fault]) => `no ${fault} was injected`);
+  const missingFaults = Object.entries(faults)
+    .filter(([, count]) => count === 0)
+    .map(([fault]) => `no ${fault} was injected`);
   const all = [...violations, ...missingFaults];
   if (all.length === 0) {
     console.log('\nNo violation.');
@@ -193,7 +221,11 @@ function report() {
   }
   console.log(`\n${all.length} violation(s), by kind:`);
   const kinds = new Map<string, number>();
-  for (const violation of all) kinds.set(violation.replace(/[0-9a-f]{8}-[0-9a-f-]{27}|\{.*$|\d+/g, '…'), (kinds.get(violation.replace(/[0-9a-f]{8}-[0-9a-f-]{27}|\{.*$|\d+/g, '…')) ?? 0) + 1);
+  for (const violation of all)
+    kinds.set(
+      violation.replace(/[0-9a-f]{8}-[0-9a-f-]{27}|\{.*$|\d+/g, '…'),
+      (kinds.get(violation.replace(/[0-9a-f]{8}-[0-9a-f-]{27}|\{.*$|\d+/g, '…')) ?? 0) + 1,
+    );
   for (const [kind, count] of kinds) console.log(`- ${count} x ${kind}`);
   console.log('the first ones in full:');
   for (const violation of all.slice(0, 20)) console.log(`- ${violation.slice(0, 400)}`);

@@ -30,7 +30,15 @@ export function instance(name: string, port: number, environment: Record<string,
     },
     async start() {
       child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-        env: { ...process.env, ...environment, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN: chaosAdminToken, JWT_SECRET: 'chaos-jwt-secret-0123456789abcdef', LOG_LEVEL: 'error' },
+        env: {
+          ...process.env,
+          ...environment,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          ADMIN_TOKEN: chaosAdminToken,
+          JWT_SECRET: 'chaos-jwt-secret-0123456789abcdef',
+          LOG_LEVEL: 'error',
+        },
         stdio: ['ignore', 'ignore', 'inherit'],
       });
       const started = child;
@@ -40,7 +48,10 @@ export function instance(name: string, port: number, environment: Record<string,
       // Up when it answers /healthz; a start that takes over a minute is a fault of its own.
       for (let attempt = 0; attempt < 600; attempt++) {
         if (child !== started) return;
-        const alive = await fetch(`${self.url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((response) => response.ok, () => false);
+        const alive = await fetch(`${self.url}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
+          (response) => response.ok,
+          () => false,
+        );
         if (alive) {
           self.up = true;
           return;
@@ -70,17 +81,37 @@ function run(command: string, args: string[]): void {
 export function restartPostgres(downMs: number): Promise<void> {
   const version = readdirSync('/etc/postgresql')[0]!;
   run('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'stop', '--', '-m', 'immediate']);
-  return new Promise((resolve) => setTimeout(() => {
-    run('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'start']);
-    resolve();
-  }, downMs));
+  return new Promise((resolve) =>
+    setTimeout(() => {
+      run('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'start']);
+      resolve();
+    }, downMs),
+  );
 }
 
 /** Shuts Redis down and starts it again as .ci/run starts it (nothing is kept on disk). */
 export function restartRedis(downMs: number): Promise<void> {
   spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', '6379', 'shutdown', 'nosave'], { stdio: 'ignore' });
-  return new Promise((resolve) => setTimeout(() => {
-    run('redis-server', ['--daemonize', 'yes', '--bind', '127.0.0.1', '-::1', '--port', '6379', '--save', '', '--appendonly', 'no', '--dir', '/var/lib/redis', '--logfile', '/var/log/redis/chaos.log']);
-    resolve();
-  }, downMs));
+  return new Promise((resolve) =>
+    setTimeout(() => {
+      run('redis-server', [
+        '--daemonize',
+        'yes',
+        '--bind',
+        '127.0.0.1',
+        '-::1',
+        '--port',
+        '6379',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        '/var/lib/redis',
+        '--logfile',
+        '/var/log/redis/chaos.log',
+      ]);
+      resolve();
+    }, downMs),
+  );
 }

@@ -8,11 +8,15 @@ it('shuts down gracefully on SIGTERM with a stream open', { timeout: 90_000 }, a
   const database = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
   const server = await startServer({
     ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: temporaryDirectory('shutdown') }),
-    ADMIN_TOKEN: 'shutdown-admin-token-0123456789', JWT_SECRET: 'shutdown-jwt-secret-0123456789', LOG_LEVEL: 'info',
+    ADMIN_TOKEN: 'shutdown-admin-token-0123456789',
+    JWT_SECRET: 'shutdown-jwt-secret-0123456789',
+    LOG_LEVEL: 'info',
   });
   try {
     const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'stream@example.com', password: 'shutdown-pass-1' }),
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'stream@example.com', password: 'shutdown-pass-1' }),
     });
     const token = ((await signup.json()) as { data: { access_token: string } }).data.access_token;
     const stream = await fetch(`${server.url}/api/v1/transactions/events`, { headers: { Authorization: `Bearer ${token}` } });
@@ -47,11 +51,15 @@ it('shuts down gracefully on SIGTERM while Redis is down', { timeout: 90_000 }, 
   const server = await startServer({
     ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: temporaryDirectory('shutdown-redis') }),
     REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    ADMIN_TOKEN: 'shutdown-admin-token-0123456789', JWT_SECRET: 'shutdown-jwt-secret-0123456789', LOG_LEVEL: 'info',
+    ADMIN_TOKEN: 'shutdown-admin-token-0123456789',
+    JWT_SECRET: 'shutdown-jwt-secret-0123456789',
+    LOG_LEVEL: 'info',
   });
   try {
     const signup = await fetch(`${server.url}/api/v1/auth/signup`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'outage@example.com', password: 'shutdown-pass-1' }),
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'outage@example.com', password: 'shutdown-pass-1' }),
     });
     const token = ((await signup.json()) as { data: { access_token: string } }).data.access_token;
     const stream = await fetch(`${server.url}/api/v1/transactions/events`, { headers: { Authorization: `Bearer ${token}` } });

@@ -34,7 +34,11 @@ export function subscribe(instances: Instance[], party: Party, until: () => bool
     const abort = new AbortController();
     const stop = setInterval(() => until() && abort.abort(), 500);
     try {
-      const headers: Record<string, string> = { ...party.headers, Accept: 'text/event-stream', ...(lastId === null ? {} : { 'Last-Event-ID': String(lastId) }) };
+      const headers: Record<string, string> = {
+        ...party.headers,
+        Accept: 'text/event-stream',
+        ...(lastId === null ? {} : { 'Last-Event-ID': String(lastId) }),
+      };
       const response = await fetch(`${instance.url}/api/v1/transactions/events`, { headers, signal: abort.signal });
       if (!response.ok || !response.body) return;
       const reader = response.body.getReader();

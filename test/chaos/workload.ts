@@ -10,8 +10,15 @@ import { chaosAdminToken } from './servers.ts';
  * from here: every answer to every idempotency key, and every 5xx.
  */
 export type Outcome = 'ok' | 'failed' | 'unknown';
-export interface Party { id: string; headers: Record<string, string> }
-export interface Market { buyers: Party[]; sellers: Party[]; capabilities: { id: string; seller: Party; invoke: boolean }[] }
+export interface Party {
+  id: string;
+  headers: Record<string, string>;
+}
+export interface Market {
+  buyers: Party[];
+  sellers: Party[];
+  capabilities: { id: string; seller: Party; invoke: boolean }[];
+}
 
 export interface Log {
   counts: Map<string, Record<Outcome, number>>;
@@ -26,12 +33,17 @@ const admin = { 'X-Admin-Token': chaosAdminToken };
 const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
 const nextMove: Record<string, string> = { pending_freeze: 'freeze', frozen: 'accept', accepted: 'deliver', delivered: 'confirm', disputed: 'resolve' };
 
-interface Answer { status: number; body: { code?: number; data?: any; result?: any; error?: any } | null; headers: Headers | null }
+interface Answer {
+  status: number;
+  body: { code?: number; data?: any; result?: any; error?: any } | null;
+  headers: Headers | null;
+}
 
 async function request(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<Answer> {
   try {
     const response = await fetch(`${base}${path}`, {
-      method, signal: AbortSignal.timeout(15_000),
+      method,
+      signal: AbortSignal.timeout(15_000),
       headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -74,7 +86,8 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     if (!retry) keys.push({ key, buyer, body });
     const answer = await request(base(), 'POST', '/api/v1/transactions', { ...actor.headers, 'Idempotency-Key': key }, body);
     record(log, retry ? 'create (retried key)' : 'create', answer);
-    if (answer.status === 201) noteCreated(key, answer, actor, market.capabilities.find((each) => each.id === (body as { capability_id: string }).capability_id)!.seller);
+    if (answer.status === 201)
+      noteCreated(key, answer, actor, market.capabilities.find((each) => each.id === (body as { capability_id: string }).capability_id)!.seller);
   }
 
   async function move() {
@@ -84,7 +97,13 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     const natural = transaction.status ? nextMove[transaction.status] : undefined;
     const action = natural && Math.random() < 0.7 ? natural : pick(['freeze', 'accept', 'deliver', 'confirm', 'cancel', 'reject', 'dispute', 'resolve']);
     if (action === 'resolve') {
-      const answer = await request(base(), 'POST', `/api/v1/admin/transactions/${transaction.id}/resolve`, { ...admin, 'Idempotency-Key': randomUUID() }, { outcome: pick(['settle', 'refund']) });
+      const answer = await request(
+        base(),
+        'POST',
+        `/api/v1/admin/transactions/${transaction.id}/resolve`,
+        { ...admin, 'Idempotency-Key': randomUUID() },
+        { outcome: pick(['settle', 'refund']) },
+      );
       if (typeof answer.body?.data?.status === 'string') transaction.status = answer.body.data.status;
       return record(log, 'resolve', answer);
     }
@@ -104,7 +123,15 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
   async function rpcPurchase(buyer: Party) {
     const capability = pick(market.capabilities.filter((each) => !each.invoke));
     const messageId = randomUUID();
-    const call = { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId, role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id, booked_hours: 1 } }] }, configuration: { blocking: false } } };
+    const call = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: {
+        message: { kind: 'message', messageId, role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id, booked_hours: 1 } }] },
+        configuration: { blocking: false },
+      },
+    };
     const answer = await request(base(), 'POST', '/api/v1/rpc', buyer.headers, call);
     record(log, 'json-rpc message/send', answer, Boolean(answer.body?.error));
     const id = answer.body?.result?.id;
@@ -140,7 +167,12 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
   async function mcpPurchase(buyer: Party) {
     const capability = pick(market.capabilities.filter((each) => !each.invoke));
     const key = randomUUID();
-    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'buy_capability', arguments: { capability_id: capability.id, booked_hours: 1, idempotency_key: key } } };
+    const call = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'buy_capability', arguments: { capability_id: capability.id, booked_hours: 1, idempotency_key: key } },
+    };
     const answer = await request(base(), 'POST', '/mcp', buyer.headers, call);
     const text = answer.body?.result?.content?.[0]?.text as string | undefined;
     const result = text ? (JSON.parse(text) as { transaction?: { id: string } }) : null;
@@ -151,14 +183,26 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
   async function invoke(buyer: Party) {
     const capability = market.capabilities.find((each) => each.invoke)!;
     const key = randomUUID();
-    const answer = await request(base(), 'POST', `/api/v1/capabilities/${capability.id}/invoke`, { ...buyer.headers, 'Idempotency-Key': key }, { input: { n: 1 } });
+    const answer = await request(
+      base(),
+      'POST',
+      `/api/v1/capabilities/${capability.id}/invoke`,
+      { ...buyer.headers, 'Idempotency-Key': key },
+      { input: { n: 1 } },
+    );
     record(log, 'invoke', answer);
     const id = answer.body?.data?.transaction_id;
     if (typeof id === 'string') log.keyEffects.set(`invoke:${key}`, new Set([id]));
   }
 
   async function autoAcceptDemand(buyer: Party) {
-    const answer = await request(base(), 'POST', '/api/v1/demands', { ...buyer.headers, 'Idempotency-Key': randomUUID() }, { description: 'An hour of legal translation of a contract into Chinese', max_price_ut: '5.00', auto_accept: true });
+    const answer = await request(
+      base(),
+      'POST',
+      '/api/v1/demands',
+      { ...buyer.headers, 'Idempotency-Key': randomUUID() },
+      { description: 'An hour of legal translation of a contract into Chinese', max_price_ut: '5.00', auto_accept: true },
+    );
     record(log, 'auto-accept demand', answer);
   }
 
@@ -209,7 +253,13 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       const retry = taskKeys.length > 0 && Math.random() < 0.2 ? pick(taskKeys) : null;
       const entry = retry ?? { key: randomUUID(), owner: buyer };
       if (!retry) taskKeys.push(entry);
-      const body = { title: 'Translate a contract', description: 'Legal contract, English into Chinese', mode: 'online', category: 'translation', bounty_amount: '2.00' };
+      const body = {
+        title: 'Translate a contract',
+        description: 'Legal contract, English into Chinese',
+        mode: 'online',
+        category: 'translation',
+        bounty_amount: '2.00',
+      };
       const answer = await request(base(), 'POST', '/api/v1/tasks/', { ...entry.owner.headers, 'Idempotency-Key': entry.key }, body);
       record(log, retry ? 'task publish (retried key)' : 'task publish', answer);
       const id = answer.body?.data?.id;
@@ -221,7 +271,13 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       const seller = pick(market.sellers);
       let skillId = sellerSkills.get(seller.id);
       if (!skillId) {
-        const made = await request(base(), 'POST', '/api/v1/skills/', { ...seller.headers, 'Idempotency-Key': `chaos-skill-${seller.id}` }, { name: 'Legal translation', description: 'Contracts', category: 'translation' });
+        const made = await request(
+          base(),
+          'POST',
+          '/api/v1/skills/',
+          { ...seller.headers, 'Idempotency-Key': `chaos-skill-${seller.id}` },
+          { name: 'Legal translation', description: 'Contracts', category: 'translation' },
+        );
         if (typeof made.body?.data?.id !== 'string') return record(log, 'task apply (skill)', made);
         skillId = made.body.data.id as string;
         sellerSkills.set(seller.id, skillId);
@@ -234,10 +290,17 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       const application = pick(applications.slice(-20));
       // The proposals (3.00) are above the bounty (2.00): without max_price the accept is refused (4093), with it the price is paid.
       const body = Math.random() < 0.8 ? { max_price: '3.00' } : {};
-      const answer = await request(base(), 'POST', `/api/v1/tasks/${application.task.id}/applications/${application.id}/accept`, { ...application.task.owner.headers, 'Idempotency-Key': randomUUID() }, body);
+      const answer = await request(
+        base(),
+        'POST',
+        `/api/v1/tasks/${application.task.id}/applications/${application.id}/accept`,
+        { ...application.task.owner.headers, 'Idempotency-Key': randomUUID() },
+        body,
+      );
       record(log, 'task accept', answer);
       const id = answer.body?.data?.transaction?.id;
-      if (typeof id === 'string' && !known.some((each) => each.id === id)) known.push({ id, buyer: application.task.owner, seller: application.applicant, status: 'frozen' });
+      if (typeof id === 'string' && !known.some((each) => each.id === id))
+        known.push({ id, buyer: application.task.owner, seller: application.applicant, status: 'frozen' });
     } else if (roll < 0.9 && sellerSkills.size > 0) {
       await selectionWork(pick(tasks.slice(-20)));
     } else {
@@ -256,16 +319,28 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     const roll = Math.random();
     if (roll < 0.35 || pushes.length === 0) {
       const [sellerId, skillId] = pick([...sellerSkills.entries()]);
-      const answer = await request(base(), 'POST', `/api/v1/tasks/${task.id}/select-skill`, task.owner.headers, { skill_id: skillId, ...(Math.random() < 0.5 ? { price: '1.50' } : {}) });
+      const answer = await request(base(), 'POST', `/api/v1/tasks/${task.id}/select-skill`, task.owner.headers, {
+        skill_id: skillId,
+        ...(Math.random() < 0.5 ? { price: '1.50' } : {}),
+      });
       record(log, 'task select', answer);
-      if (typeof answer.body?.data?.id === 'string') pushes.push({ id: answer.body.data.id, task, seller: market.sellers.find((each) => each.id === sellerId)! });
+      if (typeof answer.body?.data?.id === 'string')
+        pushes.push({ id: answer.body.data.id, task, seller: market.sellers.find((each) => each.id === sellerId)! });
       return;
     }
     const push = pick(pushes.slice(-20));
     if (roll < 0.5) return record(log, 'task pushes list', await request(base(), 'GET', `/api/v1/tasks/${push.task.id}/pushes`, push.task.owner.headers));
-    if (roll < 0.65) return record(log, 'task push withdraw', await request(base(), 'DELETE', `/api/v1/tasks/${push.task.id}/pushes/${push.id}`, push.task.owner.headers));
-    if (roll < 0.75) return record(log, 'task bounty lowered', await request(base(), 'PUT', `/api/v1/tasks/${push.task.id}`, push.task.owner.headers, { bounty_amount: '1.00' }));
-    const answer = await request(base(), 'POST', `/api/v1/tasks/pushes/${push.id}/respond`, push.seller.headers, { decision: Math.random() < 0.8 ? 'accept' : 'decline' });
+    if (roll < 0.65)
+      return record(log, 'task push withdraw', await request(base(), 'DELETE', `/api/v1/tasks/${push.task.id}/pushes/${push.id}`, push.task.owner.headers));
+    if (roll < 0.75)
+      return record(
+        log,
+        'task bounty lowered',
+        await request(base(), 'PUT', `/api/v1/tasks/${push.task.id}`, push.task.owner.headers, { bounty_amount: '1.00' }),
+      );
+    const answer = await request(base(), 'POST', `/api/v1/tasks/pushes/${push.id}/respond`, push.seller.headers, {
+      decision: Math.random() < 0.8 ? 'accept' : 'decline',
+    });
     record(log, 'task push respond', answer);
     const id = answer.body?.data?.accepted?.transaction?.id;
     if (typeof id === 'string' && !known.some((each) => each.id === id)) known.push({ id, buyer: push.task.owner, seller: push.seller, status: 'frozen' });
@@ -277,7 +352,13 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
     const retry = credits.length > 0 && Math.random() < 0.2 ? pick(credits) : null;
     const entry = retry ?? { key: randomUUID(), userId: buyer.id };
     if (!retry) credits.push(entry);
-    const answer = await request(base(), 'POST', '/api/v1/admin/wallet/credit', { ...admin, 'Idempotency-Key': entry.key }, { user_id: entry.userId, currency: 'UT', amount: '20.00' });
+    const answer = await request(
+      base(),
+      'POST',
+      '/api/v1/admin/wallet/credit',
+      { ...admin, 'Idempotency-Key': entry.key },
+      { user_id: entry.userId, currency: 'UT', amount: '20.00' },
+    );
     record(log, retry ? 'credit (retried key)' : 'credit', answer);
     const movement = answer.body?.data?.movement_id;
     if (typeof movement === 'string') log.keyEffects.set(`credit:${entry.key}`, (log.keyEffects.get(`credit:${entry.key}`) ?? new Set()).add(movement));

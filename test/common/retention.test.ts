@@ -32,7 +32,9 @@ async function acceptedDeal() {
 }
 
 const outboxSequences = async (id: string) =>
-  ((await db()('outbox_events').where({ transaction_id: id }).orderBy('transaction_sequence')) as { transaction_sequence: number }[]).map((row) => row.transaction_sequence);
+  ((await db()('outbox_events').where({ transaction_id: id }).orderBy('transaction_sequence')) as { transaction_sequence: number }[]).map(
+    (row) => row.transaction_sequence,
+  );
 
 describe('the retention job', () => {
   it('deletes published events older than the window, and keeps unpublished and recent ones', async () => {
@@ -74,7 +76,14 @@ describe('the retention job', () => {
     const unpublished = deals[0]!;
     await db()('outbox_events').where({ transaction_id: unpublished.id }).update({ published_at: null });
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
-    const oldRows = Number((await db()('outbox_events').whereNotNull('published_at').where('created_at', '<', new Date(test.clock.now.getTime() - retentionHours() * hourMs)).count('* as count'))[0]!.count);
+    const oldRows = Number(
+      (
+        await db()('outbox_events')
+          .whereNotNull('published_at')
+          .where('created_at', '<', new Date(test.clock.now.getTime() - retentionHours() * hourMs))
+          .count('* as count')
+      )[0]!.count,
+    );
 
     const runs = await Promise.all([1, 2, 3, 4, 5, 6].map(() => pruneOld(test)));
 
@@ -90,7 +99,9 @@ describe('a configured retention window', () => {
     try {
       const market = await agentMarket(short);
       const { id } = await buy(short, market.buyer, market.capability.id);
-      await expect.poll(async () => (await short.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id }).whereNotNull('published_at')).length).toBe(1);
+      await expect
+        .poll(async () => (await short.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id }).whereNotNull('published_at')).length)
+        .toBe(1);
       short.clock.advanceMs(1 * hourMs);
       expect((await pruneOld(short)).outboxEvents).toBe(0);
       short.clock.advanceMs(2 * hourMs);
@@ -117,7 +128,8 @@ describe('a stream resumed from a pruned position', () => {
 
     const [tooOld, live] = client.received;
     expect(tooOld).toMatchObject({
-      type: 'too_old', id: '3',
+      type: 'too_old',
+      id: '3',
       data: { code: 'too_old', requested_after: '1', resumed_after: '3', retention_hours: retentionHours(), current_state: `/api/v1/transactions/${deal.id}` },
     });
     expect(live).toMatchObject({ type: 'transaction.delivered', id: '4' });
@@ -126,7 +138,10 @@ describe('a stream resumed from a pruned position', () => {
   it('on a user stream, resumes after the oldest event still kept', async () => {
     const deal = await acceptedDeal();
     const buyerHead = String((await db()('event_streams').where({ owner_user_id: deal.buyer.userId }).first('last_sequence')).last_sequence);
-    await db()('outbox_events').where({ transaction_id: deal.id }).where('transaction_sequence', '<', 3).update({ created_at: new Date(0) });
+    await db()('outbox_events')
+      .where({ transaction_id: deal.id })
+      .where('transaction_sequence', '<', 3)
+      .update({ created_at: new Date(0) });
     await pruneOld(test);
 
     const client = openEventSource(`${server.url}/api/v1/transactions/events`, { ...deal.buyer.headers, 'Last-Event-ID': '0' });
@@ -143,7 +158,9 @@ describe('a stream resumed from a pruned position', () => {
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
     await pruneOld(test);
     await act(test, deal.seller, deal.id, 'deliver', { result_payload: { answer: 42 } }).expect(200);
-    await db()('outbox_events').where({ transaction_id: deal.id }).update({ published_at: new Date(0), created_at: new Date(0) });
+    await db()('outbox_events')
+      .where({ transaction_id: deal.id })
+      .update({ published_at: new Date(0), created_at: new Date(0) });
     await pruneOld(test);
 
     const results = await rpcStreamResults(`${server.url}/api/v1/rpc`, deal.buyer, 'tasks/resubscribe', { id: deal.id }, { 'A2A-Version': '0.3' });
@@ -155,7 +172,9 @@ describe('a stream resumed from a pruned position', () => {
     const market = await agentMarket(test, '1000.00');
     const ids = await Promise.all([1, 2, 3, 4, 5].map(async () => (await buy(test, market.buyer, market.capability.id)).id));
     const head = Number((await db()('event_streams').where({ owner_user_id: market.buyer.userId }).first('last_sequence')).last_sequence);
-    const clients = [1, 2, 3, 4, 5, 6, 7, 8].map(() => openEventSource(`${server.url}/api/v1/transactions/events`, { ...market.buyer.headers, 'Last-Event-ID': String(head) }));
+    const clients = [1, 2, 3, 4, 5, 6, 7, 8].map(() =>
+      openEventSource(`${server.url}/api/v1/transactions/events`, { ...market.buyer.headers, 'Last-Event-ID': String(head) }),
+    );
     await Promise.all([...clients.map((client) => client.opened), ...ids.map((id) => act(test, market.buyer, id, 'freeze').expect(200))]);
     for (const client of clients) await expect.poll(() => client.received.length).toBe(ids.length);
     for (const client of clients) client.close();
@@ -166,7 +185,8 @@ describe('a stream resumed from a pruned position', () => {
 });
 
 describe('the retention of device authorization requests', () => {
-  const start = async () => (await test.http.post('/api/v1/auth/device-auth').send({ agent_platform_type: 'cursor' }).expect(201)).body.data as { device_code: string };
+  const start = async () =>
+    (await test.http.post('/api/v1/auth/device-auth').send({ agent_platform_type: 'cursor' }).expect(201)).body.data as { device_code: string };
   const poll = (deviceCode: string) => test.http.post('/api/v1/auth/device-auth/poll').send({ device_code: deviceCode });
 
   it('keeps an expired request for a day, so a late poll hears 4803, and deletes it after', async () => {

@@ -9,21 +9,51 @@ import { ipv4SpecialPurpose, ipv6SpecialPurpose, otherRefusedBlocks } from '../.
  */
 describe('IPv4 hosts inside IPv6 addresses', () => {
   it.each([
-    ['::ffff:10.200.30.4', '10.200.30.4'], ['::ffff:10.0.200.4', '10.0.200.4'], ['::ffff:10.0.0.200', '10.0.0.200'], ['::FFFF:7F00:1', '127.0.0.1'],
-    ['::ffff:0:127.0.0.1', '127.0.0.1'], ['::ffff:0:a00:1', '10.0.0.1'], ['::10.0.0.1', '10.0.0.1'], ['::0.0.0.2', '0.0.0.2'], ['::0.1.0.0', '0.1.0.0'],
-    ['64:ff9b::169.254.169.254', '169.254.169.254'], ['64:ff9b:1::10.1.2.3', '10.1.2.3'], ['2002:c0a8:101::', '192.168.1.1'], ['2002:0a00:0001::1', '10.0.0.1'],
+    ['::ffff:10.200.30.4', '10.200.30.4'],
+    ['::ffff:10.0.200.4', '10.0.200.4'],
+    ['::ffff:10.0.0.200', '10.0.0.200'],
+    ['::FFFF:7F00:1', '127.0.0.1'],
+    ['::ffff:0:127.0.0.1', '127.0.0.1'],
+    ['::ffff:0:a00:1', '10.0.0.1'],
+    ['::10.0.0.1', '10.0.0.1'],
+    ['::0.0.0.2', '0.0.0.2'],
+    ['::0.1.0.0', '0.1.0.0'],
+    ['64:ff9b::169.254.169.254', '169.254.169.254'],
+    ['64:ff9b:1::10.1.2.3', '10.1.2.3'],
+    ['2002:c0a8:101::', '192.168.1.1'],
+    ['2002:0a00:0001::1', '10.0.0.1'],
   ])('finds %s carries %s', (address, carried) => {
     expect(embeddedIpv4(address)).toBe(carried);
   });
 
-  it.each(['::1', '::', '2001:db8::1', '64:ff9b:2::10.1.2.3', '64:ff9b:1:1::10.1.2.3', '0:0:0:0:1:ffff:a00:1', '::ffff:1:a00:1', '1::ffff:a00:1', '::ffff:zz:1', '1:2:3', '64:ff9b:0:0:1::a00:1'])('finds nothing in %s', (address) => {
+  it.each([
+    '::1',
+    '::',
+    '2001:db8::1',
+    '64:ff9b:2::10.1.2.3',
+    '64:ff9b:1:1::10.1.2.3',
+    '0:0:0:0:1:ffff:a00:1',
+    '::ffff:1:a00:1',
+    '1::ffff:a00:1',
+    '::ffff:zz:1',
+    '1:2:3',
+    '64:ff9b:0:0:1::a00:1',
+  ])('finds nothing in %s', (address) => {
     expect(embeddedIpv4(address)).toBeNull();
   });
 });
 
 describe('the policies', () => {
   it('refuses every spelling of an internal IPv4 host publicly, and allows each when private addresses are', () => {
-    for (const address of ['::ffff:10.200.30.4', '::ffff:10.0.0.200', '::ffff:0:127.0.0.1', '::10.0.0.1', '64:ff9b::169.254.169.254', '64:ff9b:1::10.1.2.3', '2002:c0a8:101::']) {
+    for (const address of [
+      '::ffff:10.200.30.4',
+      '::ffff:10.0.0.200',
+      '::ffff:0:127.0.0.1',
+      '::10.0.0.1',
+      '64:ff9b::169.254.169.254',
+      '64:ff9b:1::10.1.2.3',
+      '2002:c0a8:101::',
+    ]) {
       expect(publicAddressesOnly(address)).toBe(false);
       expect(privateAddressesAllowed(address)).toBe(true);
     }
@@ -69,14 +99,16 @@ describe('the policies', () => {
 function edgesOf(block: string, family: 'ipv4' | 'ipv6'): [string, string] {
   const [network, prefixText] = block.split('/') as [string, string];
   const bits = family === 'ipv4' ? 32 : 128;
-  const value = family === 'ipv4'
-    ? network.split('.').reduce((sum, byte) => (sum << 8n) | BigInt(byte), 0n)
-    : embeddedGroups(network).reduce((sum, group) => (sum << 16n) | BigInt(group), 0n);
+  const value =
+    family === 'ipv4'
+      ? network.split('.').reduce((sum, byte) => (sum << 8n) | BigInt(byte), 0n)
+      : embeddedGroups(network).reduce((sum, group) => (sum << 16n) | BigInt(group), 0n);
   const hostBits = BigInt(bits - Number(prefixText));
   const last = value | ((1n << hostBits) - 1n);
-  const spell = (address: bigint) => family === 'ipv4'
-    ? [24n, 16n, 8n, 0n].map((shift) => String((address >> shift) & 0xffn)).join('.')
-    : [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => ((address >> shift) & 0xffffn).toString(16)).join(':');
+  const spell = (address: bigint) =>
+    family === 'ipv4'
+      ? [24n, 16n, 8n, 0n].map((shift) => String((address >> shift) & 0xffn)).join('.')
+      : [112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((shift) => ((address >> shift) & 0xffffn).toString(16)).join(':');
   return [spell(value), spell(last)];
 }
 

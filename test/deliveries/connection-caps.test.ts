@@ -9,7 +9,9 @@ import { AppError } from '../../src/errors.ts';
  * counting itself is driven here with small numbers.
  */
 const agent = (user: number, key: number): Principal => ({
-  user_id: `00000000-0000-4000-8000-${String(user).padStart(12, '0')}`, caller_type: 'agent', platform: 'custom_mcp',
+  user_id: `00000000-0000-4000-8000-${String(user).padStart(12, '0')}`,
+  caller_type: 'agent',
+  platform: 'custom_mcp',
   api_key_id: `00000000-0000-4000-9000-${String(key).padStart(12, '0')}`,
 });
 

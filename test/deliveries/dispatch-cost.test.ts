@@ -28,7 +28,11 @@ afterAll(async () => {
 
 const db = () => test.runtime.engine.dependencies.db;
 
-interface QueryEvent { sql: string; bindings?: unknown[]; __knexTxId?: string }
+interface QueryEvent {
+  sql: string;
+  bindings?: unknown[];
+  __knexTxId?: string;
+}
 
 /**
  * The statements and rows of the dispatcher's transaction that dispatched something while `work`
@@ -67,8 +71,18 @@ async function ownConfigsElsewhere(owner: Actor, count: number) {
   const rows = Array.from({ length: count }, (_, index) => {
     const taskId = randomUUID();
     return {
-      id: randomUUID(), kind: 'a2a_push', owner_user_id: owner.userId, owner_type: 'agent', url: receiver.url('/elsewhere'), event_types: ['transaction.*'],
-      secret: 'whsec_AAAA', created_at: at, a2a_generation: 'v1.0', a2a_task_id: taskId, a2a_task_name: taskId, a2a_config_id: `config-${index}`,
+      id: randomUUID(),
+      kind: 'a2a_push',
+      owner_user_id: owner.userId,
+      owner_type: 'agent',
+      url: receiver.url('/elsewhere'),
+      event_types: ['transaction.*'],
+      secret: 'whsec_AAAA',
+      created_at: at,
+      a2a_generation: 'v1.0',
+      a2a_task_id: taskId,
+      a2a_task_name: taskId,
+      a2a_config_id: `config-${index}`,
     };
   });
   for (let start = 0; start < rows.length; start += 500) await db()('webhook_subscriptions').insert(rows.slice(start, start + 500));
@@ -84,7 +98,11 @@ describe('dispatching one event', () => {
       await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: id, url: receiver.url(path) });
       purchases.push(id);
     }
-    await test.http.post('/api/v1/webhooks').set(buyer.headers).send({ url: receiver.url('/hook'), event_types: ['transaction.*'] }).expect(201);
+    await test.http
+      .post('/api/v1/webhooks')
+      .set(buyer.headers)
+      .send({ url: receiver.url('/hook'), event_types: ['transaction.*'] })
+      .expect(201);
     await test.runtime.engine.webhooks.runOnce();
 
     await ownConfigsElsewhere(buyer, 10);

@@ -37,7 +37,14 @@ async function existing(owner: string, count: number, options: { kind?: 'webhook
     const taskId = randomUUID();
     const push = (options.kind ?? 'a2a_push') === 'a2a_push';
     return {
-      id: randomUUID(), kind: push ? 'a2a_push' : 'webhook', owner_user_id: owner, owner_type: 'agent', url, event_types: ['transaction.*'], secret: 'whsec_AAAA', created_at: at,
+      id: randomUUID(),
+      kind: push ? 'a2a_push' : 'webhook',
+      owner_user_id: owner,
+      owner_type: 'agent',
+      url,
+      event_types: ['transaction.*'],
+      secret: 'whsec_AAAA',
+      created_at: at,
       api_key_id: options.apiKeyId ?? null,
       ...(push ? { a2a_generation: 'v1.0', a2a_task_id: taskId, a2a_task_name: taskId, a2a_config_id: `existing-${index}` } : {}),
     };
@@ -47,7 +54,10 @@ async function existing(owner: string, count: number, options: { kind?: 'webhook
 
 /** A purchase task over v1.0 (frozen at once: the buyer is funded). */
 async function purchase(buyer: Actor, capabilityId: string, configuration?: Json) {
-  return rpc.call(buyer, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capabilityId } }] }, ...(configuration ? { configuration } : {}) });
+  return rpc.call(buyer, 'SendMessage', {
+    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capabilityId } }] },
+    ...(configuration ? { configuration } : {}),
+  });
 }
 
 /** A user of an auto-provisioning key, and a conversation task of theirs (no money needed). */
@@ -59,7 +69,7 @@ async function keyUserWithTask(key: { api_key: string }) {
 }
 
 describe('push configs per user', () => {
-  it('refuses one past the caller\'s cap on all its tasks, in every generation, with 4092 naming the cap; an id it has is still replaced', async () => {
+  it("refuses one past the caller's cap on all its tasks, in every generation, with 4092 naming the cap; an id it has is still replaced", async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = (await purchase(buyer, capability.id)).result!.task;
     await existing(buyer.userId, limits.a2aPushConfigsPerUserMax - 1);
@@ -74,7 +84,10 @@ describe('push configs per user', () => {
       expect(error).toMatchObject({ code: -32192, data: { code: 4092, data: { configs_per_user_max: limits.a2aPushConfigsPerUserMax } } });
       expect(error!.message).toContain(`${limits.a2aPushConfigsPerUserMax} push notification configs`);
     }
-    expect(await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'last', url: `${url}/replaced` })).toMatchObject({ id: 'last', url: `${url}/replaced` });
+    expect(await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'last', url: `${url}/replaced` })).toMatchObject({
+      id: 'last',
+      url: `${url}/replaced`,
+    });
     expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toHaveLength(1);
   });
 
@@ -101,11 +114,35 @@ describe('push configs per user', () => {
     await existing(buyer.userId, limits.a2aPushConfigsPerUserMax);
     const before = await balance(test, buyer);
     const sends: [string, Json][] = [
-      ['SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] }, configuration: { taskPushNotificationConfig: { url } } }],
-      ['message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] }, configuration: { pushNotificationConfig: { url } } }],
-      ['tasks/send', { id: randomUUID(), sessionId: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] }, pushNotification: { url } }],
+      [
+        'SendMessage',
+        {
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] },
+          configuration: { taskPushNotificationConfig: { url } },
+        },
+      ],
+      [
+        'message/send',
+        {
+          message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] },
+          configuration: { pushNotificationConfig: { url } },
+        },
+      ],
+      [
+        'tasks/send',
+        {
+          id: randomUUID(),
+          sessionId: randomUUID(),
+          message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] },
+          pushNotification: { url },
+        },
+      ],
     ];
-    for (const [method, params] of sends) expect((await rpc.call(buyer, method, params)).error, method).toMatchObject({ code: -32192, data: { code: 4092, data: { configs_per_user_max: limits.a2aPushConfigsPerUserMax } } });
+    for (const [method, params] of sends)
+      expect((await rpc.call(buyer, method, params)).error, method).toMatchObject({
+        code: -32192,
+        data: { code: 4092, data: { configs_per_user_max: limits.a2aPushConfigsPerUserMax } },
+      });
     expect(await balance(test, buyer)).toEqual(before);
     expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
     // Without a config the same send buys.
@@ -116,7 +153,9 @@ describe('push configs per user', () => {
     const { buyer, capability } = await agentMarket(test);
     const task = (await purchase(buyer, capability.id)).result!.task;
     await existing(buyer.userId, limits.a2aPushConfigsPerUserMax - 2);
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, index) => rpc.call(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: `parallel-${index}`, url })));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, index) => rpc.call(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: `parallel-${index}`, url })),
+    );
     expect(answers.filter((answer) => answer.result)).toHaveLength(2);
     expect(answers.filter((answer) => answer.error?.data?.code === 4092)).toHaveLength(4);
     expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toHaveLength(2);
@@ -142,7 +181,14 @@ describe('per API key', () => {
     const users = Array.from({ length: 6 }, () => ({ 'X-Api-Key': key.api_key, 'X-Platform-User-Id': randomUUID() }));
     const me = await test.http.get('/api/v1/auth/me').set(users[0]!).expect(200);
     await existing(me.body.data.user_id, limits.webhookSubscriptionsPerApiKeyMax - 2, { kind: 'webhook', apiKeyId: key.id });
-    const answers = await Promise.all(users.slice(1).map((headers) => test.http.post('/api/v1/webhooks').set(headers).send({ url, event_types: ['*'] })));
+    const answers = await Promise.all(
+      users.slice(1).map((headers) =>
+        test.http
+          .post('/api/v1/webhooks')
+          .set(headers)
+          .send({ url, event_types: ['*'] }),
+      ),
+    );
     expect(answers.map((answer) => answer.status).sort()).toEqual([201, 201, 409, 409, 409]);
     for (const refused of answers.filter((answer) => answer.status === 409)) {
       expect(refused.body).toMatchObject({ code: 4092, data: { webhooks_per_api_key_max: limits.webhookSubscriptionsPerApiKeyMax } });
@@ -154,43 +200,90 @@ describe('per API key', () => {
 describe('headers that cannot be sent', () => {
   const unsendable = ['tok\r\nX-Injected: yes', 'line\nbreak', 'bell\u0007', 'del\u007f', 'euro \u20ac', '\u4e2d\u6587'];
 
-  it('refuses such a token, scheme or credentials with -32602 in every generation\'s set, naming the field; Latin-1 is accepted', async () => {
+  it("refuses such a token, scheme or credentials with -32602 in every generation's set, naming the field; Latin-1 is accepted", async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = (await purchase(buyer, capability.id)).result!.task;
     for (const text of unsendable) {
       const calls: [string, Json, string][] = [
         ['CreateTaskPushNotificationConfig', { taskId: task.id, url, token: text }, 'params.token'],
-        ['CreateTaskPushNotificationConfig', { taskId: task.id, url, authentication: { scheme: 'Bearer', credentials: text } }, 'params.authentication.credentials'],
+        [
+          'CreateTaskPushNotificationConfig',
+          { taskId: task.id, url, authentication: { scheme: 'Bearer', credentials: text } },
+          'params.authentication.credentials',
+        ],
         ['CreateTaskPushNotificationConfig', { taskId: task.id, url, authentication: { scheme: text } }, 'params.authentication.scheme'],
         ['tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url, token: text } }, 'params.pushNotificationConfig.token'],
-        ['tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url, authentication: { schemes: [text], credentials: 'c' } } }, 'params.pushNotificationConfig.authentication.schemes.0'],
-        ['tasks/pushNotification/set', { id: task.id, pushNotificationConfig: { url, authentication: { schemes: ['Bearer'], credentials: text } } }, 'params.pushNotificationConfig.authentication.credentials'],
+        [
+          'tasks/pushNotificationConfig/set',
+          { taskId: task.id, pushNotificationConfig: { url, authentication: { schemes: [text], credentials: 'c' } } },
+          'params.pushNotificationConfig.authentication.schemes.0',
+        ],
+        [
+          'tasks/pushNotification/set',
+          { id: task.id, pushNotificationConfig: { url, authentication: { schemes: ['Bearer'], credentials: text } } },
+          'params.pushNotificationConfig.authentication.credentials',
+        ],
       ];
       for (const [method, params, path] of calls) {
         const { error } = await rpc.call(buyer, method, params);
-        expect(error, `${method} ${JSON.stringify(params)}`).toMatchObject({ code: -32602, data: { code: 4000, data: { errors: [{ path, message: expect.stringContaining('HTTP header') }] } } });
+        expect(error, `${method} ${JSON.stringify(params)}`).toMatchObject({
+          code: -32602,
+          data: { code: 4000, data: { errors: [{ path, message: expect.stringContaining('HTTP header') }] } },
+        });
       }
     }
     expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([]);
-    expect(await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'latin', url, token: 'caf\u00e9\tna\u00efve', authentication: { scheme: 'Bearer', credentials: 'se\u00f1or' } })).toMatchObject({ token: 'caf\u00e9\tna\u00efve' });
+    expect(
+      await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', {
+        taskId: task.id,
+        id: 'latin',
+        url,
+        token: 'caf\u00e9\tna\u00efve',
+        authentication: { scheme: 'Bearer', credentials: 'se\u00f1or' },
+      }),
+    ).toMatchObject({ token: 'caf\u00e9\tna\u00efve' });
   });
 
   it('refuses a send whose inline config has one, in every generation, before anything is bought', async () => {
     const { buyer, capability } = await agentMarket(test);
     const before = await balance(test, buyer);
     const sends: [string, Json][] = [
-      ['SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] }, configuration: { taskPushNotificationConfig: { url, token: 'a\r\nb' } } }],
-      ['message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] }, configuration: { pushNotificationConfig: { url, authentication: { schemes: ['Bearer'], credentials: '\u20ac' } } } }],
-      ['tasks/send', { id: randomUUID(), sessionId: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] }, pushNotification: { url, token: 'x\ny' } }],
+      [
+        'SendMessage',
+        {
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] },
+          configuration: { taskPushNotificationConfig: { url, token: 'a\r\nb' } },
+        },
+      ],
+      [
+        'message/send',
+        {
+          message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] },
+          configuration: { pushNotificationConfig: { url, authentication: { schemes: ['Bearer'], credentials: '\u20ac' } } },
+        },
+      ],
+      [
+        'tasks/send',
+        {
+          id: randomUUID(),
+          sessionId: randomUUID(),
+          message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] },
+          pushNotification: { url, token: 'x\ny' },
+        },
+      ],
     ];
     for (const [method, params] of sends) expect((await rpc.call(buyer, method, params)).error, method).toMatchObject({ code: -32602, data: { code: 4000 } });
     expect(await balance(test, buyer)).toEqual(before);
     expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
   });
 
-  it('REST webhooks take no headers of the caller\'s: a body naming some is refused', async () => {
+  it("REST webhooks take no headers of the caller's: a body naming some is refused", async () => {
     const { buyer } = await agentMarket(test);
-    const refused = await test.http.post('/api/v1/webhooks').set(buyer.headers).send({ url, event_types: ['*'], headers: { 'X-Token': 'a\r\nb' } }).expect(400);
+    const refused = await test.http
+      .post('/api/v1/webhooks')
+      .set(buyer.headers)
+      .send({ url, event_types: ['*'], headers: { 'X-Token': 'a\r\nb' } })
+      .expect(400);
     expect(refused.body).toMatchObject({ code: 4000 });
   });
 });

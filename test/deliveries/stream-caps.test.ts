@@ -85,7 +85,11 @@ describe('SSE streams per credential', () => {
   it('counts task streams and transaction streams against the same cap', async () => {
     const agent = await createAgent(test);
     const half = limits.sseStreamsPerCredentialMax / 2;
-    const streams = await Promise.all(Array.from({ length: limits.sseStreamsPerCredentialMax }, (_, index) => openStream(agent, index < half ? '/api/v1/tasks/events' : '/api/v1/transactions/events')));
+    const streams = await Promise.all(
+      Array.from({ length: limits.sseStreamsPerCredentialMax }, (_, index) =>
+        openStream(agent, index < half ? '/api/v1/tasks/events' : '/api/v1/transactions/events'),
+      ),
+    );
     expect(streams.every((stream) => stream.status === 200)).toBe(true);
     const refused = await openStream(agent, '/api/v1/tasks/events');
     expect(refused.status).toBe(429);
@@ -98,7 +102,8 @@ describe('SSE streams per credential', () => {
     const transaction = await buy(test, agent, capability.id);
     const streams = await Promise.all(Array.from({ length: limits.sseStreamsPerCredentialMax }, () => openStream(agent)));
     const response = await fetch(`${served.url}/api/v1/rpc`, {
-      method: 'POST', headers: { ...agent.headers, 'Content-Type': 'application/json' },
+      method: 'POST',
+      headers: { ...agent.headers, 'Content-Type': 'application/json' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: transaction.id } }),
     });
     // A client that asked for a stream gets the refusal as a stream of one error frame.
@@ -118,7 +123,8 @@ describe('per API key', () => {
     });
     const streams = [];
     // Each user opens what its own cap allows; together they reach the key's cap.
-    for (const user of users.slice(0, -1)) streams.push(...(await Promise.all(Array.from({ length: limits.sseStreamsPerCredentialMax }, () => openStream(user)))));
+    for (const user of users.slice(0, -1))
+      streams.push(...(await Promise.all(Array.from({ length: limits.sseStreamsPerCredentialMax }, () => openStream(user)))));
     expect(streams.every((stream) => stream.status === 200)).toBe(true);
     const refused = await openStream(users.at(-1)!);
     expect(refused.status).toBe(429);
@@ -147,7 +153,10 @@ describe('stream opens over JSON-RPC', () => {
       await eventually(async () => answers.length >= 1);
       const abort = new AbortController();
       const sse = await fetch(`${limitedServer.url}/api/v1/rpc`, {
-        method: 'POST', headers: { ...buyer.headers, 'Content-Type': 'application/json' }, body: resubscribe(2), signal: abort.signal,
+        method: 'POST',
+        headers: { ...buyer.headers, 'Content-Type': 'application/json' },
+        body: resubscribe(2),
+        signal: abort.signal,
       });
       expect(sse.headers.get('content-type')).toContain('text/event-stream');
       socket.send(resubscribe(3));

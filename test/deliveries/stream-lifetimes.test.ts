@@ -43,13 +43,14 @@ async function endOf(response: Response): Promise<number> {
 }
 
 describe('a stream opened with a JWT', () => {
-  it('ends at the token\'s exp: the REST event stream and a JSON-RPC stream', async () => {
+  it("ends at the token's exp: the REST event stream and a JSON-RPC stream", async () => {
     const { buyer, capability } = await humanMarket(test);
     const transaction = await buy(test, buyer, capability.id);
     const token = await shortLivedToken(buyer.userId, 2);
     const rest = await fetch(`${served.url}/api/v1/transactions/events`, { headers: token.headers });
     const rpc = await fetch(`${served.url}/api/v1/rpc`, {
-      method: 'POST', headers: { ...token.headers, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      method: 'POST',
+      headers: { ...token.headers, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: transaction.id } }),
     });
     expect([rest.status, rpc.status]).toEqual([200, 200]);
@@ -73,14 +74,17 @@ describe('WebSocket subscriptions', () => {
     });
     return new Promise((resolve, reject) => {
       socket.on('error', reject);
-      socket.on('open', () => resolve({
-        call: (method, params) => new Promise((answer) => {
-          const id = ++next;
-          waiting.set(id, answer);
-          socket.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      socket.on('open', () =>
+        resolve({
+          call: (method, params) =>
+            new Promise((answer) => {
+              const id = ++next;
+              waiting.set(id, answer);
+              socket.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+            }),
+          close: () => socket.close(),
         }),
-        close: () => socket.close(),
-      }));
+      );
     });
   }
 
@@ -104,11 +108,13 @@ describe('WebSocket subscriptions', () => {
     expect((await second.call('tasks/resubscribe', { id: transaction.id })).error).toBeUndefined();
     // Closing a socket gives back all of its subscriptions.
     first.close();
-    await expect.poll(async () => {
-      const stream = await fetch(`${served.url}/api/v1/transactions/events`, { headers: buyer.headers });
-      await stream.body?.cancel();
-      return stream.status;
-    }).toBe(200);
+    await expect
+      .poll(async () => {
+        const stream = await fetch(`${served.url}/api/v1/transactions/events`, { headers: buyer.headers });
+        await stream.body?.cancel();
+        return stream.status;
+      })
+      .toBe(200);
     second.close();
   });
 

@@ -88,7 +88,10 @@ describe('GET /api/v1/transactions/{id}/events', () => {
   it('sends headers that survive proxies and no compression', async () => {
     const deal = await purchase();
     const controller = new AbortController();
-    const response = await fetch(`${server.url}/api/v1/transactions/${deal.id}/events`, { headers: { ...deal.buyer.headers, 'Accept-Encoding': 'gzip' }, signal: controller.signal });
+    const response = await fetch(`${server.url}/api/v1/transactions/${deal.id}/events`, {
+      headers: { ...deal.buyer.headers, 'Accept-Encoding': 'gzip' },
+      signal: controller.signal,
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(response.headers.get('cache-control')).toContain('no-transform');
@@ -111,8 +114,17 @@ describe('GET /api/v1/transactions/{id}/events', () => {
     const deal = await purchase();
     const human = await signUpHuman(test);
     expect((await test.http.get(`/api/v1/transactions/${deal.id}/events`).expect(401)).body.code).toBe(4010);
-    expect((await test.http.get(`/api/v1/transactions/${deal.id}/events`).set({ ...deal.buyer.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
-    expect((await test.http.get(`/api/v1/transactions/${deal.id}/events`).set(deal.buyer.headers).set('Last-Event-ID', 'abc').expect(400)).body.code).toBe(4000);
+    expect(
+      (
+        await test.http
+          .get(`/api/v1/transactions/${deal.id}/events`)
+          .set({ ...deal.buyer.headers, ...human.headers })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
+    expect((await test.http.get(`/api/v1/transactions/${deal.id}/events`).set(deal.buyer.headers).set('Last-Event-ID', 'abc').expect(400)).body.code).toBe(
+      4000,
+    );
     expect((await test.http.get('/api/v1/transactions/not-a-uuid/events').set(deal.buyer.headers).expect(400)).body.code).toBe(4000);
   });
 });

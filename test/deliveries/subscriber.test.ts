@@ -8,8 +8,16 @@ import { Subscriber, type SubscriberSource } from '../../src/events/subscriber.t
  * for the table, so every interleaving of live and fetched events can be tried.
  */
 const event = (sequence: number): PublishedEvent => ({
-  id: String(sequence), transaction_id: 't', transaction_sequence: sequence, buyer_user_id: 'b', buyer_sequence: String(sequence),
-  seller_user_id: 's', seller_sequence: String(sequence), type: 'transaction.frozen', data: {}, created_at: new Date(0).toISOString(),
+  id: String(sequence),
+  transaction_id: 't',
+  transaction_sequence: sequence,
+  buyer_user_id: 'b',
+  buyer_sequence: String(sequence),
+  seller_user_id: 's',
+  seller_sequence: String(sequence),
+  type: 'transaction.frozen',
+  data: {},
+  created_at: new Date(0).toISOString(),
 });
 
 function harness(stored: number[], options: { acceptUntil?: number; pendingEventsMax?: number; batchSize?: number } = {}) {
@@ -21,16 +29,25 @@ function harness(stored: number[], options: { acceptUntil?: number; pendingEvent
     visible: () => true,
     fetchAfter: async (after, limit) => {
       fetches++;
-      return stored.filter((sequence) => BigInt(sequence) > after).slice(0, limit).map(event);
+      return stored
+        .filter((sequence) => BigInt(sequence) > after)
+        .slice(0, limit)
+        .map(event);
     },
   };
-  const subscriber = new Subscriber(0n, source, {
-    onEvent: (item: StreamEvent) => {
-      delivered.push(item.sequence);
-      return options.acceptUntil === undefined || delivered.length < options.acceptUntil;
+  const subscriber = new Subscriber(
+    0n,
+    source,
+    {
+      onEvent: (item: StreamEvent) => {
+        delivered.push(item.sequence);
+        return options.acceptUntil === undefined || delivered.length < options.acceptUntil;
+      },
+      onEnd: (reason) => ended.push(reason),
     },
-    onEnd: (reason) => ended.push(reason),
-  }, { pendingEventsMax: options.pendingEventsMax ?? 100, catchUpBatchSize: options.batchSize ?? 2 }, () => {});
+    { pendingEventsMax: options.pendingEventsMax ?? 100, catchUpBatchSize: options.batchSize ?? 2 },
+    () => {},
+  );
   const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
   return { subscriber, delivered, ended, settle, fetches: () => fetches };
 }

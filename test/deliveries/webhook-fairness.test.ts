@@ -20,16 +20,30 @@ afterEach(async () => {
 async function setUp() {
   const test = await startTestApp({ CALLBACK_ALLOW_PRIVATE: 'true' });
   const receiver = await startReceiver();
-  closing.push(() => test.close(), () => receiver.close());
+  closing.push(
+    () => test.close(),
+    () => receiver.close(),
+  );
   return { test, receiver };
 }
 
 const subscribe = async (test: TestApp, actor: Actor, url: string) =>
-  (await test.http.post('/api/v1/webhooks').set(actor.headers).send({ url, event_types: ['task.*'] }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post('/api/v1/webhooks')
+      .set(actor.headers)
+      .send({ url, event_types: ['task.*'] })
+      .expect(201)
+  ).body.data as { id: string };
 const ping = async (test: TestApp, actor: Actor, hookId: string) =>
   (await test.http.post(`/api/v1/webhooks/${hookId}/ping`).set(actor.headers).expect(201)).body.data as { delivery_id: string };
 const deliveriesOf = async (test: TestApp, actor: Actor, hookId: string) =>
-  (await test.http.get(`/api/v1/webhooks/${hookId}/deliveries?page_size=100`).set(actor.headers).expect(200)).body.data.items as { id: string; status: string; attempts: number; attempt_log: unknown[] }[];
+  (await test.http.get(`/api/v1/webhooks/${hookId}/deliveries?page_size=100`).set(actor.headers).expect(200)).body.data.items as {
+    id: string;
+    status: string;
+    attempts: number;
+    attempt_log: unknown[];
+  }[];
 
 /** Waits for something the running worker is to make true; the bound only keeps a broken build from hanging the run. */
 async function until(what: string, condition: () => boolean | Promise<boolean>) {
@@ -60,7 +74,7 @@ describe('one owner whose receivers never answer', () => {
       await hanging.close();
       await test.runtime.engine.webhooks.idle();
     });
-    await until('the other owner\'s ping', async () => (await deliveriesOf(test, other, quiet.id))[0]!.status === 'delivered');
+    await until("the other owner's ping", async () => (await deliveriesOf(test, other, quiet.id))[0]!.status === 'delivered');
     await until('the flood to take its share', () => hanging.received.length >= limits.webhookSendsInFlightPerOwnerMax);
 
     expect(receiver.at('/quiet')).toHaveLength(1);
@@ -77,7 +91,7 @@ describe('one owner whose receivers never answer', () => {
 });
 
 describe('the order deliveries are taken in', () => {
-  it('takes two owners\' due deliveries in turn, not the older owner\'s first', async () => {
+  it("takes two owners' due deliveries in turn, not the older owner's first", async () => {
     const { test, receiver } = await setUp();
     const [older, newer] = [await createAgent(test), await createAgent(test)];
     // Enough webhooks that neither the per-subscription nor the per-owner bound, but only the
@@ -104,7 +118,11 @@ describe('the order deliveries are taken in', () => {
       const block = arrived.slice(start, start + batch);
       blocks.push([block.filter((path) => path === '/older').length, block.filter((path) => path === '/newer').length]);
     }
-    expect(blocks).toEqual([[batch / 2, batch / 2], [batch / 2, batch / 2], [batch / 2, batch / 2]]);
+    expect(blocks).toEqual([
+      [batch / 2, batch / 2],
+      [batch / 2, batch / 2],
+      [batch / 2, batch / 2],
+    ]);
   });
 });
 

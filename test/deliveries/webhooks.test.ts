@@ -33,7 +33,7 @@ const deliver = () => test.runtime.engine.webhooks.runOnce();
 const bodies = (path: string) => receiver.at(path).map((request) => JSON.parse(request.body) as { type: string; timestamp: string; data: Record<string, any> });
 const headersOf = (request: Received) => Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]));
 
-describe('a transaction\'s life at a webhook', () => {
+describe("a transaction's life at a webhook", () => {
   it('arrives whole and in order, each delivery signed as Standard Webhooks libraries verify', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const hook = await subscribe(buyer, { url: receiver.url('/life'), event_types: ['transaction.*'] });
@@ -45,7 +45,13 @@ describe('a transaction\'s life at a webhook', () => {
     await act(test, buyer, id, 'confirm').expect(200);
     await deliver();
 
-    expect(bodies('/life').map((body) => body.type)).toEqual(['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled']);
+    expect(bodies('/life').map((body) => body.type)).toEqual([
+      'transaction.pending_freeze',
+      'transaction.frozen',
+      'transaction.accepted',
+      'transaction.delivered',
+      'transaction.settled',
+    ]);
     expect(bodies('/life').map((body) => body.data.transaction_id)).toEqual(Array(5).fill(id));
     // Each body is what the OpenAPI document's webhooks section says (the same schema it is built from).
     for (const body of bodies('/life')) expect(() => streamEvent.parse(body.data)).not.toThrow();
@@ -64,7 +70,7 @@ describe('a transaction\'s life at a webhook', () => {
     expect(new Set(receiver.at('/life').map((request) => request.headers['webhook-id'])).size).toBe(5);
   });
 
-  it('carries a dispute, to the seller\'s webhook too, and only the kinds each asked for', async () => {
+  it("carries a dispute, to the seller's webhook too, and only the kinds each asked for", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     await subscribe(seller, { url: receiver.url('/seller'), event_types: ['*'] });
     await subscribe(buyer, { url: receiver.url('/disputes'), event_types: ['transaction.disputed', 'transaction.refunded'] });
@@ -74,7 +80,13 @@ describe('a transaction\'s life at a webhook', () => {
     await act(test, seller, id, 'deliver', { result_payload: {} }).expect(200);
     await act(test, buyer, id, 'dispute', { reason: 'not what was asked' }).expect(200);
     await deliver();
-    expect(bodies('/seller').map((body) => body.type)).toEqual(['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.disputed']);
+    expect(bodies('/seller').map((body) => body.type)).toEqual([
+      'transaction.pending_freeze',
+      'transaction.frozen',
+      'transaction.accepted',
+      'transaction.delivered',
+      'transaction.disputed',
+    ]);
     expect(bodies('/disputes').map((body) => body.type)).toEqual(['transaction.disputed']);
   });
 });
@@ -94,7 +106,12 @@ describe('a receiver that fails', () => {
     const requests = receiver.at('/flaky');
     // Three refusals of the first event, then the three events in order, each accepted once.
     expect(requests.map((request) => JSON.parse(request.body).type)).toEqual([
-      'transaction.pending_freeze', 'transaction.pending_freeze', 'transaction.pending_freeze', 'transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted',
+      'transaction.pending_freeze',
+      'transaction.pending_freeze',
+      'transaction.pending_freeze',
+      'transaction.pending_freeze',
+      'transaction.frozen',
+      'transaction.accepted',
     ]);
     expect(new Set(requests.slice(0, 4).map((request) => request.headers['webhook-id'])).size).toBe(1);
     const listed = (await test.http.get(`/api/v1/webhooks/${hook.id}/deliveries`).set(buyer.headers).expect(200)).body.data;
@@ -110,7 +127,11 @@ describe('a receiver that fails', () => {
     const hook = await subscribe(buyer, { url: receiver.url('/down', [503]), event_types: ['task.*'] });
     await test.http.post('/api/v1/tasks/').set(buyer.headers).send({ title: 'Index a book', description: 'Two hundred pages', mode: 'online' }).expect(201);
     let rounds = 0;
-    for (let elapsedMs = 0; elapsedMs <= limits.webhookDeliveryWindowMs + limits.webhookRetryDelayMaxMs; elapsedMs += limits.webhookRetryDelayMaxMs / 2, rounds++) {
+    for (
+      let elapsedMs = 0;
+      elapsedMs <= limits.webhookDeliveryWindowMs + limits.webhookRetryDelayMaxMs;
+      elapsedMs += limits.webhookRetryDelayMaxMs / 2, rounds++
+    ) {
       await deliver();
       test.clock.advanceMs(limits.webhookRetryDelayMaxMs / 2);
       await test.http.get('/api/v1/webhooks').set(buyer.headers).expect(200);
@@ -137,7 +158,12 @@ describe('a subscription whose queue is full', () => {
     await db.raw(
       `INSERT INTO webhook_deliveries (id, subscription_id, source, source_event_id, ordering_key, event_type, body, status, next_attempt_at, created_at)
        SELECT gen_random_uuid(), ?, 'ping', 0, 'ping:' || n, 'webhook.ping', '{}'::jsonb, 'pending', ?::timestamptz, ?::timestamptz FROM generate_series(1, ?) AS n`,
-      [hook.id, new Date(test.runtime.engine.dependencies.now().getTime() + 86_400_000), test.runtime.engine.dependencies.now(), limits.webhookPendingPerSubscriptionMax],
+      [
+        hook.id,
+        new Date(test.runtime.engine.dependencies.now().getTime() + 86_400_000),
+        test.runtime.engine.dependencies.now(),
+        limits.webhookPendingPerSubscriptionMax,
+      ],
     );
     await test.http.post('/api/v1/tasks/').set(owner.headers).send({ title: 'Sort receipts', description: 'A box of them', mode: 'online' }).expect(201);
     await deliver();
@@ -146,7 +172,11 @@ describe('a subscription whose queue is full', () => {
     expect(failed[0]).toMatchObject({ event_type: 'task.published', status: 'failed', attempts: 0 });
     expect(failed[0].last_error).toMatch(/^queue_full/);
     expect(receiver.at('/full')).toEqual([]);
-    expect((await test.http.get(`/api/v1/webhooks/${hook.id}`).set(owner.headers).expect(200)).body.data.deliveries).toEqual({ pending: limits.webhookPendingPerSubscriptionMax, delivered: 0, failed: 1 });
+    expect((await test.http.get(`/api/v1/webhooks/${hook.id}`).set(owner.headers).expect(200)).body.data.deliveries).toEqual({
+      pending: limits.webhookPendingPerSubscriptionMax,
+      delivered: 0,
+      failed: 1,
+    });
     await db('webhook_deliveries').where({ subscription_id: hook.id }).del();
   });
 });
@@ -156,16 +186,28 @@ describe('what a subscription hears', () => {
     const publisher = await createAgent(test);
     const applicant = await createAgent(test);
     await subscribe(publisher, { url: receiver.url('/market'), event_types: ['task.*', 'application.*'] });
-    const task = (await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Subtitle a video', description: 'Ten minutes', mode: 'online' }).expect(201)).body.data;
-    const skill = (await test.http.post('/api/v1/skills/').set(applicant.headers).send({ name: 'Subtitles', description: 'Timed subtitles', category: 'translation' }).expect(201)).body.data;
+    const task = (
+      await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Subtitle a video', description: 'Ten minutes', mode: 'online' }).expect(201)
+    ).body.data;
+    const skill = (
+      await test.http
+        .post('/api/v1/skills/')
+        .set(applicant.headers)
+        .send({ name: 'Subtitles', description: 'Timed subtitles', category: 'translation' })
+        .expect(201)
+    ).body.data;
     await test.http.post(`/api/v1/tasks/${task.id}/applications`).set(applicant.headers).send({ skill_id: skill.id }).expect(201);
     await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200);
     await deliver();
-    expect(bodies('/market').map((body) => [body.type, body.data.task_id])).toEqual([['task.published', task.id], ['application.submitted', task.id], ['task.closed', task.id]]);
+    expect(bodies('/market').map((body) => [body.type, body.data.task_id])).toEqual([
+      ['task.published', task.id],
+      ['application.submitted', task.id],
+      ['task.closed', task.id],
+    ]);
     for (const body of bodies('/market')) expect(() => taskStreamEvent.parse(body.data)).not.toThrow();
   });
 
-  it('keeps to its filter and its space: one transaction, and never the owner\'s other space', async () => {
+  it("keeps to its filter and its space: one transaction, and never the owner's other space", async () => {
     const person = await signUpHuman(test);
     const key = await createApiKey(test);
     await linkUser(test, key.id, person.userId);
@@ -179,14 +221,20 @@ describe('what a subscription hears', () => {
     await act(test, asAgent, other.id, 'freeze').expect(200);
     await act(test, seller, other.id, 'accept').expect(200);
     await deliver();
-    expect(bodies('/filtered').map((body) => [body.type, body.data.transaction_id])).toEqual([['transaction.frozen', other.id], ['transaction.accepted', other.id]]);
+    expect(bodies('/filtered').map((body) => [body.type, body.data.transaction_id])).toEqual([
+      ['transaction.frozen', other.id],
+      ['transaction.accepted', other.id],
+    ]);
     expect(receiver.at('/human-side')).toEqual([]);
   });
 
   it('answers a ping with a signed webhook.ping, and after a rotation signs with both secrets for a day', async () => {
     const owner = await createAgent(test);
     const hook = await subscribe(owner, { url: receiver.url('/ping'), event_types: ['task.*'] });
-    expect((await test.http.post(`/api/v1/webhooks/${hook.id}/ping`).set(owner.headers).expect(201)).body.data).toMatchObject({ event_type: 'webhook.ping', status: 'pending' });
+    expect((await test.http.post(`/api/v1/webhooks/${hook.id}/ping`).set(owner.headers).expect(201)).body.data).toMatchObject({
+      event_type: 'webhook.ping',
+      status: 'pending',
+    });
     await deliver();
     const [ping] = receiver.at('/ping');
     expect(JSON.parse(ping!.body)).toMatchObject({ type: 'webhook.ping', data: { webhook_id: hook.id } });
@@ -221,7 +269,6 @@ describe('managing webhooks', () => {
     expect(JSON.stringify(document.webhooks['application.accepted'].post.requestBody)).toContain('TaskEvent');
   });
 
-
   it('shows the secret once, lists and reads without it, and stops sending once deleted', async () => {
     const owner = await createAgent(test);
     const hook = await subscribe(owner, { url: receiver.url('/gone'), event_types: ['task.published'], description: 'my tasks' });
@@ -242,17 +289,25 @@ describe('managing webhooks', () => {
     const owner = await createAgent(test);
     const good = { url: receiver.url('/limit'), event_types: ['*'] };
     for (const [body, field] of [
-      [{ event_types: ['*'] }, 'body.url'], [{ ...good, url: 'ftp://example.com/hook' }, 'body.url'], [{ ...good, url: 'not a url' }, 'body.url'],
-      [{ ...good, event_types: [] }, 'body.event_types'], [{ ...good, event_types: ['transaction.exploded'] }, 'body.event_types.0'],
-      [{ ...good, event_types: ['*', '*'] }, 'body.event_types'], [{ ...good, transaction_id: 'nope' }, 'body.transaction_id'],
-      [{ ...good, secret: 'mine' }, 'body'], [{ ...good, description: '' }, 'body.description'],
+      [{ event_types: ['*'] }, 'body.url'],
+      [{ ...good, url: 'ftp://example.com/hook' }, 'body.url'],
+      [{ ...good, url: 'not a url' }, 'body.url'],
+      [{ ...good, event_types: [] }, 'body.event_types'],
+      [{ ...good, event_types: ['transaction.exploded'] }, 'body.event_types.0'],
+      [{ ...good, event_types: ['*', '*'] }, 'body.event_types'],
+      [{ ...good, transaction_id: 'nope' }, 'body.transaction_id'],
+      [{ ...good, secret: 'mine' }, 'body'],
+      [{ ...good, description: '' }, 'body.description'],
     ] as const) {
       const answer = (await test.http.post('/api/v1/webhooks').set(owner.headers).send(body).expect(400)).body;
       expect(answer.code).toBe(4000);
       expect(answer.data.errors.map((error: { path: string }) => error.path)).toContain(field);
     }
     for (let index = 0; index < limits.webhookSubscriptionsPerUserMax; index++) await subscribe(owner, good);
-    expect((await test.http.post('/api/v1/webhooks').set(owner.headers).send(good).expect(409)).body).toMatchObject({ code: 4092, data: { webhooks_max: limits.webhookSubscriptionsPerUserMax } });
+    expect((await test.http.post('/api/v1/webhooks').set(owner.headers).send(good).expect(409)).body).toMatchObject({
+      code: 4092,
+      data: { webhooks_max: limits.webhookSubscriptionsPerUserMax },
+    });
     expect((await test.http.get(`/api/v1/webhooks/${randomUUID()}/deliveries`).set(owner.headers).expect(404)).body.code).toBe(4040);
     expect((await test.http.get('/api/v1/webhooks/not-a-uuid').set(owner.headers).expect(400)).body.code).toBe(4000);
     expect((await test.http.get('/api/v1/webhooks/x/deliveries?status=lost').set(owner.headers).expect(400)).body.code).toBe(4000);
@@ -265,12 +320,24 @@ describe('managing webhooks', () => {
     const owner: Actor = { userId: person.userId, headers: { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': person.userId } };
     const stranger = await createAgent(test);
     const hook = await subscribe(owner, { url: receiver.url('/private'), event_types: ['*'] });
-    for (const [method, path] of [['get', ''], ['delete', ''], ['get', '/deliveries'], ['post', '/ping'], ['post', '/rotate-secret']] as const) {
+    for (const [method, path] of [
+      ['get', ''],
+      ['delete', ''],
+      ['get', '/deliveries'],
+      ['post', '/ping'],
+      ['post', '/rotate-secret'],
+    ] as const) {
       const url = `/api/v1/webhooks/${hook.id}${path}`;
       expect((await test.http[method](url).set(stranger.headers).expect(404)).body.code).toBe(4040);
       expect((await test.http[method](url).set(person.headers).expect(404)).body.code).toBe(4040);
       expect((await test.http[method](url).expect(401)).body.code).toBe(4010);
-      expect((await test.http[method](url).set({ ...owner.headers, ...person.headers }).expect(400)).body.code).toBe(4011);
+      expect(
+        (
+          await test.http[method](url)
+            .set({ ...owner.headers, ...person.headers })
+            .expect(400)
+        ).body.code,
+      ).toBe(4011);
     }
     expect((await test.http.get('/api/v1/webhooks').set(stranger.headers).expect(200)).body.data.items).toEqual([]);
     expect((await test.http.get('/api/v1/webhooks').set(person.headers).expect(200)).body.data.items).toEqual([]);
@@ -283,7 +350,13 @@ describe('a receiver at a private address', () => {
     const strict = await startTestApp();
     try {
       const owner = await createAgent(strict);
-      const hook = (await strict.http.post('/api/v1/webhooks').set(owner.headers).send({ url: receiver.url('/internal'), event_types: ['*'] }).expect(201)).body.data;
+      const hook = (
+        await strict.http
+          .post('/api/v1/webhooks')
+          .set(owner.headers)
+          .send({ url: receiver.url('/internal'), event_types: ['*'] })
+          .expect(201)
+      ).body.data;
       await strict.http.post(`/api/v1/webhooks/${hook.id}/ping`).set(owner.headers).expect(201);
       await strict.runtime.engine.webhooks.runOnce();
       const [delivery] = (await strict.http.get(`/api/v1/webhooks/${hook.id}/deliveries`).set(owner.headers).expect(200)).body.data.items;
@@ -298,11 +371,21 @@ describe('a receiver at a private address', () => {
 });
 
 describe('demand matches', () => {
-  const translation = { title: 'English to Chinese translation', description: 'Professional translation of documents from English into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: '30.00', callback_url: 'https://seller.example/callback' };
+  const translation = {
+    title: 'English to Chinese translation',
+    description: 'Professional translation of documents from English into Chinese',
+    category: 'translation',
+    capability_type: 'service',
+    pricing_model: 'per_use',
+    price_ut: '30.00',
+    callback_url: 'https://seller.example/callback',
+  };
 
-  it('tells a demand\'s owner once when a capability offered matches it, and nobody whose demand it does not match', async () => {
+  it("tells a demand's owner once when a capability offered matches it, and nobody whose demand it does not match", async () => {
     const [requester, unrelated, seller] = [await createAgent(test), await createAgent(test), await createAgent(test)];
-    const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ description: 'Translate our English manual into Chinese' }).expect(201)).body.data;
+    const demand = (
+      await test.http.post('/api/v1/demands').set(requester.headers).send({ description: 'Translate our English manual into Chinese' }).expect(201)
+    ).body.data;
     await test.http.post('/api/v1/demands').set(unrelated.headers).send({ description: 'Repair a vintage bicycle gearbox' }).expect(201);
     await subscribe(requester, { url: receiver.url('/demand-match'), event_types: ['demand.*'] });
     await subscribe(unrelated, { url: receiver.url('/demand-unrelated'), event_types: ['*'] });
@@ -318,13 +401,17 @@ describe('demand matches', () => {
     expect(told).toHaveLength(1);
     expect(told[0]).toMatchObject({
       type: 'demand.matched',
-      data: { type: 'demand.matched', demand_id: demand.id, capability: { id: capability.id, title: translation.title, price: '30.00', currency: 'UT', pricing_model: 'per_use' } },
+      data: {
+        type: 'demand.matched',
+        demand_id: demand.id,
+        capability: { id: capability.id, title: translation.title, price: '30.00', currency: 'UT', pricing_model: 'per_use' },
+      },
     });
     expect(told[0]!.data.score).toBeGreaterThanOrEqual(0.5);
     expect(bodies('/demand-unrelated')).toEqual([]);
   });
 
-  it('stays in its space: a person\'s demand hears nothing of an agent\'s capability', async () => {
+  it("stays in its space: a person's demand hears nothing of an agent's capability", async () => {
     const person = await signUpHuman(test);
     await test.http.post('/api/v1/demands').set(person.headers).send({ description: 'Translate our English manual into Chinese' }).expect(201);
     await subscribe(person, { url: receiver.url('/demand-human'), event_types: ['demand.matched'] });

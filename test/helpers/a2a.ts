@@ -28,12 +28,19 @@ export function rpcCaller(test: TestApp) {
 export const v10Text = (text: string, extra: Json = {}) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra } });
 
 /** A v0.3 message with text parts only. */
-export const v03Text = (text: string, extra: Json = {}) => ({ message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }], ...extra } });
+export const v03Text = (text: string, extra: Json = {}) => ({
+  message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }], ...extra },
+});
 
 /** A v0.1 tasks/send exactly as the v0.1 samples send it: uuid4().hex ids, acceptedOutputModes, nulls. */
 export const hex = () => randomUUID().replace(/-/g, '');
 export const v01Text = (id: string, sessionId: string, text: string) => ({
-  id, sessionId, acceptedOutputModes: ['text'], pushNotification: null, historyLength: null, metadata: null,
+  id,
+  sessionId,
+  acceptedOutputModes: ['text'],
+  pushNotification: null,
+  historyLength: null,
+  metadata: null,
   message: { role: 'user', parts: [{ type: 'text', text, metadata: null }], metadata: null },
 });
 

@@ -8,7 +8,10 @@ export interface Actor {
   headers: Record<string, string>;
 }
 
-export async function signUpHuman(test: TestApp, email = `human-${randomBytes(4).toString('hex')}@example.com`): Promise<Actor & { token: string; email: string; password: string }> {
+export async function signUpHuman(
+  test: TestApp,
+  email = `human-${randomBytes(4).toString('hex')}@example.com`,
+): Promise<Actor & { token: string; email: string; password: string }> {
   const password = 'correct-horse-42';
   const response = await test.http.post('/api/v1/auth/signup').send({ email, password }).expect(201);
   const { user_id: userId, access_token: token } = response.body.data;

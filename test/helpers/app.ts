@@ -111,9 +111,12 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
 export async function withBrokenBus<T>(target: TestApp | EventBus, mode: 'lose' | 'fail', work: () => Promise<T>): Promise<T> {
   const bus = 'runtime' in target ? target.runtime.bus : target;
   const publish = bus.publish;
-  bus.publish = mode === 'lose' ? async () => {} : async () => {
-    throw new Error('the bus is down');
-  };
+  bus.publish =
+    mode === 'lose'
+      ? async () => {}
+      : async () => {
+          throw new Error('the bus is down');
+        };
   try {
     return await work();
   } finally {

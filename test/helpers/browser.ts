@@ -13,7 +13,16 @@ import { type BrowserContext, chromium } from 'playwright-core';
  * when it closes.
  */
 const systemChromium = '/usr/bin/chromium';
-const offline = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const offline = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** `bundled`: the packaged build even when another is installed (the test of a fresh machine). */
 export async function chromiumToLaunch(choice: 'first-found' | 'bundled' = 'first-found'): Promise<{ executablePath: string; args: string[]; source: string }> {
@@ -25,7 +34,9 @@ export async function chromiumToLaunch(choice: 'first-found' | 'bundled' = 'firs
   return { executablePath: await bundled.executablePath(), args, source: '@sparticuz/chromium' };
 }
 
-export async function launchChromium(choice: 'first-found' | 'bundled' = 'first-found'): Promise<{ context: BrowserContext; source: string; close(): Promise<void> }> {
+export async function launchChromium(
+  choice: 'first-found' | 'bundled' = 'first-found',
+): Promise<{ context: BrowserContext; source: string; close(): Promise<void> }> {
   const { executablePath, args, source } = await chromiumToLaunch(choice);
   const profile = mkdtempSync(path.join(tmpdir(), 'chromium-profile-'));
   const context = await chromium.launchPersistentContext(profile, { executablePath, headless: true, args });

@@ -83,10 +83,11 @@ export async function startCallbackServer() {
     receivedFor: (transactionId: string) => received.filter((entry) => entry.body.includes(transactionId)),
     gateReached: (name: string) => gates.has(name),
     openGate: (name: string) => gates.get(name)?.(),
-    close: () => new Promise<void>((resolve) => {
-      for (const response of hanging) response.destroy();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const response of hanging) response.destroy();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -92,7 +92,10 @@ export function claimMatches(printed: string, claim: string): boolean {
 export function jsonShape(value: unknown): string {
   if (Array.isArray(value)) return `[${value.length > 0 ? jsonShape(value[0]) : ''}]`;
   if (value !== null && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((key) => `${key}:${jsonShape((value as Record<string, unknown>)[key])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${key}:${jsonShape((value as Record<string, unknown>)[key])}`)
+      .join(',')}}`;
   }
   return value === null ? 'null' : typeof value;
 }
@@ -135,4 +138,3 @@ function answersIn(body: string[], firstLine: number): { line: number; shape: st
     return value !== null && typeof value === 'object' ? [{ line: firstLine + at, shape: jsonShape(value) }] : [];
   });
 }
-

@@ -74,10 +74,11 @@ async function recordingProxy(target: URL) {
     url: `http://127.0.0.1:${port}`,
     answers,
     shapes,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -85,7 +86,11 @@ const trap = `[ "$BASH_SUBSHELL" = "\${DOCS_TEST_SUBSHELL:-0}" ] && [ "\${#BASH_
 
 function driverScript(directory: string, blocks: ShellBlock[]): string {
   const lines = ['set -T', `trap '${trap.replaceAll("'", `'\\''`)}' DEBUG`];
-  const sourceBlock = (index: number) => [`export CURL_HOME=${directory}/curl-${index}`, `source ${directory}/block-${index}.sh`, `printf '\\n@@docs-test-exit@@ %s %s\\n' ${index} "$?"`];
+  const sourceBlock = (index: number) => [
+    `export CURL_HOME=${directory}/curl-${index}`,
+    `source ${directory}/block-${index}.sh`,
+    `printf '\\n@@docs-test-exit@@ %s %s\\n' ${index} "$?"`,
+  ];
   blocks.forEach((block, index) => {
     mkdirSync(path.join(directory, `curl-${index}`));
     writeFileSync(path.join(directory, `curl-${index}`, '.curlrc'), `header = "X-Docs-Test-Block: ${index}"\n`);
@@ -125,7 +130,10 @@ function parseOutput(stdout: string) {
 }
 
 /** Runs `blocks` (the runnable ones, in order) in one bash session against the server at `serverUrl`. */
-export async function runShellSession(blocks: ShellBlock[], options: { serverUrl: string; directory: string; environment: Record<string, string>; timeoutMs: number }): Promise<SessionResult> {
+export async function runShellSession(
+  blocks: ShellBlock[],
+  options: { serverUrl: string; directory: string; environment: Record<string, string>; timeoutMs: number },
+): Promise<SessionResult> {
   const proxy = await recordingProxy(new URL(options.serverUrl));
   const driver = path.join(options.directory, 'driver.sh');
   writeFileSync(driver, driverScript(options.directory, blocks));

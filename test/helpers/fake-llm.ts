@@ -39,7 +39,19 @@ export interface FakeLlm {
 export const fakeEmbedding = (text: string) => [text.length, text.codePointAt(0) ?? 0, 1];
 
 export async function startFakeLlm(): Promise<FakeLlm> {
-  const fake: FakeLlm = { url: '', mode: 'ok', reply: 'hello', streamDeltas: null, hangAfterDeltas: null, omitDone: false, dropAfterDeltas: null, embedding: fakeEmbedding, requests: [], closedEarly: 0, close: async () => {} };
+  const fake: FakeLlm = {
+    url: '',
+    mode: 'ok',
+    reply: 'hello',
+    streamDeltas: null,
+    hangAfterDeltas: null,
+    omitDone: false,
+    dropAfterDeltas: null,
+    embedding: fakeEmbedding,
+    requests: [],
+    closedEarly: 0,
+    close: async () => {},
+  };
   const server = createServer((request, response) => {
     let text = '';
     request.on('data', (chunk) => (text += chunk));
@@ -67,7 +79,11 @@ function answer(fake: FakeLlm, path: string, body: Record<string, unknown>, resp
   if (fake.mode === 'garbage') return void response.writeHead(200, { 'content-type': 'application/json' }).end('<html>not json');
   if (path === '/v1/chat/completions' && body.stream === true) return stream(fake, response);
   if (path === '/v1/chat/completions') {
-    return void json(response, { id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: fake.reply }, finish_reason: 'stop' }] });
+    return void json(response, {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: fake.reply }, finish_reason: 'stop' }],
+    });
   }
   if (path === '/v1/embeddings') {
     const input = (Array.isArray(body.input) ? body.input : [body.input]) as string[];

@@ -18,13 +18,26 @@ export async function createCapability(test: TestApp, seller: Actor, overrides: 
   const response = await test.http
     .post('/api/v1/capabilities')
     .set(seller.headers)
-    .send({ title: 'Summarize a PDF', description: 'Returns a summary', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_use', price_ut: '10.00', callback_url: sellerCallbackUrl, ...overrides })
+    .send({
+      title: 'Summarize a PDF',
+      description: 'Returns a summary',
+      category: 'ai_automation',
+      capability_type: 'service',
+      pricing_model: 'per_use',
+      price_ut: '10.00',
+      callback_url: sellerCallbackUrl,
+      ...overrides,
+    })
     .expect(201);
   return response.body.data as { id: string; price_ut: string };
 }
 
 export async function buy(test: TestApp, buyer: Actor, capabilityId: string, extra: Record<string, unknown> = {}) {
-  const response = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capabilityId, ...extra });
+  const response = await test.http
+    .post('/api/v1/transactions')
+    .set(buyer.headers)
+    .set('Idempotency-Key', randomUUID())
+    .send({ capability_id: capabilityId, ...extra });
   expect(response.status, JSON.stringify(response.body)).toBe(201);
   return response.body.data as { id: string; status: string; price_ut: string; currency: string };
 }

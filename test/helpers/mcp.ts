@@ -36,8 +36,16 @@ export function unionsIn(schema: unknown, path = ''): string[] {
   if (Array.isArray(schema)) return schema.flatMap((item, index) => unionsIn(item, `${path}[${index}]`));
   if (schema === null || typeof schema !== 'object') return [];
   const node = schema as JsonSchema;
-  const own = [...['anyOf', 'oneOf'].filter((key) => key in node).map((key) => `${path || '/'} ${key}`), ...(Array.isArray(node.type) ? [`${path || '/'} type ${JSON.stringify(node.type)}`] : [])];
-  return [...own, ...Object.entries(node).filter(([key]) => !['enum', 'const', 'examples', 'default'].includes(key)).flatMap(([key, value]) => unionsIn(value, `${path}/${key}`))];
+  const own = [
+    ...['anyOf', 'oneOf'].filter((key) => key in node).map((key) => `${path || '/'} ${key}`),
+    ...(Array.isArray(node.type) ? [`${path || '/'} type ${JSON.stringify(node.type)}`] : []),
+  ];
+  return [
+    ...own,
+    ...Object.entries(node)
+      .filter(([key]) => !['enum', 'const', 'examples', 'default'].includes(key))
+      .flatMap(([key, value]) => unionsIn(value, `${path}/${key}`)),
+  ];
 }
 
 /**
@@ -47,14 +55,17 @@ export function unionsIn(schema: unknown, path = ''): string[] {
  * `additionalProperties: true`.
  */
 export function expectSameAsRest(mcp: Record<string, JsonSchema>, rest: Record<string, JsonSchema>) {
-  if (JSON.stringify(Object.keys(mcp).sort()) !== JSON.stringify(Object.keys(rest).sort())) throw new Error(`different arguments: ${Object.keys(mcp).join(',')} / ${Object.keys(rest).join(',')}`);
+  if (JSON.stringify(Object.keys(mcp).sort()) !== JSON.stringify(Object.keys(rest).sort()))
+    throw new Error(`different arguments: ${Object.keys(mcp).join(',')} / ${Object.keys(rest).join(',')}`);
   for (const [name, restProperty] of Object.entries(rest)) {
     const property = mcp[name]!;
     const sameAs = (expected: unknown) => {
-      if (JSON.stringify(sortKeys(property)) !== JSON.stringify(sortKeys(expected))) throw new Error(`${name}: ${JSON.stringify(property)} differs from ${JSON.stringify(expected)}`);
+      if (JSON.stringify(sortKeys(property)) !== JSON.stringify(sortKeys(expected)))
+        throw new Error(`${name}: ${JSON.stringify(property)} differs from ${JSON.stringify(expected)}`);
     };
     if (JSON.stringify(restProperty.type) === '["string","number"]') {
-      if (property.type !== 'string' || property.pattern !== '^\\d+(\\.\\d{1,2})?$') throw new Error(`${name}: an amount is published as ${JSON.stringify(property)}`);
+      if (property.type !== 'string' || property.pattern !== '^\\d+(\\.\\d{1,2})?$')
+        throw new Error(`${name}: an amount is published as ${JSON.stringify(property)}`);
     } else if (Array.isArray(restProperty.anyOf)) {
       if (property.type !== 'string' || unionsIn(property).length > 0) throw new Error(`${name}: ${JSON.stringify(property)}`);
     } else if (restProperty.type === 'object' && restProperty.additionalProperties !== undefined && restProperty.additionalProperties !== false) {
@@ -69,5 +80,9 @@ export function expectSameAsRest(mcp: Record<string, JsonSchema>, rest: Record<s
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([key, item]) => [key, sortKeys(item)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([key, item]) => [key, sortKeys(item)]),
+  );
 }

@@ -8,7 +8,8 @@ export const pkcePair = () => {
 
 export async function registerClient(base: string, metadata: Record<string, unknown> = {}) {
   const response = await fetch(`${base}/oauth/register`, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ client_name: 'Test client', redirect_uris: ['http://127.0.0.1:33418/callback'], token_endpoint_auth_method: 'none', ...metadata }),
   });
   if (response.status !== 201) throw new Error(`registration: ${response.status} ${await response.text()}`);
@@ -16,10 +17,19 @@ export async function registerClient(base: string, metadata: Record<string, unkn
 }
 
 /** The authorization request; answers where the server sends the browser (the consent page, with the request id). */
-export async function authorize(base: string, input: { clientId: string; redirectUri: string; challenge: string; state?: string; resource?: string; scope?: string }) {
+export async function authorize(
+  base: string,
+  input: { clientId: string; redirectUri: string; challenge: string; state?: string; resource?: string; scope?: string },
+) {
   const query = new URLSearchParams({
-    response_type: 'code', client_id: input.clientId, redirect_uri: input.redirectUri, code_challenge: input.challenge, code_challenge_method: 'S256',
-    state: input.state ?? 'state-1', resource: input.resource ?? `${base}/mcp`, ...(input.scope ? { scope: input.scope } : {}),
+    response_type: 'code',
+    client_id: input.clientId,
+    redirect_uri: input.redirectUri,
+    code_challenge: input.challenge,
+    code_challenge_method: 'S256',
+    state: input.state ?? 'state-1',
+    resource: input.resource ?? `${base}/mcp`,
+    ...(input.scope ? { scope: input.scope } : {}),
   });
   const response = await fetch(`${base}/oauth/authorize?${query.toString()}`, { redirect: 'manual' });
   const location = response.headers.get('location');
@@ -27,7 +37,11 @@ export async function authorize(base: string, input: { clientId: string; redirec
 }
 
 export async function token(base: string, form: Record<string, string>) {
-  const response = await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
+  const response = await fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+  });
   return { status: response.status, body: (await response.json()) as Record<string, any> };
 }
 

@@ -17,7 +17,12 @@ export async function* readEvents(response: Response): AsyncGenerator<Frame> {
     while ((end = buffer.indexOf('\n\n')) >= 0) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
-      const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
+      const fields = Object.fromEntries(
+        block
+          .split('\n')
+          .filter((line) => !line.startsWith(':'))
+          .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+      );
       if (fields.data !== undefined) yield { id: fields.id!, event: fields.event!, data: JSON.parse(fields.data) };
     }
   }

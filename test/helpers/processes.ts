@@ -23,12 +23,13 @@ function track(child: ChildProcess): RunningProcess {
   return {
     child,
     output: () => output,
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      }),
   };
 }
 
@@ -50,13 +51,19 @@ export async function startRedis(port: number): Promise<RunningProcess> {
 
 /** Starts `src/main.ts` and resolves with its base URL once it listens. */
 export async function startServer(environment: Record<string, string>, startTimeoutMs = 60_000): Promise<RunningProcess & { url: string }> {
-  const server = track(spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...environment, PORT: '0', HOST: '127.0.0.1' }, stdio: 'pipe' }));
+  const server = track(
+    spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...environment, PORT: '0', HOST: '127.0.0.1' }, stdio: 'pipe' }),
+  );
   let url = '';
-  await waitFor(() => {
-    const match = /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/.exec(server.output());
-    if (match) url = match[1]!;
-    if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
-    return url !== '';
-  }, 'the server to listen', startTimeoutMs);
+  await waitFor(
+    () => {
+      const match = /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/.exec(server.output());
+      if (match) url = match[1]!;
+      if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
+      return url !== '';
+    },
+    'the server to listen',
+    startTimeoutMs,
+  );
   return { ...server, url };
 }

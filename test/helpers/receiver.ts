@@ -2,7 +2,11 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** A webhook or push receiver on loopback, for the delivery tests (the app needs CALLBACK_ALLOW_PRIVATE to reach it). */
-export interface Received { path: string; headers: IncomingMessage['headers']; body: string }
+export interface Received {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
 
 /** A receiver whose paths answer from a script of statuses (the last one repeats), recording every request. */
 export async function startReceiver() {
@@ -23,7 +27,8 @@ export async function startReceiver() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    received, base,
+    received,
+    base,
     url: (path: string, statuses?: number[]) => {
       if (statuses) scripts.set(path, statuses);
       return `${base}${path}`;

@@ -13,7 +13,13 @@ export async function rpcStreamResults(endpoint: string, actor: Actor, method: s
   const text = await response.text();
   return text
     .split('\n\n')
-    .map((block) => block.split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join(''))
+    .map((block) =>
+      block
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join(''),
+    )
     .filter((data) => data !== '')
     .map((data) => (JSON.parse(data) as Json).result);
 }

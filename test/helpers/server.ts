@@ -11,10 +11,11 @@ export async function listen(test: TestApp): Promise<{ server: Server; url: stri
   return {
     server,
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -25,7 +26,19 @@ export interface ReceivedEvent {
 }
 
 /** A plain EventSource client that sends credentials as headers and collects what it receives. */
-const transactionEventTypes = ['transaction.pending_freeze', 'transaction.frozen', 'transaction.accepted', 'transaction.delivered', 'transaction.settled', 'transaction.cancelled_by_buyer', 'transaction.rejected_by_seller', 'transaction.disputed', 'transaction.refunded', 'transaction.failed', 'too_old'];
+const transactionEventTypes = [
+  'transaction.pending_freeze',
+  'transaction.frozen',
+  'transaction.accepted',
+  'transaction.delivered',
+  'transaction.settled',
+  'transaction.cancelled_by_buyer',
+  'transaction.rejected_by_seller',
+  'transaction.disputed',
+  'transaction.refunded',
+  'transaction.failed',
+  'too_old',
+];
 
 export function openEventSource(url: string, headers: Record<string, string>, types: readonly string[] = transactionEventTypes) {
   const received: ReceivedEvent[] = [];

@@ -138,14 +138,18 @@ describe('admin endpoints', () => {
     expect((await test.http.post('/api/v1/admin/api-keys').set(admin).send({ agent_platform_type: 'Bad Value!' }).expect(400)).body.code).toBe(4000);
     const key = await createApiKey(test);
     expect((await test.http.post(`/api/v1/admin/api-keys/${key.id}/links`).set(admin).send({ user_id: 'x' }).expect(400)).body.code).toBe(4000);
-    expect((await test.http.post('/api/v1/admin/api-keys/not-a-uuid/links').set(admin).send({ user_id: crypto.randomUUID() }).expect(400)).body.code).toBe(4000);
+    expect((await test.http.post('/api/v1/admin/api-keys/not-a-uuid/links').set(admin).send({ user_id: crypto.randomUUID() }).expect(400)).body.code).toBe(
+      4000,
+    );
   });
 
   it('answer 4040 when linking an unknown key or an unknown user', async () => {
     const admin = { 'X-Admin-Token': testAdminToken };
     const human = await signUpHuman(test);
     const key = await createApiKey(test);
-    expect((await test.http.post(`/api/v1/admin/api-keys/${crypto.randomUUID()}/links`).set(admin).send({ user_id: human.userId }).expect(404)).body.code).toBe(4040);
+    expect((await test.http.post(`/api/v1/admin/api-keys/${crypto.randomUUID()}/links`).set(admin).send({ user_id: human.userId }).expect(404)).body.code).toBe(
+      4040,
+    );
     expect((await test.http.post(`/api/v1/admin/api-keys/${key.id}/links`).set(admin).send({ user_id: crypto.randomUUID() }).expect(404)).body.code).toBe(4040);
   });
 

@@ -11,7 +11,10 @@ import { createAgent, createApiKey, signUpHuman } from '../helpers/actors.ts';
 let test: TestApp;
 beforeAll(async () => {
   test = await startTestApp({
-    TRUST_PROXY: 'true', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_ADDRESS: '5/900', RATE_LIMIT_USER_CODE_ATTEMPTS_PER_CODE: '4/900', RATE_LIMIT_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '3/3600',
+    TRUST_PROXY: 'true',
+    RATE_LIMIT_USER_CODE_ATTEMPTS_PER_ADDRESS: '5/900',
+    RATE_LIMIT_USER_CODE_ATTEMPTS_PER_CODE: '4/900',
+    RATE_LIMIT_DEVICE_AUTHORIZATIONS_PER_ADDRESS: '3/3600',
     RATE_LIMIT_USER_CODE_FAILURES_PER_ACCOUNT: '6/900',
   });
 });
@@ -25,7 +28,10 @@ let addressNumber = 0;
 const freshAddress = () => `198.51.${Math.floor(addressNumber / 250)}.${(addressNumber++ % 250) + 1}`;
 
 const start = (body: unknown = { agent_platform_type: 'claude_code' }, address = freshAddress()) =>
-  test.http.post('/api/v1/auth/device-auth').set('X-Forwarded-For', address).send(body as object);
+  test.http
+    .post('/api/v1/auth/device-auth')
+    .set('X-Forwarded-For', address)
+    .send(body as object);
 const poll = (deviceCode: string) => test.http.post('/api/v1/auth/device-auth/poll').send({ device_code: deviceCode });
 /** A poll that keeps the interval, as a well-behaved client does. */
 function pollOnTime(deviceCode: string) {
@@ -211,7 +217,15 @@ describe('the verification page calls', () => {
       const body = { user_code: flow.user_code, decision: 'approve' };
       expect((await test.http.post(`/api/v1/auth/device-auth/${action}`).send(body).expect(401)).body.code).toBe(4010);
       expect((await test.http.post(`/api/v1/auth/device-auth/${action}`).set(agent.headers).send(body).expect(403)).body.code).toBe(4030);
-      expect((await test.http.post(`/api/v1/auth/device-auth/${action}`).set({ ...agent.headers, ...human.headers }).send(body).expect(400)).body.code).toBe(4011);
+      expect(
+        (
+          await test.http
+            .post(`/api/v1/auth/device-auth/${action}`)
+            .set({ ...agent.headers, ...human.headers })
+            .send(body)
+            .expect(400)
+        ).body.code,
+      ).toBe(4011);
     }
     expect((await poll(flow.device_code)).body.code).toBe(4801);
   });
@@ -220,15 +234,30 @@ describe('the verification page calls', () => {
     const human = await signUpHuman(test);
     const flow = await started();
     // What a hostile page can make a browser send: a form post, with no Authorization header.
-    const form = await test.http.post('/api/v1/auth/device-auth/confirm').set('Origin', 'https://attacker.example').type('form').send({ user_code: flow.user_code, decision: 'approve' });
+    const form = await test.http
+      .post('/api/v1/auth/device-auth/confirm')
+      .set('Origin', 'https://attacker.example')
+      .type('form')
+      .send({ user_code: flow.user_code, decision: 'approve' });
     expect(form.body.code).toBe(4010);
-    const plain = await test.http.post('/api/v1/auth/device-auth/confirm').set('Content-Type', 'text/plain').send(JSON.stringify({ user_code: flow.user_code, decision: 'approve' }));
+    const plain = await test.http
+      .post('/api/v1/auth/device-auth/confirm')
+      .set('Content-Type', 'text/plain')
+      .send(JSON.stringify({ user_code: flow.user_code, decision: 'approve' }));
     expect(plain.body.code).toBe(4010);
     // Even holding the token, a request a browser marks as cross-site is refused.
-    const crossOrigin = await test.http.post('/api/v1/auth/device-auth/confirm').set(human.headers).set('Origin', 'https://attacker.example').send({ user_code: flow.user_code, decision: 'approve' });
+    const crossOrigin = await test.http
+      .post('/api/v1/auth/device-auth/confirm')
+      .set(human.headers)
+      .set('Origin', 'https://attacker.example')
+      .send({ user_code: flow.user_code, decision: 'approve' });
     expect(crossOrigin.status).toBe(403);
     expect(crossOrigin.body).toMatchObject({ code: 4030, data: { detail: 'cross-site request refused' } });
-    const crossSite = await test.http.post('/api/v1/auth/device-auth/confirm').set(human.headers).set('Sec-Fetch-Site', 'cross-site').send({ user_code: flow.user_code, decision: 'approve' });
+    const crossSite = await test.http
+      .post('/api/v1/auth/device-auth/confirm')
+      .set(human.headers)
+      .set('Sec-Fetch-Site', 'cross-site')
+      .send({ user_code: flow.user_code, decision: 'approve' });
     expect(crossSite.body.code).toBe(4030);
     expect((await poll(flow.device_code)).body.code).toBe(4801);
     // The page's own call (same origin) goes through.
@@ -319,9 +348,23 @@ describe("a person's API keys", () => {
     expect((await test.http.get('/api/v1/auth/api-keys').expect(401)).body.code).toBe(4010);
     expect((await test.http.get('/api/v1/auth/api-keys').set(agent.headers).expect(403)).body.code).toBe(4030);
     expect((await test.http.delete(`/api/v1/auth/api-keys/${operatorKey.id}`).set(agent.headers).expect(403)).body.code).toBe(4030);
-    expect((await test.http.get('/api/v1/auth/api-keys').set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .get('/api/v1/auth/api-keys')
+          .set({ ...agent.headers, ...human.headers })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
     expect((await test.http.delete(`/api/v1/auth/api-keys/${operatorKey.id}`).expect(401)).body.code).toBe(4010);
-    expect((await test.http.delete(`/api/v1/auth/api-keys/${operatorKey.id}`).set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .delete(`/api/v1/auth/api-keys/${operatorKey.id}`)
+          .set({ ...agent.headers, ...human.headers })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
     expect((await test.http.get('/api/v1/auth/me').set(agent.headers)).body.code).toBe(0);
   });
 });

@@ -60,7 +60,8 @@ async function openPage(url: string, using: Awaited<ReturnType<typeof launchChro
   page.on('pageerror', (error) => problems.push(error.message));
   // Chromium logs every 4xx answer as an error; the page expects those (a wrong code is a 4040).
   page.on('console', (message) => {
-    if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(message.text())) problems.push(message.text());
+    if (message.type() === 'error' && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(message.text()))
+      problems.push(message.text());
   });
   const response = await page.goto(url);
   expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");

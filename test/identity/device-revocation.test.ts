@@ -196,18 +196,23 @@ describe('two instances', () => {
     }
   });
 
-  it(sharedLimits ? 'count user-code attempts on both instances in one bucket (Redis)' : 'count user-code attempts per instance on the embedded default (one instance, no Redis)', async () => {
-    const human = await signUpHuman(test);
-    const flow = (await test.http.post('/api/v1/auth/device-auth').send({}).expect(201)).body.data;
-    const lookup = (http: ReturnType<typeof supertest>, address: string) =>
-      http.post('/api/v1/auth/device-auth/lookup').set(human.headers).set('X-Forwarded-For', address).send({ user_code: flow.user_code });
-    for (let attempt = 0; attempt < 2; attempt++) {
-      expect((await lookup(test.http, `192.0.2.${attempt + 1}`)).body.code).toBe(0);
-      expect((await lookup(otherHttp, `192.0.2.${attempt + 11}`)).body.code).toBe(0);
-    }
-    // Four attempts so far, two on each instance; the limit is four per code.
-    expect((await lookup(otherHttp, '192.0.2.21')).body.code).toBe(sharedLimits ? 4290 : 0);
-    expect((await lookup(otherHttp, '192.0.2.22')).body.code).toBe(sharedLimits ? 4290 : 0);
-    expect((await lookup(otherHttp, '192.0.2.23')).body.code).toBe(4290);
-  });
+  it(
+    sharedLimits
+      ? 'count user-code attempts on both instances in one bucket (Redis)'
+      : 'count user-code attempts per instance on the embedded default (one instance, no Redis)',
+    async () => {
+      const human = await signUpHuman(test);
+      const flow = (await test.http.post('/api/v1/auth/device-auth').send({}).expect(201)).body.data;
+      const lookup = (http: ReturnType<typeof supertest>, address: string) =>
+        http.post('/api/v1/auth/device-auth/lookup').set(human.headers).set('X-Forwarded-For', address).send({ user_code: flow.user_code });
+      for (let attempt = 0; attempt < 2; attempt++) {
+        expect((await lookup(test.http, `192.0.2.${attempt + 1}`)).body.code).toBe(0);
+        expect((await lookup(otherHttp, `192.0.2.${attempt + 11}`)).body.code).toBe(0);
+      }
+      // Four attempts so far, two on each instance; the limit is four per code.
+      expect((await lookup(otherHttp, '192.0.2.21')).body.code).toBe(sharedLimits ? 4290 : 0);
+      expect((await lookup(otherHttp, '192.0.2.22')).body.code).toBe(sharedLimits ? 4290 : 0);
+      expect((await lookup(otherHttp, '192.0.2.23')).body.code).toBe(4290);
+    },
+  );
 });

@@ -29,14 +29,26 @@ afterAll(async () => {
 });
 
 const register = (metadata: Record<string, unknown>, at = base) =>
-  fetch(`${at}/oauth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ client_name: 'Edge client', ...metadata }) });
-const storedRequests = async (clientId: string) => Number(((await test.runtime.engine.dependencies.db('oauth_requests').where({ client_id: clientId }).count('* as count')) as { count: string }[])[0]!.count);
+  fetch(`${at}/oauth/register`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ client_name: 'Edge client', ...metadata }),
+  });
+const storedRequests = async (clientId: string) =>
+  Number(((await test.runtime.engine.dependencies.db('oauth_requests').where({ client_id: clientId }).count('* as count')) as { count: string }[])[0]!.count);
 const authorizeForm = (form: Record<string, string>, at = base) =>
-  fetch(`${at}/oauth/authorize`, { method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form) });
-const listTools = (accessToken: string, at = base) => fetch(`${at}/mcp`, {
-  method: 'POST', headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-});
+  fetch(`${at}/oauth/authorize`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(form),
+  });
+const listTools = (accessToken: string, at = base) =>
+  fetch(`${at}/mcp`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
 
 describe('what an anonymous sign-in request may store', () => {
   it('refuses an oversized state or a code_challenge that is not an S256 challenge, storing nothing, and keeps a state of the allowed length', async () => {
@@ -75,8 +87,12 @@ describe('what an anonymous sign-in request may store', () => {
     expect(many.status).toBe(400);
     const uri = (index: number) => `https://app.example/${index}${'p'.repeat(limits.oauthClientUriLengthMax - 22)}`;
     const largest = await register({
-      client_name: 'n'.repeat(limits.oauthClientNameLengthMax), client_uri: uri(0), logo_uri: uri(1), scope: 'x'.repeat(limits.oauthScopeLengthMax),
-      redirect_uris: Array.from({ length: limits.oauthRedirectUrisMax }, (_, index) => uri(index + 2)), ignored: 'z'.repeat(50_000),
+      client_name: 'n'.repeat(limits.oauthClientNameLengthMax),
+      client_uri: uri(0),
+      logo_uri: uri(1),
+      scope: 'x'.repeat(limits.oauthScopeLengthMax),
+      redirect_uris: Array.from({ length: limits.oauthRedirectUrisMax }, (_, index) => uri(index + 2)),
+      ignored: 'z'.repeat(50_000),
     });
     expect(largest.status).toBe(201);
     const { client_id: clientId } = (await largest.json()) as { client_id: string };
@@ -87,7 +103,11 @@ describe('what an anonymous sign-in request may store', () => {
   it('caps registrations and waiting sign-in requests per address', async () => {
     const port = await freePort();
     const at = `http://127.0.0.1:${port}`;
-    const capped = await startTestApp({ PUBLIC_BASE_URL: at, RATE_LIMIT_OAUTH_REGISTRATIONS_PER_ADDRESS: '3/3600', RATE_LIMIT_OAUTH_SIGN_IN_REQUESTS_PER_ADDRESS: '2/600' });
+    const capped = await startTestApp({
+      PUBLIC_BASE_URL: at,
+      RATE_LIMIT_OAUTH_REGISTRATIONS_PER_ADDRESS: '3/3600',
+      RATE_LIMIT_OAUTH_SIGN_IN_REQUESTS_PER_ADDRESS: '2/600',
+    });
     const listener = createServer(capped.app);
     await new Promise<void>((resolve) => listener.listen(port, '127.0.0.1', resolve));
     try {
@@ -117,12 +137,26 @@ describe('what an anonymous sign-in request may store', () => {
 
 describe('where the browser may be sent', () => {
   it('registers https, loopback http and reverse-domain private-use schemes only', async () => {
-    for (const redirect of ['search-ms:query=x', 'ms-msdt:/id', 'myapp:/callback', 'http://10.0.0.1/cb', 'data:text/html,x', 'cursor://anysphere.cursor-mcp/elsewhere']) {
+    for (const redirect of [
+      'search-ms:query=x',
+      'ms-msdt:/id',
+      'myapp:/callback',
+      'http://10.0.0.1/cb',
+      'data:text/html,x',
+      'cursor://anysphere.cursor-mcp/elsewhere',
+    ]) {
       const response = await register({ redirect_uris: [redirect] });
       expect(response.status, redirect).toBe(400);
       expect(((await response.json()) as { error: string }).error, redirect).toBe('invalid_client_metadata');
     }
-    for (const redirect of ['https://app.example/cb', 'http://127.0.0.1:5000/cb', 'http://[::1]/cb', 'http://localhost:8/cb', 'com.example.app:/oauth2redirect', 'cursor://anysphere.cursor-mcp/oauth/callback']) {
+    for (const redirect of [
+      'https://app.example/cb',
+      'http://127.0.0.1:5000/cb',
+      'http://[::1]/cb',
+      'http://localhost:8/cb',
+      'com.example.app:/oauth2redirect',
+      'cursor://anysphere.cursor-mcp/oauth/callback',
+    ]) {
       expect((await register({ redirect_uris: [redirect] })).status, redirect).toBe(201);
     }
   });
@@ -131,8 +165,16 @@ describe('where the browser may be sent', () => {
     const client = await registerClient(base);
     // A client stored before the scheme rule: its redirect is not followed either.
     await test.runtime.engine.dependencies.db('oauth_clients').insert({
-      client_id: 'old-client', source: 'registered', created_at: new Date(),
-      metadata: JSON.stringify({ client_id: 'old-client', redirect_uris: ['search-ms:query=x'], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'none' }),
+      client_id: 'old-client',
+      source: 'registered',
+      created_at: new Date(),
+      metadata: JSON.stringify({
+        client_id: 'old-client',
+        redirect_uris: ['search-ms:query=x'],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }),
     });
     const cases = [
       { clientId: 'no-such-client', redirectUri: 'http://127.0.0.1:33418/callback' },
@@ -140,7 +182,10 @@ describe('where the browser may be sent', () => {
       { clientId: 'old-client', redirectUri: 'search-ms:query=x' },
     ];
     for (const { clientId, redirectUri } of cases) {
-      const response = await fetch(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: 'x', code_challenge_method: 'plain' }).toString()}`, { redirect: 'manual' });
+      const response = await fetch(
+        `${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, code_challenge: 'x', code_challenge_method: 'plain' }).toString()}`,
+        { redirect: 'manual' },
+      );
       expect(response.status, clientId).toBe(400);
       expect(response.headers.get('location'), clientId).toBeNull();
       expect(response.headers.get('content-type')).toMatch(/^text\/html/);
@@ -157,7 +202,11 @@ describe('an authorization code used twice', () => {
   it('is refused, and ends the tokens the first use gave (RFC 6749 section 4.1.2)', async () => {
     const human = await signUpHuman(test);
     const signIn = await pendingSignIn(base);
-    const decided = await test.http.post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);
+    const decided = await test.http
+      .post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`)
+      .set(human.headers)
+      .send({ decision: 'approve' })
+      .expect(200);
     const code = new URL(decided.body.data.redirect_to).searchParams.get('code')!;
     const form = { grant_type: 'authorization_code', code, client_id: signIn.client.client_id, code_verifier: signIn.verifier };
     const first = await token(base, form);
@@ -165,7 +214,10 @@ describe('an authorization code used twice', () => {
     expect((await listTools(first.body.access_token)).status).toBe(200);
     expect(await token(base, form)).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     expect((await listTools(first.body.access_token)).status).toBe(401);
-    expect(await token(base, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: signIn.client.client_id })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
+    expect(await token(base, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: signIn.client.client_id })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
     const keys = (await test.http.get('/api/v1/auth/api-keys').set(human.headers).expect(200)).body.data.items;
     expect(keys).toEqual([expect.objectContaining({ revoked_at: expect.any(String) })]);
   });
@@ -175,7 +227,11 @@ describe('an authorization code exchanged twice at once', () => {
   it(raceTest('gives tokens to one exchange only, and the other ends them'), async () => {
     const human = await signUpHuman(test);
     const signIn = await pendingSignIn(base);
-    const decided = await test.http.post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);
+    const decided = await test.http
+      .post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`)
+      .set(human.headers)
+      .send({ decision: 'approve' })
+      .expect(200);
     const code = new URL(decided.body.data.redirect_to).searchParams.get('code')!;
     const form = { grant_type: 'authorization_code', code, client_id: signIn.client.client_id, code_verifier: signIn.verifier };
     const answers = await Promise.all([token(base, form), token(base, form)]);
@@ -192,12 +248,21 @@ describe('wrong admin tokens', () => {
       const threshold = limits.rateLimits.authenticationFailuresPerAddress.requests;
       const statuses: number[] = [];
       for (let index = 0; index < threshold + 10; index++) {
-        statuses.push((await fresh.http.post('/api/v1/admin/api-keys').set('X-Admin-Token', `wrong-admin-token-${index}`).send({ name: 'x', agent_platform_type: 'custom_mcp' })).status);
+        statuses.push(
+          (
+            await fresh.http
+              .post('/api/v1/admin/api-keys')
+              .set('X-Admin-Token', `wrong-admin-token-${index}`)
+              .send({ name: 'x', agent_platform_type: 'custom_mcp' })
+          ).status,
+        );
       }
       expect(statuses.slice(0, threshold)).toEqual(Array(threshold).fill(401));
       expect(statuses.slice(threshold)).toEqual(Array(10).fill(429));
       // Refused before the token is looked at: the right one waits for the window too.
-      expect((await fresh.http.post('/api/v1/admin/api-keys').set('X-Admin-Token', testAdminToken).send({ name: 'x', agent_platform_type: 'custom_mcp' })).status).toBe(429);
+      expect(
+        (await fresh.http.post('/api/v1/admin/api-keys').set('X-Admin-Token', testAdminToken).send({ name: 'x', agent_platform_type: 'custom_mcp' })).status,
+      ).toBe(429);
     } finally {
       await fresh.close();
     }

@@ -31,14 +31,14 @@ const adversarialInputs: Record<string, string> = {
   'decimal commas': repeatTo('1,'),
   'decimal points': repeatTo('1.'),
   'digits then spaces': '1' + ' '.repeat(size - 1),
-  'spaces': repeatTo(' '),
+  spaces: repeatTo(' '),
   'one letter': repeatTo('a'),
   'letters and digits': repeatTo('a1'),
   'currency signs': repeatTo('$ '),
   'words that start patterns': repeatTo('within by in dispute buy '),
   'month days': repeatTo('12月'),
   'Latin and Han alternating': repeatTo('a中'),
-  'punctuation': repeatTo('!?,.;:'),
+  punctuation: repeatTo('!?,.;:'),
   'colons after a command': `dispute${repeatTo(':', size - 8)}x`,
 };
 
@@ -86,7 +86,15 @@ describe('through the API', () => {
     const description = adversarialInputs['Chinese then digits (the observed case)']!;
     const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ title: 'digits', description }).expect(201)).body.data;
     // supertest sends a request only once it is awaited: start all four, then ask for health.
-    const evaluations = Promise.all(Array.from({ length: 4 }, () => test.http.post(`/api/v1/demands/${demand.id}/evaluate-clarity`).set(requester.headers).send({}).then((response) => response)));
+    const evaluations = Promise.all(
+      Array.from({ length: 4 }, () =>
+        test.http
+          .post(`/api/v1/demands/${demand.id}/evaluate-clarity`)
+          .set(requester.headers)
+          .send({})
+          .then((response) => response),
+      ),
+    );
     await new Promise((resolve) => setTimeout(resolve, 20));
     const startedAt = performance.now();
     await test.http.get('/healthz').expect(200);
@@ -99,9 +107,19 @@ describe('through the API', () => {
     const seller = await createAgent(test);
     const requester = await createAgent(test);
     const capability = await createCapability(test, seller, { description: adversarialInputs['letters and digits'] });
-    const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ title: 'one', description: adversarialInputs['Chinese numerals and digits interleaved'] }).expect(201)).body.data;
+    const demand = (
+      await test.http
+        .post('/api/v1/demands')
+        .set(requester.headers)
+        .send({ title: 'one', description: adversarialInputs['Chinese numerals and digits interleaved'] })
+        .expect(201)
+    ).body.data;
     for (const request of [
-      () => test.http.post('/api/v1/demands/evaluate-alignment').set(requester.headers).send({ demand_id: demand.id, capability_ids: [capability.id] }),
+      () =>
+        test.http
+          .post('/api/v1/demands/evaluate-alignment')
+          .set(requester.headers)
+          .send({ demand_id: demand.id, capability_ids: [capability.id] }),
       () => test.http.post('/api/v1/capabilities/match').set(requester.headers).send({ demand_id: demand.id }),
     ]) {
       await request();

@@ -52,7 +52,10 @@ describe('chat', () => {
     fake.reply = 'the answer';
     expect(await provider().chat(user('question'), { temperature: 0, maxTokens: 50 })).toBe('the answer');
     expect(fake.requests).toHaveLength(1);
-    expect(fake.requests[0]).toMatchObject({ path: '/v1/chat/completions', body: { model: 'fake-model', stream: false, temperature: 0, max_tokens: 50, messages: user('question') } });
+    expect(fake.requests[0]).toMatchObject({
+      path: '/v1/chat/completions',
+      body: { model: 'fake-model', stream: false, temperature: 0, max_tokens: 50, messages: user('question') },
+    });
     expect(fake.requests[0]!.headers.authorization).toBe(`Bearer ${apiKey}`);
     expect(lines).toEqual([]);
   });
@@ -70,7 +73,13 @@ describe('chat', () => {
     fake.mode = mode;
     expect(await provider({}, timeoutsFor(mode)).chat(user('q'), { purpose: 'clarity' })).toBeNull();
     expect(logged()).toHaveLength(1);
-    expect(logged()[0]).toMatchObject({ level: 'warn', message: expect.stringMatching(/falling back/), operation: 'chat', purpose: 'clarity', reason: expect.stringMatching(reason) });
+    expect(logged()[0]).toMatchObject({
+      level: 'warn',
+      message: expect.stringMatching(/falling back/),
+      operation: 'chat',
+      purpose: 'clarity',
+      reason: expect.stringMatching(reason),
+    });
     expect(lines.join('\n')).not.toContain(apiKey);
   });
 

@@ -11,8 +11,13 @@ import { balance, credit } from '../helpers/market.ts';
  * the server log; a later purchase clears it.
  */
 const offer = (price: string) => ({
-  title: 'English to Chinese translation', description: 'Professional translation of documents from English into Chinese', category: 'translation',
-  capability_type: 'service', pricing_model: 'per_use', price_ut: price, callback_url: 'https://seller.example/callback',
+  title: 'English to Chinese translation',
+  description: 'Professional translation of documents from English into Chinese',
+  category: 'translation',
+  capability_type: 'service',
+  pricing_model: 'per_use',
+  price_ut: price,
+  callback_url: 'https://seller.example/callback',
 });
 
 let test: TestApp;
@@ -24,7 +29,8 @@ afterEach(async () => {
   await test.runtime.engine.dependencies.db('capabilities').update({ available: false });
 });
 
-const demandOf = async (requester: { headers: Record<string, string> }, id: string) => (await test.http.get(`/api/v1/demands/${id}`).set(requester.headers).expect(200)).body.data;
+const demandOf = async (requester: { headers: Record<string, string> }, id: string) =>
+  (await test.http.get(`/api/v1/demands/${id}`).set(requester.headers).expect(200)).body.data;
 
 describe('an auto-accept demand that could not buy', () => {
   it('too little money: the answer and the view say 4020 with the amounts; a later purchase clears it', async () => {
@@ -33,7 +39,13 @@ describe('an auto-accept demand that could not buy', () => {
     const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('30.00')).expect(201)).body.data;
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     expect(demand.status).toBe('open');
-    const failure = { code: 4020, message: 'insufficient_balance', data: { currency: 'UT', available: '10.00', required: '30.00' }, capability_id: capability.id, at: expect.any(String) };
+    const failure = {
+      code: 4020,
+      message: 'insufficient_balance',
+      data: { currency: 'UT', available: '10.00', required: '30.00' },
+      capability_id: capability.id,
+      at: expect.any(String),
+    };
     expect(demand.auto_accept_failure).toEqual(failure);
     expect((await demandOf(requester, demand.id)).auto_accept_failure).toEqual(failure);
     expect(await balance(test, requester)).toMatchObject({ available: '10.00', frozen: '0.00' });
@@ -54,7 +66,12 @@ describe('an auto-accept demand that could not buy', () => {
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     expect(demand).toMatchObject({
       status: 'open',
-      auto_accept_failure: { code: 4093, message: 'price_above_ceiling', data: { currency: 'UT', price: '60.00', max_price: '40.00' }, capability_id: capability.id },
+      auto_accept_failure: {
+        code: 4093,
+        message: 'price_above_ceiling',
+        data: { currency: 'UT', price: '60.00', max_price: '40.00' },
+        capability_id: capability.id,
+      },
     });
     expect(await balance(test, requester)).toMatchObject({ available: '100.00', frozen: '0.00' });
   });
@@ -82,11 +99,12 @@ describe('auto-accept for a new capability runs as a job', () => {
       await test.runtime.engine.wallet.credit({ user_id: requester.userId, currency: 'UT', amount: 5_000n }, null);
     }
     const demands = [];
-    for (const requester of requesters) demands.push(await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true }));
+    for (const requester of requesters)
+      demands.push(await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true }));
     await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('30.00')).expect(201);
     await test.runtime.engine.autoAcceptJobs.idle();
     const statuses = await Promise.all(demands.map(async (demand, index) => (await demandOf(requesters[index]!, demand.id)).status));
-    expect(statuses.filter((status) => status !== "fulfilled")).toEqual([]);
+    expect(statuses.filter((status) => status !== 'fulfilled')).toEqual([]);
     expect(await test.runtime.engine.dependencies.db('auto_accept_jobs')).toHaveLength(0);
   }, 120_000);
 
@@ -96,7 +114,11 @@ describe('auto-accept for a new capability runs as a job', () => {
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('30.00')).expect(201)).body.data;
     // The same offer recorded again, and claimed by four runners together with the kicked one.
-    await test.runtime.engine.dependencies.db('auto_accept_jobs').insert({ capability_id: capability.id, due_at: new Date(0), attempts: 0 }).onConflict('capability_id').merge();
+    await test.runtime.engine.dependencies
+      .db('auto_accept_jobs')
+      .insert({ capability_id: capability.id, due_at: new Date(0), attempts: 0 })
+      .onConflict('capability_id')
+      .merge();
     await Promise.all(Array.from({ length: 4 }, () => test.runtime.engine.autoAcceptJobs.runOnce()));
     await test.runtime.engine.autoAcceptJobs.idle();
     const bought = (await test.http.get('/api/v1/transactions?role=buyer').set(requester.headers).expect(200)).body.data.items;

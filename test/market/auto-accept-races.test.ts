@@ -10,7 +10,13 @@ import { createDemand } from '../helpers/demands.ts';
 import { balance, credit } from '../helpers/market.ts';
 
 const offer = (title: string, price: string) => ({
-  title, description: 'Professional translation of documents from English into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: price, callback_url: 'https://seller.example/callback',
+  title,
+  description: 'Professional translation of documents from English into Chinese',
+  category: 'translation',
+  capability_type: 'service',
+  pricing_model: 'per_use',
+  price_ut: price,
+  callback_url: 'https://seller.example/callback',
 });
 
 /**
@@ -37,7 +43,12 @@ describe('auto_accept races', () => {
   /** An auto-accept whose purchases run `before` first, and whose log lines are kept. */
   function autoAcceptWith(before: () => Promise<void>) {
     const engine = test.runtime.engine;
-    const log: Logger = { debug: () => {}, info: (message) => logLines.push(message), warn: (message) => logLines.push(message), error: (message) => logLines.push(message) };
+    const log: Logger = {
+      debug: () => {},
+      info: (message) => logLines.push(message),
+      warn: (message) => logLines.push(message),
+      error: (message) => logLines.push(message),
+    };
     const transactions: TransactionEngine = {
       ...engine.transactions,
       purchase: async (...args) => {
@@ -56,7 +67,8 @@ describe('auto_accept races', () => {
     const [requester, seller] = [await createAgent(test), await createAgent(test)];
     await credit(test, requester.userId, '100.00');
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
-    const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '60.00')).expect(201)).body.data as { id: string };
+    const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '60.00')).expect(201))
+      .body.data as { id: string };
     // The auto-accept job of that offer has run (and bought nothing, above the budget) before the price changes underneath.
     await test.runtime.engine.autoAcceptJobs.idle();
     await db()('capabilities').where({ id: capability.id }).update({ price: '3000' });
@@ -66,7 +78,8 @@ describe('auto_accept races', () => {
 
   it('a purchase with max_price refuses a price above it (4093 with both prices, nothing written) and buys at exactly it', async () => {
     const { requester, capability } = await market();
-    const purchase = (max: bigint, key: string) => test.runtime.engine.transactions.purchase(principalOf(requester), { capability_id: capability.id, max_price: max }, key);
+    const purchase = (max: bigint, key: string) =>
+      test.runtime.engine.transactions.purchase(principalOf(requester), { capability_id: capability.id, max_price: max }, key);
     const refusal = await purchase(2999n, 'max-price-below').catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(AppError);
     expect(refusal).toMatchObject({ errorName: 'price_above_ceiling', code: 4093, data: { currency: 'UT', price: '30.00', max_price: '29.99' } });
@@ -84,7 +97,10 @@ describe('auto_accept races', () => {
       await db()('capabilities').where({ id: capability.id }).update({ price: '5000' });
     });
     await autoAccept.forCapability(capability.id);
-    expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data).toMatchObject({ status: 'open', transaction_id: null });
+    expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data).toMatchObject({
+      status: 'open',
+      transaction_id: null,
+    });
     expect(await db()('transactions').where({ buyer_user_id: requester.userId }).count<{ count: string }[]>('* as count')).toEqual([{ count: '0' }]);
     expect(await balance(test, requester)).toMatchObject({ available: '100.00', frozen: '0.00' });
     expect(logLines).toContain('auto-accept refused by the purchase; the demand stays open');
@@ -102,17 +118,24 @@ describe('auto_accept races', () => {
       await test.http.post(`/api/v1/demands/${demand.id}/cancel`).set(requester.headers).expect(200);
     });
     await autoAccept.forCapability(capability.id);
-    expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data).toMatchObject({ status: 'cancelled', transaction_id: null });
+    expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data).toMatchObject({
+      status: 'cancelled',
+      transaction_id: null,
+    });
     const purchases = await db()('transactions').where({ buyer_user_id: requester.userId }).select('status');
     expect(purchases).toEqual([{ status: 'cancelled_by_buyer' }]);
     expect(await balance(test, requester)).toMatchObject({ available: '100.00', frozen: '0.00' });
     expect(logLines).toContain('auto-accept lost its demand during the purchase; the purchase was cancelled');
   });
 
-  it('does not buy again while an earlier attempt\'s unfunded purchase of the demand is young', async () => {
+  it("does not buy again while an earlier attempt's unfunded purchase of the demand is young", async () => {
     const { requester, demand, capability } = await market();
     // An earlier attempt created its purchase and is still freezing it.
-    const { data: earlier } = await test.runtime.engine.transactions.create(principalOf(requester), { capability_id: capability.id, demand_id: demand.id }, { key: 'earlier-attempt', operation: 'purchase create', fingerprint: 'earlier-attempt' });
+    const { data: earlier } = await test.runtime.engine.transactions.create(
+      principalOf(requester),
+      { capability_id: capability.id, demand_id: demand.id },
+      { key: 'earlier-attempt', operation: 'purchase create', fingerprint: 'earlier-attempt' },
+    );
     expect(earlier.status).toBe('pending_freeze');
     await autoAcceptWith(async () => {}).forCapability(capability.id);
     expect(await db()('transactions').where({ buyer_user_id: requester.userId }).select('status')).toEqual([{ status: 'pending_freeze' }]);

@@ -5,7 +5,14 @@ import { createDemand } from '../helpers/demands.ts';
 import { balance, credit } from '../helpers/market.ts';
 
 const offer = (title: string, price: string, extra: Record<string, unknown> = {}) => ({
-  title, description: 'Professional translation of documents from English into Chinese', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: price, callback_url: 'https://seller.example/callback', ...extra,
+  title,
+  description: 'Professional translation of documents from English into Chinese',
+  category: 'translation',
+  capability_type: 'service',
+  pricing_model: 'per_use',
+  price_ut: price,
+  callback_url: 'https://seller.example/callback',
+  ...extra,
 });
 
 /**
@@ -27,13 +34,19 @@ describe('auto_accept on a demand', () => {
   });
 
   async function transactionsOf(buyer: { headers: Record<string, string> }) {
-    return (await test.http.get('/api/v1/transactions?role=buyer').set(buyer.headers).expect(200)).body.data.items as { id: string; status: string; demand_id: string; price_ut: string }[];
+    return (await test.http.get('/api/v1/transactions?role=buyer').set(buyer.headers).expect(200)).body.data.items as {
+      id: string;
+      status: string;
+      demand_id: string;
+      price_ut: string;
+    }[];
   }
 
   it('buys an existing good match within budget when the demand is created: frozen once, in the stream, demand fulfilled', async () => {
     const [requester, seller] = [await createAgent(test), await createAgent(test)];
     await credit(test, requester.userId, '100.00');
-    const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '30.00')).expect(201)).body.data;
+    const capability = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '30.00')).expect(201))
+      .body.data;
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     expect(demand.status).toBe('fulfilled');
     const [bought] = await transactionsOf(requester);
@@ -52,7 +65,8 @@ describe('auto_accept on a demand', () => {
   it('buys when an update re-offers or reprices a capability into the budget, and when a batch registers one', async () => {
     const [requester, seller] = [await createAgent(test), await createAgent(test)];
     await credit(test, requester.userId, '100.00');
-    const pricey = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '60.00')).expect(201)).body.data;
+    const pricey = (await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '60.00')).expect(201)).body
+      .data;
     const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
     expect(demand.status).toBe('open');
     await test.http.put(`/api/v1/capabilities/${pricey.id}`).set(seller.headers).send({ price_ut: '35.00' }).expect(200);
@@ -60,10 +74,17 @@ describe('auto_accept on a demand', () => {
     const [bought] = await transactionsOf(requester);
     expect(bought).toMatchObject({ status: 'frozen', demand_id: demand.id, price_ut: '35.00' });
 
-    const second = await createDemand(test, requester, { description: 'Translate our English brochure into Chinese', max_price_ut: '30.00', auto_accept: true });
+    const second = await createDemand(test, requester, {
+      description: 'Translate our English brochure into Chinese',
+      max_price_ut: '30.00',
+      auto_accept: true,
+    });
     expect(second.status).toBe('open');
-    const batch = await test.http.post('/api/v1/capabilities/batch').set(seller.headers)
-      .send({ items: [{ title: 'x' }, offer('Chinese translation of brochures', '25.00')] }).expect(200);
+    const batch = await test.http
+      .post('/api/v1/capabilities/batch')
+      .set(seller.headers)
+      .send({ items: [{ title: 'x' }, offer('Chinese translation of brochures', '25.00')] })
+      .expect(200);
     expect(batch.body.data).toMatchObject({ succeeded: 1, failed: 1 });
     await jobsDone(test);
     const purchases = await transactionsOf(requester);
@@ -76,8 +97,16 @@ describe('auto_accept on a demand', () => {
     const [requester, seller] = [await createAgent(test), await createAgent(test)];
     await credit(test, requester.userId, '100.00');
     await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '60.00')).expect(201);
-    await test.http.post('/api/v1/capabilities').set(seller.headers).send({ ...offer('Logo design', '5.00'), description: 'Minimalist logo design for shops', category: 'design' }).expect(201);
-    const tooCheap = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
+    await test.http
+      .post('/api/v1/capabilities')
+      .set(seller.headers)
+      .send({ ...offer('Logo design', '5.00'), description: 'Minimalist logo design for shops', category: 'design' })
+      .expect(201);
+    const tooCheap = await createDemand(test, requester, {
+      description: 'Translate our English manual into Chinese',
+      max_price_ut: '40.00',
+      auto_accept: true,
+    });
     const unrelated = await createDemand(test, requester, { description: 'Fix my bicycle brakes', max_price_ut: '40.00', auto_accept: true });
     const manual = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '80.00' });
     expect([tooCheap.status, unrelated.status, manual.status]).toEqual(['open', 'open', 'open']);
@@ -92,14 +121,19 @@ describe('auto_accept on a demand', () => {
       const [requester, seller] = [await createAgent(logged), await createAgent(logged)];
       await credit(logged, requester.userId, '10.00');
       await logged.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '30.00')).expect(201);
-      const demand = await createDemand(logged, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true });
+      const demand = await createDemand(logged, requester, {
+        description: 'Translate our English manual into Chinese',
+        max_price_ut: '40.00',
+        auto_accept: true,
+      });
       expect(demand.status).toBe('open');
       expect((await logged.http.get('/api/v1/transactions').set(requester.headers).expect(200)).body.data.total).toBe(0);
       expect(await balance(logged, requester)).toMatchObject({ available: '10.00', frozen: '0.00' });
       expect(logLines.some((line) => line.includes('insufficient balance'))).toBe(true);
       await credit(logged, requester.userId, '50.00');
       // The capability side: a new capability that fits is bought at its creation.
-      const later = (await logged.http.post('/api/v1/capabilities').set(seller.headers).send(offer('Chinese translation service', '25.00')).expect(201)).body.data;
+      const later = (await logged.http.post('/api/v1/capabilities').set(seller.headers).send(offer('Chinese translation service', '25.00')).expect(201)).body
+        .data;
       await jobsDone(logged);
       const after = (await logged.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data;
       expect(after.status).toBe('fulfilled');
@@ -115,7 +149,12 @@ describe('auto_accept on a demand', () => {
     const [requester, seller] = [await createAgent(test), await createAgent(test)];
     await credit(test, requester.userId, '100.00');
     const expiresAt = new Date(test.runtime.engine.dependencies.now().getTime() + 60_000).toISOString();
-    const demand = await createDemand(test, requester, { description: 'Translate our English manual into Chinese', max_price_ut: '40.00', auto_accept: true, expires_at: expiresAt });
+    const demand = await createDemand(test, requester, {
+      description: 'Translate our English manual into Chinese',
+      max_price_ut: '40.00',
+      auto_accept: true,
+      expires_at: expiresAt,
+    });
     test.clock.advanceMs(120_000);
     await test.http.post('/api/v1/capabilities').set(seller.headers).send(offer('English to Chinese translation', '30.00')).expect(201);
     await jobsDone(test);
@@ -137,6 +176,9 @@ describe('auto_accept on a demand', () => {
     expect(bought).toHaveLength(1);
     expect(bought[0]).toMatchObject({ status: 'frozen', demand_id: demand.id });
     expect(await balance(test, requester)).toMatchObject({ available: '70.00', frozen: '30.00' });
-    expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data).toMatchObject({ status: 'fulfilled', transaction_id: bought[0]!.id });
+    expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(requester.headers).expect(200)).body.data).toMatchObject({
+      status: 'fulfilled',
+      transaction_id: bought[0]!.id,
+    });
   });
 });

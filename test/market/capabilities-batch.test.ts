@@ -16,7 +16,14 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const item = (title: string, extra: Record<string, unknown> = {}) => ({
-  title, description: 'Batch registered', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '3.00', callback_url: sellerCallbackUrl, ...extra,
+  title,
+  description: 'Batch registered',
+  category: 'data',
+  capability_type: 'tool',
+  pricing_model: 'per_use',
+  price_ut: '3.00',
+  callback_url: sellerCallbackUrl,
+  ...extra,
 });
 const batch = (actor: { headers: Record<string, string> }, body: unknown, key?: string) => {
   const request = test.http.post('/api/v1/capabilities/batch').set(actor.headers);
@@ -31,9 +38,19 @@ describe('POST /api/v1/capabilities/batch', () => {
     expect(response.body.code).toBe(0);
     const data = response.body.data;
     expect(data).toMatchObject({ total: 2, succeeded: 2, failed: 0 });
-    expect(data.results.map((result: { index: number; success: boolean }) => [result.index, result.success])).toEqual([[0, true], [1, true]]);
+    expect(data.results.map((result: { index: number; success: boolean }) => [result.index, result.success])).toEqual([
+      [0, true],
+      [1, true],
+    ]);
     const [first, second] = data.results.map((result: { data: Record<string, unknown> }) => result.data);
-    expect(first).toMatchObject({ title: 'First', agent_id: seller.userId, owner_type: 'agent', price_ut: '3.00', callback_timeout_sec: 30, callback_secret: expect.stringMatching(/^cbs_/) });
+    expect(first).toMatchObject({
+      title: 'First',
+      agent_id: seller.userId,
+      owner_type: 'agent',
+      price_ut: '3.00',
+      callback_timeout_sec: 30,
+      callback_secret: expect.stringMatching(/^cbs_/),
+    });
     expect(second).toMatchObject({ title: 'Second', pricing_model: 'per_hour' });
     expect(first.callback_secret).not.toBe(second.callback_secret);
     const { callback_secret: _secret, ...shown } = first;
@@ -43,12 +60,21 @@ describe('POST /api/v1/capabilities/batch', () => {
 
   it('registers the good items and reports each bad one with the error a single create would give', async () => {
     const seller = await createAgent(test);
-    const items = [item('Good 0'), item('x'.repeat(201)), 'not an object', null, item('No callback', { callback_url: undefined }), item('Good 5'), item('Keyed', { idempotency_key: 'k' })];
+    const items = [
+      item('Good 0'),
+      item('x'.repeat(201)),
+      'not an object',
+      null,
+      item('No callback', { callback_url: undefined }),
+      item('Good 5'),
+      item('Keyed', { idempotency_key: 'k' }),
+    ];
     const data = (await batch(seller, { items }).expect(200)).body.data;
     expect(data).toMatchObject({ total: 7, succeeded: 2, failed: 5 });
     expect(data.results.map((result: { success: boolean }) => result.success)).toEqual([true, false, false, false, false, true, false]);
     expect(data.results[1]).toEqual({
-      index: 1, success: false,
+      index: 1,
+      success: false,
       error: { code: 4000, message: 'validation_error', data: { errors: [{ path: 'body.items.1.title', message: expect.any(String) }] } },
     });
     expect(data.results[2].error.data.errors[0].path).toBe('body.items.2');
@@ -75,7 +101,9 @@ describe('POST /api/v1/capabilities/batch', () => {
     expect(await ownedBy(seller.userId)).toHaveLength(0);
     const data = (await batch(seller, { items: many(50) }).expect(200)).body.data;
     expect(data).toMatchObject({ total: 50, succeeded: 50, failed: 0 });
-    expect(data.results.map((result: { index: number; data: { title: string } }) => [result.index, result.data.title])).toEqual(many(50).map((entry, index) => [index, entry.title]));
+    expect(data.results.map((result: { index: number; data: { title: string } }) => [result.index, result.data.title])).toEqual(
+      many(50).map((entry, index) => [index, entry.title]),
+    );
   });
 
   it.each([

@@ -16,14 +16,23 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const path = (id: string) => `/api/v1/capabilities/${id}`;
-const put = (actor: Actor | { headers: Record<string, string> }, id: string, body: unknown) => test.http.put(path(id)).set(actor.headers).send(body as object);
+const put = (actor: Actor | { headers: Record<string, string> }, id: string, body: unknown) =>
+  test.http
+    .put(path(id))
+    .set(actor.headers)
+    .send(body as object);
 const remove = (actor: Actor | { headers: Record<string, string> }, id: string) => test.http.delete(path(id)).set(actor.headers);
 const read = (actor: Actor, id: string) => test.http.get(path(id)).set(actor.headers);
 const rpcSend = (actor: Actor, capabilityId: string) =>
-  test.http.post('/api/v1/rpc').set(actor.headers).send({
-    jsonrpc: '2.0', id: 1, method: 'message/send',
-    params: { message: { kind: 'message', role: 'user', messageId: randomUUID(), parts: [{ kind: 'data', data: { capability_id: capabilityId } }] } },
-  });
+  test.http
+    .post('/api/v1/rpc')
+    .set(actor.headers)
+    .send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/send',
+      params: { message: { kind: 'message', role: 'user', messageId: randomUUID(), parts: [{ kind: 'data', data: { capability_id: capabilityId } }] } },
+    });
 
 describe('PUT /api/v1/capabilities/{id}', () => {
   it('changes only the fields sent, and moves updated_at', async () => {
@@ -39,8 +48,17 @@ describe('PUT /api/v1/capabilities/{id}', () => {
   it('changes every field at once and clears the optional settings with null', async () => {
     const { id } = await createCapability(test, owner, { auto_accept_min_ut: '5', daily_limit: 3, rate_limit_per_min: 2 });
     const body = {
-      description: 'New description', category: 'design', capability_type: 'tool', pricing_model: 'per_hour', tags: ['x', 'y'],
-      delivery_mode: 'async', callback_timeout_sec: 120, auto_accept_min_ut: null, daily_limit: null, rate_limit_per_min: null, callback_url: null,
+      description: 'New description',
+      category: 'design',
+      capability_type: 'tool',
+      pricing_model: 'per_hour',
+      tags: ['x', 'y'],
+      delivery_mode: 'async',
+      callback_timeout_sec: 120,
+      auto_accept_min_ut: null,
+      daily_limit: null,
+      rate_limit_per_min: null,
+      callback_url: null,
     };
     const data = (await put(owner, id, body).expect(200)).body.data;
     const { callback_url: _never, ...shown } = body;
@@ -53,7 +71,12 @@ describe('PUT /api/v1/capabilities/{id}', () => {
   it('withdraws with available=false (not buyable, not listed) and offers again with available=true', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     expect((await put(seller, capability.id, { available: false }).expect(200)).body.data.available).toBe(false);
-    const refused = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capability.id }).expect(404);
+    const refused = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capability.id })
+      .expect(404);
     expect(refused.body.code).toBe(4040);
     expect((await read(buyer, capability.id).expect(200)).body.data.available).toBe(false);
     const listed = await test.http.get('/api/v1/capabilities').set(buyer.headers).query({ owner: seller.userId }).expect(200);
@@ -78,7 +101,9 @@ describe('PUT /api/v1/capabilities/{id}', () => {
     expect(removed.body.data.errors).toEqual([{ path: 'body.callback_url', message: expect.any(String) }]);
     const perHour = await createCapability(test, owner, { pricing_model: 'per_hour', callback_url: undefined });
     expect((await put(owner, perHour.id, { pricing_model: 'per_query' }).expect(400)).body.data.errors[0].path).toBe('body.callback_url');
-    expect((await put(owner, perHour.id, { pricing_model: 'per_query', callback_url: 'https://seller.example/q' }).expect(200)).body.data.pricing_model).toBe('per_query');
+    expect((await put(owner, perHour.id, { pricing_model: 'per_query', callback_url: 'https://seller.example/q' }).expect(200)).body.data.pricing_model).toBe(
+      'per_query',
+    );
     // Moving to a model that needs no callback may drop it.
     expect((await put(owner, perUse.id, { pricing_model: 'subscription', callback_url: null }).expect(200)).body.data.pricing_model).toBe('subscription');
   });
@@ -123,10 +148,22 @@ describe('DELETE /api/v1/capabilities/{id}', () => {
     expect((await read(buyer, capability.id).expect(404)).body.code).toBe(4040);
     expect((await remove(seller, capability.id).expect(404)).body.code).toBe(4040);
     expect((await put(seller, capability.id, { title: 'Back' }).expect(404)).body.code).toBe(4040);
-    expect((await test.http.post(`${path(capability.id)}/rotate-secret`).set(seller.headers).expect(404)).body.code).toBe(4040);
+    expect(
+      (
+        await test.http
+          .post(`${path(capability.id)}/rotate-secret`)
+          .set(seller.headers)
+          .expect(404)
+      ).body.code,
+    ).toBe(4040);
     const listed = await test.http.get('/api/v1/capabilities').set(seller.headers).query({ owner: 'me', available: 'any' }).expect(200);
     expect(listed.body.data.items).toEqual([]);
-    const bought = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capability.id }).expect(404);
+    const bought = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capability.id })
+      .expect(404);
     expect(bought.body.code).toBe(4040);
     const rpc = await rpcSend(buyer, capability.id).expect(200);
     expect(rpc.body.error.data).toMatchObject({ code: 4040 });

@@ -81,11 +81,19 @@ describe('GET /api/v1/capabilities: pages', () => {
     const word = uniqueWord();
     const [sold] = await register(seller, word, 2);
     const tx = await buy(test, buyer, sold!);
-    for (const [actor, action, body] of [[buyer, 'freeze'], [seller, 'accept'], [seller, 'deliver', { result_payload: {} }], [buyer, 'confirm']] as const) {
+    for (const [actor, action, body] of [
+      [buyer, 'freeze'],
+      [seller, 'accept'],
+      [seller, 'deliver', { result_payload: {} }],
+      [buyer, 'confirm'],
+    ] as const) {
       await act(test, actor, tx.id, action, body).expect(200);
     }
     const items = (await listed(agent, { q: word })).items;
-    expect(items.map((item) => [item.title, item.total_sold])).toEqual([[`${word} 2`, 0], [`${word} 1`, 1]]);
+    expect(items.map((item) => [item.title, item.total_sold])).toEqual([
+      [`${word} 2`, 0],
+      [`${word} 1`, 1],
+    ]);
   });
 });
 
@@ -143,7 +151,7 @@ describe('GET /api/v1/capabilities: filters', () => {
     expect(await titles(agent, { q: `${word} b\\c` })).toEqual([`${word} 1000 done`]);
   });
 
-  it("lists withdrawn capabilities only to their owner, with available=false or any; deleted ones never", async () => {
+  it('lists withdrawn capabilities only to their owner, with available=false or any; deleted ones never', async () => {
     const owner = await createAgent(test);
     const word = uniqueWord();
     const [offered, withdrawn, deleted] = await register(owner, word, 3);
@@ -160,7 +168,7 @@ describe('GET /api/v1/capabilities: filters', () => {
 });
 
 describe('GET /api/v1/capabilities: spaces', () => {
-  it("shows each space only its own capabilities, whatever the filters", async () => {
+  it('shows each space only its own capabilities, whatever the filters', async () => {
     const word = uniqueWord();
     await createCapability(test, agent, { title: `${word} agent` });
     await createCapability(test, human, { title: `${word} human` });
@@ -213,7 +221,14 @@ describe('GET /api/v1/capabilities: who may call', () => {
   it('refuses no credentials and a bad bearer token with 4010, mixed credentials with 4011', async () => {
     expect((await test.http.get('/api/v1/capabilities').expect(401)).body.code).toBe(4010);
     expect((await test.http.get('/api/v1/capabilities').set({ Authorization: 'Bearer not.a.token' }).expect(401)).body.code).toBe(4010);
-    expect((await test.http.get('/api/v1/capabilities').set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .get('/api/v1/capabilities')
+          .set({ ...agent.headers, ...human.headers })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
   });
 });
 

@@ -16,8 +16,20 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const valid = { title: 'Translate a page', description: 'English to French', category: 'translation', capability_type: 'service', pricing_model: 'per_use', price_ut: '10.00', callback_url: 'https://seller.example/callback' };
-const post = (headers: Record<string, string>, body: unknown) => test.http.post('/api/v1/capabilities').set(headers).send(body as object);
+const valid = {
+  title: 'Translate a page',
+  description: 'English to French',
+  category: 'translation',
+  capability_type: 'service',
+  pricing_model: 'per_use',
+  price_ut: '10.00',
+  callback_url: 'https://seller.example/callback',
+};
+const post = (headers: Record<string, string>, body: unknown) =>
+  test.http
+    .post('/api/v1/capabilities')
+    .set(headers)
+    .send(body as object);
 const getCapability = (headers: Record<string, string>, id: string) => test.http.get(`/api/v1/capabilities/${id}`).set(headers);
 const rotate = (headers: Record<string, string>, id: string) => test.http.post(`/api/v1/capabilities/${id}/rotate-secret`).set(headers);
 
@@ -59,7 +71,9 @@ describe('POST /api/v1/capabilities: validation', () => {
     const response = await post(agent.headers, { ...valid, ...override }).expect(400);
     expect(response.body.code).toBe(4000);
     expect(response.body.message).toBe('validation_error');
-    expect(response.body.data.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')}`)) })]));
+    expect(response.body.data.errors).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')}`)) })]),
+    );
     for (const error of response.body.data.errors) expect(error).toEqual({ path: expect.any(String), message: expect.any(String) });
   });
 
@@ -162,7 +176,14 @@ describe('POST /api/v1/capabilities: the created capability', () => {
     const { price_ut: _price, ...withoutPrice } = valid;
     const body = { ...withoutPrice, tags: ['fr', 'en'], delivery_mode: 'async', auto_accept_min_ut: '5', daily_limit: 10, rate_limit_per_min: 3 };
     const data = (await post(agent.headers, body).expect(201)).body.data;
-    expect(data).toMatchObject({ price_ut: '0.00', tags: ['fr', 'en'], delivery_mode: 'async', auto_accept_min_ut: '5.00', daily_limit: 10, rate_limit_per_min: 3 });
+    expect(data).toMatchObject({
+      price_ut: '0.00',
+      tags: ['fr', 'en'],
+      delivery_mode: 'async',
+      auto_accept_min_ut: '5.00',
+      daily_limit: 10,
+      rate_limit_per_min: 3,
+    });
   });
 });
 
@@ -264,7 +285,15 @@ describe('POST /api/v1/capabilities with an Idempotency-Key', () => {
   it('registers once: the retry replays the first answer', async () => {
     const owner = await createAgent(test);
     const key = crypto.randomUUID();
-    const body = { title: 'Once', description: 'Only once', category: 'data', capability_type: 'tool', pricing_model: 'per_use', price_ut: '1.00', callback_url: 'https://seller.example/callback' };
+    const body = {
+      title: 'Once',
+      description: 'Only once',
+      category: 'data',
+      capability_type: 'tool',
+      pricing_model: 'per_use',
+      price_ut: '1.00',
+      callback_url: 'https://seller.example/callback',
+    };
     const first = await test.http.post('/api/v1/capabilities').set(owner.headers).set('Idempotency-Key', key).send(body).expect(201);
     const retry = await test.http.post('/api/v1/capabilities').set(owner.headers).set('Idempotency-Key', key).send(body).expect(201);
     expect(retry.headers['idempotent-replayed']).toBe('true');

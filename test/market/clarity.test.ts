@@ -15,7 +15,8 @@ const vague = {
   zh: '帮我弄一下网站，随便做点东西。',
 };
 const precise = {
-  en: 'Build a 5-page landing page for our dental clinic with a booking form. Deliver the HTML and CSS source files and a Figma mockup. ' +
+  en:
+    'Build a 5-page landing page for our dental clinic with a booking form. Deliver the HTML and CSS source files and a Figma mockup. ' +
     'Must pass Lighthouse accessibility at least 90 and work on mobile. Budget 800 CNY, deadline within 7 days. The site is for new patients who search on their phones.',
   zh: '为我们的牙科诊所开发一个5页的落地页网站，包含在线预约表单。交付HTML源文件和Figma设计稿，格式为PDF说明文档。要求移动端兼容，验收标准：Lighthouse无障碍评分至少90。预算800元，7天内交付。主要面向通过手机搜索的新患者。',
 };
@@ -91,7 +92,12 @@ describe('engine.analysis.evaluateClarity', () => {
   it('uses the built-in analyser when no model is configured, and says so in one log line', async () => {
     expect(await analysis(undefined).evaluateClarity(vague.zh)).toEqual({ ...analyseClarity(vague.zh), basis: 'built_in' });
     expect(lines.map((line) => JSON.parse(line))).toEqual([
-      expect.objectContaining({ level: 'info', message: 'AI provider not configured; using the built-in analyser', purpose: 'clarity', reason: 'LLM_BASE_URL is not set' }),
+      expect.objectContaining({
+        level: 'info',
+        message: 'AI provider not configured; using the built-in analyser',
+        purpose: 'clarity',
+        reason: 'LLM_BASE_URL is not set',
+      }),
     ]);
   });
 
@@ -119,7 +125,10 @@ describe('engine.analysis.evaluateClarity', () => {
   it('falls back when the endpoint fails or hangs', async () => {
     for (const mode of ['fail', 'hang'] as const) {
       fake.mode = mode;
-      expect(await analysis(fake.url, mode === 'hang' ? 300 : 10_000).evaluateClarity(precise.en)).toEqual({ ...analyseClarity(precise.en), basis: 'built_in' });
+      expect(await analysis(fake.url, mode === 'hang' ? 300 : 10_000).evaluateClarity(precise.en)).toEqual({
+        ...analyseClarity(precise.en),
+        basis: 'built_in',
+      });
     }
     expect(lines).toHaveLength(2);
   });

@@ -12,7 +12,8 @@ import { type FakeLlm, startFakeLlm } from '../helpers/fake-llm.ts';
  */
 const vague = { en: 'Need something for my website, maybe some stuff.', zh: '帮我弄一下网站，随便做点东西。' };
 const precise = {
-  en: 'Build a 5-page landing page for our dental clinic with a booking form. Deliver the HTML and CSS source files and a Figma mockup. ' +
+  en:
+    'Build a 5-page landing page for our dental clinic with a booking form. Deliver the HTML and CSS source files and a Figma mockup. ' +
     'Must pass Lighthouse accessibility at least 90 and work on mobile. Budget 800 CNY, deadline within 7 days. The site is for new patients who search on their phones.',
   zh: '为我们的牙科诊所开发一个5页的落地页网站，包含在线预约表单。交付HTML源文件和Figma设计稿，格式为PDF说明文档。要求移动端兼容，验收标准：Lighthouse无障碍评分至少90。预算800元，7天内交付。主要面向通过手机搜索的新患者。',
 };
@@ -86,7 +87,10 @@ describe('evaluate-clarity with the built-in analyser', () => {
   it('refuses callers without credentials (4010) and with mixed credentials (4011)', async () => {
     const demand = await createDemand(test, requester, { description: vague.en });
     expect((await evaluate(test, null, demand.id).expect(401)).body.code).toBe(4010);
-    const mixed = await test.http.post(`/api/v1/demands/${demand.id}/evaluate-clarity`).set({ ...requester.headers, ...human.headers }).expect(400);
+    const mixed = await test.http
+      .post(`/api/v1/demands/${demand.id}/evaluate-clarity`)
+      .set({ ...requester.headers, ...human.headers })
+      .expect(400);
     expect(mixed.body.code).toBe(4011);
   });
 });

@@ -9,7 +9,11 @@ describe('demands: create, list, details, cancel, expiry', () => {
   let agent: Awaited<ReturnType<typeof createAgent>>;
   let otherAgent: Awaited<ReturnType<typeof createAgent>>;
   let human: Awaited<ReturnType<typeof signUpHuman>>;
-  const post = (headers: Record<string, string>, body: unknown) => test.http.post('/api/v1/demands').set(headers).send(body as object);
+  const post = (headers: Record<string, string>, body: unknown) =>
+    test.http
+      .post('/api/v1/demands')
+      .set(headers)
+      .send(body as object);
 
   beforeAll(async () => {
     test = await startTestApp();
@@ -22,11 +26,34 @@ describe('demands: create, list, details, cancel, expiry', () => {
   it('creates a demand owned by the caller in its space, with defaults', async () => {
     const response = await post(agent.headers, { description: 'Translate a contract into Chinese', max_price_ut: '12.5' }).expect(201);
     expect(response.body.data).toMatchObject({
-      user_id: agent.userId, owner_type: 'agent', currency: 'UT', max_price_ut: '12.50', auto_accept: false, demand_type: 'explicit',
-      status: 'open', title: null, tags: [], expires_at: null, transaction_id: null,
+      user_id: agent.userId,
+      owner_type: 'agent',
+      currency: 'UT',
+      max_price_ut: '12.50',
+      auto_accept: false,
+      demand_type: 'explicit',
+      status: 'open',
+      title: null,
+      tags: [],
+      expires_at: null,
+      transaction_id: null,
     });
-    const humanDemand = await post(human.headers, { description: '设计一个logo', demand_type: 'implicit', title: 'Logo', tags: ['logo'], category: 'design' }).expect(201);
-    expect(humanDemand.body.data).toMatchObject({ owner_type: 'human', currency: 'CNY', demand_type: 'implicit', title: 'Logo', tags: ['logo'], category: 'design', max_price_ut: null });
+    const humanDemand = await post(human.headers, {
+      description: '设计一个logo',
+      demand_type: 'implicit',
+      title: 'Logo',
+      tags: ['logo'],
+      category: 'design',
+    }).expect(201);
+    expect(humanDemand.body.data).toMatchObject({
+      owner_type: 'human',
+      currency: 'CNY',
+      demand_type: 'implicit',
+      title: 'Logo',
+      tags: ['logo'],
+      category: 'design',
+      max_price_ut: null,
+    });
   });
 
   it.each([
@@ -50,7 +77,14 @@ describe('demands: create, list, details, cancel, expiry', () => {
     expect((await test.http.post('/api/v1/demands').send({ description: 'd' }).expect(401)).body.code).toBe(4010);
     expect((await post({ ...agent.headers, ...human.headers }, { description: 'd' }).expect(400)).body.code).toBe(4011);
     expect((await test.http.get('/api/v1/demands').expect(401)).body.code).toBe(4010);
-    expect((await test.http.get(`/api/v1/demands/${randomUUID()}`).set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .get(`/api/v1/demands/${randomUUID()}`)
+          .set({ ...agent.headers, ...human.headers })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
   });
 
   it('replays a create under the same idempotency key, and refuses the key with another body (4220)', async () => {
@@ -78,7 +112,11 @@ describe('demands: create, list, details, cancel, expiry', () => {
   });
 
   it.each([
-    ['page_size 0', 'page_size=0'], ['page_size 101', 'page_size=101'], ['page 0', 'page=0'], ['an unknown status', 'status=done'], ['a foreign cursor', 'cursor=abc'],
+    ['page_size 0', 'page_size=0'],
+    ['page_size 101', 'page_size=101'],
+    ['page 0', 'page=0'],
+    ['an unknown status', 'status=done'],
+    ['a foreign cursor', 'cursor=abc'],
   ])('refuses a list with %s (4000)', async (_name, query) => {
     expect((await test.http.get(`/api/v1/demands?${query}`).set(agent.headers).expect(400)).body.code).toBe(4000);
   });
@@ -139,7 +177,10 @@ describe('demands: create, list, details, cancel, expiry', () => {
     expect((await test.http.get('/api/v1/demands?status=open').set(requester.headers).expect(200)).body.data.total).toBe(0);
     const expired = await test.http.get('/api/v1/demands?status=expired').set(requester.headers).expect(200);
     expect(expired.body.data.items.map((item: { id: string }) => item.id)).toEqual([demand.id]);
-    expect((await test.http.post(`/api/v1/demands/${demand.id}/cancel`).set(requester.headers).expect(409)).body.data).toMatchObject({ status: 'expired', action: 'cancel' });
+    expect((await test.http.post(`/api/v1/demands/${demand.id}/cancel`).set(requester.headers).expect(409)).body.data).toMatchObject({
+      status: 'expired',
+      action: 'cancel',
+    });
     expect((await test.http.get(`/api/v1/demands/${demand.id}`).set(otherAgent.headers).expect(404)).body.code).toBe(4040);
   });
 });

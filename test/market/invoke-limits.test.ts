@@ -40,7 +40,12 @@ const secondsToUtcMidnight = (at: Date) => Math.ceil((Date.UTC(at.getUTCFullYear
 
 describe('capability limits across two instances', () => {
   it(raceTest('daily_limit 3: of 8 parallel invokes by two buyers on two instances exactly 3 succeed; the others are 4291 and cost nothing'), async () => {
-    const { buyer, seller, capability } = await agentMarket(test, '100.00', { pricing_model: 'per_query', price_ut: '2.00', callback_url: callbacks.url('/ok'), daily_limit: 3 });
+    const { buyer, seller, capability } = await agentMarket(test, '100.00', {
+      pricing_model: 'per_query',
+      price_ut: '2.00',
+      callback_url: callbacks.url('/ok'),
+      daily_limit: 3,
+    });
     const secondBuyer = (await agentMarket(test, '100.00')).buyer;
     const responses = await Promise.all(Array.from({ length: 8 }, (_unused, index) => invokeOn(index, index % 4 < 2 ? buyer : secondBuyer, capability.id)));
     const succeeded = responses.filter((response) => response.status === 200);
@@ -86,7 +91,12 @@ describe('capability limits across two instances', () => {
   });
 
   it('an attempt refused for its balance does not use up the limit', async () => {
-    const { buyer, capability } = await agentMarket(test, '1.00', { pricing_model: 'per_query', price_ut: '2.00', callback_url: callbacks.url('/ok'), daily_limit: 1 });
+    const { buyer, capability } = await agentMarket(test, '1.00', {
+      pricing_model: 'per_query',
+      price_ut: '2.00',
+      callback_url: callbacks.url('/ok'),
+      daily_limit: 1,
+    });
     expect((await invokeOn(0, buyer, capability.id)).body).toMatchObject({ code: 4020 });
     expect((await invokeOn(1, buyer, capability.id)).body).toMatchObject({ code: 4020 });
     await credit(test, buyer.userId, '5.00');

@@ -50,9 +50,19 @@ function countTransactionReads() {
 
 describe('retries of a running invoke', () => {
   it('wait on the bus: fifty retries cost a few reads each while the callback runs, and all get its answer', async () => {
-    const { buyer, capability } = await agentMarket(test, '10.00', { pricing_model: 'per_query', price_ut: '2.00', callback_url: callbacks.url('/gate?gate=waiting') });
+    const { buyer, capability } = await agentMarket(test, '10.00', {
+      pricing_model: 'per_query',
+      price_ut: '2.00',
+      callback_url: callbacks.url('/gate?gate=waiting'),
+    });
     const key = randomUUID();
-    const invoke = () => test.http.post(`/api/v1/capabilities/${capability.id}/invoke`).set(buyer.headers).set('Idempotency-Key', key).send({ input: { q: 'wait' } }).then((response) => response);
+    const invoke = () =>
+      test.http
+        .post(`/api/v1/capabilities/${capability.id}/invoke`)
+        .set(buyer.headers)
+        .set('Idempotency-Key', key)
+        .send({ input: { q: 'wait' } })
+        .then((response) => response);
     const first = invoke();
     await expect.poll(() => callbacks.gateReached('waiting')).toBe(true);
     const counter = countTransactionReads();
@@ -63,7 +73,8 @@ describe('retries of a running invoke', () => {
     callbacks.openGate('waiting');
     const answers = await Promise.all([first, ...retries]);
     counter.stop();
-    for (const answer of answers) expect(answer.body, JSON.stringify(answer.body)).toMatchObject({ code: 0, data: { charged_ut: '2.00', status: 'settled', result: { late: true } } });
+    for (const answer of answers)
+      expect(answer.body, JSON.stringify(answer.body)).toMatchObject({ code: 0, data: { charged_ut: '2.00', status: 'settled', result: { late: true } } });
     expect(new Set(answers.map((answer) => answer.body.data.transaction_id)).size).toBe(1);
     expect(await balance(test, buyer)).toMatchObject({ available: '8.00', frozen: '0.00' });
     // Polling every 100 ms would be about 50 x 15 = 750 reads; a doubling wait from 100 ms is at most

@@ -22,7 +22,11 @@ const resolver: Resolver = async (hostname) => {
   if (hostname === 'callback.invoke.test') return [{ address: '127.0.0.1', family: 4 }];
   if (hostname === 'internal.invoke.test') return [{ address: '10.0.0.7', family: 4 }];
   // A rebinding-style answer: one allowed address, one internal one.
-  if (hostname === 'mixed.invoke.test') return [{ address: '127.0.0.1', family: 4 }, { address: '10.0.0.8', family: 4 }];
+  if (hostname === 'mixed.invoke.test')
+    return [
+      { address: '127.0.0.1', family: 4 },
+      { address: '10.0.0.8', family: 4 },
+    ];
   throw Object.assign(new Error(`no such name ${hostname}`), { code: 'ENOTFOUND' });
 };
 
@@ -31,7 +35,13 @@ beforeAll(async () => {
 });
 afterAll(() => callbacks.close());
 
-function invoke(test: TestApp, buyer: Actor, capabilityId: string, body: Record<string, unknown> = { input: { q: 'hello' } }, key: string | null = randomUUID()) {
+function invoke(
+  test: TestApp,
+  buyer: Actor,
+  capabilityId: string,
+  body: Record<string, unknown> = { input: { q: 'hello' } },
+  key: string | null = randomUUID(),
+) {
   const request = test.http.post(`/api/v1/capabilities/${capabilityId}/invoke`).set(buyer.headers);
   return (key === null ? request : request.set('Idempotency-Key', key)).send(body);
 }
@@ -42,7 +52,13 @@ async function perQueryMarket(test: TestApp, callbackUrl: string, overrides: Rec
 }
 
 /** A failed invoke: the error, nothing charged, the transaction failed and the money back. */
-async function expectFailedInvoke(test: TestApp, response: { status: number; body: { code: number; data: Record<string, unknown> } }, code: 5020 | 5040, buyer: Actor, seller: Actor) {
+async function expectFailedInvoke(
+  test: TestApp,
+  response: { status: number; body: { code: number; data: Record<string, unknown> } },
+  code: 5020 | 5040,
+  buyer: Actor,
+  seller: Actor,
+) {
   expect(response.status, JSON.stringify(response.body)).toBe(code === 5020 ? 502 : 504);
   expect(response.body).toMatchObject({ code, data: { charged_ut: '0.00', status: 'failed' } });
   const id = response.body.data.transaction_id as string;
@@ -69,7 +85,12 @@ describe('invoke with loopback callbacks trusted (and every other internal range
 
     const [sent] = callbacks.receivedFor(answer.transaction_id);
     expect(callbacks.receivedFor(answer.transaction_id)).toHaveLength(1);
-    expect(JSON.parse(sent!.body)).toEqual({ transaction_id: answer.transaction_id, capability_id: capability.id, input: { q: 'hello', n: 1 }, buyer_user_id: buyer.userId });
+    expect(JSON.parse(sent!.body)).toEqual({
+      transaction_id: answer.transaction_id,
+      capability_id: capability.id,
+      input: { q: 'hello', n: 1 },
+      buyer_user_id: buyer.userId,
+    });
     const header = sent!.headers['x-marketplace-signature'] as string;
     expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     expect(verifySignature(capability.callback_secret, header, sent!.body, Math.floor(Date.now() / 1000))).toBe(true);
@@ -78,7 +99,12 @@ describe('invoke with loopback callbacks trusted (and every other internal range
     expect(await balance(test, buyer)).toMatchObject({ available: '8.00', frozen: '0.00' });
     expect(await balance(test, seller)).toMatchObject({ available: '1.90' });
     const transaction = (await test.http.get(`/api/v1/transactions/${answer.transaction_id}`).set(seller.headers).expect(200)).body.data;
-    expect(transaction).toMatchObject({ status: 'settled', price_ut: '2.00', result_payload: { echo: { q: 'hello', n: 1 }, answered: true }, input: { q: 'hello', n: 1 } });
+    expect(transaction).toMatchObject({
+      status: 'settled',
+      price_ut: '2.00',
+      result_payload: { echo: { q: 'hello', n: 1 }, answered: true },
+      input: { q: 'hello', n: 1 },
+    });
 
     const server = await listen(test);
     const events = openEventSource(`${server.url}/api/v1/transactions/${answer.transaction_id}/events`, { ...buyer.headers, 'Last-Event-ID': '0' });
@@ -159,7 +185,10 @@ describe('invoke with loopback callbacks trusted (and every other internal range
   it(raceTest('two concurrent invokes with one key charge once, call once, and both get the one answer; a retry replays it'), async () => {
     const { buyer, seller, capability } = await perQueryMarket(test, callbacks.url('/slow'));
     const key = randomUUID();
-    const [first, second] = await Promise.all([invoke(test, buyer, capability.id, { input: { q: 'once' } }, key), invoke(test, buyer, capability.id, { input: { q: 'once' } }, key)]);
+    const [first, second] = await Promise.all([
+      invoke(test, buyer, capability.id, { input: { q: 'once' } }, key),
+      invoke(test, buyer, capability.id, { input: { q: 'once' } }, key),
+    ]);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
     expect(second.status, JSON.stringify(second.body)).toBe(200);
     expect(second.body.data).toEqual(first.body.data);
@@ -230,7 +259,10 @@ describe('invoke: who may call it, and what it checks first', () => {
     // A per_use capability registered before per_use needed a callback_url (the API no longer lets one be made).
     const withoutCallback = await agentMarket(test, '10.00', { pricing_model: 'per_use', price_ut: '2.00' });
     await test.runtime.database.db('capabilities').where({ id: withoutCallback.capability.id }).update({ callback_url: null });
-    expect((await invoke(test, withoutCallback.buyer, withoutCallback.capability.id)).body).toMatchObject({ code: 4030, data: { detail: 'this capability has no callback_url to invoke' } });
+    expect((await invoke(test, withoutCallback.buyer, withoutCallback.capability.id)).body).toMatchObject({
+      code: 4030,
+      data: { detail: 'this capability has no callback_url to invoke' },
+    });
     expect(await balance(test, withoutCallback.buyer)).toMatchObject({ available: '10.00', frozen: '0.00' });
     expect(callbacks.receivedFor(capability.id)).toHaveLength(0);
   });
@@ -239,8 +271,21 @@ describe('invoke: who may call it, and what it checks first', () => {
     const buyer = await createAgent(test);
     await credit(test, buyer.userId, '10.00');
     const humanSeller = await signUpHuman(test);
-    const humanCapability = (await test.http.post('/api/v1/capabilities').set(humanSeller.headers)
-      .send({ title: 'T', description: 'D', category: 'ai_automation', capability_type: 'service', pricing_model: 'per_query', price_ut: '1.00', callback_url: callbacks.url('/ok') }).expect(201)).body.data;
+    const humanCapability = (
+      await test.http
+        .post('/api/v1/capabilities')
+        .set(humanSeller.headers)
+        .send({
+          title: 'T',
+          description: 'D',
+          category: 'ai_automation',
+          capability_type: 'service',
+          pricing_model: 'per_query',
+          price_ut: '1.00',
+          callback_url: callbacks.url('/ok'),
+        })
+        .expect(201)
+    ).body.data;
     const deleted = await perQueryMarket(test, callbacks.url('/ok'));
     await test.http.delete(`/api/v1/capabilities/${deleted.capability.id}`).set(deleted.seller.headers).expect(200);
     const withdrawn = await perQueryMarket(test, callbacks.url('/ok'));
@@ -257,7 +302,15 @@ describe('invoke: who may call it, and what it checks first', () => {
     const { buyer, capability } = await perQueryMarket(test, callbacks.url('/ok'));
     const human = await signUpHuman(test);
     expect((await test.http.post(`/api/v1/capabilities/${capability.id}/invoke`).send({})).body).toMatchObject({ code: 4010 });
-    expect((await test.http.post(`/api/v1/capabilities/${capability.id}/invoke`).set({ ...buyer.headers, Authorization: human.headers.Authorization }).set('Idempotency-Key', 'k').send({})).body).toMatchObject({ code: 4011 });
+    expect(
+      (
+        await test.http
+          .post(`/api/v1/capabilities/${capability.id}/invoke`)
+          .set({ ...buyer.headers, Authorization: human.headers.Authorization })
+          .set('Idempotency-Key', 'k')
+          .send({})
+      ).body,
+    ).toMatchObject({ code: 4011 });
   });
 
   it('refuses 4020 when the balance is short, without calling the callback or holding anything', async () => {

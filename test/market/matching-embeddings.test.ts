@@ -19,8 +19,16 @@ import { createCapability } from '../helpers/market.ts';
  * so that the capability the words rank second becomes first.
  */
 const need = 'Translate a legal contract from English into Chinese';
-const wordMatch = { title: 'Contract translation English to Chinese', description: 'Translate contracts and legal documents from English into Chinese', category: 'translation' };
-const meaningMatch = { title: 'Bilingual legal paperwork', description: 'Chinese versions of legal papers, with a lawyer reviewing each contract', category: 'translation' };
+const wordMatch = {
+  title: 'Contract translation English to Chinese',
+  description: 'Translate contracts and legal documents from English into Chinese',
+  category: 'translation',
+};
+const meaningMatch = {
+  title: 'Bilingual legal paperwork',
+  description: 'Chinese versions of legal papers, with a lawyer reviewing each contract',
+  category: 'translation',
+};
 // The demand and the capability the words rank second point one way, everything else the other.
 const rewordedTitle = `Contract translation English to Chinese, reviewed like ${meaningMatch.title}`;
 const steeredEmbedding = (text: string) => (text.includes(need) || text.includes(meaningMatch.title) ? [1, 0, 0] : [0, 1, 0]);
@@ -111,7 +119,11 @@ describe('matching with a configured embedding model', () => {
   it('embeds new words again after a capability is reworded, and ranks by them', async () => {
     const asked = embeddedTexts().length;
     // The words now carry the steering title: the embedding points the demand's way too.
-    await embedding.test.http.put(`/api/v1/capabilities/${embedding.capabilityIds[0]}`).set(embedding.seller.headers).send({ title: rewordedTitle }).expect(200);
+    await embedding.test.http
+      .put(`/api/v1/capabilities/${embedding.capabilityIds[0]}`)
+      .set(embedding.seller.headers)
+      .send({ title: rewordedTitle })
+      .expect(200);
     await embedding.test.runtime.engine.embeddings.idle();
     expect(embeddedTexts().slice(asked)).toHaveLength(1);
     expect(embeddedTexts().at(-1)).toContain(meaningMatch.title);
@@ -126,10 +138,18 @@ describe('matching with a configured embedding model', () => {
     try {
       const asked = embeddingRequests().length;
       expect(await other.embeddings.sweep()).toBe(3);
-      expect(embeddingRequests().slice(asked).map((request) => request.body.model)).toEqual(['fake-embedding-2', 'fake-embedding-2']);
+      expect(
+        embeddingRequests()
+          .slice(asked)
+          .map((request) => request.body.model),
+      ).toEqual(['fake-embedding-2', 'fake-embedding-2']);
       // Nothing is left to embed, and a match on that instance asks the model nothing.
       expect(await other.embeddings.sweep()).toBe(0);
-      const response = await supertest(createApp(other)).post('/api/v1/capabilities/match').set(embedding.requester.headers).send({ demand_id: embedding.demandId }).expect(200);
+      const response = await supertest(createApp(other))
+        .post('/api/v1/capabilities/match')
+        .set(embedding.requester.headers)
+        .send({ demand_id: embedding.demandId })
+        .expect(200);
       expect(response.body.data.embeddings).toBe('used');
       expect(embeddingRequests()).toHaveLength(asked + 2);
     } finally {
@@ -145,7 +165,9 @@ describe('matching with a configured embedding model', () => {
       const items = Array.from({ length: count }, (_, index) => ({ ...wordMatch, title: `${wordMatch.title} number ${index}`, price_ut: '5.00' }));
       fake.embedding = fakeEmbedding;
       for (let start = 0; start < count; start += limits.capabilityBatchItemsMax) {
-        const batch = items.slice(start, start + limits.capabilityBatchItemsMax).map((item) => ({ ...item, capability_type: 'service', pricing_model: 'per_hour' }));
+        const batch = items
+          .slice(start, start + limits.capabilityBatchItemsMax)
+          .map((item) => ({ ...item, capability_type: 'service', pricing_model: 'per_hour' }));
         await test.http.post('/api/v1/capabilities/batch').set(seller.headers).send({ items: batch }).expect(200);
       }
       const demandId = (await createDemand(test, requester, { description: need })).id;
@@ -156,7 +178,9 @@ describe('matching with a configured embedding model', () => {
       await Promise.all([db('capability_embeddings').del(), db('demand_embeddings').del()]);
       const asked = embeddingRequests().length;
       const response = await match(test, requester, { demand_id: demandId, top_k: 5 }).expect(200);
-      const calls = embeddingRequests().slice(asked).map((request) => (request.body.input as string[]).length);
+      const calls = embeddingRequests()
+        .slice(asked)
+        .map((request) => (request.body.input as string[]).length);
       // The demand and the candidates matching reranks (at most matchCandidatesMax), none per call above the limit.
       expect(calls.length).toBeGreaterThanOrEqual(2);
       expect(Math.max(...calls)).toBeLessThanOrEqual(limits.aiEmbeddingTextsMax);

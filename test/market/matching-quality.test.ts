@@ -42,7 +42,9 @@ describe('matching quality on the bilingual fixture', () => {
     }
     const accuracy = top1 / fixtureDemands.length;
     const recall = top3 / fixtureDemands.length;
-    console.log(`matching quality: ${fixtureDemands.length} demands, ${fixtureCapabilities.length} capabilities, top-1 accuracy ${accuracy.toFixed(3)}, top-3 recall ${recall.toFixed(3)}${misses.length ? `\n  misses:\n  ${misses.join('\n  ')}` : ''}`);
+    console.log(
+      `matching quality: ${fixtureDemands.length} demands, ${fixtureCapabilities.length} capabilities, top-1 accuracy ${accuracy.toFixed(3)}, top-3 recall ${recall.toFixed(3)}${misses.length ? `\n  misses:\n  ${misses.join('\n  ')}` : ''}`,
+    );
     expect(fixtureCapabilities.length).toBeGreaterThanOrEqual(40);
     expect(fixtureDemands.length).toBeGreaterThanOrEqual(20);
     expect(accuracy).toBeGreaterThanOrEqual(0.8);

@@ -5,7 +5,11 @@ import { type TestApp, startTestApp } from '../helpers/app.ts';
 import { candidateIds, createDemand, match } from '../helpers/demands.ts';
 import { createCapability } from '../helpers/market.ts';
 
-const translation = { title: 'English to Chinese translation', description: 'Translate documents and contracts from English into Chinese', category: 'translation' };
+const translation = {
+  title: 'English to Chinese translation',
+  description: 'Translate documents and contracts from English into Chinese',
+  category: 'translation',
+};
 const logo = { title: 'Logo design', description: 'Original logo design for small shops', category: 'design' };
 
 describe('matching: match, discover-demands, evaluate-alignment', () => {
@@ -33,7 +37,15 @@ describe('matching: match, discover-demands, evaluate-alignment', () => {
     const response = await match(test, requester, { demand_id: demand.id }).expect(200);
     expect(response.body.data.demand_id).toBe(demand.id);
     const [best] = response.body.data.candidates;
-    expect(best).toMatchObject({ entity_id: ids.translation, title: translation.title, description: translation.description, price_ut: '20.00', category: 'translation', price_alignment: 0.5, quality_score: 0 });
+    expect(best).toMatchObject({
+      entity_id: ids.translation,
+      title: translation.title,
+      description: translation.description,
+      price_ut: '20.00',
+      category: 'translation',
+      price_alignment: 0.5,
+      quality_score: 0,
+    });
     expect(best.similarity).toBeGreaterThan(0);
     expect(best.score).toBeCloseTo(0.7 * best.similarity + 0.2 * 0.5, 3);
     // Never the caller's own capability, never the human space's, never an unrelated one.
@@ -60,16 +72,32 @@ describe('matching: match, discover-demands, evaluate-alignment', () => {
   });
 
   it.each([
-    ['no demand_id', { demand_id: undefined }], ['a demand_id that is not a uuid', { demand_id: 'x' }], ['top_k 0', { top_k: 0 }], ['top_k 51', { top_k: 51 }], ['top_k 2.5', { top_k: 2.5 }], ['an unknown field', { limit: 3 }],
+    ['no demand_id', { demand_id: undefined }],
+    ['a demand_id that is not a uuid', { demand_id: 'x' }],
+    ['top_k 0', { top_k: 0 }],
+    ['top_k 51', { top_k: 51 }],
+    ['top_k 2.5', { top_k: 2.5 }],
+    ['an unknown field', { limit: 3 }],
   ])('refuses a match with %s (4000)', async (_name, body) => {
     const demand = await createDemand(test, requester, { description: 'anything' });
     expect((await match(test, requester, { demand_id: demand.id, ...body }).expect(400)).body.code).toBe(4000);
   });
 
   it('refuses callers without or with mixed credentials, and unknown, cancelled or expired demands', async () => {
-    const demand = await createDemand(test, requester, { description: 'Chinese translation', expires_at: new Date(test.runtime.engine.dependencies.now().getTime() + 60_000).toISOString() });
+    const demand = await createDemand(test, requester, {
+      description: 'Chinese translation',
+      expires_at: new Date(test.runtime.engine.dependencies.now().getTime() + 60_000).toISOString(),
+    });
     expect((await test.http.post('/api/v1/capabilities/match').send({ demand_id: demand.id }).expect(401)).body.code).toBe(4010);
-    expect((await test.http.post('/api/v1/capabilities/match').set({ ...requester.headers, ...human.headers }).send({ demand_id: demand.id }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .post('/api/v1/capabilities/match')
+          .set({ ...requester.headers, ...human.headers })
+          .send({ demand_id: demand.id })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
     expect((await match(test, requester, { demand_id: randomUUID() }).expect(404)).body.code).toBe(4040);
     // Another agent of the space may match an open demand it can see.
     await match(test, other, { demand_id: demand.id }).expect(200);
@@ -85,9 +113,13 @@ describe('matching: match, discover-demands, evaluate-alignment', () => {
     const open = await createDemand(test, requester, { description: 'Translate our manual into Chinese' });
     const gone = await createDemand(test, requester, { description: 'Translate our website into Chinese' });
     await test.http.post(`/api/v1/demands/${gone.id}/cancel`).set(requester.headers).expect(200);
-    const expiring = await createDemand(test, requester, { description: 'Translate a letter into Chinese', expires_at: new Date(test.runtime.engine.dependencies.now().getTime() + 60_000).toISOString() });
+    const expiring = await createDemand(test, requester, {
+      description: 'Translate a letter into Chinese',
+      expires_at: new Date(test.runtime.engine.dependencies.now().getTime() + 60_000).toISOString(),
+    });
     await createDemand(test, human, { description: 'Translate a human contract into Chinese' });
-    const discover = (caller: { headers: Record<string, string> }, id: string, body: object = {}) => test.http.post(`/api/v1/capabilities/${id}/discover-demands`).set(caller.headers).send(body);
+    const discover = (caller: { headers: Record<string, string> }, id: string, body: object = {}) =>
+      test.http.post(`/api/v1/capabilities/${id}/discover-demands`).set(caller.headers).send(body);
     const before = candidateIds(await discover(seller, ids.translation).expect(200));
     expect(before).toContain(open.id);
     expect(before).toContain(expiring.id);
@@ -108,7 +140,15 @@ describe('matching: match, discover-demands, evaluate-alignment', () => {
     expect((await discover(seller, randomUUID()).expect(404)).body.code).toBe(4040);
     expect((await discover(seller, ids.translation, { top_k: 51 }).expect(400)).body.code).toBe(4000);
     expect((await test.http.post(`/api/v1/capabilities/${ids.translation}/discover-demands`).send({}).expect(401)).body.code).toBe(4010);
-    expect((await test.http.post(`/api/v1/capabilities/${ids.translation}/discover-demands`).set({ ...seller.headers, ...human.headers }).send({}).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .post(`/api/v1/capabilities/${ids.translation}/discover-demands`)
+          .set({ ...seller.headers, ...human.headers })
+          .send({})
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
   });
 
   it('hides a deleted capability from discover-demands, also from its owner', async () => {
@@ -122,7 +162,11 @@ describe('matching: match, discover-demands, evaluate-alignment', () => {
 
   it('evaluates alignment with an explanation in the demand’s language', async () => {
     const chinese = await createDemand(test, requester, { description: '把英文文件翻译成中文', max_price_ut: '50.00' });
-    const zh = await test.http.post('/api/v1/demands/evaluate-alignment').set(requester.headers).send({ demand_id: chinese.id, capability_ids: [ids.translation, ids.logo] }).expect(200);
+    const zh = await test.http
+      .post('/api/v1/demands/evaluate-alignment')
+      .set(requester.headers)
+      .send({ demand_id: chinese.id, capability_ids: [ids.translation, ids.logo] })
+      .expect(200);
     expect(zh.body.data).toMatchObject({ demand_id: chinese.id, language: 'zh' });
     const [good, poor] = zh.body.data.results;
     expect(good).toMatchObject({ capability_id: ids.translation, within_budget: true, price_alignment: 1, price_ut: '20.00' });
@@ -131,29 +175,50 @@ describe('matching: match, discover-demands, evaluate-alignment', () => {
     expect(poor).toMatchObject({ capability_id: ids.logo, within_budget: false, similarity: 0 });
     expect(poor.score).toBeLessThan(good.score);
     const english = await createDemand(test, other, { description: 'A logo for my bakery' });
-    const en = await test.http.post('/api/v1/demands/evaluate-alignment').set(other.headers).send({ demand_id: english.id, capability_ids: [ids.logo] }).expect(200);
+    const en = await test.http
+      .post('/api/v1/demands/evaluate-alignment')
+      .set(other.headers)
+      .send({ demand_id: english.id, capability_ids: [ids.logo] })
+      .expect(200);
     expect(en.body.data.language).toBe('en');
     expect(en.body.data.results[0].explanation).toMatch(/shared terms: logo/);
   });
 
   it('refuses alignment with bad input, other spaces and no credentials', async () => {
     const demand = await createDemand(test, requester, { description: 'Translate into Chinese' });
-    const evaluate = (caller: { headers: Record<string, string> }, body: object) => test.http.post('/api/v1/demands/evaluate-alignment').set(caller.headers).send(body);
+    const evaluate = (caller: { headers: Record<string, string> }, body: object) =>
+      test.http.post('/api/v1/demands/evaluate-alignment').set(caller.headers).send(body);
     expect((await evaluate(requester, { demand_id: demand.id, capability_ids: [] }).expect(400)).body.code).toBe(4000);
-    expect((await evaluate(requester, { demand_id: demand.id, capability_ids: Array.from({ length: 51 }, () => randomUUID()) }).expect(400)).body.code).toBe(4000);
+    expect((await evaluate(requester, { demand_id: demand.id, capability_ids: Array.from({ length: 51 }, () => randomUUID()) }).expect(400)).body.code).toBe(
+      4000,
+    );
     expect((await evaluate(requester, { demand_id: demand.id, capability_ids: ['x'] }).expect(400)).body.code).toBe(4000);
     expect((await evaluate(requester, { demand_id: demand.id, capability_ids: [ids.humanTranslation] }).expect(404)).body.code).toBe(4040);
     expect((await evaluate(requester, { demand_id: demand.id, capability_ids: [randomUUID()] }).expect(404)).body.code).toBe(4040);
     expect((await evaluate(human, { demand_id: demand.id, capability_ids: [ids.humanTranslation] }).expect(404)).body.code).toBe(4040);
-    expect((await test.http.post('/api/v1/demands/evaluate-alignment').send({ demand_id: demand.id, capability_ids: [ids.logo] }).expect(401)).body.code).toBe(4010);
-    expect((await evaluate({ headers: { ...requester.headers, ...human.headers } }, { demand_id: demand.id, capability_ids: [ids.logo] }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .post('/api/v1/demands/evaluate-alignment')
+          .send({ demand_id: demand.id, capability_ids: [ids.logo] })
+          .expect(401)
+      ).body.code,
+    ).toBe(4010);
+    expect(
+      (await evaluate({ headers: { ...requester.headers, ...human.headers } }, { demand_id: demand.id, capability_ids: [ids.logo] }).expect(400)).body.code,
+    ).toBe(4011);
   });
 
   it('documents every new route in the OpenAPI document with its error codes', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
     for (const [path, method] of [
-      ['/api/v1/demands', 'post'], ['/api/v1/demands', 'get'], ['/api/v1/demands/{demand_id}', 'get'], ['/api/v1/demands/{demand_id}/cancel', 'post'],
-      ['/api/v1/demands/evaluate-alignment', 'post'], ['/api/v1/capabilities/match', 'post'], ['/api/v1/capabilities/{cap_id}/discover-demands', 'post'],
+      ['/api/v1/demands', 'post'],
+      ['/api/v1/demands', 'get'],
+      ['/api/v1/demands/{demand_id}', 'get'],
+      ['/api/v1/demands/{demand_id}/cancel', 'post'],
+      ['/api/v1/demands/evaluate-alignment', 'post'],
+      ['/api/v1/capabilities/match', 'post'],
+      ['/api/v1/capabilities/{cap_id}/discover-demands', 'post'],
     ] as const) {
       expect(document.paths[path]?.[method], `${method} ${path}`).toBeDefined();
     }

@@ -29,7 +29,13 @@ describe('model calls', () => {
   it('every chat call carries max_tokens (clarity and the pricing explanation)', async () => {
     fake.mode = 'ok';
     const requester = await createAgent(test);
-    const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ title: 'A logo', description: 'A logo for my bakery, as SVG and PNG, by Friday' }).expect(201)).body.data;
+    const demand = (
+      await test.http
+        .post('/api/v1/demands')
+        .set(requester.headers)
+        .send({ title: 'A logo', description: 'A logo for my bakery, as SVG and PNG, by Friday' })
+        .expect(201)
+    ).body.data;
     await test.http.post(`/api/v1/demands/${demand.id}/evaluate-clarity`).set(requester.headers).send({}).expect(200);
     await test.http.get('/api/v1/pricing/suggestion').query({ category: 'translation', description: 'translate a manual' }).set(requester.headers).expect(200);
     expect(chatRequests().length).toBeGreaterThanOrEqual(2);
@@ -38,13 +44,17 @@ describe('model calls', () => {
 
   it('a client that disconnects aborts the model call it caused', async () => {
     const requester = await createAgent(test);
-    const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ title: 'A logo', description: 'A logo for my bakery' }).expect(201)).body.data;
+    const demand = (await test.http.post('/api/v1/demands').set(requester.headers).send({ title: 'A logo', description: 'A logo for my bakery' }).expect(201))
+      .body.data;
     fake.mode = 'hang';
     const before = chatRequests().length;
     const closedBefore = fake.closedEarly;
     const client = new AbortController();
     const pending = fetch(`${server.url}/api/v1/demands/${demand.id}/evaluate-clarity`, {
-      method: 'POST', headers: { ...requester.headers, 'content-type': 'application/json' }, body: '{}', signal: client.signal,
+      method: 'POST',
+      headers: { ...requester.headers, 'content-type': 'application/json' },
+      body: '{}',
+      signal: client.signal,
     }).catch((error: unknown) => error);
     await expect.poll(() => chatRequests().length).toBe(before + 1);
     client.abort();

@@ -24,8 +24,14 @@ async function settle(buyer: Actor, seller: Actor, capabilityId: string, extra: 
   await act(test, buyer, created.id, 'confirm').expect(200);
 }
 
-const listing = (title: string, price: string, extra: Record<string, unknown> = {}) =>
-  ({ title, description: 'Returns the finished text', category: 'translation', pricing_model: 'per_use', price_ut: price, ...extra });
+const listing = (title: string, price: string, extra: Record<string, unknown> = {}) => ({
+  title,
+  description: 'Returns the finished text',
+  category: 'translation',
+  pricing_model: 'per_use',
+  price_ut: price,
+  ...extra,
+});
 
 beforeAll(async () => {
   test = await startTestApp();
@@ -51,9 +57,16 @@ describe('an empty market', () => {
   it('answers the documented default for the pricing model, labelled no_market_data, in UT for an agent', async () => {
     const response = await suggestion(agentSeller, { category: 'video' }).expect(200);
     expect(response.body.data).toMatchObject({
-      category: 'video', pricing_model: null, currency: 'UT', basis: 'no_market_data', sample_size: 0, description_weighted: false, explanation: null,
+      category: 'video',
+      pricing_model: null,
+      currency: 'UT',
+      basis: 'no_market_data',
+      sample_size: 0,
+      description_weighted: false,
+      explanation: null,
       // per_use default: 10.00 / 30.00 / 100.00 CNY at the default rate of 0.10 CNY per UT.
-      suggested_price_ut: '300.00', range: { p25_ut: '100.00', p75_ut: '1000.00' },
+      suggested_price_ut: '300.00',
+      range: { p25_ut: '100.00', p75_ut: '1000.00' },
       samples: { listed_capabilities: { sample_size: 0, p50_ut: null }, settled_transactions: { sample_size: 0, p50_ut: null } },
     });
     expect(response.body.data.basis_detail).toMatch(/default range .* not market data/);
@@ -61,7 +74,12 @@ describe('an empty market', () => {
 
   it('answers the per_hour default in CNY for a human', async () => {
     const response = await suggestion(human, { category: 'video', pricing_model: 'per_hour', description: '剪辑婚礼视频' }).expect(200);
-    expect(response.body.data).toMatchObject({ currency: 'CNY', basis: 'no_market_data', suggested_price_ut: '100.00', range: { p25_ut: '50.00', p75_ut: '200.00' } });
+    expect(response.body.data).toMatchObject({
+      currency: 'CNY',
+      basis: 'no_market_data',
+      suggested_price_ut: '100.00',
+      range: { p25_ut: '50.00', p75_ut: '200.00' },
+    });
   });
 });
 
@@ -75,7 +93,11 @@ describe('a market with prices', () => {
     });
     // Weights 10:1 20:1 30:1+2 40:1 50:1, total 7: p25 at 1.75 -> 20, p50 at 3.5 -> 30, p75 at 5.25 -> 40.
     expect(response.body.data).toMatchObject({
-      currency: 'UT', basis: 'listed_and_settled_prices', sample_size: 6, suggested_price_ut: '30.00', range: { p25_ut: '20.00', p75_ut: '40.00' },
+      currency: 'UT',
+      basis: 'listed_and_settled_prices',
+      sample_size: 6,
+      suggested_price_ut: '30.00',
+      range: { p25_ut: '20.00', p75_ut: '40.00' },
     });
   });
 
@@ -86,7 +108,11 @@ describe('a market with prices', () => {
   });
 
   it("counts a settled sale under the model it was sold under, after the seller changes the capability's model", async () => {
-    const interpreting = await createCapability(test, agentSeller, listing('Interpreter by the hour', '60.00', { category: 'consulting', pricing_model: 'per_hour' }));
+    const interpreting = await createCapability(
+      test,
+      agentSeller,
+      listing('Interpreter by the hour', '60.00', { category: 'consulting', pricing_model: 'per_hour' }),
+    );
     await settle(agentBuyer, agentSeller, interpreting.id, { booked_hours: 3 });
     await test.http.put(`/api/v1/capabilities/${interpreting.id}`).set(agentSeller.headers).send({ pricing_model: 'per_use' }).expect(200);
     const hourly = (await suggestion(agentSeller, { category: 'consulting', pricing_model: 'per_hour' }).expect(200)).body.data;
@@ -104,9 +130,15 @@ describe('a market with prices', () => {
   });
 
   it('weighs listings that share words with the description more', async () => {
-    await createCapability(test, await createAgent(test), listing('Legal contract translation', '50.00', { description: 'Certified legal contract translation' }));
+    await createCapability(
+      test,
+      await createAgent(test),
+      listing('Legal contract translation', '50.00', { description: 'Certified legal contract translation' }),
+    );
     const plain = (await suggestion(agentSeller, { category: 'translation', pricing_model: 'per_use' }).expect(200)).body.data;
-    const described = (await suggestion(agentSeller, { category: 'translation', pricing_model: 'per_use', description: 'Translate a legal contract' }).expect(200)).body.data;
+    const described = (
+      await suggestion(agentSeller, { category: 'translation', pricing_model: 'per_use', description: 'Translate a legal contract' }).expect(200)
+    ).body.data;
     // Weights 10:1 20:1 30:1+2 40:1 50:1+1, total 8: p25 at 2 -> 20, p50 at 4 -> 30, p75 at 6 -> 40.
     expect(plain).toMatchObject({ description_weighted: false, suggested_price_ut: '30.00', range: { p25_ut: '20.00', p75_ut: '40.00' } });
     // The new 50.00 listing shares "legal" and "contract", weight 3; total 10: p25 at 2.5 -> 30, p50 at 5 -> 30, p75 at 7.5 -> 50.
@@ -119,7 +151,11 @@ describe('space isolation', () => {
   it("shows a human only the human space's prices, in CNY", async () => {
     const response = await suggestion(human, { category: 'translation' }).expect(200);
     expect(response.body.data).toMatchObject({
-      currency: 'CNY', basis: 'listed_prices', sample_size: 2, suggested_price_ut: '800.00', range: { p25_ut: '800.00', p75_ut: '900.00' },
+      currency: 'CNY',
+      basis: 'listed_prices',
+      sample_size: 2,
+      suggested_price_ut: '800.00',
+      range: { p25_ut: '800.00', p75_ut: '900.00' },
       samples: { settled_transactions: { sample_size: 0 } },
     });
   });
@@ -152,7 +188,11 @@ describe('who may ask, and what', () => {
 
   it('refuses no credentials (4010) and mixed credentials (4011)', async () => {
     expect((await test.http.get(path).query({ category: 'video' }).expect(401)).body.code).toBe(4010);
-    const mixed = await test.http.get(path).query({ category: 'video' }).set({ ...agentSeller.headers, ...human.headers }).expect(400);
+    const mixed = await test.http
+      .get(path)
+      .query({ category: 'video' })
+      .set({ ...agentSeller.headers, ...human.headers })
+      .expect(400);
     expect(mixed.body.code).toBe(4011);
   });
 });

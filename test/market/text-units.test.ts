@@ -4,8 +4,27 @@ import { optimizeDescription } from '../../src/domain/description-optimizer.ts';
 import { cnyToUt, defaultRange, overlapWeight, percentilesOf, unitPriceOf, weightedPercentile, wordsOf } from '../../src/domain/pricing-suggestion.ts';
 import { analyseClarity, detectLanguage, unmetCriteria } from '../../src/domain/clarity.ts';
 import { describe, expect, it } from 'vitest';
-import { blendedSimilarity, combine, cosine, denseCosine, explain, normalizedQuality, priceAlignment, sharedTerms, vectorOf } from '../../src/domain/scoring.ts';
-import { cosineWithStored, flatTextOf, normOf, storedOrComputed, storedVectorOf, vectorOfStored, wordColumnsOf, wordsDigestOf } from '../../src/domain/term-vectors.ts';
+import {
+  blendedSimilarity,
+  combine,
+  cosine,
+  denseCosine,
+  explain,
+  normalizedQuality,
+  priceAlignment,
+  sharedTerms,
+  vectorOf,
+} from '../../src/domain/scoring.ts';
+import {
+  cosineWithStored,
+  flatTextOf,
+  normOf,
+  storedOrComputed,
+  storedVectorOf,
+  vectorOfStored,
+  wordColumnsOf,
+  wordsDigestOf,
+} from '../../src/domain/term-vectors.ts';
 import { languageOf, piecesOfWord, searchQueryOf, stem, termsOf } from '../../src/domain/text.ts';
 
 /**
@@ -16,12 +35,32 @@ import { languageOf, piecesOfWord, searchQueryOf, stem, termsOf } from '../../sr
  */
 describe('the stemmer', () => {
   it.each([
-    ['cat', 'cat'], ['bus', 'bus'], ['ties', 'tie'], ['cities', 'city'], ['studies', 'study'],
-    ['sing', 'sing'], ['bring', 'bring'], ['coding', 'cod'], ['translating', 'translat'],
-    ['bed', 'bed'], ['used', 'used'], ['tested', 'test'], ['designed', 'design'],
-    ['classes', 'class'], ['boxes', 'box'], ['matches', 'match'], ['wishes', 'wish'], ['shoes', 'shoe'],
-    ['gas', 'gas'], ['assessees', 'assessee'],
-    ['logos', 'logo'], ['glass', 'glass'], ['status', 'status'], ['reports', 'report'], ['data', 'data'], ['design', 'design'],
+    ['cat', 'cat'],
+    ['bus', 'bus'],
+    ['ties', 'tie'],
+    ['cities', 'city'],
+    ['studies', 'study'],
+    ['sing', 'sing'],
+    ['bring', 'bring'],
+    ['coding', 'cod'],
+    ['translating', 'translat'],
+    ['bed', 'bed'],
+    ['used', 'used'],
+    ['tested', 'test'],
+    ['designed', 'design'],
+    ['classes', 'class'],
+    ['boxes', 'box'],
+    ['matches', 'match'],
+    ['wishes', 'wish'],
+    ['shoes', 'shoe'],
+    ['gas', 'gas'],
+    ['assessees', 'assessee'],
+    ['logos', 'logo'],
+    ['glass', 'glass'],
+    ['status', 'status'],
+    ['reports', 'report'],
+    ['data', 'data'],
+    ['design', 'design'],
   ])('stems %s to %s', (word, expected) => {
     expect(stem(word)).toBe(expected);
   });
@@ -111,7 +150,10 @@ describe('stored term vectors', () => {
     const full = vectorOf(text);
     const stored = storedVectorOf(text, 3);
     expect(stored.terms).toHaveLength(3);
-    const heaviest = [...full].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, 3).map(([term, weight]) => [term, Math.round(weight * 1000) / 1000]);
+    const heaviest = [...full]
+      .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1))
+      .slice(0, 3)
+      .map(([term, weight]) => [term, Math.round(weight * 1000) / 1000]);
     expect(stored.terms).toEqual(heaviest);
     expect(stored.terms.every(([, weight]) => Number.isInteger(weight * 1000))).toBe(true);
     expect(stored.norm).toBeCloseTo(Math.sqrt(stored.terms.reduce((sum, [, weight]) => sum + weight * weight, 0)), 12);
@@ -132,10 +174,17 @@ describe('stored term vectors', () => {
     // A text with no terms at all (stop words only) shares nothing: 0, not NaN, so it still sorts.
     expect(cosine(new Map(), vector)).toBe(0);
     expect(cosine(vector, new Map())).toBe(0);
-    expect(normOf(new Map([['a', 3], ['b', 4]]))).toBe(5);
+    expect(
+      normOf(
+        new Map([
+          ['a', 3],
+          ['b', 4],
+        ]),
+      ),
+    ).toBe(5);
   });
 
-  it('uses a row\'s stored vector when it has one, and computes one when it has none', () => {
+  it("uses a row's stored vector when it has one, and computes one when it has none", () => {
     const stored = { terms: [['only', 1]] as [string, number][], norm: 1 };
     expect(storedOrComputed({ ...text, term_vector: stored })).toBe(stored);
     expect(storedOrComputed({ ...text, term_vector: null })).toEqual(storedVectorOf(text));
@@ -163,8 +212,27 @@ describe('the score and its explanation', () => {
 
   it('takes cosines of sparse and dense vectors, 0 for nothing shared, empty, mismatched or opposite', () => {
     expect(cosine(new Map([['a', 1]]), new Map([['b', 1]]))).toBe(0);
-    expect(cosine(new Map([['a', 3], ['b', 4]]), new Map([['a', 3], ['b', 4]]))).toBeCloseTo(1, 12);
-    expect(cosine(new Map([['a', 1]]), new Map([['a', 1], ['b', 1]]))).toBeCloseTo(Math.SQRT1_2, 12);
+    expect(
+      cosine(
+        new Map([
+          ['a', 3],
+          ['b', 4],
+        ]),
+        new Map([
+          ['a', 3],
+          ['b', 4],
+        ]),
+      ),
+    ).toBeCloseTo(1, 12);
+    expect(
+      cosine(
+        new Map([['a', 1]]),
+        new Map([
+          ['a', 1],
+          ['b', 1],
+        ]),
+      ),
+    ).toBeCloseTo(Math.SQRT1_2, 12);
     expect(denseCosine([1, 0], [1, 0])).toBe(1);
     expect(denseCosine([1, 0], [0, 1])).toBe(0);
     expect(denseCosine([1, 1], [1, 0])).toBeCloseTo(Math.SQRT1_2, 12);
@@ -189,7 +257,7 @@ describe('the score and its explanation', () => {
     expect(combine(0.12345, 0.5, 0.25)).toEqual({ score: 0.2114, similarity: 0.1235, price_alignment: 0.5, quality_score: 0.25 });
   });
 
-  it('names the shared terms in the demand\'s words, concepts in Chinese for a Chinese reader, at most five', () => {
+  it("names the shared terms in the demand's words, concepts in Chinese for a Chinese reader, at most five", () => {
     const capability = storedVectorOf({ title: 'Contract translation', description: 'Translate contracts and invoices into Chinese' });
     const english = sharedTerms(termsOf('translate my invoices'), capability, 'en');
     expect(english).toContain('invoices');
@@ -202,19 +270,30 @@ describe('the score and its explanation', () => {
     // A concept of the demand's that the capability lacks is not shared.
     expect(sharedTerms(termsOf('translate my invoices'), storedVectorOf({ description: 'Logo design' }), 'en')).toEqual([]);
     // The title and each tag are words of their own.
-    expect(sharedTerms(termsOf('logo poster design'), storedVectorOf({ title: 'Logo', tags: ['poster', 'design'], description: 'We draw' }), 'en')).toEqual(['design', 'logo', 'poster']);
+    expect(sharedTerms(termsOf('logo poster design'), storedVectorOf({ title: 'Logo', tags: ['poster', 'design'], description: 'We draw' }), 'en')).toEqual([
+      'design',
+      'logo',
+      'poster',
+    ]);
   });
 
   it('explains each part in one sentence, in English or Chinese, with or without a budget', () => {
     const parts = combine(0.5, 1, 0.8);
-    expect(explain({ parts, shared: ['logo', 'design'], price: 1250n, maxPrice: 2000n, currency: 'UT', language: 'en' }))
-      .toBe('Overall score 63%. Text similarity 50% (shared terms: logo, design); the price 12.50 UT is within the budget of 20.00 UT; quality 80%.');
-    expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'UT', language: 'en' }))
-      .toBe('Overall score 63%. Text similarity 50% (no shared terms); the price 25.00 UT is above the budget of 20.00 UT; quality 80%.');
-    expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'en' })).toContain('the demand sets no budget; the price is 25.00 CNY');
-    expect(explain({ parts, shared: ['设计', '标志'], price: 1250n, maxPrice: 2000n, currency: 'CNY', language: 'zh' }))
-      .toBe('综合得分 63%。文本相似度 50%（共同关键词：设计、标志）。价格 12.50 CNY 在预算 20.00 CNY 之内。质量评分 80%。');
-    expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain('没有共同关键词）。价格 25.00 CNY 超出预算 20.00 CNY');
+    expect(explain({ parts, shared: ['logo', 'design'], price: 1250n, maxPrice: 2000n, currency: 'UT', language: 'en' })).toBe(
+      'Overall score 63%. Text similarity 50% (shared terms: logo, design); the price 12.50 UT is within the budget of 20.00 UT; quality 80%.',
+    );
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'UT', language: 'en' })).toBe(
+      'Overall score 63%. Text similarity 50% (no shared terms); the price 25.00 UT is above the budget of 20.00 UT; quality 80%.',
+    );
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'en' })).toContain(
+      'the demand sets no budget; the price is 25.00 CNY',
+    );
+    expect(explain({ parts, shared: ['设计', '标志'], price: 1250n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toBe(
+      '综合得分 63%。文本相似度 50%（共同关键词：设计、标志）。价格 12.50 CNY 在预算 20.00 CNY 之内。质量评分 80%。',
+    );
+    expect(explain({ parts, shared: [], price: 2500n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain(
+      '没有共同关键词）。价格 25.00 CNY 超出预算 20.00 CNY',
+    );
     expect(explain({ parts, shared: [], price: 2500n, maxPrice: null, currency: 'CNY', language: 'zh' })).toContain('需求未设预算，价格 25.00 CNY');
     expect(explain({ parts, shared: [], price: 2000n, maxPrice: 2000n, currency: 'UT', language: 'en' })).toContain('within the budget');
     expect(explain({ parts, shared: [], price: 2000n, maxPrice: 2000n, currency: 'CNY', language: 'zh' })).toContain('价格 20.00 CNY 在预算 20.00 CNY 之内');
@@ -241,7 +320,7 @@ describe('clarity, criterion by criterion', () => {
     expect(lengthReason(plain(24))).toBe('The description is short: a provider has little to go on.');
   });
 
-  it('lowers the score by 0.05 per vague word, at most 0.2, and quotes each once in the text\'s language', () => {
+  it("lowers the score by 0.05 per vague word, at most 0.2, and quotes each once in the text's language", () => {
     const base = `${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`;
     const clean = analyseClarity(base).score;
     expect(analyseClarity(`${base} stuff`).score).toBeCloseTo(clean - 0.05, 9);
@@ -276,8 +355,17 @@ describe('clarity, criterion by criterion', () => {
     expect(precise.names.length).toBeLessThan(vague.names.length);
     // Each criterion answers with one reason, met or not, in order.
     expect(analyseClarity(`${words(30)} deliver 3 files as PDF by Friday for 200 dollars, must pass review`)).toEqual({
-      score: 0.8, language: 'en',
-      reasons: ['The description has enough detail to act on.', 'It does not say what exactly should be delivered.', 'It gives a quantity or size.', 'It specifies a format.', 'It sets a deadline.', 'It states a budget.', 'It says how the result will be judged.'],
+      score: 0.8,
+      language: 'en',
+      reasons: [
+        'The description has enough detail to act on.',
+        'It does not say what exactly should be delivered.',
+        'It gives a quantity or size.',
+        'It specifies a format.',
+        'It sets a deadline.',
+        'It states a budget.',
+        'It says how the result will be judged.',
+      ],
       suggestions: ['Name the deliverable, e.g. "a 5-page landing page" or "a cleaned CSV file".'],
     });
     expect(unmetCriteria(words(2)).language).toBe('en');
@@ -383,7 +471,9 @@ describe('the built-in description optimiser', () => {
     expect(optimizeDescription(complete)).toEqual({ language: 'en', optimized_description: complete, changes: [] });
     const nearlyComplete = 'Design 3 logo files as PNG by Friday for 200 dollars; must pass our review.';
     expect(optimizeDescription(nearlyComplete)).toEqual({
-      language: 'en', optimized_description: `${nearlyComplete}\n\nQuantity: [how many, or how much]`, changes: ['added a line for the quantity'],
+      language: 'en',
+      optimized_description: `${nearlyComplete}\n\nQuantity: [how many, or how much]`,
+      changes: ['added a line for the quantity'],
     });
   });
 });

@@ -26,7 +26,8 @@ describe('a purchase linked to a demand', () => {
     test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send(body);
   const sendMessage = async (buyer: Actor, data: Record<string, unknown>): Promise<Json> => {
     const message = { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data }] };
-    return (await test.http.post('/api/v1/rpc').set(buyer.headers).send({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message } }).expect(200)).body;
+    return (await test.http.post('/api/v1/rpc').set(buyer.headers).send({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message } }).expect(200))
+      .body;
   };
   const transactionsOf = async (buyer: Actor) =>
     (await test.http.get('/api/v1/transactions?role=buyer').set(buyer.headers).expect(200)).body.data.total as number;
@@ -59,7 +60,11 @@ describe('a purchase linked to a demand', () => {
     expect(read.body.data.demand_id).toBe(agentDemand.id);
 
     const humanDemand = await createDemand(test, person, { description: '总结一份PDF报告' });
-    const byHuman = await test.http.post('/api/v1/transactions').set(person.headers).send({ capability_id: capabilities.human, demand_id: humanDemand.id }).expect(201);
+    const byHuman = await test.http
+      .post('/api/v1/transactions')
+      .set(person.headers)
+      .send({ capability_id: capabilities.human, demand_id: humanDemand.id })
+      .expect(201);
     expect(byHuman.body.data.demand_id).toBe(humanDemand.id);
     // The link is only a link: the demand stays as it was.
     expect((await test.http.get(`/api/v1/demands/${humanDemand.id}`).set(person.headers).expect(200)).body.data.status).toBe('open');
@@ -72,7 +77,10 @@ describe('a purchase linked to a demand', () => {
   });
 
   it.each([
-    ['another user’s open demand of the same space', () => createDemand(test, otherAgent, { description: 'Summarize a PDF report' }).then((demand) => demand.id)],
+    [
+      'another user’s open demand of the same space',
+      () => createDemand(test, otherAgent, { description: 'Summarize a PDF report' }).then((demand) => demand.id),
+    ],
     ['the same user’s demand in the other space', () => createDemand(test, person, { description: 'Summarize a PDF report' }).then((demand) => demand.id)],
     ['an unknown demand', async () => randomUUID()],
   ])('refuses %s with 4040 "demand not found", creating and charging nothing', async (_name, demandOf) => {
@@ -87,7 +95,11 @@ describe('a purchase linked to a demand', () => {
     const theirs = await createDemand(test, otherHuman, { description: '总结一份PDF报告' });
     const agentDemand = await createDemand(test, personAsAgent, { description: 'Summarize a PDF report' });
     for (const demandId of [theirs.id, agentDemand.id]) {
-      const refused = await test.http.post('/api/v1/transactions').set(person.headers).send({ capability_id: capabilities.human, demand_id: demandId }).expect(404);
+      const refused = await test.http
+        .post('/api/v1/transactions')
+        .set(person.headers)
+        .send({ capability_id: capabilities.human, demand_id: demandId })
+        .expect(404);
       expect(refused.body).toMatchObject({ code: 4040, data: { detail: 'demand not found' } });
     }
   });

@@ -95,7 +95,9 @@ describe('a large delivered result', () => {
     expect(replayed.body.data).toEqual(delivered.body.data);
     expect(replayed.body.data.result_payload).toEqual(result);
 
-    const [event] = (await test.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id, transaction_sequence: 4 })) as { payload: { transaction: Record<string, unknown> } }[];
+    const [event] = (await test.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id, transaction_sequence: 4 })) as {
+      payload: { transaction: Record<string, unknown> };
+    }[];
     expect(event!.payload.transaction.result_payload).toBeNull();
     expect(event!.payload.transaction.omitted_fields).toEqual([{ field: 'result_payload', bytes: JSON.stringify(result).length }]);
 

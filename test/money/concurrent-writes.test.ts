@@ -35,10 +35,22 @@ async function withCreditInFlight<T>(userId: string, amountMinor: bigint, outcom
   const rolledBack = new Error('rolled back on purpose');
   await db()
     .transaction(async (trx) => {
-      await applyMovement(trx, [
-        { accountId: systemAccountId('external', 'UT'), currency: 'UT', bucket: 'available', amount: -amountMinor, type: 'deposit', description: 'test credit' },
-        { accountId: userAccountId(userId, 'UT'), currency: 'UT', bucket: 'available', amount: amountMinor, type: 'deposit', description: 'test credit' },
-      ], null, new Date());
+      await applyMovement(
+        trx,
+        [
+          {
+            accountId: systemAccountId('external', 'UT'),
+            currency: 'UT',
+            bucket: 'available',
+            amount: -amountMinor,
+            type: 'deposit',
+            description: 'test credit',
+          },
+          { accountId: userAccountId(userId, 'UT'), currency: 'UT', bucket: 'available', amount: amountMinor, type: 'deposit', description: 'test credit' },
+        ],
+        null,
+        new Date(),
+      );
       pending = request();
       await someoneWaitsForALock();
       if (outcome === 'rollback') throw rolledBack;
@@ -50,7 +62,10 @@ async function withCreditInFlight<T>(userId: string, amountMinor: bigint, outcom
 }
 
 async function ledgerChainHolds(userId: string) {
-  const entries = await db()('ledger_entries').where({ account_id: userAccountId(userId, 'UT') }).orderBy('id').select('bucket', 'amount', 'balance_after');
+  const entries = await db()('ledger_entries')
+    .where({ account_id: userAccountId(userId, 'UT') })
+    .orderBy('id')
+    .select('bucket', 'amount', 'balance_after');
   const running = { available: 0n, frozen: 0n };
   for (const entry of entries) {
     running[entry.bucket as 'available' | 'frozen'] += BigInt(entry.amount);
@@ -120,8 +135,15 @@ describe('a change statement', () => {
   it(raceTest('gives 4092 to every create but one that race for the same client task id under different keys'), async () => {
     const { buyer, capability } = await agentMarket(test, '10.00', { price_ut: '1.00' });
     const principal = { user_id: buyer.userId, caller_type: 'agent' as const, platform: null, api_key_id: null };
-    const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, index) =>
-      test.runtime.engine.transactions.create(principal, { capability_id: capability.id, client_task_id: 'same-task' }, { key: `key-${index}`, operation: 'test create', fingerprint: 'same' })));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, index) =>
+        test.runtime.engine.transactions.create(
+          principal,
+          { capability_id: capability.id, client_task_id: 'same-task' },
+          { key: `key-${index}`, operation: 'test create', fingerprint: 'same' },
+        ),
+      ),
+    );
     expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
     for (const outcome of outcomes.filter((each): each is PromiseRejectedResult => each.status === 'rejected')) {
       expect(outcome.reason).toMatchObject({ code: 4092 });

@@ -28,8 +28,18 @@ const refusalOf = (run: () => unknown): AppError => {
 
 describe('amounts', () => {
   it.each([
-    ['12.5', 1250n], ['12.50', 1250n], ['0', 0n], ['0.05', 5n], [' 7 ', 700n], [12.5, 1250n], [3, 300n], [0.1, 10n],
-    ['10000000000000000.00', null], ['9999999999999999.99', null], ['10000000000000.00', 1_000_000_000_000_000n], ['9999999999999.99', 999_999_999_999_999n],
+    ['12.5', 1250n],
+    ['12.50', 1250n],
+    ['0', 0n],
+    ['0.05', 5n],
+    [' 7 ', 700n],
+    [12.5, 1250n],
+    [3, 300n],
+    [0.1, 10n],
+    ['10000000000000000.00', null],
+    ['9999999999999999.99', null],
+    ['10000000000000.00', 1_000_000_000_000_000n],
+    ['9999999999999.99', 999_999_999_999_999n],
   ] as const)('parses %j as %s minor units', (input, expected) => {
     expect(parseAmount(input)).toBe(expected);
   });
@@ -55,10 +65,17 @@ describe('amounts', () => {
   });
 
   it('formats minor units as a two-decimal string, negative ones with a sign', () => {
-    expect([formatAmount(0n), formatAmount(5n), formatAmount(1250n), formatAmount('-1250'), formatAmount(-5), formatAmount(100)]).toEqual(['0.00', '0.05', '12.50', '-12.50', '-0.05', '1.00']);
+    expect([formatAmount(0n), formatAmount(5n), formatAmount(1250n), formatAmount('-1250'), formatAmount(-5), formatAmount(100)]).toEqual([
+      '0.00',
+      '0.05',
+      '12.50',
+      '-12.50',
+      '-0.05',
+      '1.00',
+    ]);
   });
 
-  it('takes fees in basis points rounded down, and names each space\'s currency', () => {
+  it("takes fees in basis points rounded down, and names each space's currency", () => {
     expect([feeOf(1000n, 250), feeOf(999n, 250), feeOf(1n, 9999), feeOf(10_000n, 10_000)]).toEqual([25n, 24n, 0n, 10_000n]);
     expect([currencyOfSpace('agent'), currencyOfSpace('human')]).toEqual(['UT', 'CNY']);
   });
@@ -76,10 +93,18 @@ describe('transaction prices', () => {
   it('requires booked_hours where it prices, and refuses it where it does not, naming the field', () => {
     for (const model of ['per_hour', 'per_day'] as const) {
       const refusal = refusalOf(() => transactionPrice(model, 100n, undefined));
-      expect(refusal).toMatchObject({ code: 4000, message: 'booked_hours is required', data: { errors: [{ path: 'body.booked_hours', message: `required for a ${model} capability` }] } });
+      expect(refusal).toMatchObject({
+        code: 4000,
+        message: 'booked_hours is required',
+        data: { errors: [{ path: 'body.booked_hours', message: `required for a ${model} capability` }] },
+      });
     }
     const refusal = refusalOf(() => transactionPrice('per_use', 100n, 2));
-    expect(refusal).toMatchObject({ code: 4000, message: 'booked_hours is only for per_hour and per_day capabilities', data: { errors: [{ path: 'body.booked_hours', message: 'not allowed for a per_use capability' }] } });
+    expect(refusal).toMatchObject({
+      code: 4000,
+      message: 'booked_hours is only for per_hour and per_day capabilities',
+      data: { errors: [{ path: 'body.booked_hours', message: 'not allowed for a per_use capability' }] },
+    });
   });
 
   it('lets a price up to the ceiling through and refuses one minor unit above it with 4093 and the numbers', () => {
@@ -87,8 +112,14 @@ describe('transaction prices', () => {
     expect(() => assertWithinCeiling(500n, 500n, 'UT')).not.toThrow();
     expect(() => assertWithinCeiling(499n, 500n, 'UT')).not.toThrow();
     const refusal = refusalOf(() => assertWithinCeiling(501n, 500n, 'CNY'));
-    expect(refusal).toMatchObject({ code: 4093, message: 'the price is above the max_price you sent', data: { currency: 'CNY', price: '5.01', max_price: '5.00' } });
-    expect((refusal.data as { detail: string }).detail).toBe('the price is above the max_price you sent; nothing was charged. To pay 5.01 CNY, send max_price "5.01" or more.');
+    expect(refusal).toMatchObject({
+      code: 4093,
+      message: 'the price is above the max_price you sent',
+      data: { currency: 'CNY', price: '5.01', max_price: '5.00' },
+    });
+    expect((refusal.data as { detail: string }).detail).toBe(
+      'the price is above the max_price you sent; nothing was charged. To pay 5.01 CNY, send max_price "5.01" or more.',
+    );
     expect(refusalOf(() => assertWithinCeiling(2n, 1n, 'UT', 'the price changed')).message).toBe('the price changed');
   });
 });
@@ -114,11 +145,16 @@ describe('ids and final statuses', () => {
   it('takes a whole UUID in any case, and nothing around it', () => {
     expect(isUuid('0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f')).toBe(true);
     expect(isUuid('0B6F3C1E-1D2A-4C3B-9E8F-0A1B2C3D4E5F')).toBe(true);
-    for (const text of ['x0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f', '0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5fx', '0b6f3c1e1d2a4c3b9e8f0a1b2c3d4e5f', '']) expect(isUuid(text)).toBe(false);
+    for (const text of ['x0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f', '0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5fx', '0b6f3c1e1d2a4c3b9e8f0a1b2c3d4e5f', ''])
+      expect(isUuid(text)).toBe(false);
   });
 
   it('refuses a move the table does not have with 4090, saying the move and the status', () => {
-    expect(refusalOf(() => nextState('frozen', 'freeze'))).toMatchObject({ code: 4090, message: 'cannot freeze a transaction that is frozen', data: { status: 'frozen', action: 'freeze' } });
+    expect(refusalOf(() => nextState('frozen', 'freeze'))).toMatchObject({
+      code: 4090,
+      message: 'cannot freeze a transaction that is frozen',
+      data: { status: 'frozen', action: 'freeze' },
+    });
   });
 
   it('names exactly the statuses no move leaves', () => {
@@ -158,14 +194,26 @@ describe('webhook rules', () => {
 describe('task, application and skill rules', () => {
   it('moves tasks and applications only along their tables, refusing with 4090 naming the status and the move', () => {
     expect(nextTaskState('open', 'close')).toMatchObject({ to: 'closed', money: 'release' });
-    expect(refusalOf(() => nextTaskState('closed', 'publish'))).toMatchObject({ code: 4090, message: 'cannot publish a task that is closed', data: { status: 'closed', action: 'publish' } });
+    expect(refusalOf(() => nextTaskState('closed', 'publish'))).toMatchObject({
+      code: 4090,
+      message: 'cannot publish a task that is closed',
+      data: { status: 'closed', action: 'publish' },
+    });
     expect(refusalOf(() => nextTaskState('open', 'publish'))).toMatchObject({ code: 4090, data: { status: 'open', action: 'publish' } });
     expect(nextApplicationState('pending', 'accept')).toBe('accepted');
     expect(nextApplicationState('pending', 'withdraw')).toBe('withdrawn');
-    expect(refusalOf(() => nextApplicationState('rejected', 'accept'))).toMatchObject({ code: 4090, message: 'cannot accept an application that is rejected', data: { status: 'rejected', action: 'accept' } });
+    expect(refusalOf(() => nextApplicationState('rejected', 'accept'))).toMatchObject({
+      code: 4090,
+      message: 'cannot accept an application that is rejected',
+      data: { status: 'rejected', action: 'accept' },
+    });
     expect(refusalOf(() => nextApplicationState('accepted', 'reject'))).toMatchObject({ code: 4090, data: { status: 'accepted', action: 'reject' } });
     expect(nextSkillStatus('active', 'deactivate')).toBe('inactive');
-    expect(refusalOf(() => nextSkillStatus('active', 'activate'))).toMatchObject({ code: 4090, message: 'cannot activate a skill that is active', data: { status: 'active', action: 'activate' } });
+    expect(refusalOf(() => nextSkillStatus('active', 'activate'))).toMatchObject({
+      code: 4090,
+      message: 'cannot activate a skill that is active',
+      data: { status: 'active', action: 'activate' },
+    });
   });
 
   it('orders a hall by relevance with a query and by newest without, and refuses relevance without one', () => {
@@ -174,7 +222,11 @@ describe('task, application and skill rules', () => {
       expect(sortOf(undefined, false)).toBe('newest');
       expect(sortOf('newest', true)).toBe('newest');
       expect(sortOf('relevance', true)).toBe('relevance');
-      expect(refusalOf(() => sortOf('relevance', false))).toMatchObject({ code: 4000, message: 'sort=relevance needs a text query', data: { errors: [{ path: 'query.sort', message: 'relevance needs q' }] } });
+      expect(refusalOf(() => sortOf('relevance', false))).toMatchObject({
+        code: 4000,
+        message: 'sort=relevance needs a text query',
+        data: { errors: [{ path: 'query.sort', message: 'relevance needs q' }] },
+      });
     }
   });
 

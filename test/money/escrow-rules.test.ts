@@ -69,7 +69,9 @@ describe('disputes', () => {
   it('lets the operator settle a dispute for the seller', async () => {
     const { buyer, seller, id } = await delivered();
     await act(test, buyer, id, 'dispute').expect(200);
-    expect((await test.http.post(`/api/v1/admin/transactions/${id}/resolve`).set(admin).send({ outcome: 'settle' }).expect(200)).body.data.status).toBe('settled');
+    expect((await test.http.post(`/api/v1/admin/transactions/${id}/resolve`).set(admin).send({ outcome: 'settle' }).expect(200)).body.data.status).toBe(
+      'settled',
+    );
     expect(await balance(test, seller)).toMatchObject({ available: '10.00' });
   });
 
@@ -157,7 +159,8 @@ describe('a sweep that meets a broken row', () => {
     await test.runtime.database.db('accounts').where({ owner_user_id: broken.buyer.userId, currency: 'UT' }).update({ frozen: 0, available: 100_00 });
     test.clock.advanceMs(73 * hourMs);
     await test.runtime.engine.sweeper.runOnce();
-    const status = async (deal: Awaited<ReturnType<typeof delivered>>) => (await test.http.get(`/api/v1/transactions/${deal.id}`).set(deal.buyer.headers).expect(200)).body.data.status;
+    const status = async (deal: Awaited<ReturnType<typeof delivered>>) =>
+      (await test.http.get(`/api/v1/transactions/${deal.id}`).set(deal.buyer.headers).expect(200)).body.data.status;
     expect(await status(broken)).toBe('delivered');
     expect(await status(healthy)).toBe('settled');
   });

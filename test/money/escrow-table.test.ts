@@ -22,10 +22,18 @@ type Money = 'none' | 'freeze' | 'release' | 'settle';
 const expectedMoves: Record<TransactionStatus, Partial<Record<TransactionAction, [TransactionStatus, Money]>>> = {
   pending_freeze: { freeze: ['frozen', 'freeze'], cancel: ['cancelled_by_buyer', 'none'] },
   frozen: {
-    accept: ['accepted', 'none'], reject: ['rejected_by_seller', 'release'], cancel: ['cancelled_by_buyer', 'release'], fail: ['failed', 'release'],
+    accept: ['accepted', 'none'],
+    reject: ['rejected_by_seller', 'release'],
+    cancel: ['cancelled_by_buyer', 'release'],
+    fail: ['failed', 'release'],
     invoke_settle: ['settled', 'settle'],
   },
-  accepted: { deliver: ['delivered', 'none'], reject: ['rejected_by_seller', 'release'], cancel: ['cancelled_by_buyer', 'release'], fail: ['failed', 'release'] },
+  accepted: {
+    deliver: ['delivered', 'none'],
+    reject: ['rejected_by_seller', 'release'],
+    cancel: ['cancelled_by_buyer', 'release'],
+    fail: ['failed', 'release'],
+  },
   delivered: { confirm: ['settled', 'settle'], auto_confirm: ['settled', 'settle'], dispute: ['disputed', 'none'] },
   disputed: { resolve_settle: ['settled', 'settle'], resolve_refund: ['refunded', 'release'] },
   settled: {},
@@ -82,7 +90,10 @@ afterAll(() => test.close());
 
 function perform(id: string, action: ApiAction) {
   if (action === 'resolve_settle' || action === 'resolve_refund') {
-    return test.http.post(`/api/v1/admin/transactions/${id}/resolve`).set(admin).send({ outcome: action === 'resolve_settle' ? 'settle' : 'refund' });
+    return test.http
+      .post(`/api/v1/admin/transactions/${id}/resolve`)
+      .set(admin)
+      .send({ outcome: action === 'resolve_settle' ? 'settle' : 'refund' });
   }
   const actor = ['accept', 'reject', 'deliver'].includes(action) ? seller : buyer;
   return act(test, actor, id, action, action === 'deliver' ? { result_payload: { ok: true } } : undefined);
@@ -115,7 +126,8 @@ async function transactionIn(status: TransactionStatus): Promise<string> {
 }
 
 /** cancel from accepted is allowed but guarded by the delivery deadline, not yet passed here. */
-const expectedNow = (status: TransactionStatus, action: ApiAction) => (status === 'accepted' && action === 'cancel' ? undefined : expectedMoves[status][action]);
+const expectedNow = (status: TransactionStatus, action: ApiAction) =>
+  status === 'accepted' && action === 'cancel' ? undefined : expectedMoves[status][action];
 
 const hundredths = (amount: string) => Math.round(Number(amount) * 100);
 async function balances(): Promise<[number, number, number]> {

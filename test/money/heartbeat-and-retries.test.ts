@@ -44,10 +44,12 @@ describe('withTransaction', () => {
 
   it('does not retry an ordinary error', async () => {
     let attempts = 0;
-    await expect(withTransaction(test.runtime.database.db, async () => {
-      attempts++;
-      throw new Error('not retryable');
-    })).rejects.toThrow('not retryable');
+    await expect(
+      withTransaction(test.runtime.database.db, async () => {
+        attempts++;
+        throw new Error('not retryable');
+      }),
+    ).rejects.toThrow('not retryable');
     expect(attempts).toBe(1);
   });
 
@@ -58,7 +60,10 @@ describe('withTransaction', () => {
       table.integer('id').primary();
       table.integer('value');
     });
-    await db('deadlock_probe').insert([{ id: 1, value: 0 }, { id: 2, value: 0 }]);
+    await db('deadlock_probe').insert([
+      { id: 1, value: 0 },
+      { id: 2, value: 0 },
+    ]);
     let attempts = 0;
     const bothLockedFirstRow = { count: 0, release: () => {} };
     const barrier = new Promise<void>((resolve) => (bothLockedFirstRow.release = resolve));

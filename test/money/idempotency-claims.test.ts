@@ -19,13 +19,21 @@ async function claimRow(token: string) {
   const scopeHash = randomUUID().replace(/-/g, '');
   const at = new Date();
   await test.runtime.engine.dependencies.db('idempotency_keys').insert({
-    scope_hash: scopeHash, fingerprint: 'f'.repeat(64), state: 'in_flight', claim_token: token, created_at: at, expires_at: new Date(at.getTime() + 60_000),
+    scope_hash: scopeHash,
+    fingerprint: 'f'.repeat(64),
+    state: 'in_flight',
+    claim_token: token,
+    created_at: at,
+    expires_at: new Date(at.getTime() + 60_000),
   });
   return scopeHash;
 }
 
 const stateOf = async (scopeHash: string) =>
-  (await test.runtime.engine.dependencies.db('idempotency_keys').where({ scope_hash: scopeHash }).first('state', 'response_status')) as { state: string; response_status: number | null };
+  (await test.runtime.engine.dependencies.db('idempotency_keys').where({ scope_hash: scopeHash }).first('state', 'response_status')) as {
+    state: string;
+    response_status: number | null;
+  };
 
 describe('completing an idempotency claim', () => {
   it('stores nothing for a request whose claim another request took over, and the new owner completes it', async () => {

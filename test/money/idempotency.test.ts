@@ -108,11 +108,15 @@ describe('the same key and a different request', () => {
     await act(test, buyer, created.id, 'freeze').expect(200);
     await act(test, seller, created.id, 'accept').expect(200);
     const key = randomUUID();
-    const delivered = await act(test, seller, created.id, 'deliver', { result_payload: { answer: 1 } }).set('Idempotency-Key', key).expect(200);
+    const delivered = await act(test, seller, created.id, 'deliver', { result_payload: { answer: 1 } })
+      .set('Idempotency-Key', key)
+      .expect(200);
     const changed = await act(test, seller, created.id, 'deliver', { result_payload: { answer: 2 } }).set('Idempotency-Key', key);
     expect(changed.status).toBe(422);
     expect(changed.body.code).toBe(4220);
-    const replay = await act(test, seller, created.id, 'deliver', { result_payload: { answer: 1 } }).set('Idempotency-Key', key).expect(200);
+    const replay = await act(test, seller, created.id, 'deliver', { result_payload: { answer: 1 } })
+      .set('Idempotency-Key', key)
+      .expect(200);
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body.data).toEqual(delivered.body.data);
     expect((await test.http.get(`${transactionsPath}/${created.id}`).set(buyer.headers).expect(200)).body.data.result_payload).toEqual({ answer: 1 });
@@ -335,7 +339,9 @@ describe('admin credit', () => {
     const user = await signUpHuman(test);
     const key = randomUUID();
     const responses = await Promise.all(
-      Array.from({ length: 8 }, () => test.http.post('/api/v1/admin/wallet/credit').set(admin).set('Idempotency-Key', key).send({ user_id: user.userId, currency: 'CNY', amount: '7.25' })),
+      Array.from({ length: 8 }, () =>
+        test.http.post('/api/v1/admin/wallet/credit').set(admin).set('Idempotency-Key', key).send({ user_id: user.userId, currency: 'CNY', amount: '7.25' }),
+      ),
     );
     for (const response of responses) expect([200, 409], JSON.stringify(response.body)).toContain(response.status);
     expect(responses.filter((response) => response.status === 200 && response.headers['idempotent-replayed'] !== 'true')).toHaveLength(1);
@@ -367,7 +373,10 @@ describe('a request still in flight after a minute', () => {
    * Sends a purchase, keeps it in flight with a lock held by `block`, sends it again with its key
    * a minute later (a client that timed out and retried), then releases the lock.
    */
-  async function retryWhileInFlight<R>(block: (blocker: Knex.Transaction, buyerUserId: string) => Promise<unknown>, send: (buyer: Actor, capabilityId: string) => Promise<R>) {
+  async function retryWhileInFlight<R>(
+    block: (blocker: Knex.Transaction, buyerUserId: string) => Promise<unknown>,
+    send: (buyer: Actor, capabilityId: string) => Promise<R>,
+  ) {
     const { buyer, capability } = await agentMarket(test);
     const db = test.runtime.database.db;
     const blocker = await db.transaction();
@@ -417,14 +426,26 @@ describe('a request still in flight after a minute', () => {
     const request = { key: randomUUID(), operation: 'test create', fingerprint: 'same request' };
     const { buyer, capability, original, retried } = await retryWhileInFlight(
       (blocker) => blocker.raw('LOCK TABLE transactions IN ACCESS EXCLUSIVE MODE'),
-      (buyer, capabilityId) => test.runtime.engine.transactions
-        .create({ user_id: buyer.userId, caller_type: 'agent', platform: null, api_key_id: null }, { capability_id: capabilityId, client_task_id: taskId }, request)
-        .then((outcome) => ({ outcome }), (error: unknown) => ({ error })),
+      (buyer, capabilityId) =>
+        test.runtime.engine.transactions
+          .create(
+            { user_id: buyer.userId, caller_type: 'agent', platform: null, api_key_id: null },
+            { capability_id: capabilityId, client_task_id: taskId },
+            request,
+          )
+          .then(
+            (outcome) => ({ outcome }),
+            (error: unknown) => ({ error }),
+          ),
     );
     expect('outcome' in retried && retried.outcome.replayed === false, JSON.stringify(retried)).toBe(true);
     expect('error' in original && original.error).toMatchObject({ code: 4091 });
     expect(await purchasesOf(buyer)).toBe(1);
-    const replay = await test.runtime.engine.transactions.create({ user_id: buyer.userId, caller_type: 'agent', platform: null, api_key_id: null }, { capability_id: capability.id, client_task_id: taskId }, request);
+    const replay = await test.runtime.engine.transactions.create(
+      { user_id: buyer.userId, caller_type: 'agent', platform: null, api_key_id: null },
+      { capability_id: capability.id, client_task_id: taskId },
+      request,
+    );
     expect(replay.replayed).toBe(true);
     expect(replay.data.id).toBe('outcome' in retried ? retried.outcome.data.id : null);
   });

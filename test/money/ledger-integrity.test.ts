@@ -19,8 +19,14 @@ const fees = systemAccountId('platform_fee', 'UT');
 const externalCny = systemAccountId('external', 'CNY');
 
 const entry = (movementId: string, accountId: string, currency: string, amount: number) => ({
-  movement_id: movementId, account_id: accountId, currency, bucket: 'available', type: 'deposit',
-  amount: String(amount), balance_after: '0', description: 'written around the engine',
+  movement_id: movementId,
+  account_id: accountId,
+  currency,
+  bucket: 'available',
+  type: 'deposit',
+  amount: String(amount),
+  balance_after: '0',
+  description: 'written around the engine',
 });
 const entryCount = async () => Number((await db()('ledger_entries').count<{ count: string }[]>('* as count'))[0]!.count);
 
@@ -34,7 +40,9 @@ describe('the ledger in the database', () => {
   it('refuses a movement that does not sum to zero, and keeps none of it', async () => {
     const before = await entryCount();
     const movementId = randomUUID();
-    await expect(db()('ledger_entries').insert([entry(movementId, external, 'UT', -100), entry(movementId, fees, 'UT', 90)])).rejects.toThrow(/does not sum to zero/);
+    await expect(db()('ledger_entries').insert([entry(movementId, external, 'UT', -100), entry(movementId, fees, 'UT', 90)])).rejects.toThrow(
+      /does not sum to zero/,
+    );
     await expect(db()('ledger_entries').insert([entry(randomUUID(), fees, 'UT', 5)])).rejects.toThrow(/does not sum to zero/);
     expect(await entryCount()).toBe(before);
   });
@@ -42,7 +50,9 @@ describe('the ledger in the database', () => {
   it('refuses a movement that sums to zero only across currencies', async () => {
     const before = await entryCount();
     const movementId = randomUUID();
-    await expect(db()('ledger_entries').insert([entry(movementId, external, 'UT', -100), entry(movementId, externalCny, 'CNY', 100)])).rejects.toThrow(/does not sum to zero/);
+    await expect(db()('ledger_entries').insert([entry(movementId, external, 'UT', -100), entry(movementId, externalCny, 'CNY', 100)])).rejects.toThrow(
+      /does not sum to zero/,
+    );
     expect(await entryCount()).toBe(before);
   });
 

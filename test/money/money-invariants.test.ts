@@ -48,7 +48,8 @@ const minor = (amount: string) => {
   const [whole, fraction = ''] = amount.split('.');
   return BigInt(whole!) * 100n + BigInt(fraction.padEnd(2, '0'));
 };
-const format = (value: bigint) => `${value < 0n ? '-' : ''}${(value < 0n ? -value : value) / 100n}.${String((value < 0n ? -value : value) % 100n).padStart(2, '0')}`;
+const format = (value: bigint) =>
+  `${value < 0n ? '-' : ''}${(value < 0n ? -value : value) / 100n}.${String((value < 0n ? -value : value) % 100n).padStart(2, '0')}`;
 const feeOf = (price: bigint) => (price * BigInt(feeBps)) / 10_000n;
 
 interface Party extends Actor {
@@ -154,7 +155,8 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       const offer = random.pick(offers);
       const sameSpace = parties.filter((party) => party.space === offer.seller.space);
       let buyer = random.pick(sameSpace.filter((party) => party !== offer.seller));
-      if (random.chance(0.05)) buyer = offer.seller; // buying your own capability: 4030
+      if (random.chance(0.05))
+        buyer = offer.seller; // buying your own capability: 4030
       else if (random.chance(0.04)) buyer = random.pick(parties.filter((party) => party.space !== offer.seller.space)); // 4040
       const body: Record<string, unknown> = { capability_id: offer.id };
       if (offer.perHour) body.booked_hours = random.int(1, 5);
@@ -167,9 +169,15 @@ describe(raceTest('the books under a random concurrent workload'), () => {
         return [createOperation(key, earlier.buyer, earlier.body, 'create retry')];
       }
       if (buyer.space === 'human' && roll < 0.3) {
-        return [{ label: `create without key by ${buyer.name}`, run: () => post('/api/v1/transactions', buyer, body), after: (response) => {
-          if (response.status === 201) createsWithoutKey++;
-        } }];
+        return [
+          {
+            label: `create without key by ${buyer.name}`,
+            run: () => post('/api/v1/transactions', buyer, body),
+            after: (response) => {
+              if (response.status === 201) createsWithoutKey++;
+            },
+          },
+        ];
       }
       const key = randomUUID();
       createsByKey.set(key, { buyer, body, epoch, responses: [] });
@@ -214,7 +222,7 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       const inPlay = known.filter((each) => !terminalStatuses.has(each.status as TransactionStatus));
       const transaction = random.pick(inPlay.length > 0 && random.chance(0.85) ? inPlay : known);
       const natural = random.chance(0.85);
-      const { action } = natural ? naturalMove(transaction) : { action: random.chance(0.08) ? 'resolve' as const : random.pick(actions) };
+      const { action } = natural ? naturalMove(transaction) : { action: random.chance(0.08) ? ('resolve' as const) : random.pick(actions) };
       let operation: Operation;
       if (action === 'resolve') {
         const outcome = random.pick(['settle', 'refund'] as const);
@@ -225,7 +233,12 @@ describe(raceTest('the books under a random concurrent workload'), () => {
           // Sometimes the wrong party: the other side (4030), a stranger or another space (4040).
           actor = random.pick([transaction.buyer, transaction.seller, stranger, ...parties]);
         }
-        const body = action === 'deliver' ? { result_payload: { n: random.int(1, 3) } } : action === 'dispute' && random.chance(0.5) ? { reason: 'not as described' } : undefined;
+        const body =
+          action === 'deliver'
+            ? { result_payload: { n: random.int(1, 3) } }
+            : action === 'dispute' && random.chance(0.5)
+              ? { reason: 'not as described' }
+              : undefined;
         operation = withMaybeKey(`${action} ${transaction.id} by ${actor.name}`, `/api/v1/transactions/${transaction.id}/${action}`, actor, body);
       }
       // Now and then the same move twice at once: exactly one of them may win.
@@ -255,7 +268,13 @@ describe(raceTest('the books under a random concurrent workload'), () => {
         return [creditOperation(key, earlier)];
       }
       const party = random.pick(parties);
-      const entry: CreditEntry = { userId: party.userId, amount: randomPrice(100, 5000), currency: party.space === 'agent' ? 'UT' : 'CNY', epoch, responses: [] };
+      const entry: CreditEntry = {
+        userId: party.userId,
+        amount: randomPrice(100, 5000),
+        currency: party.space === 'agent' ? 'UT' : 'CNY',
+        epoch,
+        responses: [],
+      };
       const key = randomUUID();
       creditKeys.set(key, entry);
       return [creditOperation(key, entry)];
@@ -291,7 +310,11 @@ describe(raceTest('the books under a random concurrent workload'), () => {
           const created = await post('/api/v1/transactions', buyer, body, key).expect(201);
           createsByKey.set(key, { buyer, body, epoch, responses: [created] });
           const { id } = created.body.data as { id: string };
-          for (const [actor, action] of [[buyer, 'freeze'], [offer.seller, 'accept'], [offer.seller, 'deliver']] as const) {
+          for (const [actor, action] of [
+            [buyer, 'freeze'],
+            [offer.seller, 'accept'],
+            [offer.seller, 'deliver'],
+          ] as const) {
             await act(test, actor, id, action, action === 'deliver' ? { result_payload: { n: 0 } } : undefined).expect(200);
           }
           known.push({ id, buyer, seller: offer.seller, status: 'delivered' });
@@ -313,7 +336,7 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       // Every delivery made before the jump is due now; the sweeper and the buyers' confirms race
       // for them, and each is settled by exactly one of the two.
       const due: string[] = sweeping
-        ? (await db('transactions').where({ status: 'delivered' }).where('auto_confirm_at', '<=', test.runtime.engine.dependencies.now()).pluck('id'))
+        ? await db('transactions').where({ status: 'delivered' }).where('auto_confirm_at', '<=', test.runtime.engine.dependencies.now()).pluck('id')
         : [];
       const [responses, swept] = await Promise.all([
         Promise.all(operations.map((operation) => operation.run())),
@@ -321,8 +344,13 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       ]);
       if (sweeping) {
         const dueIds = new Set(due);
-        const settledByBuyers = responses.filter((response) => response.status === 200 && response.headers['idempotent-replayed'] !== 'true'
-          && dueIds.has(response.body.data?.id) && response.body.data?.status === 'settled').length;
+        const settledByBuyers = responses.filter(
+          (response) =>
+            response.status === 200 &&
+            response.headers['idempotent-replayed'] !== 'true' &&
+            dueIds.has(response.body.data?.id) &&
+            response.body.data?.status === 'settled',
+        ).length;
         expect(await db('transactions').whereIn('id', due).whereNot({ status: 'settled' }).pluck('id')).toEqual([]);
         expect(due.length).toBeGreaterThanOrEqual(2);
         expect(swept).toBe(due.length - settledByBuyers);
@@ -350,7 +378,8 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       const fresh = entry.responses.filter((response) => response.status === 200 && response.headers['idempotent-replayed'] !== 'true');
       expect(fresh.length, `credit key ${key}`).toBeLessThanOrEqual(1);
       if (fresh.length === 1) credited.set(entry.userId, credited.get(entry.userId)! + entry.amount);
-      for (const response of entry.responses.filter((each) => each.status === 200)) expect(response.body.data.movement_id).toBe(fresh[0]!.body.data.movement_id);
+      for (const response of entry.responses.filter((each) => each.status === 200))
+        expect(response.body.data.movement_id).toBe(fresh[0]!.body.data.movement_id);
     }
 
     // A workload that never got anywhere would prove little.
@@ -358,19 +387,30 @@ describe(raceTest('the books under a random concurrent workload'), () => {
     for (const transaction of known) statusCounts.set(transaction.status, (statusCounts.get(transaction.status) ?? 0) + 1);
     const codeCounts = new Map<number, number>();
     for (const { response } of outcomes) codeCounts.set(response.body.code, (codeCounts.get(response.body.code) ?? 0) + 1);
-    console.log(`money invariants: ${outcomes.length} requests; statuses ${JSON.stringify(Object.fromEntries(statusCounts))}; codes ${JSON.stringify(Object.fromEntries(codeCounts))}`);
+    console.log(
+      `money invariants: ${outcomes.length} requests; statuses ${JSON.stringify(Object.fromEntries(statusCounts))}; codes ${JSON.stringify(Object.fromEntries(codeCounts))}`,
+    );
     expect(statusCounts.get('settled') ?? 0).toBeGreaterThan(0);
     expect(codeCounts.get(4020) ?? 0).toBeGreaterThan(0);
 
     // ---------------------------------------------------------------- the books, in SQL
     type AccountRow = { id: string; kind: string; owner_user_id: string | null; currency: string; available: string; frozen: string };
     const accounts: AccountRow[] = await db('accounts').select('id', 'kind', 'owner_user_id', 'currency', 'available', 'frozen');
-    const transactions: { id: string; buyer_user_id: string; seller_user_id: string; currency: string; price: string; status: string; event_sequence: number }[] =
-      await db('transactions').select('id', 'buyer_user_id', 'seller_user_id', 'currency', 'price', 'status', 'event_sequence');
+    const transactions: {
+      id: string;
+      buyer_user_id: string;
+      seller_user_id: string;
+      currency: string;
+      price: string;
+      status: string;
+      event_sequence: number;
+    }[] = await db('transactions').select('id', 'buyer_user_id', 'seller_user_id', 'currency', 'price', 'status', 'event_sequence');
 
     // Every currency sums to exactly zero over all accounts, external and platform fee included.
     for (const currency of ['UT', 'CNY']) {
-      const total = accounts.filter((account) => account.currency === currency).reduce((sum, account) => sum + BigInt(account.available) + BigInt(account.frozen), 0n);
+      const total = accounts
+        .filter((account) => account.currency === currency)
+        .reduce((sum, account) => sum + BigInt(account.available) + BigInt(account.frozen), 0n);
       expect(total, `sum of ${currency}`).toBe(0n);
     }
 
@@ -389,8 +429,19 @@ describe(raceTest('the books under a random concurrent workload'), () => {
     }
 
     // Replaying the ledger in id order reproduces every balance_after and every final balance.
-    const entries: { id: string; movement_id: string; account_id: string; currency: string; bucket: 'available' | 'frozen'; type: string; amount: string; balance_after: string; biz_ref_id: string | null }[] =
-      await db('ledger_entries').orderBy('id').select('id', 'movement_id', 'account_id', 'currency', 'bucket', 'type', 'amount', 'balance_after', 'biz_ref_id');
+    const entries: {
+      id: string;
+      movement_id: string;
+      account_id: string;
+      currency: string;
+      bucket: 'available' | 'frozen';
+      type: string;
+      amount: string;
+      balance_after: string;
+      biz_ref_id: string | null;
+    }[] = await db('ledger_entries')
+      .orderBy('id')
+      .select('id', 'movement_id', 'account_id', 'currency', 'bucket', 'type', 'amount', 'balance_after', 'biz_ref_id');
     const running = new Map<string, bigint>();
     for (const entry of entries) {
       const bucketKey = `${entry.account_id}:${entry.bucket}`;
@@ -405,7 +456,8 @@ describe(raceTest('the books under a random concurrent workload'), () => {
 
     // Every movement balances per currency.
     const movementSums = new Map<string, bigint>();
-    for (const entry of entries) movementSums.set(`${entry.movement_id}:${entry.currency}`, (movementSums.get(`${entry.movement_id}:${entry.currency}`) ?? 0n) + BigInt(entry.amount));
+    for (const entry of entries)
+      movementSums.set(`${entry.movement_id}:${entry.currency}`, (movementSums.get(`${entry.movement_id}:${entry.currency}`) ?? 0n) + BigInt(entry.amount));
     for (const [movement, sum] of movementSums) expect(sum, `movement ${movement}`).toBe(0n);
 
     // Per transaction, money moved exactly as its final state says: held once while open, paid
@@ -415,7 +467,9 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       const mine = entries.filter((entry) => entry.biz_ref_id === row.id);
       const price = BigInt(row.price);
       const net = (userId: string, bucket: string) =>
-        mine.filter((entry) => accountOwner.get(entry.account_id)!.owner_user_id === userId && entry.bucket === bucket).reduce((sum, entry) => sum + BigInt(entry.amount), 0n);
+        mine
+          .filter((entry) => accountOwner.get(entry.account_id)!.owner_user_id === userId && entry.bucket === bucket)
+          .reduce((sum, entry) => sum + BigInt(entry.amount), 0n);
       const open = openStatuses.includes(row.status);
       const settled = row.status === 'settled';
       const label = `transaction ${row.id} (${row.status}, ${format(price)})`;
@@ -423,19 +477,36 @@ describe(raceTest('the books under a random concurrent workload'), () => {
       expect(net(row.buyer_user_id, 'available'), `${label}: buyer available`).toBe(open || settled ? -price : 0n);
       expect(net(row.seller_user_id, 'available'), `${label}: seller income`).toBe(settled ? price - feeOf(price) : 0n);
       expect(mine.filter((entry) => entry.type === 'income').length, `${label}: income entries`).toBe(settled && price - feeOf(price) > 0n ? 1 : 0);
-      expect(new Set(mine.filter((entry) => entry.type === 'freeze').map((entry) => entry.movement_id)).size, `${label}: freeze movements`).toBeLessThanOrEqual(1);
+      expect(new Set(mine.filter((entry) => entry.type === 'freeze').map((entry) => entry.movement_id)).size, `${label}: freeze movements`).toBeLessThanOrEqual(
+        1,
+      );
     }
 
     // What every user sees in its wallet matches a model built from credits and final states.
-    const feesByCurrency = new Map<string, bigint>([['UT', 0n], ['CNY', 0n]]);
-    for (const row of transactions.filter((each) => each.status === 'settled')) feesByCurrency.set(row.currency, feesByCurrency.get(row.currency)! + feeOf(BigInt(row.price)));
+    const feesByCurrency = new Map<string, bigint>([
+      ['UT', 0n],
+      ['CNY', 0n],
+    ]);
+    for (const row of transactions.filter((each) => each.status === 'settled'))
+      feesByCurrency.set(row.currency, feesByCurrency.get(row.currency)! + feeOf(BigInt(row.price)));
     for (const party of parties) {
       const currency = party.space === 'agent' ? 'UT' : 'CNY';
-      const spent = transactions.filter((row) => row.buyer_user_id === party.userId && (openStatuses.includes(row.status) || row.status === 'settled')).reduce((sum, row) => sum + BigInt(row.price), 0n);
-      const held = transactions.filter((row) => row.buyer_user_id === party.userId && openStatuses.includes(row.status)).reduce((sum, row) => sum + BigInt(row.price), 0n);
-      const earned = transactions.filter((row) => row.seller_user_id === party.userId && row.status === 'settled').reduce((sum, row) => sum + BigInt(row.price) - feeOf(BigInt(row.price)), 0n);
+      const spent = transactions
+        .filter((row) => row.buyer_user_id === party.userId && (openStatuses.includes(row.status) || row.status === 'settled'))
+        .reduce((sum, row) => sum + BigInt(row.price), 0n);
+      const held = transactions
+        .filter((row) => row.buyer_user_id === party.userId && openStatuses.includes(row.status))
+        .reduce((sum, row) => sum + BigInt(row.price), 0n);
+      const earned = transactions
+        .filter((row) => row.seller_user_id === party.userId && row.status === 'settled')
+        .reduce((sum, row) => sum + BigInt(row.price) - feeOf(BigInt(row.price)), 0n);
       const wallet = await balance(test, party, party.space === 'agent' ? 'ut' : 'cash');
-      expect(wallet, `wallet of ${party.name}`).toEqual({ available: format(credited.get(party.userId)! - spent + earned), frozen: format(held), total: format(credited.get(party.userId)! - spent + earned + held), currency });
+      expect(wallet, `wallet of ${party.name}`).toEqual({
+        available: format(credited.get(party.userId)! - spent + earned),
+        frozen: format(held),
+        total: format(credited.get(party.userId)! - spent + earned + held),
+        currency,
+      });
     }
     for (const currency of ['UT', 'CNY']) {
       const fee = accounts.find((account) => account.kind === 'platform_fee' && account.currency === currency)!;
@@ -466,11 +537,20 @@ describe(raceTest('the books under a random concurrent workload'), () => {
     }
 
     // Event streams: per transaction 1..event_sequence, per user 1..N, no gaps, no repeats.
-    const events: { transaction_id: string; transaction_sequence: number; buyer_user_id: string; buyer_sequence: string; seller_user_id: string; seller_sequence: string }[] =
-      await db('outbox_events').select('transaction_id', 'transaction_sequence', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence');
+    const events: {
+      transaction_id: string;
+      transaction_sequence: number;
+      buyer_user_id: string;
+      buyer_sequence: string;
+      seller_user_id: string;
+      seller_sequence: string;
+    }[] = await db('outbox_events').select('transaction_id', 'transaction_sequence', 'buyer_user_id', 'buyer_sequence', 'seller_user_id', 'seller_sequence');
     const consecutive = (length: number) => Array.from({ length }, (_, index) => index + 1);
     for (const row of transactions) {
-      const sequences = events.filter((event) => event.transaction_id === row.id).map((event) => Number(event.transaction_sequence)).sort((a, b) => a - b);
+      const sequences = events
+        .filter((event) => event.transaction_id === row.id)
+        .map((event) => Number(event.transaction_sequence))
+        .sort((a, b) => a - b);
       expect(sequences, `events of transaction ${row.id}`).toEqual(consecutive(row.event_sequence));
     }
     const streams: { owner_user_id: string; last_sequence: string }[] = await db('event_streams').select('owner_user_id', 'last_sequence');

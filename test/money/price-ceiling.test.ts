@@ -67,7 +67,11 @@ function invoke(buyer: Actor, capabilityId: string, body: Json = { input: {} }) 
 }
 
 function purchase(buyer: Actor, capabilityId: string, extra: Json = {}) {
-  return test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capabilityId, ...extra });
+  return test.http
+    .post('/api/v1/transactions')
+    .set(buyer.headers)
+    .set('Idempotency-Key', randomUUID())
+    .send({ capability_id: capabilityId, ...extra });
 }
 
 describe('REST', () => {
@@ -89,7 +93,10 @@ describe('REST', () => {
   it('invoke: a first buyer with a max_price below the price is refused; a lowered price needs no max_price', async () => {
     const { buyer, seller, capability } = await market(instant());
     const before = await balance(test, buyer);
-    expect((await invoke(buyer, capability.id, { input: {}, max_price: '0.09' })).body).toMatchObject({ code: 4093, data: { price: '0.10', max_price: '0.09' } });
+    expect((await invoke(buyer, capability.id, { input: {}, max_price: '0.09' })).body).toMatchObject({
+      code: 4093,
+      data: { price: '0.10', max_price: '0.09' },
+    });
     await expectUntouched(buyer, before, 0);
     expect((await invoke(buyer, capability.id)).body.code).toBe(0);
     await raisePrice(seller, capability.id, '0.05');
@@ -123,7 +130,10 @@ describe('REST', () => {
     // More hours at the same hourly price is no rise.
     expect((await purchase(hourly.buyer, hourly.capability.id, { booked_hours: 5 })).body).toMatchObject({ data: { price_ut: '10.00' } });
     await raisePrice(hourly.seller, hourly.capability.id, '2.50');
-    expect((await purchase(hourly.buyer, hourly.capability.id, { booked_hours: 2 })).body).toMatchObject({ code: 4093, data: { price: '5.00', max_price: '4.00' } });
+    expect((await purchase(hourly.buyer, hourly.capability.id, { booked_hours: 2 })).body).toMatchObject({
+      code: 4093,
+      data: { price: '5.00', max_price: '4.00' },
+    });
   });
 
   it('the OpenAPI document declares max_price and 4093 on invoke and purchase, and a required invoke body', async () => {
@@ -168,7 +178,13 @@ describe('A2A', () => {
       await raisePrice(seller, offered.id, '999.00');
       const before = await balance(test, buyer);
       expect((await rpc.call(buyer, 'SendMessage', dataMessage({ capability_id: offered.id }))).error).toMatchObject(rpcRefusal);
-      expect((await rpc.call(buyer, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: offered.id } }] } })).error).toMatchObject(rpcRefusal);
+      expect(
+        (
+          await rpc.call(buyer, 'message/send', {
+            message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: offered.id } }] },
+          })
+        ).error,
+      ).toMatchObject(rpcRefusal);
       await expectUntouched(buyer, before, 1);
       const bought = (await rpc.ok(buyer, 'SendMessage', dataMessage({ capability_id: offered.id, max_price: '999.00' }))).task;
       expect(bought.metadata.marketplace.price).toBe('999.00');
@@ -204,7 +220,8 @@ describe('A2A', () => {
       }
     }
     const { buyer, started, candidate } = await offeredThenRaised();
-    const bought = (await rpc.ok(buyer, 'SendMessage', dataMessage({ capability_id: candidate.capability_id, max_price: '999.00' }, { taskId: started.id }))).task;
+    const bought = (await rpc.ok(buyer, 'SendMessage', dataMessage({ capability_id: candidate.capability_id, max_price: '999.00' }, { taskId: started.id })))
+      .task;
     expect(bought.metadata.marketplace).toMatchObject({ status: 'frozen', price: '999.00' });
   });
 });

@@ -40,7 +40,11 @@ const create = (headers: Headers, body: unknown, key: string | null = randomUUID
 };
 const getOne = (headers: Headers, id: string) => test.http.get(`${transactionsPath}/${id}`).set(headers);
 const list = (headers: Headers, query: Record<string, string | number> = {}) => test.http.get(transactionsPath).set(headers).query(query);
-const resolve = (headers: Headers, id: string, body: unknown) => test.http.post(`/api/v1/admin/transactions/${id}/resolve`).set(headers).send(body as object);
+const resolve = (headers: Headers, id: string, body: unknown) =>
+  test.http
+    .post(`/api/v1/admin/transactions/${id}/resolve`)
+    .set(headers)
+    .send(body as object);
 const status = async (actor: Actor, id: string) => (await getOne(actor.headers, id).expect(200)).body.data.status as string;
 
 const actions = ['freeze', 'accept', 'reject', 'deliver', 'confirm', 'cancel', 'dispute'] as const;
@@ -77,7 +81,12 @@ interface Endpoint {
 
 const endpoints: Endpoint[] = [
   { name: 'POST /transactions', method: 'post', path: () => transactionsPath, body: () => ({ capability_id: capabilityId }) },
-  ...actions.map((action): Endpoint => ({ name: `POST /transactions/{id}/${action}`, method: 'post', path: (id) => `${transactionsPath}/${id}/${action}`, body: () => bodyOf(action) })),
+  ...actions.map((action): Endpoint => ({
+    name: `POST /transactions/{id}/${action}`,
+    method: 'post',
+    path: (id) => `${transactionsPath}/${id}/${action}`,
+    body: () => bodyOf(action),
+  })),
   { name: 'GET /transactions', method: 'get', path: () => transactionsPath },
   { name: 'GET /transactions/{id}', method: 'get', path: (id) => `${transactionsPath}/${id}` },
 ];
@@ -208,7 +217,11 @@ describe('POST /api/v1/transactions/{id}/deliver: bad bodies', () => {
     await act(test, buyer.asAgent, accepted.id, 'freeze').expect(200);
     await act(test, seller, accepted.id, 'accept').expect(200);
   });
-  const deliver = (body: unknown) => test.http.post(`${transactionsPath}/${accepted.id}/deliver`).set(seller.headers).send(body as object);
+  const deliver = (body: unknown) =>
+    test.http
+      .post(`${transactionsPath}/${accepted.id}/deliver`)
+      .set(seller.headers)
+      .send(body as object);
 
   it.each([
     ['no result_payload', {}, 'body.result_payload'],
@@ -225,7 +238,12 @@ describe('POST /api/v1/transactions/{id}/deliver: bad bodies', () => {
   });
 
   it('refuses a body that is not JSON with 4001', async () => {
-    const response = await test.http.post(`${transactionsPath}/${accepted.id}/deliver`).set(seller.headers).set('Content-Type', 'application/json').send('{"result_payload": {').expect(400);
+    const response = await test.http
+      .post(`${transactionsPath}/${accepted.id}/deliver`)
+      .set(seller.headers)
+      .set('Content-Type', 'application/json')
+      .send('{"result_payload": {')
+      .expect(400);
     expect(response.body).toMatchObject({ code: 4001, message: 'invalid_json' });
   });
 
@@ -261,7 +279,12 @@ describe('party actions: bad bodies', () => {
   });
 
   it.each(['freeze', 'cancel', 'dispute'])('%s refuses a body that is not JSON with 4001', async (action) => {
-    const response = await test.http.post(`${transactionsPath}/${pending.id}/${action}`).set(buyer.asAgent.headers).set('Content-Type', 'application/json').send('nope').expect(400);
+    const response = await test.http
+      .post(`${transactionsPath}/${pending.id}/${action}`)
+      .set(buyer.asAgent.headers)
+      .set('Content-Type', 'application/json')
+      .send('nope')
+      .expect(400);
     expect(response.body.code).toBe(4001);
   });
 
@@ -296,7 +319,13 @@ describe('POST /api/v1/transactions: bad requests', () => {
   });
 
   it('refuses a body that is not JSON with 4001', async () => {
-    const response = await test.http.post(transactionsPath).set(buyer.asAgent.headers).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send('{capability_id}').expect(400);
+    const response = await test.http
+      .post(transactionsPath)
+      .set(buyer.asAgent.headers)
+      .set('Idempotency-Key', randomUUID())
+      .set('Content-Type', 'application/json')
+      .send('{capability_id}')
+      .expect(400);
     expect(response.body.code).toBe(4001);
   });
 
@@ -305,7 +334,12 @@ describe('POST /api/v1/transactions: bad requests', () => {
     ['an Idempotency-Key with spaces', { 'Idempotency-Key': 'two words' }, {}],
     ['a body idempotency_key that differs from the header', { 'Idempotency-Key': 'key-one' }, { idempotency_key: 'key-two' }],
   ])('refuses %s with 4000', async (_name, headers, extra) => {
-    const response = await test.http.post(transactionsPath).set(buyer.asAgent.headers).set(headers).send({ capability_id: capabilityId, ...extra }).expect(400);
+    const response = await test.http
+      .post(transactionsPath)
+      .set(buyer.asAgent.headers)
+      .set(headers)
+      .send({ capability_id: capabilityId, ...extra })
+      .expect(400);
     expect(response.body.code).toBe(4000);
   });
 
@@ -367,7 +401,13 @@ describe('POST /api/v1/transactions: the price', () => {
     const capability = await createCapability(test, seller, { pricing_model: pricingModel, price_ut: price, ...extra });
     const body = bookedHours === undefined ? { capability_id: capability.id } : { capability_id: capability.id, booked_hours: bookedHours };
     const data = (await create(buyer.asAgent.headers, body).expect(201)).body.data;
-    expect(data).toMatchObject({ price_ut: expected, transaction_type: pricingModel, booked_hours: bookedHours ?? null, status: 'pending_freeze', currency: 'UT' });
+    expect(data).toMatchObject({
+      price_ut: expected,
+      transaction_type: pricingModel,
+      booked_hours: bookedHours ?? null,
+      status: 'pending_freeze',
+      currency: 'UT',
+    });
   });
 
   // booked_hours also sets the delivery deadline; where it does not set the price, a buyer could
@@ -436,11 +476,15 @@ describe('POST /api/v1/admin/transactions/{id}/resolve', () => {
     ['mixed user credentials', 'mixed'],
   ] as const)('refuses %s with 4010 (only X-Admin-Token counts)', async (_name, who) => {
     const headers: Headers =
-      who === 'buyer' ? buyer.asAgent.headers
-      : who === 'seller' ? seller.headers
-      : who === 'human' ? buyer.asHuman.headers
-      : who === 'mixed' ? { ...buyer.asAgent.headers, ...buyer.asHuman.headers }
-      : who;
+      who === 'buyer'
+        ? buyer.asAgent.headers
+        : who === 'seller'
+          ? seller.headers
+          : who === 'human'
+            ? buyer.asHuman.headers
+            : who === 'mixed'
+              ? { ...buyer.asAgent.headers, ...buyer.asHuman.headers }
+              : who;
     const response = await resolve(headers, disputed.id, { outcome: 'settle' }).expect(401);
     expect(response.body.code).toBe(4010);
     expect(await status(seller, disputed.id)).toBe('disputed');
@@ -456,7 +500,12 @@ describe('POST /api/v1/admin/transactions/{id}/resolve', () => {
   });
 
   it('refuses a body that is not JSON with 4001', async () => {
-    const response = await test.http.post(`/api/v1/admin/transactions/${disputed.id}/resolve`).set(admin).set('Content-Type', 'application/json').send('settle').expect(400);
+    const response = await test.http
+      .post(`/api/v1/admin/transactions/${disputed.id}/resolve`)
+      .set(admin)
+      .set('Content-Type', 'application/json')
+      .send('settle')
+      .expect(400);
     expect(response.body.code).toBe(4001);
   });
 
@@ -653,7 +702,11 @@ describe('GET /api/v1/transactions', () => {
     ['a wallet history cursor', { cursor: Buffer.from(JSON.stringify(['42'])).toString('base64url') }, 'query.cursor'],
     ['a cursor with a bad timestamp', { cursor: Buffer.from(JSON.stringify(['yesterday', randomUUID()])).toString('base64url') }, 'query.cursor'],
     ['a cursor with a bad id', { cursor: Buffer.from(JSON.stringify(['2024-01-01T00:00:00.000Z', "x' OR 1=1"])).toString('base64url') }, 'query.cursor'],
-    ['a cursor with an impossible date', { cursor: Buffer.from(JSON.stringify(['2024-13-45T25:61:61.000Z', randomUUID()])).toString('base64url') }, 'query.cursor'],
+    [
+      'a cursor with an impossible date',
+      { cursor: Buffer.from(JSON.stringify(['2024-13-45T25:61:61.000Z', randomUUID()])).toString('base64url') },
+      'query.cursor',
+    ],
   ])('refuses %s with 4000', async (_name, query, path) => {
     const response = await list(me.asAgent.headers, query).expect(400);
     expect(response.body.code).toBe(4000);

@@ -45,8 +45,12 @@ describe('a full purchase', () => {
 describe("the buyer's input", () => {
   it('reaches the seller with the purchase', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
-    const created = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', crypto.randomUUID())
-      .send({ capability_id: capability.id, input: { url: 'https://example.com/a.pdf' }, note: 'Two paragraphs, please' }).expect(201);
+    const created = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', crypto.randomUUID())
+      .send({ capability_id: capability.id, input: { url: 'https://example.com/a.pdf' }, note: 'Two paragraphs, please' })
+      .expect(201);
     const seen = (await test.http.get(`/api/v1/transactions/${created.body.data.id}`).set(seller.headers).expect(200)).body.data;
     expect(seen).toMatchObject({ input: { url: 'https://example.com/a.pdf' }, note: 'Two paragraphs, please' });
   });

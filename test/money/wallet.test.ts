@@ -25,14 +25,21 @@ interface HistoryItem {
 
 const zero = (currency: 'UT' | 'CNY') => ({ available: '0.00', frozen: '0.00', total: '0.00', currency });
 const history = (headers: Headers, query: Record<string, string | number> = {}) => test.http.get('/api/v1/wallet/transactions').set(headers).query(query);
-const creditRequest = (body: unknown, headers: Headers = admin) => test.http.post('/api/v1/admin/wallet/credit').set(headers).send(body as object);
+const creditRequest = (body: unknown, headers: Headers = admin) =>
+  test.http
+    .post('/api/v1/admin/wallet/credit')
+    .set(headers)
+    .send(body as object);
 
 /** Every page of the history through next_cursor. */
 async function walkHistory(headers: Headers, query: Record<string, string | number>) {
   const seen: HistoryItem[] = [];
   let cursor: string | null = null;
   for (let pages = 0; pages < 100; pages++) {
-    const response: { body: { data: { items: HistoryItem[]; next_cursor: string | null; has_more: boolean } } } = await history(headers, cursor ? { ...query, cursor } : query).expect(200);
+    const response: { body: { data: { items: HistoryItem[]; next_cursor: string | null; has_more: boolean } } } = await history(
+      headers,
+      cursor ? { ...query, cursor } : query,
+    ).expect(200);
     seen.push(...response.body.data.items);
     cursor = response.body.data.next_cursor;
     if (!cursor) {
@@ -90,7 +97,10 @@ describe('GET /api/v1/wallet/ and /api/v1/wallet', () => {
     await credit(test, human.userId, '3.00', 'CNY');
     await credit(test, human.userId, '4.00', 'UT');
     const data = (await test.http.get('/api/v1/wallet/').set(human.headers).expect(200)).body.data;
-    expect(data).toEqual({ ut: { available: '4.00', frozen: '0.00', total: '4.00', currency: 'UT' }, cash: { available: '3.00', frozen: '0.00', total: '3.00', currency: 'CNY' } });
+    expect(data).toEqual({
+      ut: { available: '4.00', frozen: '0.00', total: '4.00', currency: 'UT' },
+      cash: { available: '3.00', frozen: '0.00', total: '3.00', currency: 'CNY' },
+    });
   });
 });
 
@@ -102,7 +112,9 @@ describe('GET /api/v1/wallet/transactions', () => {
     // Newest first.
     const ids = items.map((item) => BigInt(item.id));
     expect([...ids].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))).toEqual(ids);
-    const summary = items.map(({ type, amount, bucket, balance_after, biz_ref_id, currency }) => ({ type, amount, bucket, balance_after, biz_ref_id, currency })).reverse();
+    const summary = items
+      .map(({ type, amount, bucket, balance_after, biz_ref_id, currency }) => ({ type, amount, bucket, balance_after, biz_ref_id, currency }))
+      .reverse();
     expect(summary).toEqual([
       { type: 'deposit', amount: '100.00', bucket: 'available', balance_after: '100.00', biz_ref_id: null, currency: 'UT' },
       { type: 'freeze', amount: '-40.00', bucket: 'available', balance_after: '60.00', biz_ref_id: sale.id, currency: 'UT' },
@@ -122,7 +134,9 @@ describe('GET /api/v1/wallet/transactions', () => {
 
     // The seller earned 40.00 less the 2.5 % platform fee.
     const sellerItems: HistoryItem[] = (await history(seller.headers).expect(200)).body.data.items;
-    expect(sellerItems).toEqual([expect.objectContaining({ type: 'income', amount: '39.00', bucket: 'available', balance_after: '39.00', biz_ref_id: sale.id, currency: 'UT' })]);
+    expect(sellerItems).toEqual([
+      expect.objectContaining({ type: 'income', amount: '39.00', bucket: 'available', balance_after: '39.00', biz_ref_id: sale.id, currency: 'UT' }),
+    ]);
   });
 
   it('filters by type', async () => {
@@ -291,7 +305,14 @@ describe('GET /api/v1/wallet/rates and /api/v1/wallet/exchange-rates/latest', ()
 });
 
 describe('wallet endpoints: who may call', () => {
-  const paths = ['/api/v1/wallet/', '/api/v1/wallet', '/api/v1/wallet/transactions', '/api/v1/wallet/stats', '/api/v1/wallet/rates', '/api/v1/wallet/exchange-rates/latest'];
+  const paths = [
+    '/api/v1/wallet/',
+    '/api/v1/wallet',
+    '/api/v1/wallet/transactions',
+    '/api/v1/wallet/stats',
+    '/api/v1/wallet/rates',
+    '/api/v1/wallet/exchange-rates/latest',
+  ];
   let agent: Actor & { apiKey: string };
   let human: Actor;
   beforeAll(async () => {
@@ -313,7 +334,10 @@ describe('wallet endpoints: who may call', () => {
   });
 
   it.each(paths)('GET %s with mixed credentials is 4011', async (path) => {
-    const response = await test.http.get(path).set({ ...agent.headers, ...human.headers }).expect(400);
+    const response = await test.http
+      .get(path)
+      .set({ ...agent.headers, ...human.headers })
+      .expect(400);
     expect(response.body).toMatchObject({ code: 4011, message: 'mixed_credentials' });
   });
 
@@ -378,7 +402,9 @@ describe('POST /api/v1/admin/wallet/credit', () => {
   ])('refuses %s with 4000', async (_name, body, path) => {
     const response = await creditRequest({ user_id: user.userId, ...body }).expect(400);
     expect(response.body.code).toBe(4000);
-    expect(response.body.data.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining([expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')}`))]));
+    expect(response.body.data.errors.map((error: { path: string }) => error.path)).toEqual(
+      expect.arrayContaining([expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')}`))]),
+    );
   });
 
   it('refuses a user_id that is not a UUID with 4000 and an unknown user with 4040', async () => {
@@ -440,14 +466,18 @@ describe('POST /api/v1/admin/wallet/credit', () => {
 
   it('accepts the largest amount, 10000000000000.00', async () => {
     const target = await signUpHuman(test);
-    expect((await creditRequest({ user_id: target.userId, currency: 'UT', amount: '10000000000000.00' }).expect(200)).body.data.available).toBe('10000000000000.00');
+    expect((await creditRequest({ user_id: target.userId, currency: 'UT', amount: '10000000000000.00' }).expect(200)).body.data.available).toBe(
+      '10000000000000.00',
+    );
   });
 
   it('records the credit as a deposit entry with the note as its description', async () => {
     const target = await signUpHuman(test);
     await creditRequest({ user_id: target.userId, currency: 'CNY', amount: '2.00', note: 'welcome bonus' }).expect(200);
     const items: HistoryItem[] = (await history(target.headers).expect(200)).body.data.items;
-    expect(items).toEqual([expect.objectContaining({ type: 'deposit', amount: '2.00', balance_after: '2.00', description: 'welcome bonus', currency: 'CNY', bucket: 'available' })]);
+    expect(items).toEqual([
+      expect.objectContaining({ type: 'deposit', amount: '2.00', balance_after: '2.00', description: 'welcome bonus', currency: 'CNY', bucket: 'available' }),
+    ]);
   });
 
   it('replays a credit sent twice with the same Idempotency-Key instead of paying twice', async () => {
@@ -478,7 +508,11 @@ describe('history of the other space', () => {
     const key = await createApiKey(test);
     await linkUser(test, key.id, human.userId);
     const asAgent = { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': human.userId };
-    await test.http.post('/api/v1/admin/wallet/credit').set(admin).send({ user_id: human.userId, currency: 'CNY', amount: '7.00', note: 'human money' }).expect(200);
+    await test.http
+      .post('/api/v1/admin/wallet/credit')
+      .set(admin)
+      .send({ user_id: human.userId, currency: 'CNY', amount: '7.00', note: 'human money' })
+      .expect(200);
     await test.http.post('/api/v1/admin/wallet/credit').set(admin).send({ user_id: human.userId, currency: 'UT', amount: '3.00' }).expect(200);
     const agentView = (await test.http.get('/api/v1/wallet/transactions').set(asAgent).expect(200)).body.data;
     expect(agentView.items.map((item: { currency: string }) => item.currency)).toEqual(['UT']);

@@ -29,7 +29,11 @@ async function conversation(funds: string) {
   const buyer = await createAgent(test);
   const seller = await createAgent(test);
   await credit(test, buyer.userId, funds);
-  const capability = await createCapability(test, seller, { title: `Proofread ${topic} essays`, description: `Careful proofreading of ${topic} essays`, price_ut: '12.00' });
+  const capability = await createCapability(test, seller, {
+    title: `Proofread ${topic} essays`,
+    description: `Careful proofreading of ${topic} essays`,
+    price_ut: '12.00',
+  });
   const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`Proofread my ${topic} essay`))).task;
   const number = candidatesOf(started).candidates.find((entry: Json) => entry.capability_id === capability.id)!.number as number;
   return { buyer, seller, capability, started, number };
@@ -80,7 +84,7 @@ describe('a conversation buys at most once', () => {
 });
 
 describe('only the buyer continues a conversation', () => {
-  it('the seller sending a pick, words or an action on the buyer\'s conversation gets -32001, and nothing changes', async () => {
+  it("the seller sending a pick, words or an action on the buyer's conversation gets -32001, and nothing changes", async () => {
     const { buyer, seller, started, number } = await conversation('100.00');
     for (const message of [v10Text(String(number), { taskId: started.id }), v10Text('something else entirely', { taskId: started.id })]) {
       expect((await rpc.call(seller, 'SendMessage', message)).error).toMatchObject({ code: -32001 });
@@ -91,7 +95,13 @@ describe('only the buyer continues a conversation', () => {
     // Once bought, the seller sees the transaction's task, but still cannot write to it, by either id.
     for (const id of [started.id, transactionId]) {
       expect((await rpc.call(seller, 'SendMessage', v10Text('1', { taskId: id }))).error).toMatchObject({ code: -32001 });
-      expect((await rpc.call(seller, 'SendMessage', { message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', taskId: id, parts: [{ data: { action: 'confirm' } }] } })).error).toMatchObject({ code: -32001 });
+      expect(
+        (
+          await rpc.call(seller, 'SendMessage', {
+            message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', taskId: id, parts: [{ data: { action: 'confirm' } }] },
+          })
+        ).error,
+      ).toMatchObject({ code: -32001 });
     }
     expect((await rpc.ok(seller, 'GetTask', { id: transactionId })).id).toBe(transactionId);
     const other = await createAgent(test);

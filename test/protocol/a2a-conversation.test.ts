@@ -42,12 +42,21 @@ async function market() {
   const buyer = await createAgent(test);
   const seller = await createAgent(test);
   await credit(test, buyer.userId, '100.00');
-  const translation = await createCapability(test, seller, { title: `Translate ${topic} PDF documents from German to English`, description: `German to English translation of ${topic} files`, price_ut: '12.00' });
-  const summary = await createCapability(test, seller, { title: `Summarize ${topic} reports`, description: `Short summaries of long ${topic} reports`, price_ut: '5.00' });
+  const translation = await createCapability(test, seller, {
+    title: `Translate ${topic} PDF documents from German to English`,
+    description: `German to English translation of ${topic} files`,
+    price_ut: '12.00',
+  });
+  const summary = await createCapability(test, seller, {
+    title: `Summarize ${topic} reports`,
+    description: `Short summaries of long ${topic} reports`,
+    price_ut: '5.00',
+  });
   return { topic, buyer, seller, translation, summary };
 }
 
-const numberOf = (task: Json, capabilityId: string) => candidatesOf(task).candidates.find((candidate) => candidate.capability_id === capabilityId)!.number as number;
+const numberOf = (task: Json, capabilityId: string) =>
+  candidatesOf(task).candidates.find((candidate) => candidate.capability_id === capabilityId)!.number as number;
 
 async function transactionsOf(actor: Actor) {
   return (await test.http.get('/api/v1/transactions').set(actor.headers).expect(200)).body.data as { total: number; items: Json[] };
@@ -56,7 +65,9 @@ async function transactionsOf(actor: Actor) {
 describe('a conversation over A2A v1.0 (SendMessage)', () => {
   it('answers text with candidates, creates nothing until a pick by number buys under the same task id, and confirms in words', async () => {
     const { topic, buyer, seller, translation } = await market();
-    const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`Please translate my ${topic} PDF from German to English`, { contextId: 'my chat about PDFs' }))).task;
+    const started = (
+      await rpc.ok(buyer, 'SendMessage', v10Text(`Please translate my ${topic} PDF from German to English`, { contextId: 'my chat about PDFs' }))
+    ).task;
     expect(started).toMatchObject({ status: { state: 'TASK_STATE_INPUT_REQUIRED', message: { role: 'ROLE_AGENT' } }, contextId: 'my chat about PDFs' });
     const offer = candidatesOf(started);
     expect(offer.candidates[0]).toMatchObject({ number: 1, capability_id: translation.id, price: '12.00', currency: 'UT', pricing_model: 'per_use' });
@@ -73,18 +84,30 @@ describe('a conversation over A2A v1.0 (SendMessage)', () => {
     const picked = (await rpc.ok(buyer, 'SendMessage', v10Text(String(numberOf(started, translation.id)), { taskId: started.id }))).task;
     expect(picked).toMatchObject({ id: started.id, contextId: 'my chat about PDFs', status: { state: 'TASK_STATE_SUBMITTED' } });
     const transactionId = picked.metadata.marketplace.transaction_id as string;
-    expect(picked.metadata.marketplace).toMatchObject({ conversation_id: started.id, status: 'frozen', demand_id: offer.demand_id, capability_id: translation.id });
+    expect(picked.metadata.marketplace).toMatchObject({
+      conversation_id: started.id,
+      status: 'frozen',
+      demand_id: offer.demand_id,
+      capability_id: translation.id,
+    });
     const overRest = (await test.http.get(`/api/v1/transactions/${transactionId}`).set(buyer.headers).expect(200)).body.data;
     expect(overRest).toMatchObject({ demand_id: offer.demand_id, status: 'frozen', price_ut: '12.00', note: demand.description });
-    expect((await test.http.get(`/api/v1/demands/${offer.demand_id}`).set(buyer.headers).expect(200)).body.data).toMatchObject({ status: 'fulfilled', transaction_id: transactionId });
+    expect((await test.http.get(`/api/v1/demands/${offer.demand_id}`).set(buyer.headers).expect(200)).body.data).toMatchObject({
+      status: 'fulfilled',
+      transaction_id: transactionId,
+    });
     expect(await balance(test, buyer)).toMatchObject({ available: '88.00', frozen: '12.00' });
 
     // Either id names the task; the seller delivers over REST.
     await act(test, seller, transactionId, 'accept').expect(200);
     await act(test, seller, transactionId, 'deliver', { result_payload: { english: 'done' } }).expect(200);
-    const byConversation = (await rpc.ok(buyer, 'GetTask', { id: started.id }));
-    const byTransaction = (await rpc.ok(buyer, 'GetTask', { id: transactionId }));
-    expect(byConversation).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_INPUT_REQUIRED' }, artifacts: [{ parts: [{ data: { english: 'done' } }] }] });
+    const byConversation = await rpc.ok(buyer, 'GetTask', { id: started.id });
+    const byTransaction = await rpc.ok(buyer, 'GetTask', { id: transactionId });
+    expect(byConversation).toMatchObject({
+      id: started.id,
+      status: { state: 'TASK_STATE_INPUT_REQUIRED' },
+      artifacts: [{ parts: [{ data: { english: 'done' } }] }],
+    });
     expect(byTransaction).toMatchObject({ id: transactionId, contextId: 'my chat about PDFs', status: { state: 'TASK_STATE_INPUT_REQUIRED' } });
 
     const confirmed = (await rpc.ok(buyer, 'SendMessage', v10Text('Confirm', { taskId: started.id }))).task;
@@ -100,14 +123,21 @@ describe('a conversation over A2A v1.0 (SendMessage)', () => {
     expect(candidatesOf(started).candidates).toEqual([]);
     expect(textOf(started)).toContain('Nothing offered matches this yet. Your demand is open');
     // A data part that names neither a capability nor an action rides along with the words, kept in the history.
-    const withContext = { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: started.id, parts: [{ text: `a haiku about ${hex()}` }, { data: { mood: 'calm' } }] } };
+    const withContext = {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: started.id, parts: [{ text: `a haiku about ${hex()}` }, { data: { mood: 'calm' } }] },
+    };
     const stillNothing = (await rpc.ok(buyer, 'SendMessage', { ...withContext, configuration: { historyLength: 2 } })).task;
     expect(stillNothing).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_WORKING' }, metadata: { marketplace: { status: 'open' } } });
     expect(stillNothing.history[0]).toMatchObject({ role: 'ROLE_USER', parts: [{ text: expect.stringContaining('haiku') }, { data: { mood: 'calm' } }] });
     const refined = (await rpc.ok(buyer, 'SendMessage', v10Text(`Summaries of my ${topic} reports`, { taskId: started.id }))).task;
     expect(refined).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_INPUT_REQUIRED' }, metadata: { marketplace: { status: 'choosing' } } });
     expect(candidatesOf(refined).candidates[0]).toMatchObject({ number: 1, capability_id: summary.id });
-    const demand = (await test.http.get(`/api/v1/demands/${candidatesOf(refined).demand_id}`).set(buyer.headers).expect(200)).body.data;
+    const demand = (
+      await test.http
+        .get(`/api/v1/demands/${candidatesOf(refined).demand_id}`)
+        .set(buyer.headers)
+        .expect(200)
+    ).body.data;
     expect(demand).toMatchObject({ status: 'open', description: `Summaries of my ${topic} reports` });
     expect((await transactionsOf(buyer)).total).toBe(0);
   });
@@ -116,14 +146,19 @@ describe('a conversation over A2A v1.0 (SendMessage)', () => {
     const { topic, buyer } = await market();
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`${topic} reports summarized`))).task;
     const count = candidatesOf(started).candidates.length;
-    expect((await rpc.call(buyer, 'SendMessage', v10Text(String(count + 1), { taskId: started.id }))).error).toMatchObject({ code: -32602, data: { code: 4000 } });
-    const early = await rpc.call(buyer, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: started.id, parts: [{ data: { action: 'confirm' } }] } });
+    expect((await rpc.call(buyer, 'SendMessage', v10Text(String(count + 1), { taskId: started.id }))).error).toMatchObject({
+      code: -32602,
+      data: { code: 4000 },
+    });
+    const early = await rpc.call(buyer, 'SendMessage', {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: started.id, parts: [{ data: { action: 'confirm' } }] },
+    });
     expect(early.error).toMatchObject({ code: -32190, data: { code: 4090 } });
   });
 });
 
 describe('a pick without the money', () => {
-  it('reports the failed freeze with the conversation\'s task, and freezes the same purchase when the pick is sent again after a top-up', async () => {
+  it("reports the failed freeze with the conversation's task, and freezes the same purchase when the pick is sent again after a top-up", async () => {
     const { topic, translation } = await market();
     const poor = await createAgent(test);
     const started = (await rpc.ok(poor, 'SendMessage', v10Text(`translate ${topic} PDF documents`))).task;
@@ -133,7 +168,11 @@ describe('a pick without the money', () => {
     expect((await rpc.ok(poor, 'GetTask', { id: started.id })).metadata.marketplace).toMatchObject({ status: 'pending_freeze', conversation_id: started.id });
     await credit(test, poor.userId, '20.00');
     const frozen = (await rpc.ok(poor, 'SendMessage', v10Text(pick, { taskId: started.id }))).task;
-    expect(frozen).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_SUBMITTED' }, metadata: { marketplace: { status: 'frozen', transaction_id: refused.error!.data!.transaction_id } } });
+    expect(frozen).toMatchObject({
+      id: started.id,
+      status: { state: 'TASK_STATE_SUBMITTED' },
+      metadata: { marketplace: { status: 'frozen', transaction_id: refused.error!.data!.transaction_id } },
+    });
     expect((await transactionsOf(poor)).total).toBe(1);
     expect(await balance(test, poor)).toMatchObject({ available: '8.00', frozen: '12.00' });
   });
@@ -150,7 +189,11 @@ describe('a conversation over A2A v0.3 (message/send) and v0.1 (tasks/send)', ()
     await act(test, seller, transactionId, 'accept').expect(200);
     await act(test, seller, transactionId, 'deliver', { result_payload: { summary: 'short' } }).expect(200);
     const disputed = await rpc.ok(buyer, 'message/send', v03Text('dispute: the summary misses the second half', { taskId: started.id }));
-    expect(disputed).toMatchObject({ id: started.id, status: { state: 'working' }, metadata: { marketplace: { status: 'disputed', dispute_reason: 'the summary misses the second half' } } });
+    expect(disputed).toMatchObject({
+      id: started.id,
+      status: { state: 'working' },
+      metadata: { marketplace: { status: 'disputed', dispute_reason: 'the summary misses the second half' } },
+    });
     expect((await test.http.get(`/api/v1/transactions/${transactionId}`).set(buyer.headers).expect(200)).body.data.status).toBe('disputed');
   });
 
@@ -158,11 +201,20 @@ describe('a conversation over A2A v0.3 (message/send) and v0.1 (tasks/send)', ()
     const { topic, buyer, translation } = await market();
     const [taskId, sessionId] = [hex(), hex()];
     const started = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `a limerick about ${hex()}`));
-    expect(started).toMatchObject({ id: taskId, sessionId, status: { state: 'working', message: { role: 'agent', parts: [{ type: 'text' }, { type: 'data' }] } } });
+    expect(started).toMatchObject({
+      id: taskId,
+      sessionId,
+      status: { state: 'working', message: { role: 'agent', parts: [{ type: 'text' }, { type: 'data' }] } },
+    });
     const refined = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `translate ${topic} PDF documents`));
     expect(candidatesOf(refined).candidates[0]!.capability_id).toBe(translation.id);
     const picked = await rpc.ok(buyer, 'tasks/send', v01Text(taskId, sessionId, `#${numberOf(refined, translation.id)}`));
-    expect(picked).toMatchObject({ id: taskId, sessionId, status: { state: 'submitted' }, metadata: { marketplace: { client_task_id: taskId, capability_id: translation.id } } });
+    expect(picked).toMatchObject({
+      id: taskId,
+      sessionId,
+      status: { state: 'submitted' },
+      metadata: { marketplace: { client_task_id: taskId, capability_id: translation.id } },
+    });
     expect(await rpc.ok(buyer, 'tasks/get', { id: taskId })).toMatchObject({ id: taskId, sessionId, contextId: sessionId, status: { state: 'submitted' } });
   });
 });
@@ -172,7 +224,11 @@ describe('cancelling a conversation, and who may touch it', () => {
     const { topic, buyer } = await market();
     const started = await rpc.ok(buyer, 'message/send', v03Text(`${topic} PDF translation`));
     const cancelled = await rpc.ok(buyer, 'tasks/cancel', { id: started.id });
-    expect(cancelled).toMatchObject({ id: started.id, status: { state: 'canceled' }, metadata: { marketplace: { status: 'cancelled', transaction_id: null } } });
+    expect(cancelled).toMatchObject({
+      id: started.id,
+      status: { state: 'canceled' },
+      metadata: { marketplace: { status: 'cancelled', transaction_id: null } },
+    });
     const demandId = cancelled.metadata.marketplace.demand_id;
     expect((await test.http.get(`/api/v1/demands/${demandId}`).set(buyer.headers).expect(200)).body.data.status).toBe('cancelled');
     expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: { code: 4090 } });
@@ -186,7 +242,9 @@ describe('cancelling a conversation, and who may touch it', () => {
     expect(started.status.state).toBe('TASK_STATE_WORKING');
     const cancelled = await rpc.ok(buyer, 'CancelTask', { id: started.id });
     expect(cancelled).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_CANCELED' }, metadata: { marketplace: { status: 'cancelled' } } });
-    expect((await test.http.get(`/api/v1/demands/${cancelled.metadata.marketplace.demand_id}`).set(buyer.headers).expect(200)).body.data.status).toBe('cancelled');
+    expect((await test.http.get(`/api/v1/demands/${cancelled.metadata.marketplace.demand_id}`).set(buyer.headers).expect(200)).body.data.status).toBe(
+      'cancelled',
+    );
     expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: { code: 4090 } });
   });
 
@@ -201,7 +259,10 @@ describe('cancelling a conversation, and who may touch it', () => {
     expect((await rpc.call(other, 'CancelTask', { id: started.id })).error).toEqual(missing.error);
     expect((await rpc.call(other, 'SendMessage', v10Text('1', { taskId: started.id }))).error).toEqual(missing.error);
     expect((await rpc.call(person, 'tasks/get', { id: started.id })).error).toEqual(missing.error);
-    const anonymous = await test.http.post('/api/v1/rpc').send({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: v10Text('anything') }).expect(401);
+    const anonymous = await test.http
+      .post('/api/v1/rpc')
+      .send({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: v10Text('anything') })
+      .expect(401);
     expect(anonymous.body.error).toMatchObject({ code: -32110, data: { code: 4010 } });
     expect((await rpc.ok(buyer, 'GetTask', { id: started.id })).status.state).toBe('TASK_STATE_INPUT_REQUIRED');
   });
@@ -261,21 +322,42 @@ describe('an instant per_query capability', () => {
 
   it('answers a blocking send with the completed task and the result as an artifact, in every generation', async () => {
     const { buyer, capability } = await instantMarket('/ok');
-    const v10 = (await rpc.ok(buyer, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id, input: { q: 'v1' } } }] } })).task;
-    expect(v10).toMatchObject({ status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ parts: [{ data: { echo: { q: 'v1' }, answered: true } }] }], metadata: { marketplace: { status: 'settled' } } });
-    const v03 = await rpc.ok(buyer, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id, input: { q: 'v3' } } }] } });
+    const v10 = (
+      await rpc.ok(buyer, 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id, input: { q: 'v1' } } }] },
+      })
+    ).task;
+    expect(v10).toMatchObject({
+      status: { state: 'TASK_STATE_COMPLETED' },
+      artifacts: [{ parts: [{ data: { echo: { q: 'v1' }, answered: true } }] }],
+      metadata: { marketplace: { status: 'settled' } },
+    });
+    const v03 = await rpc.ok(buyer, 'message/send', {
+      message: {
+        kind: 'message',
+        messageId: randomUUID(),
+        role: 'user',
+        parts: [{ kind: 'data', data: { capability_id: capability.id, input: { q: 'v3' } } }],
+      },
+    });
     expect(v03).toMatchObject({ status: { state: 'completed' }, artifacts: [{ parts: [{ kind: 'data', data: { echo: { q: 'v3' } } }] }] });
     const taskId = hex();
-    const v01 = await rpc.ok(buyer, 'tasks/send', { id: taskId, message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id, input: { q: 'v0.1' } } }] } });
+    const v01 = await rpc.ok(buyer, 'tasks/send', {
+      id: taskId,
+      message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id, input: { q: 'v0.1' } } }] },
+    });
     expect(v01).toMatchObject({ id: taskId, status: { state: 'completed' }, artifacts: [{ parts: [{ type: 'data', data: { echo: { q: 'v0.1' } } }] }] });
     expect(await balance(test, buyer)).toMatchObject({ available: '4.00', frozen: '0.00' });
   });
 
   it('answers a non-blocking send at once, and streams the states of a streamed one', async () => {
     const { buyer, capability } = await instantMarket('/gate?gate=a2a-instant');
-    const early = (await rpc.ok(buyer, 'SendMessage', {
-      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] }, configuration: { returnImmediately: true },
-    })).task;
+    const early = (
+      await rpc.ok(buyer, 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] },
+        configuration: { returnImmediately: true },
+      })
+    ).task;
     expect(early.status.state).toBe('TASK_STATE_SUBMITTED');
     while (!callbacks.gateReached('a2a-instant')) await new Promise((resolve) => setTimeout(resolve, 20));
     callbacks.openGate('a2a-instant');
@@ -284,7 +366,9 @@ describe('an instant per_query capability', () => {
     expect(read).toMatchObject({ status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ parts: [{ data: { late: true } }] }] });
 
     const { buyer: streamer, capability: streamed } = await instantMarket('/ok');
-    const events = await rpcStreamResults(endpoint, streamer, 'message/stream', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: streamed.id } }] } });
+    const events = await rpcStreamResults(endpoint, streamer, 'message/stream', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: streamed.id } }] },
+    });
     expect(events[0]).toMatchObject({ kind: 'task' });
     expect(events.at(-1)).toMatchObject({ kind: 'status-update', status: { state: 'completed' }, final: true });
     expect(events.some((event) => event.kind === 'artifact-update' && event.artifact.parts[0].data.answered === true)).toBe(true);
@@ -295,6 +379,10 @@ describe('an instant per_query capability', () => {
     const { buyer, capability } = await instantMarket('/ok', { title: `Answer ${topic} questions` });
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`${topic} questions answered`))).task;
     const done = (await rpc.ok(buyer, 'SendMessage', v10Text(`buy ${capability.id}`, { taskId: started.id }))).task;
-    expect(done).toMatchObject({ id: started.id, status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ parts: [{ data: { echo: { text: `${topic} questions answered` } } }] }] });
+    expect(done).toMatchObject({
+      id: started.id,
+      status: { state: 'TASK_STATE_COMPLETED' },
+      artifacts: [{ parts: [{ data: { echo: { text: `${topic} questions answered` } } }] }],
+    });
   });
 });

@@ -28,16 +28,18 @@ const measured = new AsyncLocalStorage<string | undefined>();
 const checkouts = new Map<string, number>();
 beforeAll(async () => {
   test = await startTestApp();
-  http = supertest(createServer((request, response) => {
-    const mark = request.headers['x-measured'];
-    measured.run(typeof mark === 'string' ? mark : undefined, () => {
-      // The body arrives in the socket's context: its events are moved into the request's.
-      const scope = new AsyncResource('measured-request');
-      const emit = request.emit;
-      request.emit = ((...args: Parameters<typeof emit>) => scope.runInAsyncScope(emit, request, ...args)) as typeof emit;
-      test.app(request, response);
-    });
-  }));
+  http = supertest(
+    createServer((request, response) => {
+      const mark = request.headers['x-measured'];
+      measured.run(typeof mark === 'string' ? mark : undefined, () => {
+        // The body arrives in the socket's context: its events are moved into the request's.
+        const scope = new AsyncResource('measured-request');
+        const emit = request.emit;
+        request.emit = ((...args: Parameters<typeof emit>) => scope.runInAsyncScope(emit, request, ...args)) as typeof emit;
+        test.app(request, response);
+      });
+    }),
+  );
   rpc = rpcCaller({ ...test, http });
   const client = test.runtime.engine.dependencies.db.client as { acquireConnection: (...args: unknown[]) => Promise<unknown> };
   const acquire = client.acquireConnection.bind(client);
@@ -60,14 +62,25 @@ describe('reading a task', () => {
   it('costs one round trip, as reading the transaction over REST does, by any name the task has', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const clientTaskId = `client-${randomUUID()}`;
-    const bought = await rpc.ok(buyer, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] } });
-    const legacy = await rpc.ok(buyer, 'tasks/send', { id: clientTaskId, sessionId: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } });
+    const bought = await rpc.ok(buyer, 'message/send', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] },
+    });
+    const legacy = await rpc.ok(buyer, 'tasks/send', {
+      id: clientTaskId,
+      sessionId: randomUUID(),
+      message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] },
+    });
     await createCapability(test, seller, { title: 'Translate contracts into Chinese', description: 'Legal translation', category: 'translation' });
     const conversation = await rpc.ok(buyer, 'message/send', v03Text('Translate a contract into Chinese'));
 
     const rest = await roundTrips((mark) => http.get(`/api/v1/transactions/${bought.id}`).set(buyer.headers).set(mark).expect(200));
     expect(rest).toBeGreaterThanOrEqual(1);
-    for (const [method, id] of [['tasks/get', bought.id], ['GetTask', bought.id], ['tasks/get', clientTaskId], ['GetTask', conversation.id]] as const) {
+    for (const [method, id] of [
+      ['tasks/get', bought.id],
+      ['GetTask', bought.id],
+      ['tasks/get', clientTaskId],
+      ['GetTask', conversation.id],
+    ] as const) {
       let answer: Record<string, unknown> | undefined;
       expect(await roundTrips(async (mark) => (answer = await rpc.ok(buyer, method, { id }, mark)))).toBe(rest);
       expect(answer!.id).toBe(id === clientTaskId ? legacy.id : id);
@@ -79,7 +92,9 @@ describe('reading a task', () => {
   it('answers -32001 for a task of someone else, at the same cost', async () => {
     const { buyer, capability } = await agentMarket(test);
     const { buyer: stranger } = await agentMarket(test);
-    const bought = await rpc.ok(buyer, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] } });
+    const bought = await rpc.ok(buyer, 'message/send', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] },
+    });
     // A caller's first request also loads who it is; the comparison starts after it.
     await test.http.get('/api/v1/wallet/').set(stranger.headers).expect(200);
     const rest = await roundTrips((mark) => http.get(`/api/v1/transactions/${bought.id}`).set(stranger.headers).set(mark).expect(404));
@@ -87,9 +102,11 @@ describe('reading a task', () => {
     expect(await roundTrips(async (mark) => expect((await rpc.call(stranger, 'GetTask', { id: randomUUID() }, mark)).error?.code).toBe(-32001))).toBe(rest);
   });
 
-  it('counts only the request\'s own connections while other work takes connections at the same time', async () => {
+  it("counts only the request's own connections while other work takes connections at the same time", async () => {
     const { buyer, capability } = await agentMarket(test);
-    const bought = await rpc.ok(buyer, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] } });
+    const bought = await rpc.ok(buyer, 'message/send', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] },
+    });
     const rest = await roundTrips((mark) => http.get(`/api/v1/transactions/${bought.id}`).set(buyer.headers).set(mark).expect(200));
     // Other work of the server while each request is measured, as a job or the sweeper would do
     // it: statements on the same pool, started at the same moment but not by the request.

@@ -36,7 +36,10 @@ describe('A2A history in bytes', () => {
     const marker = task.history.findLast((message: Json) => message.role === 'ROLE_USER').parts[1].data;
     expect(marker).toMatchObject({ history_omitted_bytes: expect.any(Number) });
     expect(marker.history_omitted_bytes).toBeGreaterThan(900_000);
-    const stored = await test.runtime.engine.dependencies.db('a2a_messages').where({ task_id: started.id }).select(test.runtime.engine.dependencies.db.raw('max(length(parts::text)) AS longest'));
+    const stored = await test.runtime.engine.dependencies
+      .db('a2a_messages')
+      .where({ task_id: started.id })
+      .select(test.runtime.engine.dependencies.db.raw('max(length(parts::text)) AS longest'));
     expect(Number(stored[0].longest)).toBeLessThanOrEqual(limits.a2aStoredPartsBytesMax);
   }, 120_000);
 
@@ -45,7 +48,8 @@ describe('A2A history in bytes', () => {
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`a limerick about ${hex()}`))).task;
     const blob = 'y'.repeat(limits.a2aStoredPartsBytesMax - 500);
     const messages = Math.ceil((2 * limits.a2aHistoryAnswerBytesMax) / limits.a2aStoredPartsBytesMax);
-    for (let index = 0; index < messages; index++) await rpc.ok(buyer, 'SendMessage', followUp(started.id, [{ text: `${index} ${hex()}` }, { data: { blob } }]));
+    for (let index = 0; index < messages; index++)
+      await rpc.ok(buyer, 'SendMessage', followUp(started.id, [{ text: `${index} ${hex()}` }, { data: { blob } }]));
     const task = await rpc.ok(buyer, 'GetTask', { id: started.id, historyLength: 100 });
     expect(sizeOf(task.history)).toBeLessThanOrEqual(limits.a2aHistoryAnswerBytesMax);
     expect(task.metadata.marketplace.history_cut).toBeGreaterThan(0);
@@ -58,7 +62,7 @@ describe('A2A history in bytes', () => {
 });
 
 describe('retention', () => {
-  it('deletes messages older than the events\' retention, and conversations that never bought once idle that long', async () => {
+  it("deletes messages older than the events' retention, and conversations that never bought once idle that long", async () => {
     const buyer = await createAgent(test);
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`an ode about ${hex()}`))).task;
     const db = test.runtime.engine.dependencies.db;

@@ -29,13 +29,18 @@ afterAll(async () => {
 });
 
 type Json = Record<string, any>;
-const textsOf = (history: Json[]) => history.map((message) => `${message.role}: ${message.parts.map((part: Json) => part.text ?? JSON.stringify(part.data)).join(' | ')}`);
+const textsOf = (history: Json[]) =>
+  history.map((message) => `${message.role}: ${message.parts.map((part: Json) => part.text ?? JSON.stringify(part.data)).join(' | ')}`);
 
 /** A purchase task walked to settlement: bought with a note, accepted and delivered over REST, confirmed in words. */
 async function settledPurchase(contextId: string) {
   const { buyer, seller, capability } = await agentMarket(test);
   const messageId = randomUUID();
-  const sent = (await rpc.ok(buyer, 'SendMessage', { message: { messageId, contextId, role: 'ROLE_USER', parts: [{ text: 'by Friday please' }, { data: { capability_id: capability.id } }] } })).task;
+  const sent = (
+    await rpc.ok(buyer, 'SendMessage', {
+      message: { messageId, contextId, role: 'ROLE_USER', parts: [{ text: 'by Friday please' }, { data: { capability_id: capability.id } }] },
+    })
+  ).task;
   await act(test, seller, sent.id, 'accept').expect(200);
   await act(test, seller, sent.id, 'deliver', { result_payload: { done: true } }).expect(200);
   const confirmId = randomUUID();
@@ -44,12 +49,25 @@ async function settledPurchase(contextId: string) {
 }
 
 describe('history of a purchase task', () => {
-  it('keeps the buyer\'s messages and every state, in order, in the v1.0 shapes, honouring historyLength', async () => {
+  it("keeps the buyer's messages and every state, in order, in the v1.0 shapes, honouring historyLength", async () => {
     const contextId = `history-${hex()}`;
     const { buyer, taskId, messageId, confirmId } = await settledPurchase(contextId);
     const task = await rpc.ok(buyer, 'GetTask', { id: taskId });
-    expect(task.history.map((message: Json) => message.messageId)).toEqual([messageId, `${taskId}:frozen`, `${taskId}:accepted`, `${taskId}:delivered`, confirmId, `${taskId}:settled`]);
-    expect(task.history[0]).toEqual({ messageId, role: 'ROLE_USER', parts: [{ text: 'by Friday please' }, { data: { capability_id: task.metadata.marketplace.capability_id }, mediaType: 'application/json' }], taskId, contextId });
+    expect(task.history.map((message: Json) => message.messageId)).toEqual([
+      messageId,
+      `${taskId}:frozen`,
+      `${taskId}:accepted`,
+      `${taskId}:delivered`,
+      confirmId,
+      `${taskId}:settled`,
+    ]);
+    expect(task.history[0]).toEqual({
+      messageId,
+      role: 'ROLE_USER',
+      parts: [{ text: 'by Friday please' }, { data: { capability_id: task.metadata.marketplace.capability_id }, mediaType: 'application/json' }],
+      taskId,
+      contextId,
+    });
     expect(task.history[1]).toMatchObject({ role: 'ROLE_AGENT', taskId, contextId, parts: [{ text: expect.stringContaining('held in escrow') }] });
     expect(task.history.at(-1)).toEqual(task.status.message);
 
@@ -63,7 +81,17 @@ describe('history of a purchase task', () => {
   it('answers the same history in the v0.3, v0.1 and header-less shapes', async () => {
     const { buyer, taskId, messageId } = await settledPurchase('same-history');
     const v03 = (await rpc.ok(buyer, 'tasks/get', { id: taskId }, { 'A2A-Version': '0.3' })).history;
-    expect(v03[0]).toEqual({ kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text: 'by Friday please' }, { kind: 'data', data: expect.any(Object) }], taskId, contextId: 'same-history' });
+    expect(v03[0]).toEqual({
+      kind: 'message',
+      messageId,
+      role: 'user',
+      parts: [
+        { kind: 'text', text: 'by Friday please' },
+        { kind: 'data', data: expect.any(Object) },
+      ],
+      taskId,
+      contextId: 'same-history',
+    });
     expect(v03.map((message: Json) => message.role)).toEqual(['user', 'agent', 'agent', 'agent', 'user', 'agent']);
     const v01 = (await rpc.ok(buyer, 'tasks/get', { id: taskId, historyLength: 3 }, { 'A2A-Version': '0.1' })).history;
     expect(v01).toEqual([
@@ -75,7 +103,7 @@ describe('history of a purchase task', () => {
     expect(textsOf(hybrid)).toEqual(textsOf(v03));
   });
 
-  it('shows the seller the states but not the buyer\'s messages, and answers history in ListTasks', async () => {
+  it("shows the seller the states but not the buyer's messages, and answers history in ListTasks", async () => {
     const { buyer, seller, taskId } = await settledPurchase('seller-view');
     const sellers = (await rpc.ok(seller, 'GetTask', { id: taskId })).history;
     expect(sellers.map((message: Json) => message.role)).toEqual(['ROLE_AGENT', 'ROLE_AGENT', 'ROLE_AGENT', 'ROLE_AGENT']);
@@ -96,7 +124,14 @@ describe('history of a conversation task', () => {
     await rpc.ok(buyer, 'SendMessage', v10Text(`proofread my ${topic} essays`, { taskId: started.id }));
     const picked = (await rpc.ok(buyer, 'SendMessage', v10Text(`buy ${capability.id}`, { taskId: started.id }))).task;
     const transactionId = picked.metadata.marketplace.transaction_id;
-    expect(textsOf(picked.history).map((line) => line.split(':')[0])).toEqual(['ROLE_USER', 'ROLE_AGENT', 'ROLE_USER', 'ROLE_AGENT', 'ROLE_USER', 'ROLE_AGENT']);
+    expect(textsOf(picked.history).map((line) => line.split(':')[0])).toEqual([
+      'ROLE_USER',
+      'ROLE_AGENT',
+      'ROLE_USER',
+      'ROLE_AGENT',
+      'ROLE_USER',
+      'ROLE_AGENT',
+    ]);
     expect(picked.history[4].parts).toEqual([{ text: `buy ${capability.id}` }]);
     expect(picked.history[5].messageId).toBe(`${transactionId}:frozen`);
 
@@ -105,7 +140,11 @@ describe('history of a conversation task', () => {
     const [first, ...more] = await rpcStreamResults(endpoint, buyer, 'SubscribeToTask', { id: started.id });
     expect(more).toEqual([]);
     expect(first!.task.history).toHaveLength(8);
-    expect(first!.task.history.slice(-3).map((message: Json) => message.messageId)).toEqual([`${transactionId}:frozen`, `${transactionId}:accepted`, `${transactionId}:delivered`]);
+    expect(first!.task.history.slice(-3).map((message: Json) => message.messageId)).toEqual([
+      `${transactionId}:frozen`,
+      `${transactionId}:accepted`,
+      `${transactionId}:delivered`,
+    ]);
     const [shortened] = await rpcStreamResults(endpoint, buyer, 'SubscribeToTask', { id: transactionId, historyLength: 1 });
     expect(shortened!.task).toMatchObject({ id: transactionId, history: [{ messageId: `${transactionId}:delivered` }] });
   });
@@ -113,7 +152,7 @@ describe('history of a conversation task', () => {
 
 describe('history and retention', () => {
   // Last in this file: it moves the shared app's clock past the outbox's retention.
-  it('keeps the states after the retention job deleted the task\'s events; the buyer\'s words follow the events\' retention', async () => {
+  it("keeps the states after the retention job deleted the task's events; the buyer's words follow the events' retention", async () => {
     const { buyer, taskId } = await settledPurchase('kept-for-good');
     const before = (await rpc.ok(buyer, 'GetTask', { id: taskId })).history as Record<string, any>[];
     expect(before).toHaveLength(6);

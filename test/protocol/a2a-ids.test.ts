@@ -52,11 +52,15 @@ describe('context and session ids', () => {
     expect(listed.tasks.map((task: { contextId: string }) => task.contextId)).toEqual([contextId, contextId]);
   });
 
-  it('takes the v0.1 samples\' 32-hex sessionId, and a uuid in any case, echoing each as sent', async () => {
+  it("takes the v0.1 samples' 32-hex sessionId, and a uuid in any case, echoing each as sent", async () => {
     const { buyer, capability } = await agentMarket(test);
     const sessionId = hex();
     const taskId = hex();
-    const v01 = await rpc.ok(buyer, 'tasks/send', { id: taskId, sessionId, message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } });
+    const v01 = await rpc.ok(buyer, 'tasks/send', {
+      id: taskId,
+      sessionId,
+      message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] },
+    });
     expect(v01).toMatchObject({ id: taskId, sessionId });
     // A v0.3 client continuing the same session lands in the same context.
     const v03 = await rpc.ok(buyer, 'message/send', buyV03(capability.id, { contextId: sessionId }));
@@ -82,7 +86,7 @@ describe('context and session ids', () => {
     ] as const) {
       expect((await rpc.call(buyer, method, params)).error, method).toMatchObject({ code: -32602, data: { code: 4000 } });
     }
-    expect((await transactionsTotal(buyer.headers))).toBe(2);
+    expect(await transactionsTotal(buyer.headers)).toBe(2);
   });
 
   it('puts a conversation in the context of the purchases sent with the same id', async () => {
@@ -118,9 +122,13 @@ describe('message ids', () => {
     const { buyer, capability } = await agentMarket(test);
     const messageId = 'm'.repeat(256);
     await rpc.ok(buyer, 'SendMessage', { message: { messageId, role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } });
-    const changed = await rpc.call(buyer, 'SendMessage', { message: { messageId, role: 'ROLE_USER', parts: [{ text: 'now with a note' }, { data: { capability_id: capability.id } }] } });
+    const changed = await rpc.call(buyer, 'SendMessage', {
+      message: { messageId, role: 'ROLE_USER', parts: [{ text: 'now with a note' }, { data: { capability_id: capability.id } }] },
+    });
     expect(changed.error).toMatchObject({ data: { code: 4220 } });
-    const tooLong = await rpc.call(buyer, 'SendMessage', { message: { messageId: 'm'.repeat(257), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } });
+    const tooLong = await rpc.call(buyer, 'SendMessage', {
+      message: { messageId: 'm'.repeat(257), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] },
+    });
     expect(tooLong.error).toMatchObject({ code: -32602, data: { code: 4000 } });
     expect(await transactionsTotal(buyer.headers)).toBe(1);
   });

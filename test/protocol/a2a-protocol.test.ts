@@ -11,7 +11,8 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-const rpc = (body: unknown, headers: Record<string, string>) => test.http.post('/api/v1/rpc').set(headers).set('Content-Type', 'application/json').send(JSON.stringify(body));
+const rpc = (body: unknown, headers: Record<string, string>) =>
+  test.http.post('/api/v1/rpc').set(headers).set('Content-Type', 'application/json').send(JSON.stringify(body));
 const call = async (actor: Actor, method: string, params: unknown) => (await rpc({ jsonrpc: '2.0', id: 1, method, params }, actor.headers).expect(200)).body;
 
 describe('ListTasks', () => {
@@ -25,7 +26,9 @@ describe('ListTasks', () => {
     market = await agentMarket(test);
     const { buyer, seller, capability } = market;
     for (const key of ['a', 'b', 'c', 'd'] as const) {
-      const sent = await call(buyer, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } });
+      const sent = await call(buyer, 'SendMessage', {
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] },
+      });
       ids[key] = sent.result.task.id;
       if (key === 'b') contextOfB = sent.result.task.contextId;
     }
@@ -55,7 +58,11 @@ describe('ListTasks', () => {
   it('filters by a state that names several marketplace statuses, by its enum number, and by context', async () => {
     const working = await list({ status: 'TASK_STATE_WORKING' });
     expect(idsOf(working)).toEqual([ids.a, ids.c, ids.b]);
-    expect(working.tasks.map((task: { metadata: { marketplace: { status: string } } }) => task.metadata.marketplace.status)).toEqual(['accepted', 'disputed', 'accepted']);
+    expect(working.tasks.map((task: { metadata: { marketplace: { status: string } } }) => task.metadata.marketplace.status)).toEqual([
+      'accepted',
+      'disputed',
+      'accepted',
+    ]);
     expect(idsOf(await list({ status: 2 }))).toEqual([ids.a, ids.c, ids.b]);
     expect(idsOf(await list({ status: 'TASK_STATE_CANCELED' }))).toEqual([ids.d]);
     expect(await list({ status: 'TASK_STATE_AUTH_REQUIRED' })).toMatchObject({ tasks: [], totalSize: 0, pageSize: 0 });
@@ -73,7 +80,9 @@ describe('ListTasks', () => {
   it('leaves artifacts out unless includeArtifacts, and accepts historyLength', async () => {
     const plain = (await list({ status: 'TASK_STATE_WORKING' })).tasks.find((task: { id: string }) => task.id === ids.c);
     expect(plain).not.toHaveProperty('artifacts');
-    const full = (await list({ status: 'TASK_STATE_WORKING', includeArtifacts: true, historyLength: 3 })).tasks.find((task: { id: string }) => task.id === ids.c);
+    const full = (await list({ status: 'TASK_STATE_WORKING', includeArtifacts: true, historyLength: 3 })).tasks.find(
+      (task: { id: string }) => task.id === ids.c,
+    );
     expect(full.artifacts[0].parts[0].data).toEqual({ summary: 'done' });
     expect((await list({ historyLength: 0 })).tasks).toHaveLength(4);
   });
@@ -95,7 +104,10 @@ describe('ListTasks', () => {
     for (const [params, path] of cases) {
       const { error } = await call(market.buyer, 'ListTasks', params);
       expect(error, JSON.stringify(params)).toMatchObject({ code: -32602, data: { code: 4000 } });
-      expect(error.data.data.errors.map((entry: { path: string }) => entry.path), JSON.stringify(params)).toContain(path);
+      expect(
+        error.data.data.errors.map((entry: { path: string }) => entry.path),
+        JSON.stringify(params),
+      ).toContain(path);
     }
   });
 
@@ -112,7 +124,9 @@ describe('ListTasks with conversations', () => {
   // (input-required, context "chat-y"), Z picked a candidate (its transaction, submitted).
   let market: Awaited<ReturnType<typeof agentMarket>>;
   const ids: Record<'x' | 'y' | 'z' | 'transaction', string> = { x: '', y: '', z: '', transaction: '' };
-  const text = (words: string, extra: Record<string, unknown> = {}) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], ...extra } });
+  const text = (words: string, extra: Record<string, unknown> = {}) => ({
+    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: words }], ...extra },
+  });
   beforeAll(async () => {
     const topic = `topic${randomUUID().slice(0, 8)}`;
     market = await agentMarket(test, '100.00', { title: `Summarize ${topic} reports` });
@@ -130,7 +144,11 @@ describe('ListTasks with conversations', () => {
   it('lists each conversation once under its own id, a bought one showing its transaction, newest change first, in pages', async () => {
     const all = await list({});
     expect(idsOf(all)).toEqual([ids.z, ids.y, ids.x]);
-    expect(all.tasks.map((task: { status: { state: string } }) => task.status.state)).toEqual(['TASK_STATE_SUBMITTED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING']);
+    expect(all.tasks.map((task: { status: { state: string } }) => task.status.state)).toEqual([
+      'TASK_STATE_SUBMITTED',
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+    ]);
     expect(all.tasks[0].metadata.marketplace).toMatchObject({ conversation_id: ids.z, transaction_id: ids.transaction, status: 'frozen' });
     expect(all).toMatchObject({ totalSize: 3, pageSize: 3, nextPageToken: '' });
     const first = await list({ pageSize: 2 });
@@ -156,7 +174,9 @@ describe('ListTasks with conversations', () => {
 describe('hybrid shapes', () => {
   it('gives every part type beside kind when no A2A-Version is sent, and the v0.3 shape when 0.3 is', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
-    const sent = await call(buyer, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] } });
+    const sent = await call(buyer, 'message/send', {
+      message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capability.id } }] },
+    });
     const id = sent.result.id;
     await act(test, seller, id, 'accept').expect(200);
     await act(test, seller, id, 'deliver', { result_payload: { pages: 3 } }).expect(200);
@@ -184,7 +204,11 @@ describe('streaming methods that fail before their stream starts', () => {
     const cases: [string, unknown, number][] = [
       ['tasks/sendSubscribe', { id: randomUUID(), message: { role: 'user', parts: [] } }, -32602],
       ['tasks/resubscribe', { id: unknown }, -32001],
-      ['message/stream', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: unknown } }] } }, -32001],
+      [
+        'message/stream',
+        { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: unknown } }] } },
+        -32001,
+      ],
       ['SendStreamingMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: 'not-a-uuid' } }] } }, -32602],
       ['SubscribeToTask', { id: unknown }, -32001],
     ];
@@ -193,13 +217,18 @@ describe('streaming methods that fail before their stream starts', () => {
       expect(response.headers['content-type'], method).toMatch(/^text\/event-stream/);
       expect(frameOf(response.text), method).toMatchObject({ jsonrpc: '2.0', id: method, error: { code } });
     }
-    const v10 = await rpc({ jsonrpc: '2.0', id: 7, method: 'SubscribeToTask', params: { id: unknown } }, { ...caller.headers, 'A2A-Version': '1.0' }).expect(200);
+    const v10 = await rpc({ jsonrpc: '2.0', id: 7, method: 'SubscribeToTask', params: { id: unknown } }, { ...caller.headers, 'A2A-Version': '1.0' }).expect(
+      200,
+    );
     expect(v10.headers['content-type']).toMatch(/^application\/json/);
     expect(v10.body.error).toMatchObject({ code: -32001 });
   });
 
   it('keep failures of the whole exchange as JSON under their HTTP status', async () => {
-    const response = await rpc({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: randomUUID() } }, { 'X-Api-Key': 'mk_wrong', 'X-Platform-User-Id': randomUUID() }).expect(401);
+    const response = await rpc(
+      { jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: randomUUID() } },
+      { 'X-Api-Key': 'mk_wrong', 'X-Platform-User-Id': randomUUID() },
+    ).expect(401);
     expect(response.headers['content-type']).toMatch(/^application\/json/);
     expect(response.body.error).toMatchObject({ code: -32110, data: { code: 4010 } });
   });
@@ -214,7 +243,8 @@ describe('agent card', () => {
 
   it('gives A2A-Version 1.0 callers exactly the v1.0 card', async () => {
     const v10 = await card({ 'A2A-Version': '1.0' });
-    for (const field of ['url', 'protocolVersion', 'preferredTransport', 'additionalInterfaces', 'security', 'authentication']) expect(v10).not.toHaveProperty(field);
+    for (const field of ['url', 'protocolVersion', 'preferredTransport', 'additionalInterfaces', 'security', 'authentication'])
+      expect(v10).not.toHaveProperty(field);
     expect(v10.securitySchemes).toEqual({
       apiKey: { apiKeySecurityScheme: { location: 'header', name: 'X-Api-Key', description: expect.any(String) } },
       platformUserId: { apiKeySecurityScheme: { location: 'header', name: 'X-Platform-User-Id', description: expect.any(String) } },

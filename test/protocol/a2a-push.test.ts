@@ -34,7 +34,10 @@ const bodies = (path: string) => receiver.at(path).map((request) => JSON.parse(r
 
 /** A purchase task over v1.0: the buyer's SendMessage with a data part naming the capability. */
 async function purchase(buyer: Actor, capabilityId: string, configuration?: Json) {
-  const sent = await rpc.ok(buyer, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capabilityId } }] }, ...(configuration ? { configuration } : {}) });
+  const sent = await rpc.ok(buyer, 'SendMessage', {
+    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capabilityId } }] },
+    ...(configuration ? { configuration } : {}),
+  });
   return sent.task as Json;
 }
 
@@ -45,7 +48,13 @@ describe('config methods, v1.0', () => {
   it('creates, reads, lists (proto-JSON snake_case too) and deletes a config; delete is idempotent', async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id);
-    const created = await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'mine', url: 'https://receiver.example/a2a', token: 't-1', authentication: { scheme: 'Bearer', credentials: 'secret' } });
+    const created = await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', {
+      taskId: task.id,
+      id: 'mine',
+      url: 'https://receiver.example/a2a',
+      token: 't-1',
+      authentication: { scheme: 'Bearer', credentials: 'secret' },
+    });
     expect(created).toEqual({ id: 'mine', taskId: task.id, url: 'https://receiver.example/a2a', token: 't-1', authentication: { scheme: 'Bearer' } });
     expect(await rpc.ok(buyer, 'GetTaskPushNotificationConfig', { task_id: task.id, id: 'mine' })).toEqual(created);
     const assigned = await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/other' });
@@ -54,39 +63,63 @@ describe('config methods, v1.0', () => {
     expect(listed.configs.map((config: Json) => config.id)).toEqual(['mine', assigned.id]);
     const paged = await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id, pageSize: 1 });
     expect(paged).toMatchObject({ configs: [{ id: 'mine' }], nextPageToken: '1' });
-    expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id, pageSize: 1, pageToken: '1' })).configs.map((config: Json) => config.id)).toEqual([assigned.id]);
+    expect(
+      (await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id, pageSize: 1, pageToken: '1' })).configs.map((config: Json) => config.id),
+    ).toEqual([assigned.id]);
 
     expect(await rpc.call(buyer, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'mine' })).toMatchObject({ result: null });
-    expect((await rpc.call(buyer, 'GetTaskPushNotificationConfig', { taskId: task.id, id: 'mine' })).error).toMatchObject({ code: -32001, message: 'push notification config not found' });
+    expect((await rpc.call(buyer, 'GetTaskPushNotificationConfig', { taskId: task.id, id: 'mine' })).error).toMatchObject({
+      code: -32001,
+      message: 'push notification config not found',
+    });
     expect(await rpc.call(buyer, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'mine' })).toMatchObject({ result: null });
     // The same id again replaces, it does not add.
     await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: assigned.id, url: 'https://receiver.example/replaced' });
-    expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([{ id: assigned.id, taskId: task.id, url: 'https://receiver.example/replaced' }]);
+    expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs).toEqual([
+      { id: assigned.id, taskId: task.id, url: 'https://receiver.example/replaced' },
+    ]);
   });
 
-  it('answers -32001 for a task that is not there or not the caller\'s, -32602 for bad params, and bounds configs per task', async () => {
+  it("answers -32001 for a task that is not there or not the caller's, -32602 for bad params, and bounds configs per task", async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id);
     const stranger = await createAgent(test);
-    for (const [actor, taskId] of [[buyer, 'nonexistent-task-id'], [stranger, task.id]] as const) {
+    for (const [actor, taskId] of [
+      [buyer, 'nonexistent-task-id'],
+      [stranger, task.id],
+    ] as const) {
       const error = (await rpc.call(actor, 'CreateTaskPushNotificationConfig', { taskId, url: 'https://receiver.example/a2a' })).error!;
       expect(error).toMatchObject({ code: -32001, data: { code: 4040 } });
       expect(error.message.toLowerCase()).toContain('not found');
       expect((await rpc.call(actor, 'ListTaskPushNotificationConfigs', { taskId })).error).toMatchObject({ code: -32001 });
       expect((await rpc.call(actor, 'DeleteTaskPushNotificationConfig', { taskId, id: 'x' })).error).toMatchObject({ code: -32001 });
     }
-    for (const params of [{ taskId: task.id }, { taskId: task.id, url: 'ftp://receiver.example/a2a' }, { taskId: task.id, url: 'not a url' }, { url: 'https://receiver.example/a2a' },
-      { taskId: task.id, url: 'https://receiver.example/a2a', authentication: { credentials: 'no scheme' } }, { taskId: task.id, url: 'https://receiver.example/a2a', token: 7 }]) {
-      expect((await rpc.call(buyer, 'CreateTaskPushNotificationConfig', params)).error, JSON.stringify(params)).toMatchObject({ code: -32602, data: { code: 4000 } });
+    for (const params of [
+      { taskId: task.id },
+      { taskId: task.id, url: 'ftp://receiver.example/a2a' },
+      { taskId: task.id, url: 'not a url' },
+      { url: 'https://receiver.example/a2a' },
+      { taskId: task.id, url: 'https://receiver.example/a2a', authentication: { credentials: 'no scheme' } },
+      { taskId: task.id, url: 'https://receiver.example/a2a', token: 7 },
+    ]) {
+      expect((await rpc.call(buyer, 'CreateTaskPushNotificationConfig', params)).error, JSON.stringify(params)).toMatchObject({
+        code: -32602,
+        data: { code: 4000 },
+      });
     }
-    expect((await rpc.call(null, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' })).error).toMatchObject({ data: { code: 4010 } });
-    for (let index = 0; index < limits.a2aPushConfigsPerTaskMax; index++) await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' });
-    expect((await rpc.call(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' })).error).toMatchObject({ data: { code: 4092 } });
+    expect((await rpc.call(null, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' })).error).toMatchObject({
+      data: { code: 4010 },
+    });
+    for (let index = 0; index < limits.a2aPushConfigsPerTaskMax; index++)
+      await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' });
+    expect((await rpc.call(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' })).error).toMatchObject({
+      data: { code: 4092 },
+    });
     // The stranger's view of the task is unchanged: nothing of the buyer's configs shows.
     expect((await rpc.call(stranger, 'GetTaskPushNotificationConfig', { taskId: task.id, id: 'x' })).error).toMatchObject({ code: -32001 });
   });
 
-  it('keeps each party\'s configs apart: the seller sees and deletes only its own', async () => {
+  it("keeps each party's configs apart: the seller sees and deletes only its own", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id);
     await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'buyer-hook', url: 'https://receiver.example/buyer' });
@@ -96,7 +129,7 @@ describe('config methods, v1.0', () => {
     expect((await rpc.ok(buyer, 'ListTaskPushNotificationConfigs', { taskId: task.id })).configs.map((config: Json) => config.id)).toEqual(['buyer-hook']);
   });
 
-  it('is not a REST webhook: the owner\'s webhook list and limit do not count configs', async () => {
+  it("is not a REST webhook: the owner's webhook list and limit do not count configs", async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id);
     const config = await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'https://receiver.example/a2a' });
@@ -109,11 +142,17 @@ describe('config methods, v0.3 and v0.1', () => {
   it('v0.3: set without an id names the config after the task; get falls back to the first; list is an array; delete answers null', async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id);
-    const set = await rpc.ok(buyer, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: 'https://receiver.example/v03', token: 'tok' } });
+    const set = await rpc.ok(buyer, 'tasks/pushNotificationConfig/set', {
+      taskId: task.id,
+      pushNotificationConfig: { url: 'https://receiver.example/v03', token: 'tok' },
+    });
     expect(set).toEqual({ taskId: task.id, pushNotificationConfig: { id: task.id, url: 'https://receiver.example/v03', token: 'tok' } });
     expect(await rpc.ok(buyer, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: 'default' })).toEqual(set);
     expect(await rpc.ok(buyer, 'tasks/pushNotificationConfig/get', { id: task.id })).toEqual(set);
-    const second = await rpc.ok(buyer, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { id: 'two', url: 'https://receiver.example/two', authentication: { schemes: ['Bearer'], credentials: 'c' } } });
+    const second = await rpc.ok(buyer, 'tasks/pushNotificationConfig/set', {
+      taskId: task.id,
+      pushNotificationConfig: { id: 'two', url: 'https://receiver.example/two', authentication: { schemes: ['Bearer'], credentials: 'c' } },
+    });
     expect(second.pushNotificationConfig).toEqual({ id: 'two', url: 'https://receiver.example/two', authentication: { schemes: ['Bearer'] } });
     expect(await rpc.ok(buyer, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: 'two' })).toEqual(second);
     const listed = await rpc.call(buyer, 'tasks/pushNotificationConfig/list', { id: task.id });
@@ -128,7 +167,10 @@ describe('config methods, v0.3 and v0.1', () => {
     const task = await purchase(buyer, capability.id);
     expect(await rpc.ok(buyer, 'tasks/pushNotification/get', { id: task.id })).toEqual({ id: task.id, pushNotificationConfig: null });
     await rpc.ok(buyer, 'tasks/pushNotification/set', { id: task.id, pushNotificationConfig: { url: 'https://receiver.example/first' } });
-    const replaced = await rpc.ok(buyer, 'tasks/pushNotification/set', { id: task.id, pushNotificationConfig: { url: 'https://receiver.example/v01', token: 'abc' } });
+    const replaced = await rpc.ok(buyer, 'tasks/pushNotification/set', {
+      id: task.id,
+      pushNotificationConfig: { url: 'https://receiver.example/v01', token: 'abc' },
+    });
     expect(replaced).toEqual({ id: task.id, pushNotificationConfig: { url: 'https://receiver.example/v01', token: 'abc' } });
     expect(await rpc.ok(buyer, 'tasks/pushNotification/get', { id: task.id })).toEqual(replaced);
     await rpc.ok(buyer, 'tasks/pushNotification/set', { id: task.id, pushNotificationConfig: null });
@@ -137,7 +179,7 @@ describe('config methods, v0.3 and v0.1', () => {
 });
 
 describe('what arrives', () => {
-  it('a purchase\'s whole life, in order, at a v1.0 config given in the send (with its Authorization) and a v0.3 config, each body signed', async () => {
+  it("a purchase's whole life, in order, at a v1.0 config given in the send (with its Authorization) and a v0.3 config, each body signed", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const authentication = { scheme: 'Bearer', credentials: 'receiver-token' };
     const task = await purchase(buyer, capability.id, { taskPushNotificationConfig: { url: receiver.url('/life-v10'), token: 'n-token', authentication } });
@@ -160,9 +202,15 @@ describe('what arrives', () => {
     }
     // The v0.3 config was set after the send: it hears what happened from then on, each time the whole task.
     const v03 = bodies('/life-v03');
-    expect(v03.map((body) => [body.kind, body.id, body.status.state])).toEqual([['task', task.id, 'working'], ['task', task.id, 'input-required'], ['task', task.id, 'completed']]);
+    expect(v03.map((body) => [body.kind, body.id, body.status.state])).toEqual([
+      ['task', task.id, 'working'],
+      ['task', task.id, 'input-required'],
+      ['task', task.id, 'completed'],
+    ]);
     expect(v03[1]!.artifacts).toHaveLength(1);
-    expect(receiver.at('/life-v03').every((request) => request.headers['x-a2a-notification-token'] === undefined && request.headers.authorization === undefined)).toBe(true);
+    expect(
+      receiver.at('/life-v03').every((request) => request.headers['x-a2a-notification-token'] === undefined && request.headers.authorization === undefined),
+    ).toBe(true);
     const ids = receiver.at('/life-v10').map((request) => request.headers['webhook-id']);
     expect(new Set(ids).size).toBe(ids.length);
   });
@@ -182,18 +230,37 @@ describe('what arrives', () => {
     await deliver();
     const requests = receiver.at('/dispute');
     const states = requests.map((request) => v10State(JSON.parse(request.body)));
-    expect(states).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'artifact', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
+    expect(states).toEqual([
+      'TASK_STATE_WORKING',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_WORKING',
+      'artifact',
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_CANCELED',
+    ]);
     expect(new Set(requests.slice(0, 4).map((request) => request.headers['webhook-id'])).size).toBe(1);
     expect(JSON.parse(requests.at(-2)!.body).statusUpdate.metadata.marketplace.status).toBe('disputed');
   });
 
-  it('a conversation started with a config in its send: the task at once, then its purchase\'s moves', async () => {
+  it("a conversation started with a config in its send: the task at once, then its purchase's moves", async () => {
     const topic = `topic${randomUUID().slice(0, 6)}`;
-    const { buyer, seller } = await agentMarket(test, '100.00', { title: `Translate ${topic} invoices from English to German`, description: `English to German translation of ${topic} invoices` });
-    const sent = await rpc.ok(buyer, 'SendMessage', { ...v10Text(`Please translate my ${topic} invoices from English to German`), configuration: { taskPushNotificationConfig: { url: receiver.url('/conversation') } } });
+    const { buyer, seller } = await agentMarket(test, '100.00', {
+      title: `Translate ${topic} invoices from English to German`,
+      description: `English to German translation of ${topic} invoices`,
+    });
+    const sent = await rpc.ok(buyer, 'SendMessage', {
+      ...v10Text(`Please translate my ${topic} invoices from English to German`),
+      configuration: { taskPushNotificationConfig: { url: receiver.url('/conversation') } },
+    });
     await deliver();
-    expect(bodies('/conversation')).toEqual([{ task: expect.objectContaining({ id: sent.task.id, status: expect.objectContaining({ state: 'TASK_STATE_INPUT_REQUIRED' }) }) }]);
-    const picked = await rpc.ok(buyer, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: sent.task.id, parts: [{ text: '1' }] } });
+    expect(bodies('/conversation')).toEqual([
+      { task: expect.objectContaining({ id: sent.task.id, status: expect.objectContaining({ state: 'TASK_STATE_INPUT_REQUIRED' }) }) },
+    ]);
+    const picked = await rpc.ok(buyer, 'SendMessage', {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', taskId: sent.task.id, parts: [{ text: '1' }] },
+    });
     const transactionId = picked.task.metadata.marketplace.transaction_id as string;
     expect(transactionId).toBeTruthy();
     await act(test, seller, transactionId, 'accept').expect(200);
@@ -203,7 +270,7 @@ describe('what arrives', () => {
     expect(later.every((body) => body.statusUpdate.taskId === sent.task.id)).toBe(true);
   });
 
-  it('v0.1: a config in tasks/send pushes the v0.1 task under the client\'s own id', async () => {
+  it("v0.1: a config in tasks/send pushes the v0.1 task under the client's own id", async () => {
     const { buyer, capability } = await agentMarket(test);
     const id = hex();
     const params = { ...v01Text(id, hex(), 'buy'), pushNotification: { url: receiver.url('/v01'), token: 'v01-token' } };
@@ -228,7 +295,7 @@ describe('what arrives', () => {
     expect(receiver.at('/deleted')).toEqual([]);
   });
 
-  it('signs pushes as webhooks are signed, with the config\'s own secret (never shown), so a delivery id is verifiable', async () => {
+  it("signs pushes as webhooks are signed, with the config's own secret (never shown), so a delivery id is verifiable", async () => {
     const { buyer, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id, { taskPushNotificationConfig: { url: receiver.url('/signed') } });
     await deliver();
@@ -257,7 +324,7 @@ describe('with the worker running, as in production', () => {
 });
 
 describe('its owner sees it', () => {
-  it('a receiver down for the whole window: the config\'s deliveries show as failed over REST, with every attempt; a ping or a stranger is refused', async () => {
+  it("a receiver down for the whole window: the config's deliveries show as failed over REST, with every attempt; a ping or a stranger is refused", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const task = await purchase(buyer, capability.id);
     await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'down', url: receiver.url('/push-down', [503]) });
@@ -268,10 +335,16 @@ describe('its owner sees it', () => {
     }
     await deliver();
     const listed = (await test.http.get('/api/v1/webhooks?kind=a2a_push').set(buyer.headers).expect(200)).body.data.items;
-    expect(listed).toEqual([expect.objectContaining({ kind: 'a2a_push', a2a: { task_id: task.id, config_id: 'down', generation: 'v1.0' }, url: receiver.url('/push-down') })]);
+    expect(listed).toEqual([
+      expect.objectContaining({ kind: 'a2a_push', a2a: { task_id: task.id, config_id: 'down', generation: 'v1.0' }, url: receiver.url('/push-down') }),
+    ]);
     expect((await test.http.get('/api/v1/webhooks').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
     const id = listed[0].id as string;
-    expect((await test.http.get(`/api/v1/webhooks/${id}`).set(buyer.headers).expect(200)).body.data.deliveries).toEqual({ pending: 0, delivered: 0, failed: 1 });
+    expect((await test.http.get(`/api/v1/webhooks/${id}`).set(buyer.headers).expect(200)).body.data.deliveries).toEqual({
+      pending: 0,
+      delivered: 0,
+      failed: 1,
+    });
     const [failed] = (await test.http.get(`/api/v1/webhooks/${id}/deliveries?status=failed`).set(buyer.headers).expect(200)).body.data.items;
     expect(failed).toMatchObject({ event_type: 'transaction.accepted', status: 'failed', last_status_code: 503 });
     expect(failed.attempt_log.length).toBe(receiver.at('/push-down').length);
@@ -291,7 +364,11 @@ describe('retention', () => {
     await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'old', url: receiver.url('/old') });
     await rpc.ok(buyer, 'CreateTaskPushNotificationConfig', { taskId: task.id, id: 'deleted', url: receiver.url('/old') });
     await rpc.ok(buyer, 'DeleteTaskPushNotificationConfig', { taskId: task.id, id: 'deleted' });
-    const count = async () => Number(((await test.runtime.engine.dependencies.db('webhook_subscriptions').where({ a2a_task_id: task.id }).count('* as count')) as { count: string }[])[0]!.count);
+    const count = async () =>
+      Number(
+        ((await test.runtime.engine.dependencies.db('webhook_subscriptions').where({ a2a_task_id: task.id }).count('* as count')) as { count: string }[])[0]!
+          .count,
+      );
     expect(await count()).toBe(2);
     test.clock.advanceMs(limits.webhookDeliveryRetentionMs + 1);
     expect((await test.runtime.engine.retention.runOnce()).webhookSubscriptions).toBeGreaterThanOrEqual(1);

@@ -1,6 +1,16 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { actionOf, contextIdOf, messageKeyOf, milestonesOf, type MilestoneSource, partsForHistory, pickOf, titleOf, v01MessageIdOf } from '../../src/domain/a2a.ts';
+import {
+  actionOf,
+  contextIdOf,
+  messageKeyOf,
+  milestonesOf,
+  type MilestoneSource,
+  partsForHistory,
+  pickOf,
+  titleOf,
+  v01MessageIdOf,
+} from '../../src/domain/a2a.ts';
 
 /**
  * The A2A rules without a protocol around them (src/domain/a2a.ts): context ids, message keys,
@@ -32,7 +42,11 @@ describe('ids of contexts and messages', () => {
 
   it('names a v0.1 message by its task and content: the same resend, the same id', () => {
     const id = v01MessageIdOf('task-1', [{ type: 'text', text: 'hi' }]);
-    expect(id).toBe(`v01:${createHash('sha256').update(`task-1\n${JSON.stringify([{ type: 'text', text: 'hi' }])}`, 'utf8').digest('base64url')}`);
+    expect(id).toBe(
+      `v01:${createHash('sha256')
+        .update(`task-1\n${JSON.stringify([{ type: 'text', text: 'hi' }])}`, 'utf8')
+        .digest('base64url')}`,
+    );
     expect(v01MessageIdOf('task-1', [{ type: 'text', text: 'hi' }])).toBe(id);
     expect(v01MessageIdOf('task-2', [{ type: 'text', text: 'hi' }])).not.toBe(id);
   });
@@ -45,7 +59,10 @@ describe('history and titles', () => {
     const bigText = { kind: 'text' as const, text: 'y'.repeat(3_000) };
     const kept = partsForHistory([small, bigData, bigText], 1_000);
     expect(kept[0]).toEqual(small);
-    expect(kept[1]).toEqual({ kind: 'data', data: { history_omitted_bytes: Buffer.byteLength(JSON.stringify(bigData)), reason: 'history keeps at most 1000 bytes of parts per message' } });
+    expect(kept[1]).toEqual({
+      kind: 'data',
+      data: { history_omitted_bytes: Buffer.byteLength(JSON.stringify(bigData)), reason: 'history keeps at most 1000 bytes of parts per message' },
+    });
     const cut = (kept[2] as { text: string }).text;
     expect(cut.startsWith('y'.repeat(100))).toBe(true);
     expect(cut).toContain(`… [${Buffer.byteLength(JSON.stringify(bigText))} bytes cut: history keeps at most 1000 bytes of parts per message]`);
@@ -60,11 +77,15 @@ describe('history and titles', () => {
     const small = { kind: 'text' as const, text: 'hello' };
     const size = Buffer.byteLength(JSON.stringify(small));
     expect(partsForHistory([small, { kind: 'text', text: 'world' }], size + 10)).toEqual([
-      small, { kind: 'text', text: `… [${size} bytes cut: history keeps at most ${size + 10} bytes of parts per message]` },
+      small,
+      { kind: 'text', text: `… [${size} bytes cut: history keeps at most ${size + 10} bytes of parts per message]` },
     ]);
     const bigText = { kind: 'text' as const, text: 'y'.repeat(3_000) };
     // (1000 - 30 bytes of "hello" - 200) / 6 = 128 characters.
-    expect(partsForHistory([small, bigText], 1_000)[1]).toEqual({ kind: 'text', text: `${'y'.repeat(128)}… [3025 bytes cut: history keeps at most 1000 bytes of parts per message]` });
+    expect(partsForHistory([small, bigText], 1_000)[1]).toEqual({
+      kind: 'text',
+      text: `${'y'.repeat(128)}… [3025 bytes cut: history keeps at most 1000 bytes of parts per message]`,
+    });
     const medium = { kind: 'text' as const, text: 'm'.repeat(850) };
     const [, after] = partsForHistory([bigText, medium], 1_000) as { kind: string; text: string }[];
     // The cut first part took 208 bytes: (1000 - 208 - 200) / 6 = 98 characters of the second are kept.
@@ -87,9 +108,17 @@ describe('history and titles', () => {
 
 describe("a buyer's words", () => {
   it.each([
-    ['1', { number: 1 }], ['#2', { number: 2 }], ['buy 3', { number: 3 }], ['Take 12.', { number: 12 }], ['选 1', { number: 1 }], ['第2个', { number: 2 }],
-    ['no. 4', { number: 4 }], ['0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f', { capabilityId: '0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f' }],
-    ['buy 0B6F3C1E', { capabilityId: '0b6f3c1e' }], ['0b6f3c1e-1d', { capabilityId: '0b6f3c1e-1d' }], ['0b6f-3c1e', { capabilityId: '0b6f-3c1e' }],
+    ['1', { number: 1 }],
+    ['#2', { number: 2 }],
+    ['buy 3', { number: 3 }],
+    ['Take 12.', { number: 12 }],
+    ['选 1', { number: 1 }],
+    ['第2个', { number: 2 }],
+    ['no. 4', { number: 4 }],
+    ['0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f', { capabilityId: '0b6f3c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f' }],
+    ['buy 0B6F3C1E', { capabilityId: '0b6f3c1e' }],
+    ['0b6f3c1e-1d', { capabilityId: '0b6f3c1e-1d' }],
+    ['0b6f-3c1e', { capabilityId: '0b6f-3c1e' }],
   ] as const)('reads %j as a pick', (text, pick) => {
     expect(pickOf(text)).toEqual(pick);
   });
@@ -117,25 +146,63 @@ describe("a buyer's words", () => {
 
 describe('the states a transaction went through', () => {
   const base: MilestoneSource = {
-    status: 'pending_freeze', created_at: 't0', updated_at: 't9', frozen_at: null, accepted_at: null, delivered_at: null, settled_at: null, dispute_reason: null,
+    status: 'pending_freeze',
+    created_at: 't0',
+    updated_at: 't9',
+    frozen_at: null,
+    accepted_at: null,
+    delivered_at: null,
+    settled_at: null,
+    dispute_reason: null,
   };
 
   it('reads them from the timestamps, in order', () => {
     expect(milestonesOf(base)).toEqual([{ status: 'pending_freeze', at: 't0' }]);
     expect(milestonesOf({ ...base, status: 'frozen', frozen_at: 't1' })).toEqual([{ status: 'frozen', at: 't1' }]);
-    expect(milestonesOf({ ...base, status: 'settled', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3', settled_at: 't4' }).map((each) => [each.status, each.at]))
-      .toEqual([['frozen', 't1'], ['accepted', 't2'], ['delivered', 't3'], ['settled', 't4']]);
+    expect(
+      milestonesOf({ ...base, status: 'settled', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3', settled_at: 't4' }).map((each) => [
+        each.status,
+        each.at,
+      ]),
+    ).toEqual([
+      ['frozen', 't1'],
+      ['accepted', 't2'],
+      ['delivered', 't3'],
+      ['settled', 't4'],
+    ]);
   });
 
   it('shows delivered only after an accept, disputes where they happened, and ends without a settlement time at the last change', () => {
-    expect(milestonesOf({ ...base, status: 'settled', frozen_at: 't1', delivered_at: 't3', settled_at: 't4' }).map((each) => each.status)).toEqual(['frozen', 'settled']);
-    expect(milestonesOf({ ...base, status: 'disputed', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3' }).map((each) => [each.status, each.at]))
-      .toEqual([['frozen', 't1'], ['accepted', 't2'], ['delivered', 't3'], ['disputed', 't9']]);
-    expect(milestonesOf({ ...base, status: 'refunded', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3' }).map((each) => each.status)).toEqual(['frozen', 'accepted', 'delivered', 'disputed', 'refunded']);
-    expect(milestonesOf({ ...base, status: 'settled', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3', settled_at: 't4', dispute_reason: 'late' }).map((each) => each.status))
-      .toEqual(['frozen', 'accepted', 'delivered', 'disputed', 'settled']);
-    expect(milestonesOf({ ...base, status: 'cancelled_by_buyer' }).map((each) => [each.status, each.at])).toEqual([['pending_freeze', 't0'], ['cancelled_by_buyer', 't9']]);
-    for (const status of ['rejected_by_seller', 'failed'] as const) expect(milestonesOf({ ...base, status, frozen_at: 't1' }).at(-1)).toEqual({ status, at: 't9' });
+    expect(milestonesOf({ ...base, status: 'settled', frozen_at: 't1', delivered_at: 't3', settled_at: 't4' }).map((each) => each.status)).toEqual([
+      'frozen',
+      'settled',
+    ]);
+    expect(milestonesOf({ ...base, status: 'disputed', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3' }).map((each) => [each.status, each.at])).toEqual(
+      [
+        ['frozen', 't1'],
+        ['accepted', 't2'],
+        ['delivered', 't3'],
+        ['disputed', 't9'],
+      ],
+    );
+    expect(milestonesOf({ ...base, status: 'refunded', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3' }).map((each) => each.status)).toEqual([
+      'frozen',
+      'accepted',
+      'delivered',
+      'disputed',
+      'refunded',
+    ]);
+    expect(
+      milestonesOf({ ...base, status: 'settled', frozen_at: 't1', accepted_at: 't2', delivered_at: 't3', settled_at: 't4', dispute_reason: 'late' }).map(
+        (each) => each.status,
+      ),
+    ).toEqual(['frozen', 'accepted', 'delivered', 'disputed', 'settled']);
+    expect(milestonesOf({ ...base, status: 'cancelled_by_buyer' }).map((each) => [each.status, each.at])).toEqual([
+      ['pending_freeze', 't0'],
+      ['cancelled_by_buyer', 't9'],
+    ]);
+    for (const status of ['rejected_by_seller', 'failed'] as const)
+      expect(milestonesOf({ ...base, status, frozen_at: 't1' }).at(-1)).toEqual({ status, at: 't9' });
     expect(milestonesOf({ ...base, status: 'accepted', frozen_at: 't1', accepted_at: 't2' }).at(-1)).toEqual({ status: 'accepted', at: 't2' });
   });
 });

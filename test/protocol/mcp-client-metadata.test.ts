@@ -31,31 +31,65 @@ const previousTlsSetting = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
 
 beforeAll(async () => {
   certificates = mkdtempSync(path.join(tmpdir(), 'cimd-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=client.example', '-addext', 'subjectAltName=DNS:client.example',
-    '-keyout', path.join(certificates, 'key.pem'), '-out', path.join(certificates, 'cert.pem')], { stdio: 'ignore' });
-  documents = createHttpsServer({ key: readFileSync(path.join(certificates, 'key.pem')), cert: readFileSync(path.join(certificates, 'cert.pem')) }, (request, response) => {
-    const own = `${documentBase}${request.url}`;
-    fetched.push(request.url ?? '');
-    // A redirect to a document that names the first URL: a client id must be its document's own address.
-    if (request.url === '/redirect.json') return void response.writeHead(307, { Location: '/target.json' }).end();
-    const bodies: Record<string, unknown> = {
-      '/client.json': { client_id: own, client_name: 'Document client', client_uri: 'https://client.example', redirect_uris: ['http://127.0.0.1:33418/callback'] },
-      '/borrowed.json': { client_id: `${documentBase}/client.json`, client_name: 'Borrower', redirect_uris: ['http://127.0.0.1:33418/callback'] },
-      '/target.json': { client_id: `${documentBase}/redirect.json`, client_name: 'Redirected', redirect_uris: ['http://127.0.0.1:33418/callback'] },
-      '/userinfo.json': { client_id: `https://trusted.example@${documentBase.slice('https://'.length)}/userinfo.json`, client_name: 'Trusted', redirect_uris: ['http://127.0.0.1:33418/callback'] },
-    };
-    const body = bodies[request.url ?? ''];
-    response.writeHead(body ? 200 : 404, { 'Content-Type': 'application/json' }).end(JSON.stringify(body ?? {}));
-  });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=client.example',
+      '-addext',
+      'subjectAltName=DNS:client.example',
+      '-keyout',
+      path.join(certificates, 'key.pem'),
+      '-out',
+      path.join(certificates, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
+  documents = createHttpsServer(
+    { key: readFileSync(path.join(certificates, 'key.pem')), cert: readFileSync(path.join(certificates, 'cert.pem')) },
+    (request, response) => {
+      const own = `${documentBase}${request.url}`;
+      fetched.push(request.url ?? '');
+      // A redirect to a document that names the first URL: a client id must be its document's own address.
+      if (request.url === '/redirect.json') return void response.writeHead(307, { Location: '/target.json' }).end();
+      const bodies: Record<string, unknown> = {
+        '/client.json': {
+          client_id: own,
+          client_name: 'Document client',
+          client_uri: 'https://client.example',
+          redirect_uris: ['http://127.0.0.1:33418/callback'],
+        },
+        '/borrowed.json': { client_id: `${documentBase}/client.json`, client_name: 'Borrower', redirect_uris: ['http://127.0.0.1:33418/callback'] },
+        '/target.json': { client_id: `${documentBase}/redirect.json`, client_name: 'Redirected', redirect_uris: ['http://127.0.0.1:33418/callback'] },
+        '/userinfo.json': {
+          client_id: `https://trusted.example@${documentBase.slice('https://'.length)}/userinfo.json`,
+          client_name: 'Trusted',
+          redirect_uris: ['http://127.0.0.1:33418/callback'],
+        },
+      };
+      const body = bodies[request.url ?? ''];
+      response.writeHead(body ? 200 : 404, { 'Content-Type': 'application/json' }).end(JSON.stringify(body ?? {}));
+    },
+  );
   await new Promise<void>((resolve) => documents.listen(0, '127.0.0.1', resolve));
   documentBase = `https://client.example:${(documents.address() as AddressInfo).port}`;
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  test = await startTestApp({ PUBLIC_BASE_URL: base }, {
-    callbackNetwork: { allowAddress: () => true, resolve: async (host) => (host === 'client.example' ? [{ address: '127.0.0.1', family: 4 }] : []) },
-  });
+  test = await startTestApp(
+    { PUBLIC_BASE_URL: base },
+    {
+      callbackNetwork: { allowAddress: () => true, resolve: async (host) => (host === 'client.example' ? [{ address: '127.0.0.1', family: 4 }] : []) },
+    },
+  );
   server = createServer(test.app);
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
 });
@@ -77,8 +111,17 @@ describe('a client named by its metadata document', () => {
     expect(started.requestId).toBeTruthy();
     const human = await signUpHuman(test);
     const described = (await test.http.get(`/api/v1/auth/oauth/requests/${started.requestId}`).set(human.headers).expect(200)).body.data;
-    expect(described).toMatchObject({ client_id: clientId, client_name: 'Document client', client_uri: 'https://client.example', client_host: new URL(documentBase).host });
-    const decided = await test.http.post(`/api/v1/auth/oauth/requests/${started.requestId}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);
+    expect(described).toMatchObject({
+      client_id: clientId,
+      client_name: 'Document client',
+      client_uri: 'https://client.example',
+      client_host: new URL(documentBase).host,
+    });
+    const decided = await test.http
+      .post(`/api/v1/auth/oauth/requests/${started.requestId}/decision`)
+      .set(human.headers)
+      .send({ decision: 'approve' })
+      .expect(200);
     const code = new URL(decided.body.data.redirect_to).searchParams.get('code')!;
     const tokens = await token(base, { grant_type: 'authorization_code', code, client_id: clientId, code_verifier: pkce.verifier });
     expect(tokens).toMatchObject({ status: 200, body: { token_type: 'Bearer' } });
@@ -110,7 +153,8 @@ describe('a client named by its metadata document', () => {
   it('remembers a document that could not be read for a short while, not fetching it on every call', async () => {
     const clientId = `${documentBase}/missing-for-a-while.json`;
     fetched.length = 0;
-    for (let attempt = 0; attempt < 3; attempt++) await authorize(base, { clientId, redirectUri: 'http://127.0.0.1:33418/callback', challenge: pkcePair().challenge });
+    for (let attempt = 0; attempt < 3; attempt++)
+      await authorize(base, { clientId, redirectUri: 'http://127.0.0.1:33418/callback', challenge: pkcePair().challenge });
     expect(fetched).toEqual(['/missing-for-a-while.json']);
     test.clock.advanceMs(limits.oauthMetadataDocumentFailureTtlMs + 1);
     await authorize(base, { clientId, redirectUri: 'http://127.0.0.1:33418/callback', challenge: pkcePair().challenge });

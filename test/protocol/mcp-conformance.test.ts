@@ -33,10 +33,14 @@ let proxyUrl: string;
 /** Forwards every request to the app as it came, with the access token added. */
 function tokenProxy(target: string, accessToken: string) {
   return createServer((incoming, outgoing) => {
-    const forwarded = httpRequest(new URL(incoming.url!, target), { method: incoming.method, headers: { ...incoming.headers, authorization: `Bearer ${accessToken}` } }, (answer) => {
-      outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(outgoing);
-    });
+    const forwarded = httpRequest(
+      new URL(incoming.url!, target),
+      { method: incoming.method, headers: { ...incoming.headers, authorization: `Bearer ${accessToken}` } },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
     forwarded.on('error', () => outgoing.writeHead(502).end());
     incoming.pipe(forwarded);
   });
@@ -72,10 +76,16 @@ interface Check {
 }
 
 describe('the MCP conformance suite', () => {
-  it.each(applicableScenarios)('passes %s', async (scenario) => {
-    const { stdout } = await run(process.execPath, [conformanceCli, 'server', '--url', proxyUrl, '--scenario', scenario, '--verbose'], { timeout: 120_000 });
-    const checks = JSON.parse(stdout.slice(stdout.indexOf('['), stdout.lastIndexOf(']') + 1)) as Check[];
-    expect(checks.length).toBeGreaterThan(0);
-    expect(checks.filter((check) => check.status !== 'SUCCESS' && check.status !== 'INFO').map(({ id, status, errorMessage }) => ({ id, status, errorMessage }))).toEqual([]);
-  }, 180_000);
+  it.each(applicableScenarios)(
+    'passes %s',
+    async (scenario) => {
+      const { stdout } = await run(process.execPath, [conformanceCli, 'server', '--url', proxyUrl, '--scenario', scenario, '--verbose'], { timeout: 120_000 });
+      const checks = JSON.parse(stdout.slice(stdout.indexOf('['), stdout.lastIndexOf(']') + 1)) as Check[];
+      expect(checks.length).toBeGreaterThan(0);
+      expect(
+        checks.filter((check) => check.status !== 'SUCCESS' && check.status !== 'INFO').map(({ id, status, errorMessage }) => ({ id, status, errorMessage })),
+      ).toEqual([]);
+    },
+    180_000,
+  );
 });

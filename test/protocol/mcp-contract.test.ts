@@ -49,7 +49,9 @@ const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
 function closed(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(closed);
   if (schema === null || typeof schema !== 'object') return schema;
-  const node = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, ['enum', 'const', 'examples', 'default'].includes(key) ? value : closed(value)]));
+  const node = Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => [key, ['enum', 'const', 'examples', 'default'].includes(key) ? value : closed(value)]),
+  );
   if (node.type === 'object' && node.properties && node.additionalProperties === undefined) node.additionalProperties = false;
   return node;
 }
@@ -79,26 +81,85 @@ async function fail(client: Client, name: string, args: unknown) {
   expect(result.isError, name).toBe(true);
   // A refusal carries the envelope as text and no structuredContent (which a client would check against the outputSchema).
   expect(result.structuredContent, name).toBeUndefined();
-  return JSON.parse((result.content[0] as { text: string }).text) as { code: number; message: string; data: { errors?: { path: string; message: string }[] } & Record<string, unknown> };
+  return JSON.parse((result.content[0] as { text: string }).text) as {
+    code: number;
+    message: string;
+    data: { errors?: { path: string; message: string }[] } & Record<string, unknown>;
+  };
 }
 
 /** One raw JSON-RPC exchange with /mcp, as a client that does not use the SDK sends it. */
 async function rpc(actor: Actor, method: string, params: unknown) {
-  const response = await test.http.post('/mcp').set(actor.headers).set('Accept', 'application/json, text/event-stream').send({ jsonrpc: '2.0', id: 7, method, params });
+  const response = await test.http
+    .post('/mcp')
+    .set(actor.headers)
+    .set('Accept', 'application/json, text/event-stream')
+    .send({ jsonrpc: '2.0', id: 7, method, params });
   expect(response.status, `${method} ${JSON.stringify(params)}: ${response.text}`).toBe(200);
   return response.body as { result?: any; error?: { code: number; message: string; data?: unknown } };
 }
 
 // The constraining keywords of the MCP Inspector CLI's schema check (--strict; docs/mcp.md "Inspector").
 const constraining = new Set([
-  'type', 'enum', 'const', 'multipleOf', 'maximum', 'exclusiveMaximum', 'minimum', 'exclusiveMinimum', 'maxLength', 'minLength', 'pattern', 'format',
-  'contentMediaType', 'contentEncoding', 'contentSchema', 'maxItems', 'minItems', 'uniqueItems', 'maxContains', 'minContains', 'maxProperties',
-  'minProperties', 'required', 'dependentRequired', 'allOf', 'anyOf', 'oneOf', 'not', 'items', 'prefixItems', 'contains', 'additionalItems',
-  'unevaluatedItems', 'properties', 'patternProperties', 'additionalProperties', 'unevaluatedProperties', 'propertyNames', 'dependentSchemas',
-  'dependencies', '$ref', '$dynamicRef', '$recursiveRef',
+  'type',
+  'enum',
+  'const',
+  'multipleOf',
+  'maximum',
+  'exclusiveMaximum',
+  'minimum',
+  'exclusiveMinimum',
+  'maxLength',
+  'minLength',
+  'pattern',
+  'format',
+  'contentMediaType',
+  'contentEncoding',
+  'contentSchema',
+  'maxItems',
+  'minItems',
+  'uniqueItems',
+  'maxContains',
+  'minContains',
+  'maxProperties',
+  'minProperties',
+  'required',
+  'dependentRequired',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'items',
+  'prefixItems',
+  'contains',
+  'additionalItems',
+  'unevaluatedItems',
+  'properties',
+  'patternProperties',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'propertyNames',
+  'dependentSchemas',
+  'dependencies',
+  '$ref',
+  '$dynamicRef',
+  '$recursiveRef',
 ]);
 const booleanValued = new Set(['additionalProperties', 'unevaluatedProperties', 'additionalItems', 'unevaluatedItems']);
-const schemaKeywords = ['items', 'contains', 'not', 'propertyNames', 'if', 'then', 'else', 'additionalProperties', 'unevaluatedProperties', 'additionalItems', 'unevaluatedItems', 'contentSchema'];
+const schemaKeywords = [
+  'items',
+  'contains',
+  'not',
+  'propertyNames',
+  'if',
+  'then',
+  'else',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'additionalItems',
+  'unevaluatedItems',
+  'contentSchema',
+];
 const schemaArrays = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
 const schemaMaps = ['properties', 'patternProperties', 'dependentSchemas', 'dependencies', '$defs', 'definitions'];
 
@@ -112,11 +173,14 @@ function inspectorFindings(node: unknown, path: string, keyword?: string): strin
   if (typeof schema.$ref === 'string' && !schema.$ref.startsWith('#')) findings.push(`${path}: remote $ref`);
   const constrains = Object.keys(schema).some((key) => constraining.has(key)) || ('if' in schema && ('then' in schema || 'else' in schema));
   if (!constrains && keyword !== 'not') findings.push(`${path}: constrains nothing`);
-  for (const key of schemaMaps) for (const [name, sub] of Object.entries(schema[key] ?? {})) findings.push(...inspectorFindings(sub, `${path}.${key}.${name}`, key));
-  for (const key of schemaArrays) for (const [index, sub] of ((schema[key] ?? []) as unknown[]).entries()) findings.push(...inspectorFindings(sub, `${path}.${key}[${index}]`, key));
+  for (const key of schemaMaps)
+    for (const [name, sub] of Object.entries(schema[key] ?? {})) findings.push(...inspectorFindings(sub, `${path}.${key}.${name}`, key));
+  for (const key of schemaArrays)
+    for (const [index, sub] of ((schema[key] ?? []) as unknown[]).entries()) findings.push(...inspectorFindings(sub, `${path}.${key}[${index}]`, key));
   for (const key of schemaKeywords) {
     if (!(key in schema)) continue;
-    if (key === 'items' && Array.isArray(schema.items)) schema.items.forEach((sub: unknown, index: number) => findings.push(...inspectorFindings(sub, `${path}.items[${index}]`, key)));
+    if (key === 'items' && Array.isArray(schema.items))
+      schema.items.forEach((sub: unknown, index: number) => findings.push(...inspectorFindings(sub, `${path}.items[${index}]`, key)));
     else findings.push(...inspectorFindings(schema[key], `${path}.${key}`, key));
   }
   return findings;
@@ -130,7 +194,8 @@ describe('MCP tools: the listing', () => {
       expect(tool.title, tool.name).toMatch(/^[A-Z]/);
       expect(tool.description!.length, tool.name).toBeGreaterThan(80);
       const hints = tool.annotations!;
-      for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const) expect(typeof hints[hint], `${tool.name} ${hint}`).toBe('boolean');
+      for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const)
+        expect(typeof hints[hint], `${tool.name} ${hint}`).toBe('boolean');
       // The rule (docs/mcp.md "Annotations"): read-only exactly when it does not write; a read destroys nothing; nothing reaches outside.
       expect(hints.readOnlyHint, tool.name).toBe(!declared.writes);
       if (hints.readOnlyHint) expect(hints, tool.name).toMatchObject({ destructiveHint: false, idempotentHint: true });
@@ -143,7 +208,7 @@ describe('MCP tools: the listing', () => {
     }
   });
 
-  it('passes the MCP Inspector CLI\'s schema check (--strict) for every tool: no finding in any input or output schema', () => {
+  it("passes the MCP Inspector CLI's schema check (--strict) for every tool: no finding in any input or output schema", () => {
     const findings = tools.flatMap((tool) => [
       ...inspectorFindings(tool.inputSchema, `${tool.name} inputSchema`),
       ...(tool.outputSchema ? inspectorFindings(tool.outputSchema, `${tool.name} outputSchema`) : []),
@@ -151,15 +216,30 @@ describe('MCP tools: the listing', () => {
     expect(findings).toEqual([]);
     // The check finds what the Inspector found before (0 errors, 16 warnings): an amount's type array, zod's `{}` for any value.
     const before = { type: 'object', properties: { max_price: { type: ['string', 'number'] }, input: { type: 'object', additionalProperties: {} } } };
-    expect(inspectorFindings(before, 'before')).toEqual(['before.properties.max_price: type array', 'before.properties.input.additionalProperties: constrains nothing']);
+    expect(inspectorFindings(before, 'before')).toEqual([
+      'before.properties.max_price: type array',
+      'before.properties.input.additionalProperties: constrains nothing',
+    ]);
   });
 
   it('publishes amounts as decimal strings and numbers as numbers', () => {
     const property = (tool: string, name: string) => (tools.find((candidate) => candidate.name === tool)!.inputSchema.properties as Record<string, any>)[name];
-    for (const [tool, name] of [['buy_capability', 'max_price'], ['create_demand', 'max_price_ut'], ['publish_task', 'bounty_amount'], ['accept_application', 'max_price'], ['search_tasks', 'min_bounty'], ['update_skill', 'ut_price']]) {
+    for (const [tool, name] of [
+      ['buy_capability', 'max_price'],
+      ['create_demand', 'max_price_ut'],
+      ['publish_task', 'bounty_amount'],
+      ['accept_application', 'max_price'],
+      ['search_tasks', 'min_bounty'],
+      ['update_skill', 'ut_price'],
+    ]) {
       expect(property(tool!, name!), `${tool} ${name}`).toMatchObject({ type: 'string', pattern: '^\\d+(\\.\\d{1,2})?$' });
     }
-    for (const [tool, name] of [['search_capabilities', 'page_size'], ['match_capabilities', 'top_k'], ['buy_capability', 'booked_hours'], ['create_skill', 'min_duration']]) {
+    for (const [tool, name] of [
+      ['search_capabilities', 'page_size'],
+      ['match_capabilities', 'top_k'],
+      ['buy_capability', 'booked_hours'],
+      ['create_skill', 'min_duration'],
+    ]) {
       expect(property(tool!, name!).type, `${tool} ${name}`).toBe('integer');
     }
     expect(property('update_skill', 'clear')).toMatchObject({ type: 'array', items: { enum: ['city', 'ut_price', 'min_duration', 'max_duration'] } });
@@ -167,8 +247,17 @@ describe('MCP tools: the listing', () => {
 
   it('says which tools spend money, and those take a price ceiling and an idempotency key', () => {
     // confirm_transaction pays what was frozen when buying: the transaction's price is its ceiling (docs/mcp.md "Tools that spend money").
-    const ceilings: Record<string, string | null> = { buy_capability: 'max_price', create_demand: 'max_price_ut', publish_task: 'bounty_amount', accept_application: 'max_price', confirm_transaction: null };
-    const spending = tools.filter((tool) => /(^| )SPENDS MONEY/.test(tool.description!)).map((tool) => tool.name).sort();
+    const ceilings: Record<string, string | null> = {
+      buy_capability: 'max_price',
+      create_demand: 'max_price_ut',
+      publish_task: 'bounty_amount',
+      accept_application: 'max_price',
+      confirm_transaction: null,
+    };
+    const spending = tools
+      .filter((tool) => /(^| )SPENDS MONEY/.test(tool.description!))
+      .map((tool) => tool.name)
+      .sort();
     expect(spending).toEqual(Object.keys(ceilings).sort());
     for (const [name, ceiling] of Object.entries(ceilings)) {
       const tool = tools.find((candidate) => candidate.name === name)!;
@@ -190,14 +279,30 @@ describe('MCP tools: answers', () => {
     await succeed(buyer, 'search_capabilities', { owner: sellerActor.userId, max_price_ut: '50', page_size: 5 });
     const demand = (await succeed(buyer, 'create_demand', { description: 'Summarize a PDF report', max_price_ut: '20.00', tags: ['pdf'] })).demand;
     await succeed(buyer, 'match_capabilities', { demand_id: demand.id, top_k: 3 });
-    const bought = await succeed(buyer, 'buy_capability', { capability_id: capability.id, demand_id: demand.id, max_price: '10.00', input: { pages: 3, url: 'https://example.com/a.pdf' }, note: 'brief' });
+    const bought = await succeed(buyer, 'buy_capability', {
+      capability_id: capability.id,
+      demand_id: demand.id,
+      max_price: '10.00',
+      input: { pages: 3, url: 'https://example.com/a.pdf' },
+      note: 'brief',
+    });
     await succeed(seller, 'get_transaction', { tx_id: bought.transaction.id });
     await succeed(buyer, 'get_wallet');
     // A demand bought at once by auto_accept answers its transaction too.
     await succeed(buyer, 'create_demand', { description: 'Summarize a PDF', max_price_ut: '10.00', auto_accept: true });
 
     // Skills.
-    const skill = (await succeed(seller, 'create_skill', { name: `${word} surveys`, description: 'Counting birds', category: 'data', ut_price: '7.50', mode: 'offline', city: 'Lyon', min_duration: 2 })).skill;
+    const skill = (
+      await succeed(seller, 'create_skill', {
+        name: `${word} surveys`,
+        description: 'Counting birds',
+        category: 'data',
+        ut_price: '7.50',
+        mode: 'offline',
+        city: 'Lyon',
+        min_duration: 2,
+      })
+    ).skill;
     await succeed(buyer, 'search_skills', { q: word });
     await succeed(buyer, 'get_skill', { skill_id: skill.id });
     await succeed(seller, 'list_my_skills', { status: 'active' });
@@ -205,9 +310,18 @@ describe('MCP tools: answers', () => {
     expect(updated).toMatchObject({ mode: 'online', city: null, ut_price: null, min_duration: null });
 
     // Tasks: publish, apply, accept, and the transaction to its end.
-    const task = (await succeed(buyer, 'publish_task', { title: `Count ${word} nests`, description: 'From drone photos', mode: 'online', category: 'data', bounty_amount: '20.00' })).task;
+    const task = (
+      await succeed(buyer, 'publish_task', {
+        title: `Count ${word} nests`,
+        description: 'From drone photos',
+        mode: 'online',
+        category: 'data',
+        bounty_amount: '20.00',
+      })
+    ).task;
     await succeed(seller, 'search_tasks', { q: word, max_bounty: '100' });
-    const application = (await succeed(seller, 'apply_to_task', { task_id: task.id, skill_id: skill.id, proposed_price: '18.00', message: 'Happy to' })).application;
+    const application = (await succeed(seller, 'apply_to_task', { task_id: task.id, skill_id: skill.id, proposed_price: '18.00', message: 'Happy to' }))
+      .application;
     // The publisher finds it over MCP alone, to accept it.
     const listed = await succeed(buyer, 'list_task_applications', { task_id: task.id, status: 'pending' });
     expect(listed.items.map((item: { id: string }) => item.id)).toEqual([application.id]);
@@ -236,12 +350,27 @@ describe('MCP tools: answers', () => {
 describe('MCP tools: arguments', () => {
   /** Arguments each tool would accept, so that the unknown one is the only problem. */
   const validArguments = (ids: Record<string, string>): Record<string, Record<string, unknown>> => ({
-    get_capability: { cap_id: ids.id }, buy_capability: { capability_id: ids.id }, search_capabilities: {}, match_capabilities: { demand_id: ids.id },
-    create_demand: { description: 'x' }, get_transaction: { tx_id: ids.id }, get_wallet: {}, search_skills: {}, get_skill: { skill_id: ids.id },
-    create_skill: { name: 'x', description: 'y', category: 'other' }, list_my_skills: {}, update_skill: { skill_id: ids.id, name: 'x' },
-    delete_skill: { skill_id: ids.id }, search_tasks: {}, publish_task: { title: 'x', description: 'y', mode: 'online' },
-    apply_to_task: { task_id: ids.id, skill_id: ids.id }, accept_application: { task_id: ids.id, app_id: ids.id }, list_task_applications: { task_id: ids.id }, accept_transaction: { tx_id: ids.id },
-    deliver_transaction: { tx_id: ids.id, result_payload: {} }, confirm_transaction: { tx_id: ids.id },
+    get_capability: { cap_id: ids.id },
+    buy_capability: { capability_id: ids.id },
+    search_capabilities: {},
+    match_capabilities: { demand_id: ids.id },
+    create_demand: { description: 'x' },
+    get_transaction: { tx_id: ids.id },
+    get_wallet: {},
+    search_skills: {},
+    get_skill: { skill_id: ids.id },
+    create_skill: { name: 'x', description: 'y', category: 'other' },
+    list_my_skills: {},
+    update_skill: { skill_id: ids.id, name: 'x' },
+    delete_skill: { skill_id: ids.id },
+    search_tasks: {},
+    publish_task: { title: 'x', description: 'y', mode: 'online' },
+    apply_to_task: { task_id: ids.id, skill_id: ids.id },
+    accept_application: { task_id: ids.id, app_id: ids.id },
+    list_task_applications: { task_id: ids.id },
+    accept_transaction: { tx_id: ids.id },
+    deliver_transaction: { tx_id: ids.id, result_payload: {} },
+    confirm_transaction: { tx_id: ids.id },
   });
 
   it('every tool refuses an argument it does not know with 4000 naming it, and does nothing', async () => {
@@ -273,21 +402,31 @@ describe('MCP tools: arguments', () => {
 
   it('a protocol error reaches the SDK client with its code said once', async () => {
     const client = await clientOf(await createAgent(test));
-    const messageOf = (promise: Promise<unknown>) => promise.then(() => 'no error', (error: unknown) => (error instanceof McpError ? error.message : String(error)));
+    const messageOf = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'no error',
+        (error: unknown) => (error instanceof McpError ? error.message : String(error)),
+      );
     expect(await messageOf(client.callTool({ name: 'no_such_tool', arguments: {} }))).toBe('MCP error -32602: unknown tool: no_such_tool');
-    expect(await messageOf(client.callTool({ name: 'get_wallet', arguments: 5 as never }))).toBe('MCP error -32602: invalid params: params.arguments must be an object');
+    expect(await messageOf(client.callTool({ name: 'get_wallet', arguments: 5 as never }))).toBe(
+      'MCP error -32602: invalid params: params.arguments must be an object',
+    );
     expect(await messageOf(client.readResource({ uri: 'marketplace://nothing' }))).toBe('MCP error -32002: unknown resource: marketplace://nothing');
     expect(await messageOf(client.getPrompt({ name: 'no_such_prompt' }))).toBe('MCP error -32602: unknown prompt: no_such_prompt');
   });
 
-  it('update_skill clears with `clear` (published) or null (REST\'s way, still parsed), not both with a value', async () => {
+  it("update_skill clears with `clear` (published) or null (REST's way, still parsed), not both with a value", async () => {
     const client = await clientOf(await createAgent(test));
-    const skill = (await succeed(client, 'create_skill', { name: 'Maps', description: 'Maps of places', category: 'design', ut_price: '3.00', max_duration: 5 })).skill;
+    const skill = (
+      await succeed(client, 'create_skill', { name: 'Maps', description: 'Maps of places', category: 'design', ut_price: '3.00', max_duration: 5 })
+    ).skill;
     expect(await succeed(client, 'update_skill', { skill_id: skill.id, clear: ['max_duration'] })).toMatchObject({ max_duration: null, ut_price: '3.00' });
     expect(await succeed(client, 'update_skill', { skill_id: skill.id, ut_price: null })).toMatchObject({ ut_price: null });
     const both = await fail(client, 'update_skill', { skill_id: skill.id, ut_price: '4.00', clear: ['ut_price'] });
     expect(both.data.errors).toEqual([{ path: 'arguments.clear.0', message: 'ut_price is both given and cleared' }]);
-    expect((await fail(client, 'update_skill', { skill_id: skill.id })).data.errors).toEqual([{ path: 'arguments', message: 'name at least one field to change' }]);
+    expect((await fail(client, 'update_skill', { skill_id: skill.id })).data.errors).toEqual([
+      { path: 'arguments', message: 'name at least one field to change' },
+    ]);
   });
 
   it('an amount may still be a JSON number, parsed as REST parses it', async () => {
@@ -306,7 +445,7 @@ describe('MCP resources: the wallet and the open transactions', () => {
     return JSON.parse((contents[0] as { text: string }).text) as Record<string, any>;
   }
 
-  it('marketplace://wallet is the caller\'s wallet, as get_wallet answers it', async () => {
+  it("marketplace://wallet is the caller's wallet, as get_wallet answers it", async () => {
     const { buyer, capability } = await agentMarket(test, '30.00');
     const client = await clientOf(buyer);
     await succeed(client, 'buy_capability', { capability_id: capability.id });
@@ -317,7 +456,7 @@ describe('MCP resources: the wallet and the open transactions', () => {
     expect((await read(await clientOf(await createAgent(test)), 'marketplace://wallet')).ut).toMatchObject({ available: '0.00', frozen: '0.00' });
   });
 
-  it('marketplace://transactions/open lists the caller\'s unfinished transactions as buyer or seller, newest first, bounded; never another user\'s', async () => {
+  it("marketplace://transactions/open lists the caller's unfinished transactions as buyer or seller, newest first, bounded; never another user's", async () => {
     const { buyer, seller, capability } = await agentMarket(test, '500.00');
     const [buyerClient, sellerClient] = [await clientOf(buyer), await clientOf(seller)];
     const ids: string[] = [];
@@ -345,7 +484,10 @@ describe('MCP prompts', () => {
     expect(prompts.map((prompt) => prompt.name)).toEqual(['find_and_buy_capability', 'publish_task']);
     for (const prompt of prompts) {
       expect(prompt.title && prompt.description, prompt.name).toBeTruthy();
-      expect(prompt.arguments!.filter((argument) => argument.required).map((argument) => argument.name), prompt.name).toEqual(['job']);
+      expect(
+        prompt.arguments!.filter((argument) => argument.required).map((argument) => argument.name),
+        prompt.name,
+      ).toEqual(['job']);
     }
   });
 
@@ -355,14 +497,30 @@ describe('MCP prompts', () => {
     const text = (buying.messages[0]!.content as { text: string }).text;
     expect(buying.messages[0]!.role).toBe('user');
     expect(text).toContain('Translate my contract into Chinese');
-    for (const step of ['create_demand', 'max_price_ut = "25.00"', 'match_capabilities', 'buy_capability', 'max_price', 'idempotency_key', 'confirm_transaction']) expect(text).toContain(step);
+    for (const step of [
+      'create_demand',
+      'max_price_ut = "25.00"',
+      'match_capabilities',
+      'buy_capability',
+      'max_price',
+      'idempotency_key',
+      'confirm_transaction',
+    ])
+      expect(text).toContain(step);
 
     const publishing = await client.getPrompt({ name: 'publish_task', arguments: { job: 'Photograph a wedding', bounty: '300', city: 'Lyon' } });
     const task = (publishing.messages[0]!.content as { text: string }).text;
-    for (const step of ['Photograph a wedding', 'publish_task', 'bounty_amount = "300"', 'city "Lyon"', 'get_wallet', 'accept_application']) expect(task).toContain(step);
+    for (const step of ['Photograph a wedding', 'publish_task', 'bounty_amount = "300"', 'city "Lyon"', 'get_wallet', 'accept_application'])
+      expect(task).toContain(step);
 
-    const messageOf = (promise: Promise<unknown>) => promise.then(() => 'no error', (error: unknown) => (error as Error).message);
+    const messageOf = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'no error',
+        (error: unknown) => (error as Error).message,
+      );
     expect(await messageOf(client.getPrompt({ name: 'publish_task', arguments: {} }))).toBe('MCP error -32602: missing argument of prompt publish_task: job');
-    expect(await messageOf(client.getPrompt({ name: 'publish_task', arguments: { job: 'x', price: '3' } }))).toBe('MCP error -32602: unknown argument of prompt publish_task: price');
+    expect(await messageOf(client.getPrompt({ name: 'publish_task', arguments: { job: 'x', price: '3' } }))).toBe(
+      'MCP error -32602: unknown argument of prompt publish_task: price',
+    );
   });
 });

@@ -36,7 +36,13 @@ function memoryProvider() {
   const kept: { client?: OAuthClientInformationMixed; tokens?: OAuthTokens; verifier?: string; authorizationUrl?: URL } = {};
   const provider: OAuthClientProvider = {
     redirectUrl,
-    clientMetadata: { client_name: 'Loopback client', redirect_uris: [redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    clientMetadata: {
+      client_name: 'Loopback client',
+      redirect_uris: [redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
     clientInformation: () => kept.client,
     saveClientInformation: (client) => void (kept.client = client),
     tokens: () => kept.tokens,
@@ -58,7 +64,11 @@ async function signInAt(base: string) {
   const consent = await fetch(kept.authorizationUrl!, { redirect: 'manual' });
   const location = new URL(consent.headers.get('location')!);
   expect(location.origin).toBe(base);
-  const decided = await test.http.post(`/api/v1/auth/oauth/requests/${location.searchParams.get('request')}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);
+  const decided = await test.http
+    .post(`/api/v1/auth/oauth/requests/${location.searchParams.get('request')}/decision`)
+    .set(human.headers)
+    .send({ decision: 'approve' })
+    .expect(200);
   const answer = new URL(decided.body.data.redirect_to).searchParams;
   expect(answer.get('iss')).toBe(base);
   await transport.finishAuth(answer.get('code')!);
@@ -69,10 +79,12 @@ async function signInAt(base: string) {
   return { tokens: kept.tokens!, toolCount: tools.tools.length };
 }
 
-const listTools = (base: string, accessToken: string) => fetch(`${base}/mcp`, {
-  method: 'POST', headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
-});
+const listTools = (base: string, accessToken: string) =>
+  fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
 
 describe('a server without PUBLIC_BASE_URL, reached by a loopback name', () => {
   it('signs an MCP SDK client in at 127.0.0.1 and at localhost, each token good for its own resource only', async () => {
@@ -92,7 +104,10 @@ describe('a server without PUBLIC_BASE_URL, reached by a loopback name', () => {
 
   it('describes itself by the name it was reached by, and by its default for any other name', async () => {
     for (const base of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
-      const resource = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as { resource: string; authorization_servers: string[] };
+      const resource = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+        resource: string;
+        authorization_servers: string[];
+      };
       expect(resource).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [base] });
       const metadata = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { issuer: string; token_endpoint: string };
       expect(metadata).toMatchObject({ issuer: base, token_endpoint: `${base}/oauth/token` });

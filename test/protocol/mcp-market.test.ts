@@ -37,7 +37,7 @@ const ids = (items: { id: string }[]) => items.map((item) => item.id).sort();
 const expectSuccess = (outcome: { isError: boolean; data: unknown }) => expect(outcome.isError, JSON.stringify(outcome.data)).toBe(false);
 
 describe('MCP: search_capabilities', () => {
-  it('finds by text and category only in the caller\'s space, filters by price and owner, and pages with numbers', async () => {
+  it("finds by text and category only in the caller's space, filters by price and owner, and pages with numbers", async () => {
     const agentSeller = await createAgent(test);
     const humanSeller = await signUpHuman(test);
     const word = `walrus${randomUUID().slice(0, 8)}`;
@@ -81,24 +81,49 @@ describe('MCP: create_demand and match_capabilities', () => {
     const seller = await createAgent(test);
     const humanSeller = await signUpHuman(test);
     const translation = await createCapability(test, seller, {
-      title: 'English to Chinese contract translation', description: 'Translate legal contracts and agreements from English into Chinese', category: 'translation', price_ut: '20.00',
+      title: 'English to Chinese contract translation',
+      description: 'Translate legal contracts and agreements from English into Chinese',
+      category: 'translation',
+      price_ut: '20.00',
     });
-    const general = await createCapability(test, await createAgent(test), { title: 'Chinese translation', description: 'Translate web pages into Chinese', category: 'translation', price_ut: '15.00' });
+    const general = await createCapability(test, await createAgent(test), {
+      title: 'Chinese translation',
+      description: 'Translate web pages into Chinese',
+      category: 'translation',
+      price_ut: '15.00',
+    });
     await createCapability(test, seller, { title: 'Logo design', description: 'Original logo design for small shops', category: 'design' });
     const humanTranslation = await createCapability(test, humanSeller, {
-      title: 'English to Chinese contract translation', description: 'Translate legal contracts and agreements from English into Chinese', category: 'translation',
+      title: 'English to Chinese contract translation',
+      description: 'Translate legal contracts and agreements from English into Chinese',
+      category: 'translation',
     });
 
     const requester = await createAgent(test);
     const client = await clientOf(requester);
     const key = randomUUID();
-    const created = await callTool(client, 'create_demand', { description: 'Translate my English sales contract into Chinese', max_price_ut: 25, idempotency_key: key });
+    const created = await callTool(client, 'create_demand', {
+      description: 'Translate my English sales contract into Chinese',
+      max_price_ut: 25,
+      idempotency_key: key,
+    });
     expectSuccess(created);
     expect(created.data.idempotency_key).toBe(key);
-    expect(created.data.demand).toMatchObject({ user_id: requester.userId, owner_type: 'agent', status: 'open', max_price_ut: '25.00', currency: 'UT', auto_accept: false });
+    expect(created.data.demand).toMatchObject({
+      user_id: requester.userId,
+      owner_type: 'agent',
+      status: 'open',
+      max_price_ut: '25.00',
+      currency: 'UT',
+      auto_accept: false,
+    });
 
     // The same key and arguments are the same demand; "25.00" is the same budget as 25.
-    const again = await callTool(client, 'create_demand', { description: 'Translate my English sales contract into Chinese', max_price_ut: '25.00', idempotency_key: key });
+    const again = await callTool(client, 'create_demand', {
+      description: 'Translate my English sales contract into Chinese',
+      max_price_ut: '25.00',
+      idempotency_key: key,
+    });
     expect(again.data.demand.id).toBe(created.data.demand.id);
     const changed = await callTool(client, 'create_demand', { description: 'Something else', idempotency_key: key });
     expect(changed).toMatchObject({ isError: true, data: { code: 4220 } });
@@ -117,7 +142,7 @@ describe('MCP: create_demand and match_capabilities', () => {
     expect(one.data.candidates.map((candidate: { entity_id: string }) => candidate.entity_id)).toEqual([translation.id]);
   });
 
-  it('without a key each call is a new demand; a human\'s demand is in CNY and matches human capabilities', async () => {
+  it("without a key each call is a new demand; a human's demand is in CNY and matches human capabilities", async () => {
     const requester = await createAgent(test);
     const client = await clientOf(requester);
     const first = await callTool(client, 'create_demand', { description: 'Proofread a short essay' });
@@ -126,7 +151,11 @@ describe('MCP: create_demand and match_capabilities', () => {
     expect(second.data.demand.id).not.toBe(first.data.demand.id);
 
     const humanSeller = await signUpHuman(test);
-    const offer = await createCapability(test, humanSeller, { title: 'Wedding photography', description: 'Photograph your wedding day, edited pictures delivered', category: 'photography' });
+    const offer = await createCapability(test, humanSeller, {
+      title: 'Wedding photography',
+      description: 'Photograph your wedding day, edited pictures delivered',
+      category: 'photography',
+    });
     const person = await clientOf(await signUpHuman(test));
     const demand = await callTool(person, 'create_demand', { description: 'Need a photographer for my wedding day', max_price_ut: '500' });
     expect(demand.data.demand).toMatchObject({ owner_type: 'human', currency: 'CNY', max_price_ut: '500.00' });
@@ -189,11 +218,21 @@ describe('MCP: the market tools are listed', () => {
     const { tools } = await (await clientOf(await createAgent(test))).listTools();
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
     expect(byName.get('search_capabilities')!.inputSchema).toMatchObject({
-      type: 'object', additionalProperties: false,
-      properties: { page: { type: 'integer', minimum: 1 }, page_size: { type: 'integer', minimum: 1, maximum: 100, default: 20 }, q: { maxLength: 200 }, available: { enum: ['true', 'false', 'any'] } },
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        page: { type: 'integer', minimum: 1 },
+        page_size: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+        q: { maxLength: 200 },
+        available: { enum: ['true', 'false', 'any'] },
+      },
     });
     expect(byName.get('search_capabilities')!.inputSchema).not.toHaveProperty('required');
-    expect(byName.get('match_capabilities')!.inputSchema).toMatchObject({ type: 'object', required: ['demand_id'], properties: { top_k: { minimum: 1, maximum: 50, default: 10 } } });
+    expect(byName.get('match_capabilities')!.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['demand_id'],
+      properties: { top_k: { minimum: 1, maximum: 50, default: 10 } },
+    });
     const createDemandSchema = byName.get('create_demand')!.inputSchema;
     expect(createDemandSchema).toMatchObject({ type: 'object', required: ['description'], properties: { idempotency_key: { maxLength: 64 } } });
     expect(byName.get('create_demand')!.description).toMatch(/idempotency_key/);
@@ -206,7 +245,12 @@ describe('MCP: the market tools are listed', () => {
     const listParameters = document.body.paths['/api/v1/capabilities'].get.parameters as { name: string; schema: Record<string, any> }[];
     const searchProperties = byName.get('search_capabilities')!.inputSchema.properties as Record<string, any>;
     const { page: _page, page_size: _size, ...filters } = searchProperties;
-    expectSameAsRest(filters, Object.fromEntries(listParameters.filter((candidate) => !['page', 'page_size'].includes(candidate.name)).map((parameter) => [parameter.name, parameter.schema])));
+    expectSameAsRest(
+      filters,
+      Object.fromEntries(
+        listParameters.filter((candidate) => !['page', 'page_size'].includes(candidate.name)).map((parameter) => [parameter.name, parameter.schema]),
+      ),
+    );
     expect(Object.keys(searchProperties).sort()).toEqual(listParameters.map((parameter) => parameter.name).sort());
     expect(searchProperties.owner.pattern).toMatch(/^\^\(\?:me\|/);
   });

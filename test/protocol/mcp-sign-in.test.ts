@@ -37,7 +37,11 @@ async function startCallback() {
     response.writeHead(200, { 'Content-Type': 'text/plain' }).end('You can close this window.');
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(listener.address() as AddressInfo).port}/callback`, codes, close: () => new Promise<void>((resolve) => listener.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(listener.address() as AddressInfo).port}/callback`,
+    codes,
+    close: () => new Promise<void>((resolve) => listener.close(() => resolve())),
+  };
 }
 
 beforeAll(async () => {
@@ -64,7 +68,13 @@ function memoryProvider(redirectUrl: string) {
   const kept: { client?: OAuthClientInformationMixed; tokens?: OAuthTokens; verifier?: string; authorizationUrl?: URL } = {};
   const provider: OAuthClientProvider = {
     redirectUrl,
-    clientMetadata: { client_name: 'Sign-in test client', redirect_uris: [redirectUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    clientMetadata: {
+      client_name: 'Sign-in test client',
+      redirect_uris: [redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
     clientInformation: () => kept.client,
     saveClientInformation: (client) => {
       kept.client = client;
@@ -121,11 +131,13 @@ describe('signing in from an MCP client', () => {
     // The lines the text is laid out on (the test's TypeScript has no DOM types, so the page's objects are described here).
     type Rectangle = { top: number };
     type PageElement = { ownerDocument: { createRange(): { selectNodeContents(node: unknown): void; getClientRects(): Iterable<Rectangle> } } };
-    expect(await redirect.evaluate((element: PageElement) => {
-      const range = element.ownerDocument.createRange();
-      range.selectNodeContents(element);
-      return new Set([...range.getClientRects()].map((rectangle) => Math.round(rectangle.top))).size;
-    })).toBe(1);
+    expect(
+      await redirect.evaluate((element: PageElement) => {
+        const range = element.ownerDocument.createRange();
+        range.selectNodeContents(element);
+        return new Set([...range.getClientRects()].map((rectangle) => Math.round(rectangle.top))).size;
+      }),
+    ).toBe(1);
     // Beside the name it gives itself: that the application is registered here, vouched for by no address.
     expect(await page.locator('#request-client-host').innerText()).toMatch(/registered directly/i);
     await page.getByRole('button', { name: 'Allow' }).click();
@@ -161,7 +173,8 @@ describe('signing in from an MCP client', () => {
     await page.getByRole('button', { name: /^Revoke Sign-in test client/ }).click();
     await eventually(() => page.locator('.tag', { hasText: 'Revoked' }).count()).toBe(1);
     const refused = await fetch(`${base}/mcp`, {
-      method: 'POST', headers: { Authorization: `Bearer ${kept.tokens!.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      method: 'POST',
+      headers: { Authorization: `Bearer ${kept.tokens!.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(refused.status).toBe(401);
@@ -190,8 +203,13 @@ describe('the authorization server', () => {
     expect(resource).toMatchObject({ resource: `${base}/mcp`, authorization_servers: [base], bearer_methods_supported: ['header'] });
     const metadata = await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json();
     expect(metadata).toMatchObject({
-      issuer: base, authorization_endpoint: `${base}/oauth/authorize`, token_endpoint: `${base}/oauth/token`, registration_endpoint: `${base}/oauth/register`,
-      code_challenge_methods_supported: ['S256'], token_endpoint_auth_methods_supported: ['none'], client_id_metadata_document_supported: true,
+      issuer: base,
+      authorization_endpoint: `${base}/oauth/authorize`,
+      token_endpoint: `${base}/oauth/token`,
+      registration_endpoint: `${base}/oauth/register`,
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['none'],
+      client_id_metadata_document_supported: true,
     });
   });
 
@@ -200,7 +218,11 @@ describe('the authorization server', () => {
     expect(client.token_endpoint_auth_method).toBe('none');
     expect(client).not.toHaveProperty('client_secret');
     for (const redirect of ['javascript:alert(1)', 'http://evil.example/callback', 'https://app.example/cb#fragment']) {
-      const response = await fetch(`${base}/oauth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ redirect_uris: [redirect] }) });
+      const response = await fetch(`${base}/oauth/register`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ redirect_uris: [redirect] }),
+      });
       expect(response.status, redirect).toBe(400);
       expect(((await response.json()) as { error: string }).error).toBe('invalid_client_metadata');
     }
@@ -208,7 +230,12 @@ describe('the authorization server', () => {
     expect(elsewhere.status).toBe(400);
     const unknown = await authorize(base, { clientId: 'no-such-client', redirectUri: client.redirect_uris[0]!, challenge: 'x'.repeat(43) });
     expect(unknown.status).toBe(400);
-    const foreignResource = await authorize(base, { clientId: client.client_id, redirectUri: client.redirect_uris[0]!, challenge: 'x'.repeat(43), resource: 'https://other.example/mcp' });
+    const foreignResource = await authorize(base, {
+      clientId: client.client_id,
+      redirectUri: client.redirect_uris[0]!,
+      challenge: 'x'.repeat(43),
+      resource: 'https://other.example/mcp',
+    });
     expect(new URL(foreignResource.location!).searchParams.get('error')).toBe('invalid_target');
   });
 
@@ -228,11 +255,23 @@ describe('the authorization server', () => {
 
   it('ends the whole grant when a refresh token is used twice (a stolen token replayed)', async () => {
     const granted = await approvedCode();
-    const first = await token(base, { grant_type: 'authorization_code', code: granted.code!, client_id: granted.client.client_id, code_verifier: granted.verifier });
+    const first = await token(base, {
+      grant_type: 'authorization_code',
+      code: granted.code!,
+      client_id: granted.client.client_id,
+      code_verifier: granted.verifier,
+    });
     const rotated = await token(base, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: granted.client.client_id });
     expect(rotated.status).toBe(200);
-    expect(await token(base, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: granted.client.client_id })).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
-    const call = await fetch(`${base}/mcp`, { method: 'POST', headers: { Authorization: `Bearer ${rotated.body.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    expect(await token(base, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token, client_id: granted.client.client_id })).toMatchObject({
+      status: 400,
+      body: { error: 'invalid_grant' },
+    });
+    const call = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${rotated.body.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
     expect(call.status).toBe(401);
     const keys = (await test.http.get('/api/v1/auth/api-keys').set(granted.human.headers).expect(200)).body.data.items;
     expect(keys).toEqual([expect.objectContaining({ name: 'Test client (MCP sign-in)', revoked_at: expect.any(String) })]);
@@ -240,23 +279,49 @@ describe('the authorization server', () => {
 
   it('revokes a refresh token over RFC 7009, ending its grant; an unknown token is no error', async () => {
     const granted = await approvedCode();
-    const tokens = await token(base, { grant_type: 'authorization_code', code: granted.code!, client_id: granted.client.client_id, code_verifier: granted.verifier });
-    const revoke = (value: string) => fetch(`${base}/oauth/revoke`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: value, client_id: granted.client.client_id }) });
+    const tokens = await token(base, {
+      grant_type: 'authorization_code',
+      code: granted.code!,
+      client_id: granted.client.client_id,
+      code_verifier: granted.verifier,
+    });
+    const revoke = (value: string) =>
+      fetch(`${base}/oauth/revoke`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: value, client_id: granted.client.client_id }),
+      });
     expect((await revoke('not-a-token')).status).toBe(200);
     expect((await revoke(tokens.body.refresh_token)).status).toBe(200);
-    const call = await fetch(`${base}/mcp`, { method: 'POST', headers: { Authorization: `Bearer ${tokens.body.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    const call = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${tokens.body.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
     expect(call.status).toBe(401);
   });
 
   it('answers an expired access token with 401 invalid_token and the pointer to sign in, and a refresh still works', async () => {
     const granted = await approvedCode();
-    const tokens = await token(base, { grant_type: 'authorization_code', code: granted.code!, client_id: granted.client.client_id, code_verifier: granted.verifier });
-    const list = (accessToken: string) => fetch(`${base}/mcp`, { method: 'POST', headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    const tokens = await token(base, {
+      grant_type: 'authorization_code',
+      code: granted.code!,
+      client_id: granted.client.client_id,
+      code_verifier: granted.verifier,
+    });
+    const list = (accessToken: string) =>
+      fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${accessToken}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
     expect((await list(tokens.body.access_token)).status).toBe(200);
     test.clock.advanceMs(limits.oauthAccessTokenLifetimeMs + 1);
     const expired = await list(tokens.body.access_token);
     expect(expired.status).toBe(401);
-    expect(expired.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="the access token is invalid, expired or revoked", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+    expect(expired.headers.get('www-authenticate')).toBe(
+      `Bearer error="invalid_token", error_description="the access token is invalid, expired or revoked", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
+    );
     expect(((await expired.json()) as { code: number }).code).toBe(4010);
     const refreshed = await token(base, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: granted.client.client_id });
     expect((await list(refreshed.body.access_token)).status).toBe(200);
@@ -268,9 +333,19 @@ describe('the authorization server', () => {
     const human = await signUpHuman(test);
     const described = (await test.http.get(`/api/v1/auth/oauth/requests/${signIn.requestId}`).set(human.headers).expect(200)).body.data;
     expect(described).toMatchObject({
-      client_name: 'Test client', client_host: null, redirect_uri: 'http://127.0.0.1:33418/callback', redirect_origin: 'http://127.0.0.1:33418', scope: 'marketplace', resource: `${base}/mcp`,
+      client_name: 'Test client',
+      client_host: null,
+      redirect_uri: 'http://127.0.0.1:33418/callback',
+      redirect_origin: 'http://127.0.0.1:33418',
+      scope: 'marketplace',
+      resource: `${base}/mcp`,
     });
-    await test.http.post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`).set(human.headers).set('Origin', 'https://evil.example').send({ decision: 'approve' }).expect(403);
+    await test.http
+      .post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`)
+      .set(human.headers)
+      .set('Origin', 'https://evil.example')
+      .send({ decision: 'approve' })
+      .expect(403);
   });
 });
 
@@ -281,7 +356,9 @@ describe('the error page of an authorization request that cannot be sent back', 
     // The browser's own note of the 400 status is expected; anything else (a CSP violation, a script error) is a problem.
     page.on('console', (message) => void (/Failed to load resource: .* 400/.test(message.text()) || problems.push(message.text())));
     page.on('pageerror', (error) => problems.push(error.message));
-    const response = await page.goto(`${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'no-such-client', redirect_uri: 'ms-msdt:/id', code_challenge: 'x', code_challenge_method: 'S256' }).toString()}`);
+    const response = await page.goto(
+      `${base}/oauth/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'no-such-client', redirect_uri: 'ms-msdt:/id', code_challenge: 'x', code_challenge_method: 'S256' }).toString()}`,
+    );
     expect(response?.status()).toBe(400);
     expect(page.url()).toContain(`${base}/oauth/authorize`);
     await expect.poll(() => page.getByRole('heading', { level: 1 }).innerText()).toMatch(/cannot continue/i);
@@ -297,10 +374,18 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
   it('refuses a browser page of another origin and a foreign host name with 403; a client without Origin passes', async () => {
     const human = await signUpHuman(test);
     for (const path of ['/mcp', '/api/v1/rpc']) {
-      const foreign = await fetch(`${base}${path}`, { method: 'POST', headers: { ...human.headers, Origin: 'http://evil.example', 'Content-Type': 'application/json' }, body: '{}' });
+      const foreign = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { ...human.headers, Origin: 'http://evil.example', 'Content-Type': 'application/json' },
+        body: '{}',
+      });
       expect(foreign.status, path).toBe(403);
       expect(((await foreign.json()) as { code: number }).code).toBe(4030);
-      const own = await fetch(`${base}${path}`, { method: 'POST', headers: { ...human.headers, Origin: base, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+      const own = await fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { ...human.headers, Origin: base, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
       expect(own.status, path).not.toBe(403);
     }
     const rebound = await test.http.post('/mcp').set('Host', 'evil.example').set(human.headers).send({});
@@ -327,7 +412,8 @@ describe('retention', () => {
     const pending = await pendingSignIn(base);
     const granted = await approvedCode();
     await token(base, { grant_type: 'authorization_code', code: granted.code!, client_id: granted.client.client_id, code_verifier: granted.verifier });
-    const count = async (table: string, where: Record<string, string>) => Number(((await db(table).where(where).count('* as count')) as { count: string }[])[0]!.count);
+    const count = async (table: string, where: Record<string, string>) =>
+      Number(((await db(table).where(where).count('* as count')) as { count: string }[])[0]!.count);
     test.clock.advanceMs(limits.oauthRefreshTokenLifetimeMs + limits.oauthIdleClientRetentionMs + 1);
     expect((await test.runtime.engine.retention.runOnce()).oauth).toBeGreaterThan(0);
     expect(await count('oauth_requests', { id: pending.requestId })).toBe(0);

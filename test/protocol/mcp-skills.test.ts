@@ -36,7 +36,12 @@ describe('MCP skill tools', () => {
     const buyer = await createAgent(test);
     const client = await clientOf(owner);
     const word = `otter${randomUUID().slice(0, 8)}`;
-    const created = await callTool(client, 'create_skill', { name: `${word} river survey`, description: 'Counting otters from drone photos', category: 'data', ut_price: '7.50' });
+    const created = await callTool(client, 'create_skill', {
+      name: `${word} river survey`,
+      description: 'Counting otters from drone photos',
+      category: 'data',
+      ut_price: '7.50',
+    });
     expect(created.isError, JSON.stringify(created.data)).toBe(false);
     const skill = created.data.skill as { id: string };
     expect(created.data.skill).toMatchObject({ user_id: owner.userId, owner_type: 'agent', source: 'manual', ut_price: '7.50', status: 'active' });
@@ -74,12 +79,24 @@ describe('MCP skill tools', () => {
     const owner = await createAgent(test);
     const other = await createAgent(test);
     const human = await signUpHuman(test);
-    const skill = (await callTool(await clientOf(owner), 'create_skill', { name: 'Tax returns', description: 'Filing', category: 'legal_finance' })).data.skill as { id: string };
+    const skill = (await callTool(await clientOf(owner), 'create_skill', { name: 'Tax returns', description: 'Filing', category: 'legal_finance' })).data
+      .skill as { id: string };
     const cases: [Actor, string, Record<string, unknown>, number, () => Promise<{ body: { code: number } }>][] = [
-      [owner, 'create_skill', { name: 'x', description: 'y', category: 'other', mode: 'offline' }, 4000,
-        () => test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'x', description: 'y', category: 'other', mode: 'offline' })],
+      [
+        owner,
+        'create_skill',
+        { name: 'x', description: 'y', category: 'other', mode: 'offline' },
+        4000,
+        () => test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'x', description: 'y', category: 'other', mode: 'offline' }),
+      ],
       [owner, 'update_skill', { skill_id: skill.id }, 4000, () => test.http.put(`/api/v1/skills/${skill.id}`).set(owner.headers).send({})],
-      [other, 'update_skill', { skill_id: skill.id, name: 'Mine now' }, 4030, () => test.http.put(`/api/v1/skills/${skill.id}`).set(other.headers).send({ name: 'Mine now' })],
+      [
+        other,
+        'update_skill',
+        { skill_id: skill.id, name: 'Mine now' },
+        4030,
+        () => test.http.put(`/api/v1/skills/${skill.id}`).set(other.headers).send({ name: 'Mine now' }),
+      ],
       [human, 'get_skill', { skill_id: skill.id }, 4040, () => test.http.get(`/api/v1/skills/${skill.id}`).set(human.headers)],
       [other, 'delete_skill', { skill_id: skill.id }, 4030, () => test.http.delete(`/api/v1/skills/${skill.id}`).set(other.headers)],
       [owner, 'search_skills', { sort: 'relevance' }, 4000, () => test.http.get('/api/v1/skills/hall').set(owner.headers).query({ sort: 'relevance' })],

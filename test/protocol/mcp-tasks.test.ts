@@ -40,12 +40,22 @@ describe('MCP work-market tools', () => {
     await credit(test, publisher.userId, '50.00');
     const [boss, hand] = [await clientOf(publisher), await clientOf(worker)];
     const word = `heron${randomUUID().slice(0, 6)}`;
-    const published = ok(await callTool(boss, 'publish_task', { title: `Count ${word} nests`, description: 'From drone photos', mode: 'online', category: 'data', bounty_amount: '20.00' }));
+    const published = ok(
+      await callTool(boss, 'publish_task', {
+        title: `Count ${word} nests`,
+        description: 'From drone photos',
+        mode: 'online',
+        category: 'data',
+        bounty_amount: '20.00',
+      }),
+    );
     expect(published.task).toMatchObject({ status: 'open', bounty_held: '20.00' });
     expect(await balance(test, publisher)).toMatchObject({ available: '30.00', frozen: '20.00' });
     const found = ok(await callTool(hand, 'search_tasks', { q: word }));
     expect(found.items.map((item: { id: string }) => item.id)).toEqual([published.task.id]);
-    const skill = (await test.http.post('/api/v1/skills/').set(worker.headers).send({ name: 'Bird counts', description: 'Counting birds', category: 'data' }).expect(201)).body.data;
+    const skill = (
+      await test.http.post('/api/v1/skills/').set(worker.headers).send({ name: 'Bird counts', description: 'Counting birds', category: 'data' }).expect(201)
+    ).body.data;
     const applied = ok(await callTool(hand, 'apply_to_task', { task_id: published.task.id, skill_id: skill.id, proposed_price: '18.00' }));
     const accepted = ok(await callTool(boss, 'accept_application', { task_id: published.task.id, app_id: applied.application.id }));
     const transactionId = accepted.accepted.transaction.id as string;
@@ -60,13 +70,14 @@ describe('MCP work-market tools', () => {
     expect(await checkBooks(test.runtime.engine.dependencies.db)).toEqual([]);
   });
 
-  it('refuses as REST refuses: a short balance keeps a draft (4020), one\'s own task (4030), a move of the other party (4030)', async () => {
+  it("refuses as REST refuses: a short balance keeps a draft (4020), one's own task (4030), a move of the other party (4030)", async () => {
     const [publisher, worker] = [await createAgent(test), await createAgent(test)];
     const boss = await clientOf(publisher);
     const short = await callTool(boss, 'publish_task', { title: 'Big job', description: 'Big', mode: 'online', bounty_amount: '99.00' });
     expect(short).toMatchObject({ isError: true, data: { code: 4020, data: { status: 'draft', required: '99.00' } } });
     const task = ok(await callTool(boss, 'publish_task', { title: 'Small job', description: 'Small', mode: 'online' })).task;
-    const ownSkill = (await test.http.post('/api/v1/skills/').set(publisher.headers).send({ name: 'x', description: 'y', category: 'other' }).expect(201)).body.data;
+    const ownSkill = (await test.http.post('/api/v1/skills/').set(publisher.headers).send({ name: 'x', description: 'y', category: 'other' }).expect(201)).body
+      .data;
     expect((await callTool(boss, 'apply_to_task', { task_id: task.id, skill_id: ownSkill.id })).data.code).toBe(4030);
     expect((await callTool(await clientOf(worker), 'publish_task', { title: 'x', description: 'y' })).data.code).toBe(4000);
   });

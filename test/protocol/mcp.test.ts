@@ -34,7 +34,9 @@ async function categoryCounts(client: Client): Promise<Record<string, number>> {
   const result = await client.readResource({ uri: 'marketplace://categories' });
   const [content] = result.contents;
   expect(content?.mimeType).toBe('application/json');
-  const body = JSON.parse((content as { text: string }).text) as { categories: { code: string; label: string; icon: string; description: string; capability_count: number }[] };
+  const body = JSON.parse((content as { text: string }).text) as {
+    categories: { code: string; label: string; icon: string; description: string; capability_count: number }[];
+  };
   expect(body.categories).toHaveLength(22);
   for (const category of body.categories) expect(category.label && category.icon && category.description).toBeTruthy();
   return Object.fromEntries(body.categories.map((category) => [category.code, category.capability_count]));
@@ -42,14 +44,17 @@ async function categoryCounts(client: Client): Promise<Record<string, number>> {
 
 /** The connection attempt's HTTP failure: the status and the envelope the server answered with. */
 async function refusal(headers: Record<string, string>) {
-  const error = await connectMcp(server.url, headers).then(() => null, (caught: unknown) => caught);
+  const error = await connectMcp(server.url, headers).then(
+    () => null,
+    (caught: unknown) => caught,
+  );
   expect(error).toBeInstanceOf(StreamableHTTPError);
   const envelope = JSON.parse((error as Error).message.slice((error as Error).message.indexOf('{'))) as { code: number };
   return { status: (error as StreamableHTTPError).code, code: envelope.code };
 }
 
 describe('MCP: the categories resource', () => {
-  it('is listed under the marketplace:// scheme and counts the available capabilities of the caller\'s space only', async () => {
+  it("is listed under the marketplace:// scheme and counts the available capabilities of the caller's space only", async () => {
     const agentSeller = await createAgent(test);
     const humanSeller = await signUpHuman(test);
     const agent = await clientOf(await createAgent(test));
@@ -87,9 +92,27 @@ describe('MCP: tools', () => {
     const agent = await clientOf(await createAgent(test));
     const { tools } = await agent.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual([
-      'accept_application', 'accept_transaction', 'apply_to_task', 'buy_capability', 'confirm_transaction', 'create_demand', 'create_skill', 'delete_skill', 'deliver_transaction',
-      'get_capability', 'get_skill', 'get_transaction', 'get_wallet', 'list_my_skills', 'list_task_applications', 'match_capabilities', 'publish_task', 'search_capabilities',
-      'search_skills', 'search_tasks', 'update_skill',
+      'accept_application',
+      'accept_transaction',
+      'apply_to_task',
+      'buy_capability',
+      'confirm_transaction',
+      'create_demand',
+      'create_skill',
+      'delete_skill',
+      'deliver_transaction',
+      'get_capability',
+      'get_skill',
+      'get_transaction',
+      'get_wallet',
+      'list_my_skills',
+      'list_task_applications',
+      'match_capabilities',
+      'publish_task',
+      'search_capabilities',
+      'search_skills',
+      'search_tasks',
+      'update_skill',
     ]);
     const buy = tools.find((tool) => tool.name === 'buy_capability')!;
     expect(buy.inputSchema).toMatchObject({ type: 'object', required: ['capability_id'], additionalProperties: false });
@@ -101,7 +124,7 @@ describe('MCP: tools', () => {
     expect(tools.find((tool) => tool.name === 'get_transaction')!.inputSchema).toMatchObject({ type: 'object', required: ['tx_id'] });
   });
 
-  it('buy_capability creates and freezes: the buyer\'s wallet shows the hold, get_transaction and get_wallet read it', async () => {
+  it("buy_capability creates and freezes: the buyer's wallet shows the hold, get_transaction and get_wallet read it", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const client = await clientOf(buyer);
     const key = randomUUID();
@@ -109,7 +132,13 @@ describe('MCP: tools', () => {
     const bought = await callTool(client, 'buy_capability', { capability_id: capability.id, note: 'please summarise', idempotency_key: key });
     expect(bought.isError, JSON.stringify(bought.data)).toBe(false);
     expect(bought.data.idempotency_key).toBe(key);
-    expect(bought.data.transaction).toMatchObject({ capability_id: capability.id, buyer_user_id: buyer.userId, seller_user_id: seller.userId, status: 'frozen', price_ut: '10.00' });
+    expect(bought.data.transaction).toMatchObject({
+      capability_id: capability.id,
+      buyer_user_id: buyer.userId,
+      seller_user_id: seller.userId,
+      status: 'frozen',
+      price_ut: '10.00',
+    });
     expect(await balance(test, buyer)).toMatchObject({ available: '90.00', frozen: '10.00', total: '100.00' });
 
     // The same key again is the same purchase: nothing more is frozen.
@@ -137,7 +166,10 @@ describe('MCP: tools', () => {
     expect(first.data.idempotency_key).toEqual(expect.any(String));
     expect(second.data.transaction.id).not.toBe(first.data.transaction.id);
     expect(await balance(test, buyer)).toMatchObject({ available: '80.00', frozen: '20.00' });
-    expect(await callTool(client, 'get_capability', { cap_id: capability.id })).toMatchObject({ isError: false, data: { id: capability.id, price_ut: '10.00' } });
+    expect(await callTool(client, 'get_capability', { cap_id: capability.id })).toMatchObject({
+      isError: false,
+      data: { id: capability.id, price_ut: '10.00' },
+    });
   });
 
   it('works for a human with a bearer token, in the human space and its currency', async () => {
@@ -167,7 +199,11 @@ describe('MCP: failures', () => {
 
   it('refuses a body that is not one JSON object (a JSON-RPC batch) with 4001, and is in the OpenAPI document', async () => {
     const agent = await createAgent(test);
-    const batch = await test.http.post('/mcp').set(agent.headers).set('Accept', 'application/json, text/event-stream').send([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]);
+    const batch = await test.http
+      .post('/mcp')
+      .set(agent.headers)
+      .set('Accept', 'application/json, text/event-stream')
+      .send([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]);
     expect(batch.status).toBe(400);
     expect(batch.body.code).toBe(4001);
     const document = await test.http.get('/api/v1/public/openapi.json').expect(200);
@@ -242,11 +278,17 @@ describe('MCP: rate limits', () => {
     const client = await connectMcp(limitedServer.url, buyer.headers);
     try {
       expect((await callTool(client, 'buy_capability', { capability_id: capability.id })).isError).toBe(false);
-      const error = await callTool(client, 'buy_capability', { capability_id: capability.id }).then(() => null, (caught: unknown) => caught);
+      const error = await callTool(client, 'buy_capability', { capability_id: capability.id }).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
       expect(error).toBeInstanceOf(StreamableHTTPError);
       expect((error as StreamableHTTPError).code).toBe(429);
       expect((error as Error).message).toContain('4290');
-      const raw = await limited.http.post('/mcp').set(buyer.headers).set('Accept', 'application/json, text/event-stream')
+      const raw = await limited.http
+        .post('/mcp')
+        .set(buyer.headers)
+        .set('Accept', 'application/json, text/event-stream')
         .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'buy_capability', arguments: { capability_id: capability.id } } });
       expect(raw.status).toBe(429);
       expect(Number(raw.headers['retry-after'])).toBeGreaterThan(0);

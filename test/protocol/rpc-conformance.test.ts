@@ -13,7 +13,11 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const post = (body: unknown, headers: Record<string, string> = caller.headers) =>
-  test.http.post('/api/v1/rpc').set(headers).set('Content-Type', 'application/json').send(typeof body === 'string' ? body : JSON.stringify(body));
+  test.http
+    .post('/api/v1/rpc')
+    .set(headers)
+    .set('Content-Type', 'application/json')
+    .send(typeof body === 'string' ? body : JSON.stringify(body));
 
 const call = (method: string, params?: unknown, id: unknown = 1) => post({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
 
@@ -75,7 +79,11 @@ describe('JSON-RPC framing', () => {
   });
 
   it('answers push notification methods for an unknown task with -32001 and file parts with -32005', async () => {
-    for (const [method, params] of [['tasks/pushNotification/set', { id: 'x', pushNotificationConfig: { url: 'https://receiver.example/a2a' } }], ['tasks/pushNotificationConfig/set', { taskId: 'x', pushNotificationConfig: { url: 'https://receiver.example/a2a' } }], ['CreateTaskPushNotificationConfig', { taskId: 'x', url: 'https://receiver.example/a2a' }]] as const) {
+    for (const [method, params] of [
+      ['tasks/pushNotification/set', { id: 'x', pushNotificationConfig: { url: 'https://receiver.example/a2a' } }],
+      ['tasks/pushNotificationConfig/set', { taskId: 'x', pushNotificationConfig: { url: 'https://receiver.example/a2a' } }],
+      ['CreateTaskPushNotificationConfig', { taskId: 'x', url: 'https://receiver.example/a2a' }],
+    ] as const) {
       expect((await call(method, params).expect(200)).body.error.code).toBe(-32001);
     }
     const file = { kind: 'file', file: { uri: 'https://example.com/a.pdf' } };
@@ -85,9 +93,11 @@ describe('JSON-RPC framing', () => {
 });
 
 describe('task errors', () => {
-  it('answers a missing task and another user\'s task with the same -32001', async () => {
+  it("answers a missing task and another user's task with the same -32001", async () => {
     const { buyer, capability } = await agentMarket(test);
-    const theirs = (await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capability.id }).expect(201)).body.data;
+    const theirs = (
+      await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capability.id }).expect(201)
+    ).body.data;
     const missing = (await call('tasks/get', { id: randomUUID() }).expect(200)).body;
     const foreign = (await call('tasks/get', { id: theirs.id }).expect(200)).body;
     expect(missing.error).toMatchObject({ code: -32001, data: { code: 4040, message: 'not_found' } });
@@ -107,13 +117,26 @@ describe('task errors', () => {
 
   it('answers cancelling a settled task with -32002 carrying the 4090 details', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
-    const created = (await post({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { id: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } } }, buyer.headers).expect(200)).body.result;
+    const created = (
+      await post(
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tasks/send',
+          params: { id: randomUUID(), message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } },
+        },
+        buyer.headers,
+      ).expect(200)
+    ).body.result;
     const transactionId = created.metadata.marketplace.transaction_id;
     await act(test, seller, transactionId, 'accept').expect(200);
     await act(test, seller, transactionId, 'deliver', { result_payload: { ok: true } }).expect(200);
     await act(test, buyer, transactionId, 'confirm').expect(200);
     const response = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/cancel', params: { id: created.id } }, buyer.headers).expect(200);
-    expect(response.body.error).toMatchObject({ code: -32002, data: { code: 4090, message: 'invalid_state_transition', data: { status: 'settled', action: 'cancel' } } });
+    expect(response.body.error).toMatchObject({
+      code: -32002,
+      data: { code: 4090, message: 'invalid_state_transition', data: { status: 'settled', action: 'cancel' } },
+    });
   });
 });
 
@@ -123,7 +146,15 @@ describe('ListTasks', () => {
     const ids: string[] = [];
     const contextIds: string[] = [];
     for (let index = 0; index < 3; index++) {
-      const sent = await post({ jsonrpc: '2.0', id: index, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } } }, buyer.headers).expect(200);
+      const sent = await post(
+        {
+          jsonrpc: '2.0',
+          id: index,
+          method: 'SendMessage',
+          params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } },
+        },
+        buyer.headers,
+      ).expect(200);
       ids.push(sent.body.result.task.id);
       contextIds.push(sent.body.result.task.contextId);
     }
@@ -173,12 +204,18 @@ describe('batches', () => {
   });
 
   it('answers a batch of notifications, or a notification, with no body', async () => {
-    await post([{ jsonrpc: '2.0', method: 'ListTasks', params: {} }, { jsonrpc: '2.0', method: 'tasks/get', params: { id: 'x' } }]).expect(204);
+    await post([
+      { jsonrpc: '2.0', method: 'ListTasks', params: {} },
+      { jsonrpc: '2.0', method: 'tasks/get', params: { id: 'x' } },
+    ]).expect(204);
     await post({ jsonrpc: '2.0', method: 'ListTasks', params: {} }).expect(204);
   });
 
   it('refuses streaming methods inside an HTTP batch without running them', async () => {
-    const response = await post([{ jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 'x' } }, { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: {} }]).expect(200);
+    const response = await post([
+      { jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: 'x' } },
+      { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: {} },
+    ]).expect(200);
     expect(response.body[0]).toMatchObject({ id: 1, error: { code: -32004 } });
     expect(response.body[1]).toMatchObject({ id: 2, result: { tasks: expect.any(Array) } });
   });
@@ -188,7 +225,12 @@ describe('authentication', () => {
   const request = { jsonrpc: '2.0', id: 11, method: 'ListTasks', params: {} };
 
   it('answers missing credentials with HTTP 401 and a JSON-RPC error carrying 4010', async () => {
-    const response = await test.http.post('/api/v1/rpc').set('Content-Type', 'application/json').set('A2A-Version', '1.0').send(JSON.stringify(request)).expect(401);
+    const response = await test.http
+      .post('/api/v1/rpc')
+      .set('Content-Type', 'application/json')
+      .set('A2A-Version', '1.0')
+      .send(JSON.stringify(request))
+      .expect(401);
     expect(response.body).toMatchObject({ jsonrpc: '2.0', id: 11, error: { code: -32110, data: { code: 4010, message: 'unauthenticated' } } });
   });
 
@@ -243,9 +285,25 @@ describe('limits', () => {
 describe('an action refused by the state, other than cancel', () => {
   it('keeps the marketplace code -32190 with data.code 4090; only cancel answers -32002', async () => {
     const { buyer, capability } = await agentMarket(test);
-    const sent = await post({ jsonrpc: '2.0', id: 1, method: 'tasks/send', params: { id: `early-${randomUUID()}`, message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } } }, buyer.headers).expect(200);
+    const sent = await post(
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tasks/send',
+        params: { id: `early-${randomUUID()}`, message: { role: 'user', parts: [{ type: 'data', data: { capability_id: capability.id } }] } },
+      },
+      buyer.headers,
+    ).expect(200);
     const taskId = sent.body.result.id;
-    const confirmTooEarly = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/send', params: { id: taskId, message: { role: 'user', parts: [{ type: 'data', data: { action: 'confirm' } }] } } }, buyer.headers).expect(200);
+    const confirmTooEarly = await post(
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tasks/send',
+        params: { id: taskId, message: { role: 'user', parts: [{ type: 'data', data: { action: 'confirm' } }] } },
+      },
+      buyer.headers,
+    ).expect(200);
     expect(confirmTooEarly.body.error).toMatchObject({ code: -32190, data: { code: 4090, data: { status: 'frozen', action: 'confirm' } } });
   });
 });

@@ -19,7 +19,9 @@ async function rpc(actor: Actor, method: string, params: unknown): Promise<Json>
 }
 
 const sendMessage = (actor: Actor, data: Record<string, unknown>, taskId?: string) =>
-  rpc(actor, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data }], ...(taskId ? { taskId } : {}) } });
+  rpc(actor, 'message/send', {
+    message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data }], ...(taskId ? { taskId } : {}) },
+  });
 
 const envelope = (body: Json) => ({ code: body.code, message: body.message, data: body.data });
 const rpcEnvelope = (body: Json) => ({ code: body.error.data.code, message: body.error.data.message, data: body.error.data.data });
@@ -42,7 +44,10 @@ describe('a purchase over REST and over JSON-RPC', () => {
     rpcStates.push(sent.result.metadata.marketplace.status);
     expect(await balance(test, overRpc.buyer)).toEqual(await balance(test, overRest.buyer));
 
-    for (const [action, body] of [['accept', undefined], ['deliver', { result_payload: { pages: 3 } }]] as const) {
+    for (const [action, body] of [
+      ['accept', undefined],
+      ['deliver', { result_payload: { pages: 3 } }],
+    ] as const) {
       restStates.push((await act(test, overRest.seller, created.id, action, body).expect(200)).body.data.status);
       await act(test, overRpc.seller, taskId, action, body).expect(200);
       rpcStates.push((await rpc(overRpc.buyer, 'tasks/get', { id: taskId })).result.metadata.marketplace.status);
@@ -86,7 +91,12 @@ describe('the same errors over both transports', () => {
   it('unknown capability: 4040 (-32001) with the same data', async () => {
     const { buyer } = await agentMarket(test);
     const capabilityId = randomUUID();
-    const rest = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capabilityId }).expect(404);
+    const rest = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capabilityId })
+      .expect(404);
     const overRpc = await sendMessage(buyer, { capability_id: capabilityId });
     expect(overRpc.error.code).toBe(-32001);
     expect(rpcEnvelope(overRpc)).toEqual(envelope(rest.body));
@@ -133,7 +143,12 @@ describe('the same errors over both transports', () => {
 
   it('invalid input: 4000 over both, the path naming where it was', async () => {
     const { buyer, capability } = await agentMarket(test);
-    const rest = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: capability.id, booked_hours: 0 }).expect(400);
+    const rest = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capability.id, booked_hours: 0 })
+      .expect(400);
     const overRpc = await sendMessage(buyer, { capability_id: capability.id, booked_hours: 0 });
     expect(overRpc.error.code).toBe(-32602);
     expect(rest.body.code).toBe(4000);

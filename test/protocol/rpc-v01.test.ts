@@ -79,7 +79,10 @@ async function rest<T>(events: AsyncGenerator<T>): Promise<T[]> {
 
 const buyMessage = (capabilityId: string, text = 'Summarize the attached report, please.') => ({
   role: 'user',
-  parts: [{ type: 'text', text }, { type: 'data', data: { capability_id: capabilityId, input: { url: 'https://example.com/r.pdf' } } }],
+  parts: [
+    { type: 'text', text },
+    { type: 'data', data: { capability_id: capabilityId, input: { url: 'https://example.com/r.pdf' } } },
+  ],
 });
 const confirmMessage = { role: 'user', parts: [{ type: 'data', data: { action: 'confirm' } }] };
 
@@ -90,7 +93,9 @@ describe('A2A v0.1 over plain fetch', () => {
     const sessionId = randomUUID();
     const sent = await rpc(buyer, 'tasks/send', { id: taskId, sessionId, message: buyMessage(capability.id) });
     expect(sent.result).toMatchObject({
-      id: taskId, sessionId, status: { state: 'submitted', message: { role: 'agent', parts: [{ type: 'text' }] } },
+      id: taskId,
+      sessionId,
+      status: { state: 'submitted', message: { role: 'agent', parts: [{ type: 'text' }] } },
       metadata: { marketplace: { status: 'frozen', price: '25.00', currency: 'UT', client_task_id: taskId, context_id: sessionId } },
     });
     expect(sent.result.kind).toBeUndefined();
@@ -176,10 +181,19 @@ describe('A2A v0.1 over plain fetch', () => {
     const failed = await rpc(buyer, 'tasks/send', params);
     expect(failed.error).toMatchObject({
       code: -32120,
-      data: { code: 4020, message: 'insufficient_balance', data: { currency: 'UT', available: '5.00', required: '10.00' }, task_id: taskId, status: 'pending_freeze' },
+      data: {
+        code: 4020,
+        message: 'insufficient_balance',
+        data: { currency: 'UT', available: '5.00', required: '10.00' },
+        task_id: taskId,
+        status: 'pending_freeze',
+      },
     });
     const pending = await rpc(buyer, 'tasks/get', { id: taskId });
-    expect(pending.result).toMatchObject({ status: { state: 'submitted' }, metadata: { marketplace: { status: 'pending_freeze', transaction_id: failed.error.data.transaction_id } } });
+    expect(pending.result).toMatchObject({
+      status: { state: 'submitted' },
+      metadata: { marketplace: { status: 'pending_freeze', transaction_id: failed.error.data.transaction_id } },
+    });
     await credit(test, buyer.userId, '10.00');
     const retried = await rpc(buyer, 'tasks/send', params);
     expect(retried.result).toMatchObject({ id: taskId, metadata: { marketplace: { status: 'frozen', transaction_id: failed.error.data.transaction_id } } });

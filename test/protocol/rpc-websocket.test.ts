@@ -70,7 +70,9 @@ class Peer {
   }
 }
 
-const buyParams = (capabilityId: string) => ({ message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capabilityId } }] } });
+const buyParams = (capabilityId: string) => ({
+  message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { capability_id: capabilityId } }] },
+});
 
 describe('JSON-RPC over WebSocket', () => {
   it('refuses the upgrade without valid credentials, with the HTTP status and a JSON-RPC error', async () => {
@@ -78,7 +80,9 @@ describe('JSON-RPC over WebSocket', () => {
       new Promise<{ status: number; body: Json }>((resolve) =>
         socket.once('unexpected-response', (_request, response) => {
           let text = '';
-          response.on('data', (chunk: Buffer) => { text += chunk.toString(); });
+          response.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+          });
           response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Json }));
         }),
       );
@@ -97,9 +101,15 @@ describe('JSON-RPC over WebSocket', () => {
     expect((await peer.call('tasks/get', { id: randomUUID() })).error).toMatchObject({ code: -32001, data: { code: 4040 } });
     peer.send('{not json');
     expect(await peer.waitFor((message) => message.error?.code === -32700)).toMatchObject({ id: null });
-    peer.send([{ jsonrpc: '2.0', id: 'a', method: 'GetTask', params: { id: sent.result.id } }, { jsonrpc: '2.0', id: 'b', method: 'nope' }]);
+    peer.send([
+      { jsonrpc: '2.0', id: 'a', method: 'GetTask', params: { id: sent.result.id } },
+      { jsonrpc: '2.0', id: 'b', method: 'nope' },
+    ]);
     const batch = await peer.waitFor((message) => Array.isArray(message));
-    expect(batch).toMatchObject([{ id: 'a', result: { status: { state: 'TASK_STATE_SUBMITTED' } } }, { id: 'b', error: { code: -32601 } }]);
+    expect(batch).toMatchObject([
+      { id: 'a', result: { status: { state: 'TASK_STATE_SUBMITTED' } } },
+      { id: 'b', error: { code: -32601 } },
+    ]);
     peer.socket.close();
   });
 
@@ -140,7 +150,12 @@ describe('JSON-RPC over WebSocket', () => {
     const { buyer, capability } = await agentMarket(test);
     const peer = await Peer.connect(buyer);
     peer.send([
-      { jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } } },
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] } },
+      },
       { jsonrpc: '2.0', id: 2, method: 'ListTasks', params: {} },
     ]);
     const batch = await peer.waitFor((message) => Array.isArray(message));

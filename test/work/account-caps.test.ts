@@ -46,8 +46,15 @@ const createSkill = (owner: Actor, index = 0) => test.http.post('/api/v1/skills/
 const newSkills = async (owner: Actor, count: number) =>
   Promise.all(Array.from({ length: count }, async (_, index) => (await createSkill(owner, index).expect(201)).body.data as { id: string }));
 const newTask = async () =>
-  (await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Proofread a thesis', description: 'Eighty pages of English', mode: 'online', category: 'academic' }).expect(201)).body.data as { id: string };
-const apply = (actor: Actor, taskId: string, skillId: string) => test.http.post(`/api/v1/tasks/${taskId}/applications`).set(actor.headers).send({ skill_id: skillId });
+  (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({ title: 'Proofread a thesis', description: 'Eighty pages of English', mode: 'online', category: 'academic' })
+      .expect(201)
+  ).body.data as { id: string };
+const apply = (actor: Actor, taskId: string, skillId: string) =>
+  test.http.post(`/api/v1/tasks/${taskId}/applications`).set(actor.headers).send({ skill_id: skillId });
 
 describe('skills per user and space', () => {
   it(`keeps ${limits.skillsPerUserMax} live skills per account and space (4092 naming the limit, on REST and MCP), a deleted one frees a place, the other space has its own`, async () => {
@@ -57,9 +64,16 @@ describe('skills per user and space', () => {
     const owner: Actor = { userId: person.userId, headers: { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': person.userId } };
     const skills = await newSkills(owner, limits.skillsPerUserMax);
     const refused = await createSkill(owner).expect(409);
-    expect(refused.body).toMatchObject({ code: 4092, data: { skills_max: limits.skillsPerUserMax, detail: expect.stringContaining(String(limits.skillsPerUserMax)) } });
+    expect(refused.body).toMatchObject({
+      code: 4092,
+      data: { skills_max: limits.skillsPerUserMax, detail: expect.stringContaining(String(limits.skillsPerUserMax)) },
+    });
     const viaMcp = await callTool(await mcpOf(owner), 'create_skill', skillBody());
-    expect({ isError: viaMcp.isError, code: viaMcp.data.code, max: viaMcp.data.data?.skills_max }).toEqual({ isError: true, code: 4092, max: limits.skillsPerUserMax });
+    expect({ isError: viaMcp.isError, code: viaMcp.data.code, max: viaMcp.data.data?.skills_max }).toEqual({
+      isError: true,
+      code: 4092,
+      max: limits.skillsPerUserMax,
+    });
     // The same person in the human space (their own token) is another space with its own count.
     await createSkill(person).expect(201);
     await test.http.delete(`/api/v1/skills/${skills[0]!.id}`).set(owner.headers).expect(200);
@@ -67,13 +81,17 @@ describe('skills per user and space', () => {
     await createSkill(owner).expect(409);
   }, 60_000);
 
-  it(raceTest(`creates exactly ${limits.skillsPerUserMax} skills of ${limits.skillsPerUserMax + 15} parallel creates by one account`), async () => {
-    const owner = cheapAgent();
-    const answers = await Promise.all(Array.from({ length: limits.skillsPerUserMax + 15 }, (_, index) => createSkill(owner, index)));
-    expect(answers.filter((answer) => answer.status === 201)).toHaveLength(limits.skillsPerUserMax);
-    expect(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code)).toEqual(Array.from({ length: 15 }, () => 4092));
-    expect((await test.http.get('/api/v1/skills/').set(owner.headers).expect(200)).body.data.total).toBe(limits.skillsPerUserMax);
-  }, 60_000);
+  it(
+    raceTest(`creates exactly ${limits.skillsPerUserMax} skills of ${limits.skillsPerUserMax + 15} parallel creates by one account`),
+    async () => {
+      const owner = cheapAgent();
+      const answers = await Promise.all(Array.from({ length: limits.skillsPerUserMax + 15 }, (_, index) => createSkill(owner, index)));
+      expect(answers.filter((answer) => answer.status === 201)).toHaveLength(limits.skillsPerUserMax);
+      expect(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code)).toEqual(Array.from({ length: 15 }, () => 4092));
+      expect((await test.http.get('/api/v1/skills/').set(owner.headers).expect(200)).body.data.total).toBe(limits.skillsPerUserMax);
+    },
+    60_000,
+  );
 });
 
 describe('live applications per applicant and task', () => {
@@ -88,7 +106,11 @@ describe('live applications per applicant and task', () => {
     expect(refusal.status).toBe(409);
     expect(refusal.body).toMatchObject({ code: 4092, data: { applications_per_task_max: limits.taskApplicationsPerApplicantMax, detail: expect.any(String) } });
     const viaMcp = await callTool(await mcpOf(flooder), 'apply_to_task', { task_id: task.id, skill_id: skills.at(-1)!.id });
-    expect({ isError: viaMcp.isError, code: viaMcp.data.code, max: viaMcp.data.data?.applications_per_task_max }).toEqual({ isError: true, code: 4092, max: limits.taskApplicationsPerApplicantMax });
+    expect({ isError: viaMcp.isError, code: viaMcp.data.code, max: viaMcp.data.data?.applications_per_task_max }).toEqual({
+      isError: true,
+      code: 4092,
+      max: limits.taskApplicationsPerApplicantMax,
+    });
     const real = await createAgent(test);
     const [realSkill] = await newSkills(real, 1);
     await apply(real, task.id, realSkill!.id).expect(201);
@@ -100,36 +122,52 @@ describe('live applications per applicant and task', () => {
     expect(listed.items.filter((item: { applicant_id: string }) => item.applicant_id === flooder.userId)).toHaveLength(limits.taskApplicationsPerApplicantMax);
   }, 60_000);
 
-  it(raceTest(`takes ${limits.taskApplicationsPerApplicantMax} of twenty parallel applies by one account to one task`), async () => {
-    const task = await newTask();
-    const flooder = cheapAgent();
-    const skills = await newSkills(flooder, 20);
-    const answers = await Promise.all(skills.map((skill) => apply(flooder, task.id, skill.id)));
-    expect(answers.filter((answer) => answer.status === 201)).toHaveLength(limits.taskApplicationsPerApplicantMax);
-    expect(new Set(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code))).toEqual(new Set([4092]));
-    const real = cheapAgent();
-    const [realSkill] = await newSkills(real, 1);
-    await apply(real, task.id, realSkill!.id).expect(201);
-  }, 60_000);
+  it(
+    raceTest(`takes ${limits.taskApplicationsPerApplicantMax} of twenty parallel applies by one account to one task`),
+    async () => {
+      const task = await newTask();
+      const flooder = cheapAgent();
+      const skills = await newSkills(flooder, 20);
+      const answers = await Promise.all(skills.map((skill) => apply(flooder, task.id, skill.id)));
+      expect(answers.filter((answer) => answer.status === 201)).toHaveLength(limits.taskApplicationsPerApplicantMax);
+      expect(new Set(answers.filter((answer) => answer.status !== 201).map((answer) => answer.body.code))).toEqual(new Set([4092]));
+      const real = cheapAgent();
+      const [realSkill] = await newSkills(real, 1);
+      await apply(real, task.id, realSkill!.id).expect(201);
+    },
+    60_000,
+  );
 });
 
 describe('live applications per applicant overall', () => {
-  it(raceTest(`keeps ${limits.liveApplicationsPerApplicantMax} pending applications per account and space across tasks, even when sent at once`), async () => {
-    const flooder = cheapAgent();
-    const [skill] = await newSkills(flooder, 1);
-    const tasks: { id: string }[] = [];
-    for (let batch = 0; batch * 10 < limits.liveApplicationsPerApplicantMax + 10; batch++) tasks.push(...(await Promise.all(Array.from({ length: 10 }, () => newTask()))));
-    const answers = await Promise.all(tasks.map((task) => apply(flooder, task.id, skill!.id)));
-    const taken = answers.filter((answer) => answer.status === 201);
-    expect(taken).toHaveLength(limits.liveApplicationsPerApplicantMax);
-    const refused = answers.filter((answer) => answer.status !== 201);
-    expect(refused).toHaveLength(tasks.length - limits.liveApplicationsPerApplicantMax);
-    expect(refused[0]!.body).toMatchObject({ code: 4092, data: { live_applications_max: limits.liveApplicationsPerApplicantMax, detail: expect.any(String) } });
-    // Once the publisher answers one, the account may apply once more.
-    const answered = taken[0]!.body.data as { id: string; task_id: string };
-    await test.http.post(`/api/v1/tasks/${answered.task_id}/applications/${answered.id}/reject`).set(publisher.headers).send({}).expect(200);
-    const freeTask = tasks.find((task) => !taken.some((answer) => answer.body.data.task_id === task.id))!;
-    await apply(flooder, freeTask.id, skill!.id).expect(201);
-    await apply(flooder, tasks.find((task) => task.id !== freeTask.id && !taken.some((answer) => answer.body.data.task_id === task.id))!.id, skill!.id).expect(409);
-  }, 120_000);
+  it(
+    raceTest(`keeps ${limits.liveApplicationsPerApplicantMax} pending applications per account and space across tasks, even when sent at once`),
+    async () => {
+      const flooder = cheapAgent();
+      const [skill] = await newSkills(flooder, 1);
+      const tasks: { id: string }[] = [];
+      for (let batch = 0; batch * 10 < limits.liveApplicationsPerApplicantMax + 10; batch++)
+        tasks.push(...(await Promise.all(Array.from({ length: 10 }, () => newTask()))));
+      const answers = await Promise.all(tasks.map((task) => apply(flooder, task.id, skill!.id)));
+      const taken = answers.filter((answer) => answer.status === 201);
+      expect(taken).toHaveLength(limits.liveApplicationsPerApplicantMax);
+      const refused = answers.filter((answer) => answer.status !== 201);
+      expect(refused).toHaveLength(tasks.length - limits.liveApplicationsPerApplicantMax);
+      expect(refused[0]!.body).toMatchObject({
+        code: 4092,
+        data: { live_applications_max: limits.liveApplicationsPerApplicantMax, detail: expect.any(String) },
+      });
+      // Once the publisher answers one, the account may apply once more.
+      const answered = taken[0]!.body.data as { id: string; task_id: string };
+      await test.http.post(`/api/v1/tasks/${answered.task_id}/applications/${answered.id}/reject`).set(publisher.headers).send({}).expect(200);
+      const freeTask = tasks.find((task) => !taken.some((answer) => answer.body.data.task_id === task.id))!;
+      await apply(flooder, freeTask.id, skill!.id).expect(201);
+      await apply(
+        flooder,
+        tasks.find((task) => task.id !== freeTask.id && !taken.some((answer) => answer.body.data.task_id === task.id))!.id,
+        skill!.id,
+      ).expect(409);
+    },
+    120_000,
+  );
 });

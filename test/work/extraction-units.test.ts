@@ -11,21 +11,37 @@ import { limits } from '../../src/limits.ts';
  */
 describe('built-in extraction', () => {
   it('finds the kinds a text shows, strongest first, each with its tags, evidence and confidence', () => {
-    const text = 'I build React and Vue front ends with TypeScript. My logos and brand guidelines win clients! Logo work since 2015; I also write Python scripts.';
+    const text =
+      'I build React and Vue front ends with TypeScript. My logos and brand guidelines win clients! Logo work since 2015; I also write Python scripts.';
     expect(extractSkills(text)).toEqual({
       language: 'en',
       skills: [
         {
-          key: 'logo_brand', name: 'Logo and brand identity design', description: 'My logos and brand guidelines win clients. Logo work since 2015', category: 'design',
-          tags: ['logos', 'brand'], evidence: ['My logos and brand guidelines win clients', 'Logo work since 2015'], confidence: 0.95,
+          key: 'logo_brand',
+          name: 'Logo and brand identity design',
+          description: 'My logos and brand guidelines win clients. Logo work since 2015',
+          category: 'design',
+          tags: ['logos', 'brand'],
+          evidence: ['My logos and brand guidelines win clients', 'Logo work since 2015'],
+          confidence: 0.95,
         },
         {
-          key: 'web_frontend', name: 'Web front-end development', description: 'I build React and Vue front ends with TypeScript', category: 'tech_dev',
-          tags: ['react', 'vue', 'typescript'], evidence: ['I build React and Vue front ends with TypeScript'], confidence: 0.8,
+          key: 'web_frontend',
+          name: 'Web front-end development',
+          description: 'I build React and Vue front ends with TypeScript',
+          category: 'tech_dev',
+          tags: ['react', 'vue', 'typescript'],
+          evidence: ['I build React and Vue front ends with TypeScript'],
+          confidence: 0.8,
         },
         {
-          key: 'python', name: 'Python programming', description: 'I also write Python scripts', category: 'tech_dev',
-          tags: ['python', 'scripts'], evidence: ['I also write Python scripts'], confidence: 0.65,
+          key: 'python',
+          name: 'Python programming',
+          description: 'I also write Python scripts',
+          category: 'tech_dev',
+          tags: ['python', 'scripts'],
+          evidence: ['I also write Python scripts'],
+          confidence: 0.65,
         },
       ],
     });
@@ -35,7 +51,15 @@ describe('built-in extraction', () => {
     expect(extractSkills('我做网站开发和前端。也设计标志。')).toEqual({
       language: 'zh',
       skills: [
-        { key: 'web_frontend', name: '网页前端开发', description: '我做网站开发和前端', category: 'tech_dev', tags: ['前端', '网站开发'], evidence: ['我做网站开发和前端'], confidence: 0.65 },
+        {
+          key: 'web_frontend',
+          name: '网页前端开发',
+          description: '我做网站开发和前端',
+          category: 'tech_dev',
+          tags: ['前端', '网站开发'],
+          evidence: ['我做网站开发和前端'],
+          confidence: 0.65,
+        },
         { key: 'logo_brand', name: '标志与品牌设计', description: '也设计标志', category: 'design', tags: ['标志'], evidence: ['也设计标志'], confidence: 0.5 },
       ],
     });
@@ -68,7 +92,8 @@ describe('built-in extraction', () => {
     const tagged = extractSkills('React, Vue, Angular, Svelte, Tailwind, CSS and HTML pages, responsive.').skills[0]!;
     expect(tagged.tags).toHaveLength(5);
     expect(tagged.confidence).toBe(0.95);
-    const everything = 'React Vue. Django Flask. Docker Kubernetes. Figma wireframes. Logo brand. Photoshop posters. Illustrations sketches. Selenium testing. Pentest OWASP. Kotlin Swift.';
+    const everything =
+      'React Vue. Django Flask. Docker Kubernetes. Figma wireframes. Logo brand. Photoshop posters. Illustrations sketches. Selenium testing. Pentest OWASP. Kotlin Swift.';
     expect(extractSkills(everything).skills.length).toBeLessThanOrEqual(limits.skillCandidatesPerExtractMax);
     const hidden = `${'x '.repeat(limits.skillExtractTextLengthMax)} React and Vue.`;
     expect(extractSkills(hidden).skills).toEqual([]);
@@ -86,26 +111,61 @@ describe('built-in extraction', () => {
   });
 
   it('puts a kind with more evidence first among kinds shown by as many words', () => {
-    expect(extractSkills('Photoshop. Excel sheets. Excel reports.').skills.map((skill) => [skill.key, skill.evidence.length])).toEqual([['data_analysis', 2], ['graphic', 1]]);
+    expect(extractSkills('Photoshop. Excel sheets. Excel reports.').skills.map((skill) => [skill.key, skill.evidence.length])).toEqual([
+      ['data_analysis', 2],
+      ['graphic', 1],
+    ]);
   });
 
-  it('joins a Chinese candidate\'s evidence with the Chinese full stop', () => {
-    expect(extractSkills('我做前端。我也做前端页面。').skills[0]).toMatchObject({ description: '我做前端。我也做前端页面', evidence: ['我做前端', '我也做前端页面'] });
+  it("joins a Chinese candidate's evidence with the Chinese full stop", () => {
+    expect(extractSkills('我做前端。我也做前端页面。').skills[0]).toMatchObject({
+      description: '我做前端。我也做前端页面',
+      evidence: ['我做前端', '我也做前端页面'],
+    });
   });
 });
 
 describe('the built-in drafters', () => {
   it('reads a price only with its currency or sign, through minor units', () => {
     expect(['$50.55', '12.55 dollars', '5 dollar'].map(priceOf)).toEqual(['50.55', '12.55', '5.00']);
-    expect(['$50', '$ 50.5', '¥80', '￥80', '50 UT', '50ut', '12.5 dollars', '30 rmb', '40元', '40 块', '7 usd', '9 CNY'].map(priceOf))
-      .toEqual(['50.00', '50.50', '80.00', '80.00', '50.00', '50.00', '12.50', '30.00', '40.00', '40.00', '7.00', '9.00']);
+    expect(['$50', '$ 50.5', '¥80', '￥80', '50 UT', '50ut', '12.5 dollars', '30 rmb', '40元', '40 块', '7 usd', '9 CNY'].map(priceOf)).toEqual([
+      '50.00',
+      '50.50',
+      '80.00',
+      '80.00',
+      '50.00',
+      '50.00',
+      '12.50',
+      '30.00',
+      '40.00',
+      '40.00',
+      '7.00',
+      '9.00',
+    ]);
     for (const text of ['50', 'about 50 pages', '50 utilities', '', 'USD']) expect(priceOf(text)).toBeUndefined();
   });
 
   it('reads the pricing model from its words in both languages, fixed otherwise', () => {
     expect(pricingModelOf('40/ hr')).toBe('per_hour');
-    expect(['40 per hour', 'hourly', '$40 an hour', '40/hr', '每小时 40', 'per day', 'daily rate', '按天', 'per call', '按次', 'negotiable', '面议', 'a logo'].map(pricingModelOf))
-      .toEqual(['per_hour', 'per_hour', 'per_hour', 'per_hour', 'per_hour', 'per_day', 'per_day', 'per_day', 'per_use', 'per_use', 'negotiable', 'negotiable', 'fixed']);
+    expect(
+      ['40 per hour', 'hourly', '$40 an hour', '40/hr', '每小时 40', 'per day', 'daily rate', '按天', 'per call', '按次', 'negotiable', '面议', 'a logo'].map(
+        pricingModelOf,
+      ),
+    ).toEqual([
+      'per_hour',
+      'per_hour',
+      'per_hour',
+      'per_hour',
+      'per_hour',
+      'per_day',
+      'per_day',
+      'per_day',
+      'per_use',
+      'per_use',
+      'negotiable',
+      'negotiable',
+      'fixed',
+    ]);
   });
 
   it('heads a draft with the first clause, cut at a word', () => {
@@ -132,11 +192,14 @@ describe('the built-in drafters', () => {
 
   it('reads a deadline in hours, days or weeks, Chinese numerals too, within bounds (three days without one)', () => {
     expect(['两 天', 'in 1 hour', '10 hr', '1 day', '1 week'].map(deliveryHoursOf)).toEqual([48, 1, 10, 24, 168]);
-    expect(['in 48 hours', 'within 3 days', '2 weeks', '5h', '10 hrs', '两天内', '3天', '一周', '12小时', 'in a week', 'soon', '0 hours', '9999 weeks'].map(deliveryHoursOf))
-      .toEqual([48, 72, 336, 5, 10, 48, 72, 168, 12, 168, 72, 1, limits.skillDurationHoursMax]);
+    expect(
+      ['in 48 hours', 'within 3 days', '2 weeks', '5h', '10 hrs', '两天内', '3天', '一周', '12小时', 'in a week', 'soon', '0 hours', '9999 weeks'].map(
+        deliveryHoursOf,
+      ),
+    ).toEqual([48, 72, 336, 5, 10, 48, 72, 168, 12, 168, 72, 1, limits.skillDurationHoursMax]);
   });
 
-  it('drafts a skill field by field in the prompt\'s language', () => {
+  it("drafts a skill field by field in the prompt's language", () => {
     const fields = Object.fromEntries(draftSkill({ prompt: 'I do English to Chinese translation and localization, 40 dollars per hour', city: 'Shanghai' }));
     expect(fields).toMatchObject({ category: 'translation', mode: 'online', city: 'Shanghai', pricing_model: 'per_hour', ut_price: '40.00' });
     expect(draftSkill({ prompt: 'I translate contracts' }).map(([name]) => name)).toEqual(['name', 'category', 'mode', 'tags', 'description', 'pricing_model']);
@@ -150,11 +213,15 @@ describe('the built-in drafters', () => {
     expect(Object.fromEntries(draftSkill({ prompt: 'Walk my dog' }))).toMatchObject({ name: 'Walk my dog', category: 'other', tags: [] });
   });
 
-  it('keeps a draft\'s description within its limit, with room for the closing, whatever the prompt\'s length', () => {
+  it("keeps a draft's description within its limit, with room for the closing, whatever the prompt's length", () => {
     // The request schemas cap a prompt at limits.skillPromptLengthMax, well below these cuts; the
     // drafters keep their own cut so that raising that limit cannot produce a description the
     // skill or task schema would refuse.
-    const words = (length: number) => 'translate '.repeat(Math.ceil(length / 10)).slice(0, length).trim();
+    const words = (length: number) =>
+      'translate '
+        .repeat(Math.ceil(length / 10))
+        .slice(0, length)
+        .trim();
     for (const length of [limits.skillDescriptionLengthMax - 400, limits.skillDescriptionLengthMax, limits.skillDescriptionLengthMax + 1_000]) {
       const prompt = words(length);
       const description = String(Object.fromEntries(draftSkill({ prompt })).description);
@@ -171,8 +238,25 @@ describe('the built-in drafters', () => {
 
   it('drafts a task field by field: title, kind, deadline, bounty', () => {
     const fields = draftTask({ prompt: 'Translate my contract into Chinese within 2 days, $60', city: 'Beijing' });
-    expect(fields.map(([name]) => name)).toEqual(['title', 'mode', 'city', 'category', 'tags', 'description', 'delivery_hours', 'preferred_billing_model', 'bounty_amount']);
-    expect(Object.fromEntries(fields)).toMatchObject({ title: 'Translate my contract into Chinese within 2 days', city: 'Beijing', category: 'translation', delivery_hours: 48, preferred_billing_model: 'fixed', bounty_amount: '60.00' });
+    expect(fields.map(([name]) => name)).toEqual([
+      'title',
+      'mode',
+      'city',
+      'category',
+      'tags',
+      'description',
+      'delivery_hours',
+      'preferred_billing_model',
+      'bounty_amount',
+    ]);
+    expect(Object.fromEntries(fields)).toMatchObject({
+      title: 'Translate my contract into Chinese within 2 days',
+      city: 'Beijing',
+      category: 'translation',
+      delivery_hours: 48,
+      preferred_billing_model: 'fixed',
+      bounty_amount: '60.00',
+    });
     expect(String(Object.fromEntries(fields).description)).toContain('Acceptance: the publisher checks the delivery against this description within two days.');
     const plain = Object.fromEntries(draftTask({ prompt: 'Walk my dog' }));
     expect(plain).not.toHaveProperty('category');

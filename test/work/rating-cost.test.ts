@@ -20,15 +20,23 @@ afterAll(() => test.close());
 type Rated = { skill_id: string; score: number; quality_score: number; rating_count: number; counted: boolean };
 
 const newSkill = async (owner: Actor) =>
-  (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Logo design', description: 'Logos', category: 'design' }).expect(201)).body.data as { id: string };
+  (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Logo design', description: 'Logos', category: 'design' }).expect(201)).body
+    .data as { id: string };
 const act = (actor: Actor, transactionId: string, action: string, body: Record<string, unknown> = {}) =>
   test.http.post(`/api/v1/transactions/${transactionId}/${action}`).set(actor.headers).send(body).expect(200);
 
 /** One task from publish to settlement, as the two users do it over REST: the publisher pays `bounty` to the worker's skill. */
 async function settledTask(publisher: Actor, worker: Actor, skillId: string, bounty: string) {
-  const task = (await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Logo for a bakery', description: 'Three concepts', mode: 'online', category: 'design', bounty_amount: bounty }).expect(201)).body.data;
+  const task = (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({ title: 'Logo for a bakery', description: 'Three concepts', mode: 'online', category: 'design', bounty_amount: bounty })
+      .expect(201)
+  ).body.data;
   const application = (await test.http.post(`/api/v1/tasks/${task.id}/applications`).set(worker.headers).send({ skill_id: skillId }).expect(201)).body.data;
-  const accepted = (await test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/accept`).set(publisher.headers).send({}).expect(200)).body.data;
+  const accepted = (await test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/accept`).set(publisher.headers).send({}).expect(200)).body
+    .data;
   const transactionId = accepted.transaction.id as string;
   await act(worker, transactionId, 'accept');
   await act(worker, transactionId, 'deliver', { result_payload: { files: ['logo.svg'] } });
@@ -37,7 +45,8 @@ async function settledTask(publisher: Actor, worker: Actor, skillId: string, bou
 }
 const rate = (publisher: Actor, taskId: string, score = 5) => test.http.post(`/api/v1/tasks/${taskId}/rating`).set(publisher.headers).send({ score });
 const skillOf = async (viewer: Actor, skillId: string) => (await test.http.get(`/api/v1/skills/${skillId}`).set(viewer.headers).expect(200)).body.data;
-const ratingsOf = async (viewer: Actor, skillId: string) => (await test.http.get(`/api/v1/skills/${skillId}/ratings`).set(viewer.headers).query({ page_size: 100 }).expect(200)).body.data;
+const ratingsOf = async (viewer: Actor, skillId: string) =>
+  (await test.http.get(`/api/v1/skills/${skillId}/ratings`).set(viewer.headers).query({ page_size: 100 }).expect(200)).body.data;
 
 async function pair(funds = '100.00') {
   const [publisher, worker] = [await createAgent(test), await createAgent(test)];
@@ -68,7 +77,11 @@ describe('ratings that cost nothing', () => {
     expect(await skillOf(worker, skill.id)).toMatchObject({ quality_score: qualityScoreOf(1, 5), rating_count: 1 });
     const other = await createAgent(test);
     await credit(test, other.userId, '10.00');
-    expect((await rate(other, await settledTask(other, worker, skill.id, '2.00'), 4).expect(201)).body.data).toMatchObject({ counted: true, rating_count: 2, quality_score: qualityScoreOf(2, 9) });
+    expect((await rate(other, await settledTask(other, worker, skill.id, '2.00'), 4).expect(201)).body.data).toMatchObject({
+      counted: true,
+      rating_count: 2,
+      quality_score: qualityScoreOf(2, 9),
+    });
     // Past the window the same customer's next paid rating counts again.
     test.clock.advanceMs(limits.skillRatingCountedWindowMs + 1000);
     const later = await settledTask(publisher, worker, skill.id, '1.00');

@@ -28,16 +28,31 @@ afterAll(() => test.close());
 
 const alphabet = [...'翻译服务数据分析合同中文英文㐀㐁豈更', ...'abcXYZéÄß019', ...' ,.!?-_/"[]（）。，、！？：；…', '\n', '\t', '😀'];
 const fixed = [
-  '', ' ', 'a', '翻', '翻译', '翻译服务', 'Hello 翻译服务 World', '翻a译b服务。数据，分析!', 'ÄBC 中', '中文,英文 翻译',
-  '["翻译", "data", "合同"]', '㐀㐁㐂 豈更車', '需要把英文合同翻译成中文', 'Translate documents and contracts from English into Chinese',
-  '。，！', '😀翻译😀', '翻\n译\t服务', '一'.repeat(3), '数据'.repeat(500),
+  '',
+  ' ',
+  'a',
+  '翻',
+  '翻译',
+  '翻译服务',
+  'Hello 翻译服务 World',
+  '翻a译b服务。数据，分析!',
+  'ÄBC 中',
+  '中文,英文 翻译',
+  '["翻译", "data", "合同"]',
+  '㐀㐁㐂 豈更車',
+  '需要把英文合同翻译成中文',
+  'Translate documents and contracts from English into Chinese',
+  '。，！',
+  '😀翻译😀',
+  '翻\n译\t服务',
+  '一'.repeat(3),
+  '数据'.repeat(500),
 ];
 
 async function compare(sources: string[]) {
-  const { rows } = await db().raw(
-    `SELECT source, market_search_text(source) AS now, ${before}(source) AS was FROM unnest(?::text[]) AS corpus(source)`,
-    [sources],
-  );
+  const { rows } = await db().raw(`SELECT source, market_search_text(source) AS now, ${before}(source) AS was FROM unnest(?::text[]) AS corpus(source)`, [
+    sources,
+  ]);
   return rows as { source: string; now: string; was: string }[];
 }
 
@@ -54,10 +69,24 @@ describe('market_search_text', () => {
   });
 
   it('stores the same search vectors as before for rows written through the API, and search still finds them', async () => {
-    const capability = await createCapability(test, agent, { title: '英文合同翻译 Contract translation', description: '把英文合同翻译成中文，30 pages a day。', tags: ['翻译', 'legal'] });
+    const capability = await createCapability(test, agent, {
+      title: '英文合同翻译 Contract translation',
+      description: '把英文合同翻译成中文，30 pages a day。',
+      tags: ['翻译', 'legal'],
+    });
     const demand = await createDemand(test, agent, { title: '合同翻译', description: '需要把英文合同翻译成中文', tags: ['法律'] });
-    const task = (await test.http.post('/api/v1/tasks/').set(agent.headers).send({ title: '校对 Proofreading', description: '校对一份合同的中文译文 and check terms', mode: 'online', category: 'translation' }).expect(201)).body.data;
-    for (const [table, title, id] of [['capabilities', 'title', capability.id], ['demands', `coalesce(title, '')`, demand.id], ['tasks', 'title', task.id]] as const) {
+    const task = (
+      await test.http
+        .post('/api/v1/tasks/')
+        .set(agent.headers)
+        .send({ title: '校对 Proofreading', description: '校对一份合同的中文译文 and check terms', mode: 'online', category: 'translation' })
+        .expect(201)
+    ).body.data;
+    for (const [table, title, id] of [
+      ['capabilities', 'title', capability.id],
+      ['demands', `coalesce(title, '')`, demand.id],
+      ['tasks', 'title', task.id],
+    ] as const) {
       const { rows } = await db().raw(
         `SELECT search_vector = (setweight(to_tsvector('english'::regconfig, ${before}(${title} || ' ' || (tags::text))), 'A')
            || setweight(to_tsvector('english'::regconfig, ${before}(description)), 'B')) AS same FROM ${table} WHERE id = ?`,
@@ -85,12 +114,23 @@ function longChinese(length: number) {
 
 describe('descriptions at the maximum length, in Chinese', () => {
   it('writes a task, a capability and a demand, and each is found by the last words of its description', async () => {
-    const task = (await test.http.post('/api/v1/tasks/').set(agent.headers)
-      .send({ title: 'Parrot census', description: longChinese(limits.taskDescriptionLengthMax), mode: 'online', category: 'translation' }).expect(201)).body.data;
+    const task = (
+      await test.http
+        .post('/api/v1/tasks/')
+        .set(agent.headers)
+        .send({ title: 'Parrot census', description: longChinese(limits.taskDescriptionLengthMax), mode: 'online', category: 'translation' })
+        .expect(201)
+    ).body.data;
     const capability = await createCapability(test, agent, { title: 'Parrot census', description: longChinese(limits.capabilityDescriptionLengthMax) });
     const demand = await createDemand(test, agent, { title: 'Parrot census', description: longChinese(limits.demandDescriptionLengthMax) });
-    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(agent.headers).expect(200)).body.data.description).toHaveLength(limits.taskDescriptionLengthMax);
-    for (const [table, id] of [['tasks', task.id], ['capabilities', capability.id], ['demands', demand.id]] as const) {
+    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(agent.headers).expect(200)).body.data.description).toHaveLength(
+      limits.taskDescriptionLengthMax,
+    );
+    for (const [table, id] of [
+      ['tasks', task.id],
+      ['capabilities', capability.id],
+      ['demands', demand.id],
+    ] as const) {
       const { rows } = await db().raw(`SELECT id FROM ${table} WHERE search_vector @@ to_tsquery('english', '鹦鹉')`);
       expect(rows, table).toEqual([{ id }]);
     }

@@ -7,12 +7,17 @@ import { type FakeLlm, startFakeLlm } from '../helpers/fake-llm.ts';
 import { listen } from '../helpers/server.ts';
 import { type Frame, readEvents } from '../helpers/post-stream.ts';
 
-
-const skillCount = async (test: TestApp) => Number(((await test.runtime.engine.dependencies.db('skills').count('* as count')) as { count: string }[])[0]!.count);
+const skillCount = async (test: TestApp) =>
+  Number(((await test.runtime.engine.dependencies.db('skills').count('* as count')) as { count: string }[])[0]!.count);
 
 function streamer(getUrl: () => string) {
   const post = (actor: Actor, body: unknown, signal?: AbortSignal) =>
-    fetch(`${getUrl()}/api/v1/skills/ai-create`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...actor.headers }, body: JSON.stringify(body), signal });
+    fetch(`${getUrl()}/api/v1/skills/ai-create`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...actor.headers },
+      body: JSON.stringify(body),
+      signal,
+    });
   const all = async (actor: Actor, body: unknown) => {
     const response = await post(actor, body);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -58,7 +63,7 @@ describe('POST /api/v1/skills/ai-create, built-in drafter', () => {
     expect(posted.body.data).toMatchObject({ name: draft.name, category: 'design', ut_price: '80.00' });
   });
 
-  it('drafts in Chinese from a Chinese prompt, with the caller\'s own category, mode and city', async () => {
+  it("drafts in Chinese from a Chinese prompt, with the caller's own category, mode and city", async () => {
     const frames = await client.all(human, { prompt: '上门家电维修，空调和洗衣机，每小时100元', mode: 'offline', city: '杭州', category: 'repair' });
     const draft = frames.at(-1)!.data.draft as Record<string, unknown>;
     expect(draft).toMatchObject({ category: 'repair', mode: 'offline', city: '杭州', pricing_model: 'per_hour', ut_price: '100.00' });
@@ -67,7 +72,14 @@ describe('POST /api/v1/skills/ai-create, built-in drafter', () => {
   });
 
   it('refuses bad bodies with a 4000 envelope before any stream opens, and callers without credentials', async () => {
-    for (const body of [{}, { prompt: '' }, { prompt: 'x'.repeat(2001) }, { prompt: 'ok', mode: 'offline' }, { prompt: 'ok', category: 'cooking' }, { prompt: 'ok', stream: true }]) {
+    for (const body of [
+      {},
+      { prompt: '' },
+      { prompt: 'x'.repeat(2001) },
+      { prompt: 'ok', mode: 'offline' },
+      { prompt: 'ok', category: 'cooking' },
+      { prompt: 'ok', stream: true },
+    ]) {
       const response = await test.http.post('/api/v1/skills/ai-create').set(agent.headers).send(body).expect(400);
       expect(response.body.code).toBe(4000);
     }
@@ -82,8 +94,16 @@ describe('POST /api/v1/skills/ai-create with a language model', () => {
   let agent: Actor;
   const logLines: string[] = [];
   const client = streamer(() => server.url);
-  const modelDraft = { name: 'Bakery logos', description: 'Three logo ideas for a bakery, vector files.', category: 'design', tags: ['logo'], pricing_model: 'fixed', ut_price: '80.00' };
-  const pieces = (text: string, size: number) => Array.from({ length: Math.ceil(text.length / size) }, (_, index) => text.slice(index * size, (index + 1) * size));
+  const modelDraft = {
+    name: 'Bakery logos',
+    description: 'Three logo ideas for a bakery, vector files.',
+    category: 'design',
+    tags: ['logo'],
+    pricing_model: 'fixed',
+    ut_price: '80.00',
+  };
+  const pieces = (text: string, size: number) =>
+    Array.from({ length: Math.ceil(text.length / size) }, (_, index) => text.slice(index * size, (index + 1) * size));
 
   beforeAll(async () => {
     fake = await startFakeLlm();
@@ -137,7 +157,11 @@ describe('POST /api/v1/skills/ai-create with a language model', () => {
     expect(((await refused.json()) as { code: number }).code).toBe(4290);
     abort.abort();
     fake.hangAfterDeltas = null;
-    await expect.poll(async () => (await client.post(agent, { prompt: 'x' }).then(async (response) => (await response.body?.cancel(), response.status))), { timeout: 5_000 }).toBe(200);
+    await expect
+      .poll(async () => await client.post(agent, { prompt: 'x' }).then(async (response) => (await response.body?.cancel(), response.status)), {
+        timeout: 5_000,
+      })
+      .toBe(200);
   });
 
   it('ends with a clean error event, and stores nothing, when the model fails mid-stream', async () => {

@@ -9,7 +9,18 @@ import { type FakeLlm, startFakeLlm } from '../helpers/fake-llm.ts';
 const english = readFileSync(new URL('../fixtures/cv-en.txt', import.meta.url), 'utf8');
 const chinese = readFileSync(new URL('../fixtures/cv-zh.txt', import.meta.url), 'utf8');
 
-type Candidate = { id: string; name: string; category: string; tags: string[]; evidence: string[]; description: string; confidence: number; status: string; skill_id: string | null; extracted_by: string };
+type Candidate = {
+  id: string;
+  name: string;
+  category: string;
+  tags: string[];
+  evidence: string[];
+  description: string;
+  confidence: number;
+  status: string;
+  skill_id: string | null;
+  extracted_by: string;
+};
 type Extraction = { language: string; extracted_by: string; candidates: Candidate[] };
 
 let test: TestApp;
@@ -25,16 +36,20 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-const extract = async (actor: Actor, content: string) => (await test.http.post('/api/v1/skills/extract').set(actor.headers).send({ content }).expect(201)).body.data as Extraction;
-const confirm = (actor: Actor, id: string, body: Record<string, unknown> = {}) => test.http.post(`/api/v1/skills/candidates/${id}/confirm`).set(actor.headers).send(body);
+const extract = async (actor: Actor, content: string) =>
+  (await test.http.post('/api/v1/skills/extract').set(actor.headers).send({ content }).expect(201)).body.data as Extraction;
+const confirm = (actor: Actor, id: string, body: Record<string, unknown> = {}) =>
+  test.http.post(`/api/v1/skills/candidates/${id}/confirm`).set(actor.headers).send(body);
 const byCategory = (extraction: Extraction) => extraction.candidates.map((candidate) => candidate.category);
 
 describe('POST /api/v1/skills/extract, built in', () => {
-  it("finds in an English CV the skills its author would list, each with sentences of the CV as evidence", async () => {
+  it('finds in an English CV the skills its author would list, each with sentences of the CV as evidence', async () => {
     const found = await extract(owner, english);
     expect(found).toMatchObject({ language: 'en', extracted_by: 'builtin' });
     const names = found.candidates.map((candidate) => candidate.name);
-    expect(names).toEqual(expect.arrayContaining(['Web front-end development', 'Back-end and API development', 'Translation', 'Data analysis', 'Python programming']));
+    expect(names).toEqual(
+      expect.arrayContaining(['Web front-end development', 'Back-end and API development', 'Translation', 'Data analysis', 'Python programming']),
+    );
     expect(byCategory(found)).not.toContain('design');
     for (const candidate of found.candidates) {
       expect(candidate.evidence.length).toBeGreaterThan(0);
@@ -59,7 +74,9 @@ describe('POST /api/v1/skills/extract, built in', () => {
 
   it('still finds the one skill of a one-line service description, and nothing in text about no work', async () => {
     expect((await extract(owner, 'I translate novels from German into English.')).candidates.map((candidate) => candidate.category)).toEqual(['translation']);
-    expect((await extract(owner, 'I translate legal contracts from German into English.')).candidates.map((candidate) => candidate.category)).toContain('translation');
+    expect((await extract(owner, 'I translate legal contracts from German into English.')).candidates.map((candidate) => candidate.category)).toContain(
+      'translation',
+    );
     expect((await extract(owner, '我提供上门保洁和家政服务。')).candidates[0]).toMatchObject({ category: 'life_service', name: '家政与生活服务' });
     expect((await extract(owner, 'The weather was lovely on Sunday.')).candidates).toEqual([]);
   });
@@ -83,7 +100,9 @@ describe('POST /api/v1/skills/extract, built in', () => {
     const key = randomUUID();
     const first = await test.http.post('/api/v1/skills/extract').set(actor.headers).set('Idempotency-Key', key).send({ content: english }).expect(201);
     const again = await test.http.post('/api/v1/skills/extract').set(actor.headers).set('Idempotency-Key', key).send({ content: english }).expect(201);
-    expect(again.body.data.candidates.map((candidate: Candidate) => candidate.id)).toEqual(first.body.data.candidates.map((candidate: Candidate) => candidate.id));
+    expect(again.body.data.candidates.map((candidate: Candidate) => candidate.id)).toEqual(
+      first.body.data.candidates.map((candidate: Candidate) => candidate.id),
+    );
     const listed = (await test.http.get('/api/v1/skills/candidates').set(actor.headers).query({ page_size: 100 }).expect(200)).body.data;
     expect(listed.total).toBe(first.body.data.candidates.length);
   });
@@ -109,8 +128,17 @@ describe('GET /api/v1/skills/candidates and POST .../confirm', () => {
   it('turns a candidate into a skill with the edits given, source extracted, visible in the hall', async () => {
     const found = await extract(owner, 'I translate legal contracts from German into English.');
     const translation = found.candidates.find((candidate) => candidate.category === 'translation')!;
-    const skill = (await confirm(owner, translation.id, { name: 'Legal translation DE-EN', ut_price: '30.00', pricing_model: 'per_hour' }).expect(201)).body.data;
-    expect(skill).toMatchObject({ name: 'Legal translation DE-EN', category: 'translation', source: 'extracted', ut_price: '30.00', pricing_model: 'per_hour', status: 'active', user_id: owner.userId });
+    const skill = (await confirm(owner, translation.id, { name: 'Legal translation DE-EN', ut_price: '30.00', pricing_model: 'per_hour' }).expect(201)).body
+      .data;
+    expect(skill).toMatchObject({
+      name: 'Legal translation DE-EN',
+      category: 'translation',
+      source: 'extracted',
+      ut_price: '30.00',
+      pricing_model: 'per_hour',
+      status: 'active',
+      user_id: owner.userId,
+    });
     const hall = (await test.http.get('/api/v1/skills/hall').set(other.headers).query({ q: 'legal translation' }).expect(200)).body.data;
     expect(hall.items.map((item: { id: string }) => item.id)).toContain(skill.id);
   });
@@ -139,7 +167,14 @@ describe('GET /api/v1/skills/candidates and POST .../confirm', () => {
     expect((await confirm(human, id).expect(404)).body.code).toBe(4040);
     expect((await confirm(owner, randomUUID()).expect(404)).body.code).toBe(4040);
     expect((await test.http.post('/api/v1/skills/candidates/nope/confirm').set(owner.headers).send({}).expect(400)).body.code).toBe(4000);
-    for (const edits of [{ mode: 'offline' }, { category: 'cooking' }, { ut_price: '-2' }, { name: '' }, { images: ['http://x.example/a.png'] }, { source: 'manual' }]) {
+    for (const edits of [
+      { mode: 'offline' },
+      { category: 'cooking' },
+      { ut_price: '-2' },
+      { name: '' },
+      { images: ['http://x.example/a.png'] },
+      { source: 'manual' },
+    ]) {
       expect((await confirm(owner, id, edits).expect(400)).body.code).toBe(4000);
     }
     expect((await confirm(owner, id).expect(201)).body.data.source).toBe('extracted');
@@ -160,19 +195,35 @@ describe('POST /api/v1/skills/extract with a language model', () => {
     await ai.close();
     await fake.close();
   });
-  const extractWith = async (content: string) => (await ai.http.post('/api/v1/skills/extract').set(actor.headers).send({ content }).expect(201)).body.data as Extraction;
+  const extractWith = async (content: string) =>
+    (await ai.http.post('/api/v1/skills/extract').set(actor.headers).send({ content }).expect(201)).body.data as Extraction;
 
   it("stores the model's skills when its answer is valid and quotes the text", async () => {
-    fake.reply = JSON.stringify({ skills: [{ name: 'Technical translation', description: 'Manuals and interfaces, EN-ES', category: 'translation', tags: ['spanish'], evidence: ['I translate software manuals, user interfaces and marketing pages from English into Spanish and from Spanish into English'] }] });
+    fake.reply = JSON.stringify({
+      skills: [
+        {
+          name: 'Technical translation',
+          description: 'Manuals and interfaces, EN-ES',
+          category: 'translation',
+          tags: ['spanish'],
+          evidence: ['I translate software manuals, user interfaces and marketing pages from English into Spanish and from Spanish into English'],
+        },
+      ],
+    });
     const found = await extractWith(english);
     expect(found).toMatchObject({ extracted_by: 'ai', candidates: [{ name: 'Technical translation', category: 'translation', extracted_by: 'ai' }] });
-    expect(createSkillBody.safeParse({ name: found.candidates[0]!.name, description: found.candidates[0]!.description, category: found.candidates[0]!.category }).success).toBe(true);
+    expect(
+      createSkillBody.safeParse({ name: found.candidates[0]!.name, description: found.candidates[0]!.description, category: found.candidates[0]!.category })
+        .success,
+    ).toBe(true);
   });
 
   it('falls back to the built-in extraction when the answer is not the JSON asked for, or quotes what the text does not say', async () => {
     fake.reply = 'Sure! Here are the skills: translation, React.';
     expect((await extractWith(english)).extracted_by).toBe('builtin');
-    fake.reply = JSON.stringify({ skills: [{ name: 'Brain surgery', description: 'x', category: 'health', tags: [], evidence: ['I perform brain surgery.'] }] });
+    fake.reply = JSON.stringify({
+      skills: [{ name: 'Brain surgery', description: 'x', category: 'health', tags: [], evidence: ['I perform brain surgery.'] }],
+    });
     const found = await extractWith(english);
     expect(found.extracted_by).toBe('builtin');
     expect(found.candidates.map((candidate) => candidate.name)).not.toContain('Brain surgery');

@@ -9,7 +9,16 @@ let sellers: Actor[];
 let buyer: Actor;
 let human: Actor;
 
-type HallItem = { id: string; name: string; owner_type: string; ut_price: string | null; quality_score: number; created_at: string; city: string | null; score?: number };
+type HallItem = {
+  id: string;
+  name: string;
+  owner_type: string;
+  ut_price: string | null;
+  quality_score: number;
+  created_at: string;
+  city: string | null;
+  score?: number;
+};
 type HallPage = { items: HallItem[]; total: number; page: number; page_size: number; has_more: boolean; next_cursor: string | null; sort: string };
 
 beforeAll(async () => {
@@ -21,14 +30,25 @@ beforeAll(async () => {
   const all = [...targetSkills, ...fillerSkills()];
   expect(all).toHaveLength(200);
   for (const [index, skill] of all.entries()) {
-    await test.http.post('/api/v1/skills/').set(sellers[index % sellers.length]!.headers).send(skill).expect(201);
+    await test.http
+      .post('/api/v1/skills/')
+      .set(sellers[index % sellers.length]!.headers)
+      .send(skill)
+      .expect(201);
   }
 }, 120_000);
 afterAll(() => test.close());
 
-const hall = async (actor: Actor, query: Record<string, unknown>) => (await test.http.get('/api/v1/skills/hall').set(actor.headers).query(query).expect(200)).body.data as HallPage;
+const hall = async (actor: Actor, query: Record<string, unknown>) =>
+  (await test.http.get('/api/v1/skills/hall').set(actor.headers).query(query).expect(200)).body.data as HallPage;
 const create = async (actor: Actor, body: Record<string, unknown>) =>
-  (await test.http.post('/api/v1/skills/').set(actor.headers).send({ description: 'A test skill', category: 'other', ...body }).expect(201)).body.data as HallItem;
+  (
+    await test.http
+      .post('/api/v1/skills/')
+      .set(actor.headers)
+      .send({ description: 'A test skill', category: 'other', ...body })
+      .expect(201)
+  ).body.data as HallItem;
 
 describe('the hall ranks a text query by the matcher', () => {
   it('puts the skill a query describes in the top three for most of forty queries (English, Chinese, across words)', async () => {
@@ -58,7 +78,7 @@ describe('the hall ranks a text query by the matcher', () => {
   });
 });
 
-describe('the hall shows the active skills of the caller\'s space', () => {
+describe("the hall shows the active skills of the caller's space", () => {
   it('never shows a human skill to an agent nor an agent skill to a human', async () => {
     const word = `w${randomBytes(5).toString('hex')}`;
     const ofHuman = await create(human, { name: `${word} by a human` });
@@ -72,7 +92,11 @@ describe('the hall shows the active skills of the caller\'s space', () => {
 
   it('leaves out inactive and deleted skills', async () => {
     const word = `w${randomBytes(5).toString('hex')}`;
-    const [kept, hidden, deleted] = [await create(sellers[1]!, { name: `${word} one` }), await create(sellers[1]!, { name: `${word} two` }), await create(sellers[1]!, { name: `${word} three` })];
+    const [kept, hidden, deleted] = [
+      await create(sellers[1]!, { name: `${word} one` }),
+      await create(sellers[1]!, { name: `${word} two` }),
+      await create(sellers[1]!, { name: `${word} three` }),
+    ];
     await test.http.put(`/api/v1/skills/${hidden.id}`).set(sellers[1]!.headers).send({ status: 'inactive' }).expect(200);
     await test.http.delete(`/api/v1/skills/${deleted.id}`).set(sellers[1]!.headers).expect(200);
     expect((await hall(buyer, { q: word })).items.map((item) => item.id)).toEqual([kept.id]);
@@ -81,7 +105,7 @@ describe('the hall shows the active skills of the caller\'s space', () => {
   });
 });
 
-describe('the hall\'s filters and orders', () => {
+describe("the hall's filters and orders", () => {
   const city = `Town${randomBytes(4).toString('hex')}`;
   const prices = ['5.00', '1.00', null, '3.00', '3.00', null, '9.50'];
   let ids: string[];
@@ -89,7 +113,13 @@ describe('the hall\'s filters and orders', () => {
   beforeAll(async () => {
     ids = [];
     for (const [index, price] of prices.entries()) {
-      const skill = await create(sellers[index % 3]!, { name: `Errand ${index}`, mode: 'offline', city, category: 'life_service', ...(price === null ? {} : { ut_price: price }) });
+      const skill = await create(sellers[index % 3]!, {
+        name: `Errand ${index}`,
+        mode: 'offline',
+        city,
+        category: 'life_service',
+        ...(price === null ? {} : { ut_price: price }),
+      });
       ids.push(skill.id);
       test.clock.advanceMs(1000);
     }
@@ -140,8 +170,17 @@ describe('the hall\'s filters and orders', () => {
   it('refuses what it cannot answer with 4000', async () => {
     const newest = await hall(buyer, { city, page_size: 2 });
     const refused: Record<string, unknown>[] = [
-      { sort: 'relevance' }, { sort: 'cheapest' }, { min_price_ut: '5', max_price_ut: '4' }, { min_price_ut: '-1' }, { mode: 'hybrid' },
-      { category: 'cooking' }, { q: 'x'.repeat(201) }, { cursor: 'garbage' }, { cursor: newest.next_cursor, sort: 'price_asc' }, { page_size: 101 }, { page: 0 },
+      { sort: 'relevance' },
+      { sort: 'cheapest' },
+      { min_price_ut: '5', max_price_ut: '4' },
+      { min_price_ut: '-1' },
+      { mode: 'hybrid' },
+      { category: 'cooking' },
+      { q: 'x'.repeat(201) },
+      { cursor: 'garbage' },
+      { cursor: newest.next_cursor, sort: 'price_asc' },
+      { page_size: 101 },
+      { page: 0 },
     ];
     for (const query of refused) {
       const response = await test.http.get('/api/v1/skills/hall').set(buyer.headers).query(query).expect(400);

@@ -19,10 +19,17 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const newSkill = async (body: Record<string, unknown> = {}) =>
-  (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Proofreading', description: 'English proofreading', category: 'copywriting', ...body }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post('/api/v1/skills/')
+      .set(owner.headers)
+      .send({ name: 'Proofreading', description: 'English proofreading', category: 'copywriting', ...body })
+      .expect(201)
+  ).body.data as { id: string };
 /** A rating of a paid transaction (100 minor units) unless `paid` says otherwise; true when it was stored. */
 const rate = async (skillId: string, rater: Actor, score: number, taskId: string | null = randomUUID(), comment: string | null = null, paid = 100n) =>
-  (await test.runtime.engine.skills.recordRating({ skill_id: skillId, rater_user_id: rater.userId, task_id: taskId, score, comment, paid_amount: paid })) !== null;
+  (await test.runtime.engine.skills.recordRating({ skill_id: skillId, rater_user_id: rater.userId, task_id: taskId, score, comment, paid_amount: paid })) !==
+  null;
 const ratingsOf = async (skillId: string, query: Record<string, unknown> = {}, actor: Actor = raters[0]!) =>
   (await test.http.get(`/api/v1/skills/${skillId}/ratings`).set(actor.headers).query(query).expect(200)).body.data;
 
@@ -76,7 +83,10 @@ describe('GET /api/v1/skills/{skill_id}/ratings', () => {
     // The rater's second rating of the skill within the window is stored, shown, and not counted.
     const page = await ratingsOf(skill.id);
     expect(page).toMatchObject({ count: 1, total: 2, average: 5, quality_score: qualityScoreOf(1, 5) });
-    expect(page.items.map((item: { score: number; counted: boolean }) => [item.score, item.counted])).toEqual([[1, false], [5, true]]);
+    expect(page.items.map((item: { score: number; counted: boolean }) => [item.score, item.counted])).toEqual([
+      [1, false],
+      [5, true],
+    ]);
   });
 
   it('counts a rating only when its transaction moved money', async () => {

@@ -12,23 +12,26 @@ const expected: Record<string, string | null> = {
 };
 
 describe('the skill status table', () => {
-  it.each(skillStatuses.flatMap((from) => skillActions.map((action) => [from, action] as const)))('%s + %s moves as the table says, or is 4090', (from, action) => {
-    const to = expected[`${from} ${action}`];
-    if (to) {
-      expect(nextSkillStatus(from, action)).toBe(to);
-    } else {
-      const error = (() => {
-        try {
-          nextSkillStatus(from, action);
-        } catch (thrown) {
-          return thrown;
-        }
-        return null;
-      })();
-      expect(error).toBeInstanceOf(AppError);
-      expect((error as AppError).code).toBe(4090);
-    }
-  });
+  it.each(skillStatuses.flatMap((from) => skillActions.map((action) => [from, action] as const)))(
+    '%s + %s moves as the table says, or is 4090',
+    (from, action) => {
+      const to = expected[`${from} ${action}`];
+      if (to) {
+        expect(nextSkillStatus(from, action)).toBe(to);
+      } else {
+        const error = (() => {
+          try {
+            nextSkillStatus(from, action);
+          } catch (thrown) {
+            return thrown;
+          }
+          return null;
+        })();
+        expect(error).toBeInstanceOf(AppError);
+        expect((error as AppError).code).toBe(4090);
+      }
+    },
+  );
 
   it('is the table docs/skills.md shows', () => {
     const doc = readFileSync(new URL('../../docs/skills.md', import.meta.url), 'utf8');

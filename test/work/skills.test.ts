@@ -27,13 +27,29 @@ describe('POST /api/v1/skills/', () => {
   it('creates a skill with the defaults, the owner, space and source from the server', async () => {
     const skill = await created(owner, { ut_price: '12.50', tags: ['logo', 'vector'] });
     expect(skill).toMatchObject({
-      user_id: owner.userId, owner_type: 'agent', name: 'Logo design', mode: 'online', city: null, category: 'design', tags: ['logo', 'vector'],
-      images: [], status: 'active', ut_price: '12.50', currency: 'UT', pricing_model: 'fixed', source: 'manual', min_duration: null,
-      max_duration: null, quality_score: 3, rating_count: 0, rating_average: null, deleted_at: null,
+      user_id: owner.userId,
+      owner_type: 'agent',
+      name: 'Logo design',
+      mode: 'online',
+      city: null,
+      category: 'design',
+      tags: ['logo', 'vector'],
+      images: [],
+      status: 'active',
+      ut_price: '12.50',
+      currency: 'UT',
+      pricing_model: 'fixed',
+      source: 'manual',
+      min_duration: null,
+      max_duration: null,
+      quality_score: 3,
+      rating_count: 0,
+      rating_average: null,
+      deleted_at: null,
     });
   });
 
-  it('is the same at /api/v1/skills without the slash, and a human\'s skill is in the human space and currency', async () => {
+  it("is the same at /api/v1/skills without the slash, and a human's skill is in the human space and currency", async () => {
     const skill = await created(human, { ut_price: 8 });
     expect(skill).toMatchObject({ owner_type: 'human', currency: 'CNY', ut_price: '8.00', user_id: human.userId });
     const bare = (await create(human, valid, '/api/v1/skills').expect(201)).body.data as Skill;
@@ -42,8 +58,15 @@ describe('POST /api/v1/skills/', () => {
 
   it('takes every optional field within its bounds', async () => {
     const skill = await created(owner, {
-      mode: 'offline', city: 'Hangzhou', images: ['https://example.com/a.png', 'https://example.com/b.png', 'https://example.com/c.png'],
-      pricing_model: 'per_hour', ut_price: 0, min_duration: 1, max_duration: 1, name: 'n'.repeat(100), description: 'd'.repeat(5000),
+      mode: 'offline',
+      city: 'Hangzhou',
+      images: ['https://example.com/a.png', 'https://example.com/b.png', 'https://example.com/c.png'],
+      pricing_model: 'per_hour',
+      ut_price: 0,
+      min_duration: 1,
+      max_duration: 1,
+      name: 'n'.repeat(100),
+      description: 'd'.repeat(5000),
       tags: Array.from({ length: 10 }, (_, index) => `${'t'.repeat(29)}${index}`),
     });
     expect(skill).toMatchObject({ mode: 'offline', city: 'Hangzhou', pricing_model: 'per_hour', ut_price: '0.00', min_duration: 1, max_duration: 1 });
@@ -86,9 +109,15 @@ describe('POST /api/v1/skills/', () => {
   });
 
   it('refuses a body that is not JSON, and callers without or with mixed credentials', async () => {
-    expect((await test.http.post('/api/v1/skills/').set(owner.headers).set('Content-Type', 'application/json').send('{"name":').expect(400)).body.code).toBe(4001);
+    expect((await test.http.post('/api/v1/skills/').set(owner.headers).set('Content-Type', 'application/json').send('{"name":').expect(400)).body.code).toBe(
+      4001,
+    );
     expect((await test.http.post('/api/v1/skills/').send(valid).expect(401)).body.code).toBe(4010);
-    const mixed = await test.http.post('/api/v1/skills/').set({ ...owner.headers, Authorization: `Bearer ${human.token}` }).send(valid).expect(400);
+    const mixed = await test.http
+      .post('/api/v1/skills/')
+      .set({ ...owner.headers, Authorization: `Bearer ${human.token}` })
+      .send(valid)
+      .expect(400);
     expect(mixed.body.code).toBe(4011);
   });
 
@@ -97,13 +126,18 @@ describe('POST /api/v1/skills/', () => {
     const first = await test.http.post('/api/v1/skills/').set(owner.headers).set('Idempotency-Key', key).send(valid).expect(201);
     const again = await test.http.post('/api/v1/skills/').set(owner.headers).set('Idempotency-Key', key).send(valid).expect(201);
     expect(again.body.data.id).toBe(first.body.data.id);
-    const changed = await test.http.post('/api/v1/skills/').set(owner.headers).set('Idempotency-Key', key).send({ ...valid, name: 'Other' }).expect(422);
+    const changed = await test.http
+      .post('/api/v1/skills/')
+      .set(owner.headers)
+      .set('Idempotency-Key', key)
+      .send({ ...valid, name: 'Other' })
+      .expect(422);
     expect(changed.body.code).toBe(4220);
   });
 });
 
 describe('GET /api/v1/skills/ (mine)', () => {
-  it('lists only the caller\'s own skills of the caller\'s space, newest first, with status filter, pages and cursor', async () => {
+  it("lists only the caller's own skills of the caller's space, newest first, with status filter, pages and cursor", async () => {
     const mine = await createAgent(test);
     const ids = [];
     for (let index = 0; index < 5; index++) ids.push((await created(mine, { name: `Mine ${index}` })).id);
@@ -122,7 +156,7 @@ describe('GET /api/v1/skills/ (mine)', () => {
     expect(paged.items.map((item: Skill) => item.name)).toEqual(['Mine 0']);
   });
 
-  it('shows the owner\'s human space apart from the agent space of the same user id', async () => {
+  it("shows the owner's human space apart from the agent space of the same user id", async () => {
     const agent = await createAgent(test);
     await created(agent, { name: 'Agent skill' });
     const list = (await test.http.get('/api/v1/skills/').set(human.headers).expect(200)).body.data;
@@ -149,7 +183,8 @@ describe('GET, PUT and DELETE /api/v1/skills/{skill_id}', () => {
 
   it('changes only the fields sent, by the owner only', async () => {
     const skill = await created(owner, { ut_price: '5.00', tags: ['a'] });
-    const changed = (await test.http.put(`/api/v1/skills/${skill.id}`).set(owner.headers).send({ name: 'Brand identity', ut_price: null }).expect(200)).body.data;
+    const changed = (await test.http.put(`/api/v1/skills/${skill.id}`).set(owner.headers).send({ name: 'Brand identity', ut_price: null }).expect(200)).body
+      .data;
     expect(changed).toMatchObject({ name: 'Brand identity', ut_price: null, tags: ['a'], description: valid.description, category: 'design' });
     expect((await test.http.put(`/api/v1/skills/${skill.id}`).set(other.headers).send({ name: 'Stolen' }).expect(403)).body.code).toBe(4030);
     expect((await test.http.put(`/api/v1/skills/${skill.id}`).set(human.headers).send({ name: 'Stolen' }).expect(404)).body.code).toBe(4040);
@@ -162,7 +197,9 @@ describe('GET, PUT and DELETE /api/v1/skills/{skill_id}', () => {
     expect(noCity.body.data.errors[0].path).toBe('body.city');
     const offline = await created(owner, { mode: 'offline', city: 'Paris', min_duration: 2 });
     expect((await test.http.put(`/api/v1/skills/${offline.id}`).set(owner.headers).send({ city: null }).expect(400)).body.code).toBe(4000);
-    expect((await test.http.put(`/api/v1/skills/${offline.id}`).set(owner.headers).send({ max_duration: 1 }).expect(400)).body.data.errors[0].path).toBe('body.max_duration');
+    expect((await test.http.put(`/api/v1/skills/${offline.id}`).set(owner.headers).send({ max_duration: 1 }).expect(400)).body.data.errors[0].path).toBe(
+      'body.max_duration',
+    );
     const moved = (await test.http.put(`/api/v1/skills/${offline.id}`).set(owner.headers).send({ mode: 'online', city: null }).expect(200)).body.data;
     expect(moved).toMatchObject({ mode: 'online', city: null });
     for (const body of [{}, { status: 'deleted' }, { images: ['http://x.example/a'] }, { user_id: randomUUID() }]) {

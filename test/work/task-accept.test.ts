@@ -13,7 +13,8 @@ beforeAll(async () => {
 afterAll(() => test.close());
 
 const expectBooks = async () => expect(await checkBooks(test.runtime.engine.dependencies.db)).toEqual([]);
-const seller = (price: string) => formatAmount(BigInt(Math.round(Number(price) * 100)) - feeOf(BigInt(Math.round(Number(price) * 100)), test.config.PLATFORM_FEE_BPS));
+const seller = (price: string) =>
+  formatAmount(BigInt(Math.round(Number(price) * 100)) - feeOf(BigInt(Math.round(Number(price) * 100)), test.config.PLATFORM_FEE_BPS));
 
 /** A publisher with a task and its bounty, and `count` applicants each applying with a skill of their own. */
 async function market(space: 'agent' | 'human', bounty: string | null, proposals: (string | null)[], funds = '100.00') {
@@ -21,13 +22,33 @@ async function market(space: 'agent' | 'human', bounty: string | null, proposals
   const currency = space === 'agent' ? 'UT' : 'CNY';
   const publisher = await actor();
   await credit(test, publisher.userId, funds, currency);
-  const task = (await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Logo for a bakery', description: 'Three concepts, vector files', mode: 'online', category: 'design', ...(bounty ? { bounty_amount: bounty } : {}) }).expect(201)).body.data;
+  const task = (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({
+        title: 'Logo for a bakery',
+        description: 'Three concepts, vector files',
+        mode: 'online',
+        category: 'design',
+        ...(bounty ? { bounty_amount: bounty } : {}),
+      })
+      .expect(201)
+  ).body.data;
   const applicants: Actor[] = [];
   const applications: string[] = [];
   for (const proposal of proposals) {
     const applicant = await actor();
-    const skill = (await test.http.post('/api/v1/skills/').set(applicant.headers).send({ name: 'Logo design', description: 'Logos', category: 'design' }).expect(201)).body.data;
-    const applied = (await test.http.post(`/api/v1/tasks/${task.id}/applications`).set(applicant.headers).send({ skill_id: skill.id, ...(proposal ? { proposed_price: proposal } : {}) }).expect(201)).body.data;
+    const skill = (
+      await test.http.post('/api/v1/skills/').set(applicant.headers).send({ name: 'Logo design', description: 'Logos', category: 'design' }).expect(201)
+    ).body.data;
+    const applied = (
+      await test.http
+        .post(`/api/v1/tasks/${task.id}/applications`)
+        .set(applicant.headers)
+        .send({ skill_id: skill.id, ...(proposal ? { proposed_price: proposal } : {}) })
+        .expect(201)
+    ).body.data;
     applicants.push(applicant);
     applications.push(applied.id);
   }
@@ -38,7 +59,7 @@ const accept = (actor: Actor, taskId: string, applicationId: string, body: Recor
 const act = (actor: Actor, transactionId: string, action: string, body: Record<string, unknown> = {}) =>
   test.http.post(`/api/v1/transactions/${transactionId}/${action}`).set(actor.headers).send(body);
 
-describe('accepting an application: the task\'s money through escrow, end to end', () => {
+describe("accepting an application: the task's money through escrow, end to end", () => {
   for (const space of ['agent', 'human'] as const) {
     it(`publish, apply, accept, deliver, confirm in the ${space} space, with exact balances at every step`, async () => {
       const { publisher, task, applicants, applications, wallet } = await market(space, '30.00', ['25.00', '28.00']);
@@ -46,8 +67,14 @@ describe('accepting an application: the task\'s money through escrow, end to end
       const accepted = (await accept(publisher, task.id, applications[0]!).expect(200)).body.data;
       expect(accepted.task).toMatchObject({ status: 'matched', bounty_held: '0.00', transaction_id: accepted.transaction.id });
       expect(accepted.transaction).toMatchObject({
-        status: 'frozen', price_ut: '25.00', buyer_user_id: publisher.userId, seller_user_id: applicants[0]!.userId,
-        capability_id: null, task_id: task.id, transaction_type: 'task', currency: space === 'agent' ? 'UT' : 'CNY',
+        status: 'frozen',
+        price_ut: '25.00',
+        buyer_user_id: publisher.userId,
+        seller_user_id: applicants[0]!.userId,
+        capability_id: null,
+        task_id: task.id,
+        transaction_type: 'task',
+        currency: space === 'agent' ? 'UT' : 'CNY',
       });
       expect(accepted.rejected_applications).toBe(1);
       // The hold of 30.00 was released and 25.00 frozen for the transaction: 5.00 is back.
@@ -64,21 +91,32 @@ describe('accepting an application: the task\'s money through escrow, end to end
       // The publisher rates the skill once; the skill's quality score follows.
       const rate = (actor: Actor, body: Record<string, unknown>) => test.http.post(`/api/v1/tasks/${task.id}/rating`).set(actor.headers).send(body);
       expect((await rate(applicants[0]!, { score: 5 }).expect(403)).body.code).toBe(4030);
-      for (const body of [{}, { score: 0 }, { score: 6 }, { score: 4.5 }, { score: 5, extra: true }]) expect((await rate(publisher, body).expect(400)).body.code).toBe(4000);
+      for (const body of [{}, { score: 0 }, { score: 6 }, { score: 4.5 }, { score: 5, extra: true }])
+        expect((await rate(publisher, body).expect(400)).body.code).toBe(4000);
       const rated = (await rate(publisher, { score: 5, comment: 'Lovely logos' }).expect(201)).body.data;
       expect(rated).toMatchObject({ task_id: task.id, score: 5, rating_count: 1, quality_score: 3.333 });
       expect((await rate(publisher, { score: 1 }).expect(409)).body.code).toBe(4092);
       const ratings = (await test.http.get(`/api/v1/skills/${rated.skill_id}/ratings`).set(applicants[1]!.headers).expect(200)).body.data;
-      expect(ratings).toMatchObject({ count: 1, average: 5, items: [{ score: 5, comment: 'Lovely logos', rater_user_id: publisher.userId, task_id: task.id }] });
+      expect(ratings).toMatchObject({
+        count: 1,
+        average: 5,
+        items: [{ score: 5, comment: 'Lovely logos', rater_user_id: publisher.userId, task_id: task.id }],
+      });
       await expectBooks();
     });
   }
 
-  it('refuses a rating before the task\'s transaction settled', async () => {
+  it("refuses a rating before the task's transaction settled", async () => {
     const { publisher, task, applications } = await market('agent', '10.00', ['10.00']);
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body).toMatchObject({ code: 4090, data: { status: 'open', action: 'rate' } });
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body).toMatchObject({
+      code: 4090,
+      data: { status: 'open', action: 'rate' },
+    });
     await accept(publisher, task.id, applications[0]!).expect(200);
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body.data).toMatchObject({ status: 'matched', transaction_status: 'frozen' });
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body.data).toMatchObject({
+      status: 'matched',
+      transaction_status: 'frozen',
+    });
   });
 
   it('buys at the bounty when the application proposes no price, and freezes the difference of a price above the hold when max_price allows it', async () => {
@@ -86,7 +124,9 @@ describe('accepting an application: the task\'s money through escrow, end to end
     expect((await accept(atBounty.publisher, atBounty.task.id, atBounty.applications[0]!).expect(200)).body.data.transaction.price_ut).toBe('12.00');
     expect(await balance(test, atBounty.publisher)).toMatchObject({ available: '88.00', frozen: '12.00' });
     const above = await market('agent', '10.00', ['40.00']);
-    expect((await accept(above.publisher, above.task.id, above.applications[0]!, { max_price: '40.00' }).expect(200)).body.data.transaction.price_ut).toBe('40.00');
+    expect((await accept(above.publisher, above.task.id, above.applications[0]!, { max_price: '40.00' }).expect(200)).body.data.transaction.price_ut).toBe(
+      '40.00',
+    );
     expect(await balance(test, above.publisher)).toMatchObject({ available: '60.00', frozen: '40.00' });
     await expectBooks();
   });
@@ -99,7 +139,10 @@ describe('accepting an application: the task\'s money through escrow, end to end
       const noBody = await test.http.post(`/api/v1/tasks/${task.id}/applications/${applications[0]}/accept`).set(publisher.headers).expect(409);
       expect(noBody.body).toMatchObject({ code: 4093, data: { currency, price: '95.00', max_price: '10.00', bounty_held: '10.00' } });
       expect((await accept(publisher, task.id, applications[0]!, {}).expect(409)).body.code).toBe(4093);
-      expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({ status: 'open', bounty_held: '10.00' });
+      expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({
+        status: 'open',
+        bounty_held: '10.00',
+      });
       expect(await balance(test, publisher, wallet)).toMatchObject({ available: '90.00', frozen: '10.00' });
       const applied = (await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(publisher.headers).expect(200)).body.data.items;
       expect(applied.map((item: { status: string }) => item.status)).toEqual(['pending', 'pending']);
@@ -111,7 +154,10 @@ describe('accepting an application: the task\'s money through escrow, end to end
 
   it('a task without a bounty holds nothing: a proposed price needs max_price', async () => {
     const { publisher, task, applications } = await market('agent', null, ['7.00']);
-    expect((await accept(publisher, task.id, applications[0]!).expect(409)).body).toMatchObject({ code: 4093, data: { price: '7.00', max_price: '0.00', bounty_held: '0.00' } });
+    expect((await accept(publisher, task.id, applications[0]!).expect(409)).body).toMatchObject({
+      code: 4093,
+      data: { price: '7.00', max_price: '0.00', bounty_held: '0.00' },
+    });
     expect((await accept(publisher, task.id, applications[0]!, { max_price: '7.00' }).expect(200)).body.data.transaction.price_ut).toBe('7.00');
     await expectBooks();
   });
@@ -122,7 +168,10 @@ describe('accepting an application: the task\'s money through escrow, end to end
     expect(short.body).toMatchObject({ code: 4020, data: { currency: 'UT', available: '50.00', required: '150.00' } });
     const ceiling = await accept(publisher, task.id, applications[1]!, { max_price: '15.00' }).expect(409);
     expect(ceiling.body).toMatchObject({ code: 4093, data: { price: '20.00', max_price: '15.00' } });
-    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({ status: 'open', bounty_held: '10.00' });
+    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({
+      status: 'open',
+      bounty_held: '10.00',
+    });
     expect(await balance(test, publisher)).toMatchObject({ available: '40.00', frozen: '10.00' });
     expect((await accept(publisher, task.id, applications[1]!, { max_price: '20.00' }).expect(200)).body.data.transaction.price_ut).toBe('20.00');
     await expectBooks();
@@ -145,7 +194,12 @@ describe('accepting an application: the task\'s money through escrow, end to end
   });
 
   it(raceTest('matches once under twenty parallel accepts of different applications: one transaction, one match'), async () => {
-    const { publisher, task, applications } = await market('agent', '20.00', Array.from({ length: 20 }, () => '15.00'), '100.00');
+    const { publisher, task, applications } = await market(
+      'agent',
+      '20.00',
+      Array.from({ length: 20 }, () => '15.00'),
+      '100.00',
+    );
     const answers = await Promise.all(applications.map((id) => accept(publisher, task.id, id)));
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(1);
     expect(answers.filter((answer) => answer.status !== 200).every((answer) => answer.body.code === 4090)).toBe(true);

@@ -21,17 +21,46 @@ afterAll(() => test.close());
 
 type Application = { id: string; status: string; task_id: string; skill_id: string; applicant_id: string; proposed_price: string | null };
 const newTask = async (owner: Actor = publisher) =>
-  (await test.http.post('/api/v1/tasks/').set(owner.headers).send({ title: 'Proofread a thesis', description: 'Eighty pages of English', mode: 'online', category: 'academic' }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(owner.headers)
+      .send({ title: 'Proofread a thesis', description: 'Eighty pages of English', mode: 'online', category: 'academic' })
+      .expect(201)
+  ).body.data as { id: string };
 const newSkill = async (owner: Actor = applicant, body: Record<string, unknown> = {}) =>
-  (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Proofreading', description: 'Academic English', category: 'academic', ...body }).expect(201)).body.data as { id: string };
-const apply = (actor: Actor, taskId: string, body: Record<string, unknown>) => test.http.post(`/api/v1/tasks/${taskId}/applications`).set(actor.headers).send(body);
+  (
+    await test.http
+      .post('/api/v1/skills/')
+      .set(owner.headers)
+      .send({ name: 'Proofreading', description: 'Academic English', category: 'academic', ...body })
+      .expect(201)
+  ).body.data as { id: string };
+const apply = (actor: Actor, taskId: string, body: Record<string, unknown>) =>
+  test.http.post(`/api/v1/tasks/${taskId}/applications`).set(actor.headers).send(body);
 
 describe('applying to a task', () => {
-  it('applies with an active skill of one\'s own to an open task of the same space', async () => {
+  it("applies with an active skill of one's own to an open task of the same space", async () => {
     const task = await newTask();
     const skill = await newSkill();
-    const created = (await apply(applicant, task.id, { skill_id: skill.id, message: 'I did forty theses', proposed_price: '45.00', proposed_billing_model: 'fixed', proposed_quantity: 1 }).expect(201)).body.data;
-    expect(created).toMatchObject({ task_id: task.id, skill_id: skill.id, applicant_id: applicant.userId, status: 'pending', proposed_price: '45.00', message: 'I did forty theses', decided_at: null });
+    const created = (
+      await apply(applicant, task.id, {
+        skill_id: skill.id,
+        message: 'I did forty theses',
+        proposed_price: '45.00',
+        proposed_billing_model: 'fixed',
+        proposed_quantity: 1,
+      }).expect(201)
+    ).body.data;
+    expect(created).toMatchObject({
+      task_id: task.id,
+      skill_id: skill.id,
+      applicant_id: applicant.userId,
+      status: 'pending',
+      proposed_price: '45.00',
+      message: 'I did forty theses',
+      decided_at: null,
+    });
     const listed = (await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(publisher.headers).expect(200)).body.data;
     expect(listed.items.map((item: Application) => item.id)).toEqual([created.id]);
     const mine = (await test.http.get('/api/v1/tasks/applications/mine').set(applicant.headers).expect(200)).body.data;
@@ -49,15 +78,28 @@ describe('applying to a task', () => {
     expect((await apply(applicant, task.id, { skill_id: humanSkill.id }).expect(404)).body.code).toBe(4040);
     const inactive = await newSkill(applicant);
     await test.http.put(`/api/v1/skills/${inactive.id}`).set(applicant.headers).send({ status: 'inactive' }).expect(200);
-    expect((await apply(applicant, task.id, { skill_id: inactive.id }).expect(409)).body).toMatchObject({ code: 4090, data: { status: 'inactive', action: 'apply' } });
+    expect((await apply(applicant, task.id, { skill_id: inactive.id }).expect(409)).body).toMatchObject({
+      code: 4090,
+      data: { status: 'inactive', action: 'apply' },
+    });
     const deleted = await newSkill(applicant);
     await test.http.delete(`/api/v1/skills/${deleted.id}`).set(applicant.headers).expect(200);
     expect((await apply(applicant, task.id, { skill_id: deleted.id }).expect(404)).body.code).toBe(4040);
     expect((await apply(applicant, randomUUID(), { skill_id: skill.id }).expect(404)).body.code).toBe(4040);
     const closed = await newTask();
     await test.http.post(`/api/v1/tasks/${closed.id}/close`).set(publisher.headers).send({}).expect(200);
-    expect((await apply(applicant, closed.id, { skill_id: skill.id }).expect(409)).body).toMatchObject({ code: 4090, data: { status: 'closed', action: 'apply' } });
-    for (const body of [{}, { skill_id: 'nope' }, { skill_id: skill.id, proposed_price: '-1' }, { skill_id: skill.id, proposed_billing_model: 'hourly' }, { skill_id: skill.id, proposed_quantity: 0 }, { skill_id: skill.id, extra: 1 }]) {
+    expect((await apply(applicant, closed.id, { skill_id: skill.id }).expect(409)).body).toMatchObject({
+      code: 4090,
+      data: { status: 'closed', action: 'apply' },
+    });
+    for (const body of [
+      {},
+      { skill_id: 'nope' },
+      { skill_id: skill.id, proposed_price: '-1' },
+      { skill_id: skill.id, proposed_billing_model: 'hourly' },
+      { skill_id: skill.id, proposed_quantity: 0 },
+      { skill_id: skill.id, extra: 1 },
+    ]) {
       expect((await apply(applicant, task.id, body).expect(400)).body.code).toBe(4000);
     }
     expect((await test.http.post(`/api/v1/tasks/${task.id}/applications`).send({ skill_id: skill.id }).expect(401)).body.code).toBe(4010);
@@ -95,23 +137,33 @@ describe('how many applications a task takes', () => {
     const lastPlaces = 2;
     const skills: { id: string; owner: Actor }[] = [];
     for (let batch = 0; batch * 20 < limits.taskPendingApplicationsMax - lastPlaces + racers; batch++) {
-      skills.push(...(await Promise.all(Array.from({ length: 20 }, async () => {
-        const owner = accountOf();
-        return { ...(await newSkill(owner)), owner };
-      }))));
+      skills.push(
+        ...(await Promise.all(
+          Array.from({ length: 20 }, async () => {
+            const owner = accountOf();
+            return { ...(await newSkill(owner)), owner };
+          }),
+        )),
+      );
     }
     const applied: Application[] = [];
     const before = limits.taskPendingApplicationsMax - lastPlaces;
     for (let batch = 0; batch * 20 < before; batch++) {
       const slice = skills.slice(batch * 20, Math.min((batch + 1) * 20, before));
-      applied.push(...(await Promise.all(slice.map(async (skill) => (await apply(skill.owner, task.id, { skill_id: skill.id }).expect(201)).body.data as Application))));
+      applied.push(
+        ...(await Promise.all(slice.map(async (skill) => (await apply(skill.owner, task.id, { skill_id: skill.id }).expect(201)).body.data as Application))),
+      );
     }
     // Ten accounts ask for the last two places at once: two get them, whatever the interleaving.
     const racing = skills.slice(before, before + racers);
     const answers = await Promise.all(racing.map((skill) => apply(skill.owner, task.id, { skill_id: skill.id })));
     expect(answers.filter((answer) => answer.status === 201)).toHaveLength(lastPlaces);
     const refused = answers.filter((answer) => answer.status !== 201);
-    expect(refused.every((answer) => answer.status === 409 && answer.body.code === 4092 && answer.body.data.pending_applications_max === limits.taskPendingApplicationsMax)).toBe(true);
+    expect(
+      refused.every(
+        (answer) => answer.status === 409 && answer.body.code === 4092 && answer.body.data.pending_applications_max === limits.taskPendingApplicationsMax,
+      ),
+    ).toBe(true);
     const pending = await test.http.get(`/api/v1/tasks/${task.id}/applications?status=pending&page_size=1`).set(publisher.headers).expect(200);
     expect(pending.body.data.total).toBe(limits.taskPendingApplicationsMax);
     const extra = racing[answers.findIndex((answer) => answer.status !== 201)]!;
@@ -143,7 +195,7 @@ describe('withdrawing and rejecting', () => {
     expect(filtered.items.map((item: Application) => item.id)).toEqual([second.id]);
   });
 
-  it('shows a task\'s applications to its publisher only', async () => {
+  it("shows a task's applications to its publisher only", async () => {
     const task = await newTask();
     expect((await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(applicant.headers).expect(403)).body.code).toBe(4030);
     expect((await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(human.headers).expect(404)).body.code).toBe(4040);
@@ -152,16 +204,21 @@ describe('withdrawing and rejecting', () => {
 
 describe('the application status table', () => {
   const expected: Record<string, string> = { 'pending withdraw': 'withdrawn', 'pending reject': 'rejected', 'pending accept': 'accepted' };
-  it.each(applicationStatuses.flatMap((from) => applicationActions.map((action) => [from, action] as const)))('%s + %s moves as docs/tasks.md says, or is 4090', (from, action) => {
-    const to = expected[`${from} ${action}`];
-    if (to) expect(nextApplicationState(from, action)).toBe(to);
-    else expect(() => nextApplicationState(from, action)).toThrow(expect.objectContaining({ code: 4090 }));
-  });
+  it.each(applicationStatuses.flatMap((from) => applicationActions.map((action) => [from, action] as const)))(
+    '%s + %s moves as docs/tasks.md says, or is 4090',
+    (from, action) => {
+      const to = expected[`${from} ${action}`];
+      if (to) expect(nextApplicationState(from, action)).toBe(to);
+      else expect(() => nextApplicationState(from, action)).toThrow(expect.objectContaining({ code: 4090 }));
+    },
+  );
 
   it('is the table docs/tasks.md shows', () => {
     const doc = readFileSync(new URL('../../docs/tasks.md', import.meta.url), 'utf8');
     const section = doc.slice(doc.indexOf('## Application status'), doc.indexOf('## The hall'));
-    const rows = [...section.matchAll(/^\| (\w+) \| (\w+) \| (\w+) \| (\w+) \|$/gm)].filter(([, from]) => from !== 'From').map(([, from, action, to, actor]) => ({ from, action, to, actor }));
+    const rows = [...section.matchAll(/^\| (\w+) \| (\w+) \| (\w+) \| (\w+) \|$/gm)]
+      .filter(([, from]) => from !== 'From')
+      .map(([, from, action, to, actor]) => ({ from, action, to, actor }));
     expect(rows).toEqual(applicationTransitionTable);
   });
 });

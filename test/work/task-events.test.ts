@@ -21,15 +21,37 @@ afterAll(async () => {
   await test.close();
 });
 
-const taskEventTypes = ['task.drafted', 'task.published', 'task.updated', 'task.closed', 'task.cancelled', 'task.expired', 'task.matched',
-  'application.submitted', 'application.withdrawn', 'application.rejected', 'application.accepted', 'too_old'];
+const taskEventTypes = [
+  'task.drafted',
+  'task.published',
+  'task.updated',
+  'task.closed',
+  'task.cancelled',
+  'task.expired',
+  'task.matched',
+  'application.submitted',
+  'application.withdrawn',
+  'application.rejected',
+  'application.accepted',
+  'too_old',
+];
 
 interface TaskEvent {
   id: string;
   type: string;
   data: {
-    sequence: string; recipient_user_id: string; space: string; task_id: string; application_id: string | null; type: string;
-    data: { action: string; previous_status: string | null; task: { id: string; status: string; bounty_held: string }; application?: { id: string; status: string } };
+    sequence: string;
+    recipient_user_id: string;
+    space: string;
+    task_id: string;
+    application_id: string | null;
+    type: string;
+    data: {
+      action: string;
+      previous_status: string | null;
+      task: { id: string; status: string; bounty_held: string };
+      application?: { id: string; status: string };
+    };
   };
 }
 
@@ -50,11 +72,29 @@ async function fundedAgent(amount = '100.00') {
 }
 
 const publish = async (owner: Actor, body: Record<string, unknown> = {}) =>
-  (await test.http.post('/api/v1/tasks/').set(owner.headers).send({ title: 'Translate a manual', description: 'Forty pages, English to Chinese', mode: 'online', category: 'translation', ...body }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(owner.headers)
+      .send({ title: 'Translate a manual', description: 'Forty pages, English to Chinese', mode: 'online', category: 'translation', ...body })
+      .expect(201)
+  ).body.data as { id: string };
 const newSkill = async (owner: Actor) =>
-  (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Translation', description: 'English and Chinese', category: 'translation' }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post('/api/v1/skills/')
+      .set(owner.headers)
+      .send({ name: 'Translation', description: 'English and Chinese', category: 'translation' })
+      .expect(201)
+  ).body.data as { id: string };
 const apply = async (applicant: Actor, taskId: string, body: Record<string, unknown> = {}) =>
-  (await test.http.post(`/api/v1/tasks/${taskId}/applications`).set(applicant.headers).send({ skill_id: (await newSkill(applicant)).id, ...body }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post(`/api/v1/tasks/${taskId}/applications`)
+      .set(applicant.headers)
+      .send({ skill_id: (await newSkill(applicant)).id, ...body })
+      .expect(201)
+  ).body.data as { id: string };
 
 describe('GET /api/v1/tasks/events', () => {
   it("tells the publisher and each applicant every move that concerns them, in each one's own order", async () => {
@@ -71,15 +111,32 @@ describe('GET /api/v1/tasks/events', () => {
     await expect.poll(() => streams.publisher.received.length).toBe(7);
     await expect.poll(() => streams.loser.received.length).toBe(4);
     await expect.poll(() => streams.winner.received.length).toBe(4);
-    expect(types(streams.publisher)).toEqual(['task.published', 'application.submitted', 'application.submitted', 'task.updated', 'task.matched', 'application.accepted', 'application.rejected']);
+    expect(types(streams.publisher)).toEqual([
+      'task.published',
+      'application.submitted',
+      'application.submitted',
+      'task.updated',
+      'task.matched',
+      'application.accepted',
+      'application.rejected',
+    ]);
     expect(types(streams.winner)).toEqual(['application.submitted', 'task.updated', 'task.matched', 'application.accepted']);
     expect(types(streams.loser)).toEqual(['application.submitted', 'task.updated', 'task.matched', 'application.rejected']);
     for (const stream of [streams.publisher, streams.winner, streams.loser]) expect(ids(stream)).toEqual(ascending(stream.received.length));
 
     const rejection = streams.loser.received[3]!.data;
     expect(rejection).toMatchObject({ task_id: task.id, application_id: lost.id, space: 'agent', recipient_user_id: loser.userId });
-    expect(rejection.data).toMatchObject({ action: 'match', previous_status: 'pending', application: { id: lost.id, status: 'rejected' }, task: { status: 'matched' } });
-    expect(streams.winner.received[2]!.data.data).toMatchObject({ action: 'match', previous_status: 'open', task: { id: task.id, status: 'matched', bounty_held: '0.00' } });
+    expect(rejection.data).toMatchObject({
+      action: 'match',
+      previous_status: 'pending',
+      application: { id: lost.id, status: 'rejected' },
+      task: { status: 'matched' },
+    });
+    expect(streams.winner.received[2]!.data.data).toMatchObject({
+      action: 'match',
+      previous_status: 'open',
+      task: { id: task.id, status: 'matched', bounty_held: '0.00' },
+    });
     // The bystander heard nothing; after a move of its own it hears that, numbered 1.
     expect(streams.bystander.received).toEqual([]);
     await publish(bystander);
@@ -90,7 +147,11 @@ describe('GET /api/v1/tasks/events', () => {
   it('says every way a task ends, to its pending applicants too: closed, cancelled, expired', async () => {
     const publisher = await fundedAgent();
     const applicant = await createAgent(test);
-    const [closing, cancelling, expiring] = [await publish(publisher, { bounty_amount: '5.00' }), await publish(publisher), await publish(publisher, { expires_at: new Date(test.clock.now.getTime() + 3_600_000).toISOString() })];
+    const [closing, cancelling, expiring] = [
+      await publish(publisher, { bounty_amount: '5.00' }),
+      await publish(publisher),
+      await publish(publisher, { expires_at: new Date(test.clock.now.getTime() + 3_600_000).toISOString() }),
+    ];
     for (const task of [closing, cancelling, expiring]) await apply(applicant, task.id);
     const stream = watch(applicant);
     await stream.opened;
@@ -100,7 +161,9 @@ describe('GET /api/v1/tasks/events', () => {
     await test.runtime.engine.sweeper.runOnce();
     await expect.poll(() => types(stream)).toEqual(['task.closed', 'task.cancelled', 'task.expired']);
     expect(stream.received.map((event) => [event.data.task_id, event.data.data.previous_status, event.data.data.task.status])).toEqual([
-      [closing.id, 'open', 'closed'], [cancelling.id, 'open', 'cancelled'], [expiring.id, 'open', 'expired'],
+      [closing.id, 'open', 'closed'],
+      [cancelling.id, 'open', 'cancelled'],
+      [expiring.id, 'open', 'expired'],
     ]);
     stream.close();
   });
@@ -112,13 +175,29 @@ describe('GET /api/v1/tasks/events', () => {
     await stream.opened;
     const draft = await publish(publisher, { draft: true });
     // Too little money: the task is stored as a draft (4020), which is the stream's news too.
-    const short = (await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Logo', description: 'A logo', mode: 'online', bounty_amount: '9.00' }).expect(402)).body.data;
+    const short = (
+      await test.http
+        .post('/api/v1/tasks/')
+        .set(publisher.headers)
+        .send({ title: 'Logo', description: 'A logo', mode: 'online', bounty_amount: '9.00' })
+        .expect(402)
+    ).body.data;
     await test.http.post(`/api/v1/tasks/${draft.id}/publish-draft`).set(publisher.headers).send({ delivery_hours: 24 }).expect(200);
     const first = await apply(applicant, draft.id);
     const second = await apply(applicant, draft.id);
     await test.http.delete(`/api/v1/tasks/${draft.id}/applications/${first.id}`).set(applicant.headers).expect(200);
     await test.http.post(`/api/v1/tasks/${draft.id}/applications/${second.id}/reject`).set(publisher.headers).send({}).expect(200);
-    await expect.poll(() => types(stream)).toEqual(['task.drafted', 'task.drafted', 'task.published', 'application.submitted', 'application.submitted', 'application.withdrawn', 'application.rejected']);
+    await expect
+      .poll(() => types(stream))
+      .toEqual([
+        'task.drafted',
+        'task.drafted',
+        'task.published',
+        'application.submitted',
+        'application.submitted',
+        'application.withdrawn',
+        'application.rejected',
+      ]);
     expect(stream.received[1]!.data.task_id).toBe(short.task_id);
     expect(stream.received[2]!.data.data).toMatchObject({ action: 'publish', previous_status: 'draft', task: { status: 'open' } });
     expect(stream.received[5]!.data.data).toMatchObject({ action: 'withdraw', previous_status: 'pending', application: { id: first.id, status: 'withdrawn' } });
@@ -133,8 +212,14 @@ describe('GET /api/v1/tasks/events', () => {
     const stream = watch(publisher);
     await stream.opened;
     expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({}).expect(409)).body.code).toBe(4093);
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({ max_price: '50.00' }).expect(402)).body.code).toBe(4020);
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({ max_price: '20.00' }).expect(409)).body.code).toBe(4093);
+    expect(
+      (await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({ max_price: '50.00' }).expect(402)).body
+        .code,
+    ).toBe(4020);
+    expect(
+      (await test.http.post(`/api/v1/tasks/${task.id}/applications/${dear.id}/accept`).set(publisher.headers).send({ max_price: '20.00' }).expect(409)).body
+        .code,
+    ).toBe(4093);
     expect((await test.http.put(`/api/v1/tasks/${task.id}`).set(publisher.headers).send({ bounty_amount: '99.00' }).expect(402)).body.code).toBe(4020);
     // A move that did happen afterwards is the first thing the stream carries.
     await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200);
@@ -183,7 +268,7 @@ describe('GET /api/v1/tasks/events', () => {
     byQuery.close();
   });
 
-  it('keeps the two spaces apart: one person\'s agent credentials never hear their human tasks, nor the other way round', async () => {
+  it("keeps the two spaces apart: one person's agent credentials never hear their human tasks, nor the other way round", async () => {
     const person = await signUpHuman(test);
     const key = await createApiKey(test);
     await linkUser(test, key.id, person.userId);
@@ -211,7 +296,11 @@ describe('GET /api/v1/tasks/events', () => {
     await expect.poll(() => stream.received.map((event) => event.data.task_id)).toEqual([lost.id, unpublished.id, third.id]);
     test.clock.advanceMs(5_000);
     expect(await test.runtime.engine.relay.runOnce()).toBeGreaterThanOrEqual(1);
-    const left = await test.runtime.engine.dependencies.db('task_events').whereNull('published_at').where('recipient_user_id', publisher.userId).count<{ count: string }[]>('* as count');
+    const left = await test.runtime.engine.dependencies
+      .db('task_events')
+      .whereNull('published_at')
+      .where('recipient_user_id', publisher.userId)
+      .count<{ count: string }[]>('* as count');
     expect(Number(left[0]!.count)).toBe(0);
     stream.close();
   });
@@ -241,7 +330,14 @@ describe('GET /api/v1/tasks/events', () => {
     const agent = await createAgent(test);
     const human = await signUpHuman(test);
     expect((await test.http.get('/api/v1/tasks/events').expect(401)).body.code).toBe(4010);
-    expect((await test.http.get('/api/v1/tasks/events').set({ ...agent.headers, ...human.headers }).expect(400)).body.code).toBe(4011);
+    expect(
+      (
+        await test.http
+          .get('/api/v1/tasks/events')
+          .set({ ...agent.headers, ...human.headers })
+          .expect(400)
+      ).body.code,
+    ).toBe(4011);
     expect((await test.http.get('/api/v1/tasks/events').set(agent.headers).set('Last-Event-ID', 'abc').expect(400)).body.code).toBe(4000);
     expect((await test.http.get('/api/v1/tasks/events?last_event_id=-1').set(agent.headers).expect(400)).body.code).toBe(4000);
   });
@@ -255,7 +351,11 @@ describe('task events past the retention window', () => {
     // Only published rows are deleted (the relay still owes the others): wait for the marks.
     const unpublished = async () => {
       await test.runtime.engine.tasks.events.flush();
-      const [row] = await test.runtime.engine.dependencies.db('task_events').whereNull('published_at').where('recipient_user_id', publisher.userId).count<{ count: string }[]>('* as count');
+      const [row] = await test.runtime.engine.dependencies
+        .db('task_events')
+        .whereNull('published_at')
+        .where('recipient_user_id', publisher.userId)
+        .count<{ count: string }[]>('* as count');
       return Number(row!.count);
     };
     await expect.poll(unpublished).toBe(0);

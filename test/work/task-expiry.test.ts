@@ -31,40 +31,115 @@ afterAll(async () => {
 const expectBooks = async () => expect(await checkBooks(test.runtime.engine.dependencies.db)).toEqual([]);
 const inMinutes = (minutes: number) => new Date(test.runtime.engine.dependencies.now().getTime() + minutes * 60_000).toISOString();
 const pastTheDeadline = () => test.clock.advanceMs(2 * 60_000 + 1_000);
-const skillOf = async (actor: Actor) => (await test.http.post('/api/v1/skills/').set(actor.headers).send({ name: 'Logo design', description: 'Logos', category: 'design' }).expect(201)).body.data.id as string;
+const skillOf = async (actor: Actor) =>
+  (await test.http.post('/api/v1/skills/').set(actor.headers).send({ name: 'Logo design', description: 'Logos', category: 'design' }).expect(201)).body.data
+    .id as string;
 const publish = async (publisher: Actor, body: Record<string, unknown> = {}) =>
-  (await test.http.post('/api/v1/tasks/').set(publisher.headers).send({ title: 'Logo for a bakery', description: 'Three concepts', mode: 'online', category: 'design', bounty_amount: '30.00', expires_at: inMinutes(2), ...body }).expect(201)).body.data as { id: string };
+  (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({
+        title: 'Logo for a bakery',
+        description: 'Three concepts',
+        mode: 'online',
+        category: 'design',
+        bounty_amount: '30.00',
+        expires_at: inMinutes(2),
+        ...body,
+      })
+      .expect(201)
+  ).body.data as { id: string };
 
 describe('a task past its deadline, before the sweeper runs', () => {
   it('takes no application, acceptance, push, selection, answer or change; withdrawals still work; the sweep then releases the bounty', async () => {
-    const [publisher, applicant, latecomer, selected, pushed] = [await createAgent(test), await createAgent(test), await createAgent(test), await createAgent(test), await createAgent(test)];
+    const [publisher, applicant, latecomer, selected, pushed] = [
+      await createAgent(test),
+      await createAgent(test),
+      await createAgent(test),
+      await createAgent(test),
+      await createAgent(test),
+    ];
     await credit(test, publisher.userId, '100.00');
     const task = await publish(publisher);
-    const application = (await test.http.post(`/api/v1/tasks/${task.id}/applications`).set(applicant.headers).send({ skill_id: await skillOf(applicant), proposed_price: '30.00' }).expect(201)).body.data;
-    const selection = (await test.http.post(`/api/v1/tasks/${task.id}/select-skill`).set(publisher.headers).send({ skill_id: await skillOf(selected) }).expect(201)).body.data;
-    const invitation = (await test.http.post(`/api/v1/tasks/${task.id}/push-skill`).set(publisher.headers).send({ skill_id: await skillOf(pushed) }).expect(201)).body.data;
+    const application = (
+      await test.http
+        .post(`/api/v1/tasks/${task.id}/applications`)
+        .set(applicant.headers)
+        .send({ skill_id: await skillOf(applicant), proposed_price: '30.00' })
+        .expect(201)
+    ).body.data;
+    const selection = (
+      await test.http
+        .post(`/api/v1/tasks/${task.id}/select-skill`)
+        .set(publisher.headers)
+        .send({ skill_id: await skillOf(selected) })
+        .expect(201)
+    ).body.data;
+    const invitation = (
+      await test.http
+        .post(`/api/v1/tasks/${task.id}/push-skill`)
+        .set(publisher.headers)
+        .send({ skill_id: await skillOf(pushed) })
+        .expect(201)
+    ).body.data;
     const [lateSkill, word] = [await skillOf(latecomer), 'bakery'];
     pastTheDeadline();
     const expired = (action: string) => ({ code: 4090, data: { status: 'expired', action } });
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications`).set(latecomer.headers).send({ skill_id: lateSkill }).expect(409)).body).toMatchObject(expired('apply'));
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/accept`).set(publisher.headers).send({ max_price: '30.00' }).expect(409)).body).toMatchObject(expired('match'));
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/select-skill`).set(publisher.headers).send({ skill_id: lateSkill }).expect(409)).body).toMatchObject(expired('select'));
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/push-skill`).set(publisher.headers).send({ skill_id: lateSkill }).expect(409)).body).toMatchObject(expired('push'));
-    expect((await test.http.post(`/api/v1/tasks/pushes/${selection.id}/respond`).set(selected.headers).send({ decision: 'accept' }).expect(409)).body).toMatchObject(expired('respond'));
-    expect((await test.http.put(`/api/v1/tasks/${task.id}`).set(publisher.headers).send({ bounty_amount: '40.00' }).expect(409)).body).toMatchObject(expired('update'));
-    expect((await test.http.put(`/api/v1/tasks/${task.id}`).set(publisher.headers).send({ expires_at: inMinutes(60) }).expect(409)).body).toMatchObject(expired('update'));
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/applications`).set(latecomer.headers).send({ skill_id: lateSkill }).expect(409)).body).toMatchObject(
+      expired('apply'),
+    );
+    expect(
+      (await test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/accept`).set(publisher.headers).send({ max_price: '30.00' }).expect(409))
+        .body,
+    ).toMatchObject(expired('match'));
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/select-skill`).set(publisher.headers).send({ skill_id: lateSkill }).expect(409)).body).toMatchObject(
+      expired('select'),
+    );
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/push-skill`).set(publisher.headers).send({ skill_id: lateSkill }).expect(409)).body).toMatchObject(
+      expired('push'),
+    );
+    expect(
+      (await test.http.post(`/api/v1/tasks/pushes/${selection.id}/respond`).set(selected.headers).send({ decision: 'accept' }).expect(409)).body,
+    ).toMatchObject(expired('respond'));
+    expect((await test.http.put(`/api/v1/tasks/${task.id}`).set(publisher.headers).send({ bounty_amount: '40.00' }).expect(409)).body).toMatchObject(
+      expired('update'),
+    );
+    expect(
+      (
+        await test.http
+          .put(`/api/v1/tasks/${task.id}`)
+          .set(publisher.headers)
+          .send({ expires_at: inMinutes(60) })
+          .expect(409)
+      ).body,
+    ).toMatchObject(expired('update'));
     // Nothing was matched or charged, and the hall no longer shows it.
-    expect(Number(((await test.runtime.engine.dependencies.db('transactions').where({ task_id: task.id }).count('* as count')) as { count: string }[])[0]!.count)).toBe(0);
+    expect(
+      Number(((await test.runtime.engine.dependencies.db('transactions').where({ task_id: task.id }).count('* as count')) as { count: string }[])[0]!.count),
+    ).toBe(0);
     expect(await balance(test, publisher)).toMatchObject({ available: '70.00', frozen: '30.00' });
     const hall = (await test.http.get('/api/v1/tasks/hall').query({ q: word, page_size: 50 }).set(latecomer.headers).expect(200)).body.data.items;
     expect(hall.map((item: { id: string }) => item.id)).not.toContain(task.id);
-    expect((await test.http.get('/api/v1/tasks/hall').query({ sort: 'deadline', page_size: 50 }).set(latecomer.headers).expect(200)).body.data.items.map((item: { id: string }) => item.id)).not.toContain(task.id);
+    expect(
+      (await test.http.get('/api/v1/tasks/hall').query({ sort: 'deadline', page_size: 50 }).set(latecomer.headers).expect(200)).body.data.items.map(
+        (item: { id: string }) => item.id,
+      ),
+    ).not.toContain(task.id);
     // Undoing is still allowed: the applicant withdraws, the invited owner declines, the publisher takes the selection back.
-    expect((await test.http.delete(`/api/v1/tasks/${task.id}/applications/${application.id}`).set(applicant.headers).expect(200)).body.data.status).toBe('withdrawn');
-    expect((await test.http.post(`/api/v1/tasks/pushes/${invitation.id}/respond`).set(pushed.headers).send({ decision: 'decline' }).expect(200)).body.data.push.status).toBe('declined');
+    expect((await test.http.delete(`/api/v1/tasks/${task.id}/applications/${application.id}`).set(applicant.headers).expect(200)).body.data.status).toBe(
+      'withdrawn',
+    );
+    expect(
+      (await test.http.post(`/api/v1/tasks/pushes/${invitation.id}/respond`).set(pushed.headers).send({ decision: 'decline' }).expect(200)).body.data.push
+        .status,
+    ).toBe('declined');
     expect((await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selection.id}`).set(publisher.headers).expect(200)).body.data.status).toBe('withdrawn');
     await test.runtime.engine.sweeper.runOnce();
-    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({ status: 'expired', bounty_held: '0.00' });
+    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data).toMatchObject({
+      status: 'expired',
+      bounty_held: '0.00',
+    });
     expect(await balance(test, publisher)).toMatchObject({ available: '100.00', frozen: '0.00' });
     await expectBooks();
   });
@@ -74,7 +149,10 @@ describe('a task past its deadline, before the sweeper runs', () => {
     await credit(test, publisher.userId, '40.00');
     const task = await publish(publisher);
     pastTheDeadline();
-    expect((await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200)).body.data).toMatchObject({ status: 'closed', bounty_held: '0.00' });
+    expect((await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200)).body.data).toMatchObject({
+      status: 'closed',
+      bounty_held: '0.00',
+    });
     expect(await balance(test, publisher)).toMatchObject({ available: '40.00', frozen: '0.00' });
     await expectBooks();
   });
@@ -87,7 +165,13 @@ describe('a task past its deadline, before the sweeper runs', () => {
     const refused = (await test.http.post(`/api/v1/tasks/${draft.id}/publish-draft`).set(publisher.headers).send({ delivery_hours: 4 }).expect(400)).body;
     expect(refused).toMatchObject({ code: 4000, data: { errors: [{ path: 'body.expires_at' }] } });
     expect(await balance(test, publisher)).toMatchObject({ available: '40.00', frozen: '0.00' });
-    const published = (await test.http.post(`/api/v1/tasks/${draft.id}/publish-draft`).set(publisher.headers).send({ delivery_hours: 4, expires_at: inMinutes(60) }).expect(200)).body.data;
+    const published = (
+      await test.http
+        .post(`/api/v1/tasks/${draft.id}/publish-draft`)
+        .set(publisher.headers)
+        .send({ delivery_hours: 4, expires_at: inMinutes(60) })
+        .expect(200)
+    ).body.data;
     expect(published).toMatchObject({ status: 'open', bounty_held: '30.00' });
     await expectBooks();
   });
@@ -126,8 +210,14 @@ describe('the same rules through MCP', () => {
     const applied = ok(await callTool(hand, 'apply_to_task', { task_id: task.id, skill_id: await skillOf(worker) }));
     const lateSkill = await skillOf(late);
     pastTheDeadline();
-    expect(await callTool(other, 'apply_to_task', { task_id: task.id, skill_id: lateSkill })).toMatchObject({ isError: true, data: { code: 4090, data: { status: 'expired', action: 'apply' } } });
-    expect(await callTool(boss, 'accept_application', { task_id: task.id, app_id: applied.application.id })).toMatchObject({ isError: true, data: { code: 4090, data: { status: 'expired', action: 'match' } } });
+    expect(await callTool(other, 'apply_to_task', { task_id: task.id, skill_id: lateSkill })).toMatchObject({
+      isError: true,
+      data: { code: 4090, data: { status: 'expired', action: 'apply' } },
+    });
+    expect(await callTool(boss, 'accept_application', { task_id: task.id, app_id: applied.application.id })).toMatchObject({
+      isError: true,
+      data: { code: 4090, data: { status: 'expired', action: 'match' } },
+    });
     expect(await balance(test, publisher)).toMatchObject({ available: '70.00', frozen: '30.00' });
     await expectBooks();
   });

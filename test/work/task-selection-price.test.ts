@@ -23,14 +23,34 @@ const expectBooks = async () => expect(await checkBooks(test.runtime.engine.depe
 async function market(funds: string, bounty: string) {
   const [publisher, owner, stranger] = [await createAgent(test), await createAgent(test), await createAgent(test)];
   await credit(test, publisher.userId, funds);
-  const task = (await test.http.post('/api/v1/tasks/').set(publisher.headers)
-    .send({ title: 'Translate a German contract', description: 'Twelve pages of legal German', mode: 'online', category: 'translation', bounty_amount: bounty }).expect(201)).body.data as { id: string };
-  const skill = (await test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'Legal translation', description: 'German contracts', category: 'translation' }).expect(201)).body.data as { id: string };
+  const task = (
+    await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({
+        title: 'Translate a German contract',
+        description: 'Twelve pages of legal German',
+        mode: 'online',
+        category: 'translation',
+        bounty_amount: bounty,
+      })
+      .expect(201)
+  ).body.data as { id: string };
+  const skill = (
+    await test.http
+      .post('/api/v1/skills/')
+      .set(owner.headers)
+      .send({ name: 'Legal translation', description: 'German contracts', category: 'translation' })
+      .expect(201)
+  ).body.data as { id: string };
   return { publisher, owner, stranger, task, skill };
 }
-const select = (publisher: Actor, taskId: string, body: Record<string, unknown>) => test.http.post(`/api/v1/tasks/${taskId}/select-skill`).set(publisher.headers).send(body);
-const respond = (owner: Actor, pushId: string, decision: 'accept' | 'decline') => test.http.post(`/api/v1/tasks/pushes/${pushId}/respond`).set(owner.headers).send({ decision });
-const setBounty = (publisher: Actor, taskId: string, bounty: string | null) => test.http.put(`/api/v1/tasks/${taskId}`).set(publisher.headers).send({ bounty_amount: bounty });
+const select = (publisher: Actor, taskId: string, body: Record<string, unknown>) =>
+  test.http.post(`/api/v1/tasks/${taskId}/select-skill`).set(publisher.headers).send(body);
+const respond = (owner: Actor, pushId: string, decision: 'accept' | 'decline') =>
+  test.http.post(`/api/v1/tasks/pushes/${pushId}/respond`).set(owner.headers).send({ decision });
+const setBounty = (publisher: Actor, taskId: string, bounty: string | null) =>
+  test.http.put(`/api/v1/tasks/${taskId}`).set(publisher.headers).send({ bounty_amount: bounty });
 const taskOf = async (actor: Actor, taskId: string) => (await test.http.get(`/api/v1/tasks/${taskId}`).set(actor.headers).expect(200)).body.data;
 
 describe('a selection cannot outlive its price', () => {
@@ -57,7 +77,10 @@ describe('a selection cannot outlive its price', () => {
     await setBounty(publisher, task.id, '5.00').expect(200);
     const again = (await select(publisher, task.id, { skill_id: skill.id }).expect(201)).body.data;
     expect(again).toMatchObject({ price: '5.00', status: 'pending' });
-    expect((await select(publisher, task.id, { skill_id: skill.id, price: '6.00' }).expect(409)).body).toMatchObject({ code: 4092, data: { push_id: again.id } });
+    expect((await select(publisher, task.id, { skill_id: skill.id, price: '6.00' }).expect(409)).body).toMatchObject({
+      code: 4092,
+      data: { push_id: again.id },
+    });
     const answered = (await respond(owner, again.id, 'accept').expect(200)).body.data;
     expect(answered.acceptance_error).toBeNull();
     expect(answered.accepted.transaction).toMatchObject({ status: 'frozen', price_ut: '5.00' });
@@ -65,7 +88,7 @@ describe('a selection cannot outlive its price', () => {
     await expectBooks();
   });
 
-  it('a bounty may rise, or drop to a pending selection\'s price, but not below it; removing the bounty counts as zero', async () => {
+  it("a bounty may rise, or drop to a pending selection's price, but not below it; removing the bounty counts as zero", async () => {
     const { publisher, task, skill } = await market('100.00', '20.00');
     const selected = (await select(publisher, task.id, { skill_id: skill.id, price: '15.00' }).expect(201)).body.data;
     await setBounty(publisher, task.id, '30.00').expect(200);
@@ -90,9 +113,14 @@ describe('a selection cannot outlive its price', () => {
     // The selection is answered, so the bounty may drop now; then the application it made is capped at the bounty held.
     await setBounty(lowered.publisher, lowered.task.id, '5.00').expect(200);
     for (const { publisher } of [kept, lowered]) await credit(test, publisher.userId, '100.00');
-    const applicationOf = async (side: typeof kept) => (await test.http.get(`/api/v1/tasks/${side.task.id}/applications`).set(side.publisher.headers).expect(200)).body.data.items[0].id as string;
-    const accept = async (side: typeof kept, body: Record<string, unknown>) => test.http.post(`/api/v1/tasks/${side.task.id}/applications/${await applicationOf(side)}/accept`).set(side.publisher.headers).send(body);
-    const refused = (await (await accept(lowered, {})).body);
+    const applicationOf = async (side: typeof kept) =>
+      (await test.http.get(`/api/v1/tasks/${side.task.id}/applications`).set(side.publisher.headers).expect(200)).body.data.items[0].id as string;
+    const accept = async (side: typeof kept, body: Record<string, unknown>) =>
+      test.http
+        .post(`/api/v1/tasks/${side.task.id}/applications/${await applicationOf(side)}/accept`)
+        .set(side.publisher.headers)
+        .send(body);
+    const refused = await (await accept(lowered, {})).body;
     expect(refused).toMatchObject({ code: 4093, data: { price: '40.00', max_price: '5.00', bounty_held: '5.00', currency: 'UT' } });
     expect(await taskOf(lowered.publisher, lowered.task.id)).toMatchObject({ status: 'open', bounty_held: '5.00' });
     expect(await balance(test, lowered.publisher)).toMatchObject({ available: '115.00', frozen: '5.00' });
@@ -105,7 +133,13 @@ describe('a selection cannot outlive its price', () => {
 
   it('only the publisher lists and withdraws, only a pending push can be withdrawn, and the list filters by status', async () => {
     const { publisher, owner, stranger, task, skill } = await market('100.00', '10.00');
-    const other = (await test.http.post('/api/v1/skills/').set(stranger.headers).send({ name: 'Legal translation', description: 'Contracts', category: 'translation' }).expect(201)).body.data;
+    const other = (
+      await test.http
+        .post('/api/v1/skills/')
+        .set(stranger.headers)
+        .send({ name: 'Legal translation', description: 'Contracts', category: 'translation' })
+        .expect(201)
+    ).body.data;
     const invited = (await test.http.post(`/api/v1/tasks/${task.id}/push-skill`).set(publisher.headers).send({ skill_id: other.id }).expect(201)).body.data;
     const selected = (await select(publisher, task.id, { skill_id: skill.id }).expect(201)).body.data;
     expect((await test.http.get(`/api/v1/tasks/${task.id}/pushes`).set(owner.headers).expect(403)).body.code).toBe(4030);
@@ -113,33 +147,49 @@ describe('a selection cannot outlive its price', () => {
     expect((await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selected.id}`).set(stranger.headers).expect(404)).body.code).toBe(4040);
     expect((await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${invited.id}`).set(owner.headers).expect(404)).body.code).toBe(4040);
     await respond(stranger, invited.id, 'decline').expect(200);
-    expect((await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${invited.id}`).set(publisher.headers).expect(409)).body)
-      .toMatchObject({ code: 4090, data: { status: 'declined', action: 'withdraw' } });
+    expect((await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${invited.id}`).set(publisher.headers).expect(409)).body).toMatchObject({
+      code: 4090,
+      data: { status: 'declined', action: 'withdraw' },
+    });
     await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selected.id}`).set(publisher.headers).expect(200);
     expect((await test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selected.id}`).set(publisher.headers).expect(409)).body.data.status).toBe('withdrawn');
-    const list = async (status?: string) => (await test.http.get(`/api/v1/tasks/${task.id}/pushes`).query(status ? { status } : {}).set(publisher.headers).expect(200)).body.data.items.map((item: { id: string }) => item.id);
+    const list = async (status?: string) =>
+      (
+        await test.http
+          .get(`/api/v1/tasks/${task.id}/pushes`)
+          .query(status ? { status } : {})
+          .set(publisher.headers)
+          .expect(200)
+      ).body.data.items.map((item: { id: string }) => item.id);
     expect(await list()).toEqual([selected.id, invited.id]);
     expect(await list('withdrawn')).toEqual([selected.id]);
     expect(await list('declined')).toEqual([invited.id]);
     await expectBooks();
   });
 
-  it(raceTest('an answer racing a withdrawal, or a bounty cut, never freezes a price the publisher took back'), async () => {
-    for (let round = 0; round < 3; round++) {
-      const { publisher, owner, task, skill } = await market('100.00', '50.00');
-      const selected = (await select(publisher, task.id, { skill_id: skill.id }).expect(201)).body.data;
-      const [answer, withdrawal] = await Promise.all([respond(owner, selected.id, 'accept'), test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selected.id}`).set(publisher.headers)]);
-      // Exactly one of the two wins the pending push.
-      expect([answer.status, withdrawal.status].filter((status) => status === 200)).toHaveLength(1);
-      if (withdrawal.status === 200) expect(await taskOf(publisher, task.id)).toMatchObject({ status: 'open', bounty_held: '50.00' });
-      const again = await market('100.00', '50.00');
-      const pending = (await select(again.publisher, again.task.id, { skill_id: again.skill.id }).expect(201)).body.data;
-      const [answered, cut] = await Promise.all([respond(again.owner, pending.id, 'accept'), setBounty(again.publisher, again.task.id, '5.00')]);
-      const frozen = answered.body.data?.accepted?.transaction?.price_ut as string | undefined;
-      // The cut went through only if the 50.00 was not frozen, and what was frozen is within the bounty held then.
-      if (cut.status === 200) expect(frozen).toBeUndefined();
-      if (frozen !== undefined) expect(frozen).toBe('50.00');
-      await expectBooks();
-    }
-  }, 180_000);
+  it(
+    raceTest('an answer racing a withdrawal, or a bounty cut, never freezes a price the publisher took back'),
+    async () => {
+      for (let round = 0; round < 3; round++) {
+        const { publisher, owner, task, skill } = await market('100.00', '50.00');
+        const selected = (await select(publisher, task.id, { skill_id: skill.id }).expect(201)).body.data;
+        const [answer, withdrawal] = await Promise.all([
+          respond(owner, selected.id, 'accept'),
+          test.http.delete(`/api/v1/tasks/${task.id}/pushes/${selected.id}`).set(publisher.headers),
+        ]);
+        // Exactly one of the two wins the pending push.
+        expect([answer.status, withdrawal.status].filter((status) => status === 200)).toHaveLength(1);
+        if (withdrawal.status === 200) expect(await taskOf(publisher, task.id)).toMatchObject({ status: 'open', bounty_held: '50.00' });
+        const again = await market('100.00', '50.00');
+        const pending = (await select(again.publisher, again.task.id, { skill_id: again.skill.id }).expect(201)).body.data;
+        const [answered, cut] = await Promise.all([respond(again.owner, pending.id, 'accept'), setBounty(again.publisher, again.task.id, '5.00')]);
+        const frozen = answered.body.data?.accepted?.transaction?.price_ut as string | undefined;
+        // The cut went through only if the 50.00 was not frozen, and what was frozen is within the bounty held then.
+        if (cut.status === 200) expect(frozen).toBeUndefined();
+        if (frozen !== undefined) expect(frozen).toBe('50.00');
+        await expectBooks();
+      }
+    },
+    180_000,
+  );
 });

@@ -21,6 +21,5 @@ export const createUser = defineCommand({
       'display-name': signupBody.shape.display_name,
     })
     .refine((input) => input.password === undefined || input.email !== undefined, '--password needs --email to be usable for signing in'),
-  run: (input, { engine }) =>
-    engine.identity.createUser({ email: input.email, password: input.password, display_name: input['display-name'] }),
+  run: (input, { engine }) => engine.identity.createUser({ email: input.email, password: input.password, display_name: input['display-name'] }),
 });

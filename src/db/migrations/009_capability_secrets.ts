@@ -16,7 +16,9 @@ export async function up(knex: Knex): Promise<void> {
     table.text('callback_secret').nullable();
     table.timestamp('deleted_at', { useTz: true }).nullable();
   });
-  await knex.raw(`UPDATE capabilities SET callback_secret = 'cbs_' || replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '') WHERE callback_secret IS NULL`);
+  await knex.raw(
+    `UPDATE capabilities SET callback_secret = 'cbs_' || replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '') WHERE callback_secret IS NULL`,
+  );
   await knex.raw(`ALTER TABLE capabilities ADD CONSTRAINT capabilities_deleted_not_available CHECK (deleted_at IS NULL OR available = false)`);
 }
 

@@ -27,7 +27,9 @@ export async function up(knex: Knex): Promise<void> {
     table.timestamp('redeemed_at', { useTz: true }).nullable();
     table.index(['expires_at']);
   });
-  await knex.raw(`ALTER TABLE device_authorizations ADD CONSTRAINT device_authorizations_status CHECK (status IN ('pending', 'approved', 'denied', 'redeemed'))`);
+  await knex.raw(
+    `ALTER TABLE device_authorizations ADD CONSTRAINT device_authorizations_status CHECK (status IN ('pending', 'approved', 'denied', 'redeemed'))`,
+  );
   await knex.schema.alterTable('api_keys', (table) => {
     table.uuid('owner_user_id').nullable().references('users.id').onDelete('CASCADE');
     table.index(['owner_user_id', 'created_at']);

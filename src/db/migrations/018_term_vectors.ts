@@ -13,12 +13,17 @@ async function fill(knex: Knex, table: 'capabilities' | 'demands') {
   let filled = 0;
   for (;;) {
     const rows = (await knex(table).whereNull('term_vector').orderBy('id').limit(batchSize).select('id', 'title', 'description', 'tags')) as {
-      id: string; title: string | null; description: string; tags: string[] | string;
+      id: string;
+      title: string | null;
+      description: string;
+      tags: string[] | string;
     }[];
     if (rows.length === 0) break;
     for (const row of rows) {
       const tags = typeof row.tags === 'string' ? (JSON.parse(row.tags) as string[]) : row.tags;
-      await knex(table).where({ id: row.id }).update({ term_vector: JSON.stringify(storedVectorOf({ title: row.title, description: row.description, tags })) });
+      await knex(table)
+        .where({ id: row.id })
+        .update({ term_vector: JSON.stringify(storedVectorOf({ title: row.title, description: row.description, tags })) });
     }
     filled += rows.length;
     process.stderr.write(`018_term_vectors: ${filled} ${table} filled\n`);

@@ -16,12 +16,17 @@ async function fillDigests(knex: Knex, table: 'capabilities' | 'demands') {
   let filled = 0;
   for (;;) {
     const rows = (await knex(table).whereNull('words_sha').orderBy('id').limit(batchSize).select('id', 'title', 'description', 'tags')) as {
-      id: string; title: string | null; description: string; tags: string[] | string;
+      id: string;
+      title: string | null;
+      description: string;
+      tags: string[] | string;
     }[];
     if (rows.length === 0) break;
     for (const row of rows) {
       const tags = typeof row.tags === 'string' ? (JSON.parse(row.tags) as string[]) : row.tags;
-      await knex(table).where({ id: row.id }).update({ words_sha: wordsDigestOf({ title: row.title, description: row.description, tags }) });
+      await knex(table)
+        .where({ id: row.id })
+        .update({ words_sha: wordsDigestOf({ title: row.title, description: row.description, tags }) });
     }
     filled += rows.length;
     process.stderr.write(`020_row_embeddings: ${filled} ${table} digested\n`);

@@ -57,7 +57,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (subscription_id, source, source_event_id) WHERE source <> 'ping'`);
   await knex.raw(`ALTER TABLE webhook_deliveries ADD CONSTRAINT webhook_deliveries_status CHECK (status IN ('pending', 'sending', 'delivered', 'failed'))`);
   await knex.raw(`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status IN ('pending', 'sending')`);
-  await knex.raw(`CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (subscription_id, ordering_key, source_event_id) WHERE status IN ('pending', 'sending')`);
+  await knex.raw(
+    `CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (subscription_id, ordering_key, source_event_id) WHERE status IN ('pending', 'sending')`,
+  );
   await knex.raw('CREATE INDEX webhook_deliveries_listing ON webhook_deliveries (subscription_id, created_at DESC, id DESC)');
   await knex.raw('CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE finished_at IS NOT NULL');
 

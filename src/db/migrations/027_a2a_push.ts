@@ -23,8 +23,12 @@ export async function up(knex: Knex): Promise<void> {
     table.text('a2a_auth_credentials').nullable();
   });
   await knex.raw(`ALTER TABLE webhook_subscriptions ADD CONSTRAINT webhook_subscriptions_kind CHECK (kind IN ('webhook', 'a2a_push'))`);
-  await knex.raw(`ALTER TABLE webhook_subscriptions ADD CONSTRAINT webhook_subscriptions_a2a_fields CHECK (kind = 'webhook' OR (a2a_generation IN ('v0.1', 'v0.3', 'v1.0') AND a2a_task_id IS NOT NULL AND a2a_task_name IS NOT NULL AND a2a_config_id IS NOT NULL))`);
-  await knex.raw(`CREATE UNIQUE INDEX webhook_subscriptions_a2a_config ON webhook_subscriptions (a2a_task_id, owner_user_id, owner_type, a2a_config_id) WHERE kind = 'a2a_push' AND deleted_at IS NULL`);
+  await knex.raw(
+    `ALTER TABLE webhook_subscriptions ADD CONSTRAINT webhook_subscriptions_a2a_fields CHECK (kind = 'webhook' OR (a2a_generation IN ('v0.1', 'v0.3', 'v1.0') AND a2a_task_id IS NOT NULL AND a2a_task_name IS NOT NULL AND a2a_config_id IS NOT NULL))`,
+  );
+  await knex.raw(
+    `CREATE UNIQUE INDEX webhook_subscriptions_a2a_config ON webhook_subscriptions (a2a_task_id, owner_user_id, owner_type, a2a_config_id) WHERE kind = 'a2a_push' AND deleted_at IS NULL`,
+  );
   await knex.raw(`CREATE INDEX webhook_subscriptions_a2a_created ON webhook_subscriptions (created_at) WHERE kind = 'a2a_push' AND deleted_at IS NULL`);
 
   await knex.schema.alterTable('webhook_deliveries', (table) => {
@@ -33,12 +37,16 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('DROP INDEX webhook_deliveries_once');
   await knex.raw(`CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (subscription_id, source, source_event_id, part) WHERE source <> 'ping'`);
   await knex.raw('DROP INDEX webhook_deliveries_queue');
-  await knex.raw(`CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (subscription_id, ordering_key, source_event_id, part) WHERE status IN ('pending', 'sending')`);
+  await knex.raw(
+    `CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (subscription_id, ordering_key, source_event_id, part) WHERE status IN ('pending', 'sending')`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('DROP INDEX webhook_deliveries_queue');
-  await knex.raw(`CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (subscription_id, ordering_key, source_event_id) WHERE status IN ('pending', 'sending')`);
+  await knex.raw(
+    `CREATE INDEX webhook_deliveries_queue ON webhook_deliveries (subscription_id, ordering_key, source_event_id) WHERE status IN ('pending', 'sending')`,
+  );
   await knex.raw('DROP INDEX webhook_deliveries_once');
   await knex('webhook_deliveries').where('part', '>', 0).del();
   await knex.raw(`CREATE UNIQUE INDEX webhook_deliveries_once ON webhook_deliveries (subscription_id, source, source_event_id) WHERE source <> 'ping'`);
@@ -49,6 +57,7 @@ export async function down(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE webhook_subscriptions DROP CONSTRAINT webhook_subscriptions_a2a_fields');
   await knex.raw('ALTER TABLE webhook_subscriptions DROP CONSTRAINT webhook_subscriptions_kind');
   await knex.schema.alterTable('webhook_subscriptions', (table) => {
-    for (const column of ['kind', 'a2a_generation', 'a2a_task_id', 'a2a_task_name', 'a2a_config_id', 'a2a_token', 'a2a_auth_scheme', 'a2a_auth_credentials']) table.dropColumn(column);
+    for (const column of ['kind', 'a2a_generation', 'a2a_task_id', 'a2a_task_name', 'a2a_config_id', 'a2a_token', 'a2a_auth_scheme', 'a2a_auth_credentials'])
+      table.dropColumn(column);
   });
 }

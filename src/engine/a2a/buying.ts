@@ -69,7 +69,8 @@ export function createBuying({ db, log }: EngineDependencies, transactions: Tran
   /** A twin of this purchase still running (4091) is waited for, when asked, so both answer the same task. */
   async function purchase(principal: Principal, command: CreateTransactionCommand, key: string, waitForTwin: boolean): Promise<BuyOutcome> {
     const waitUntil = performance.now() + limits.a2aPickWaitMs;
-    const twinRunning = (error: unknown) => waitForTwin && error instanceof AppError && error.errorName === 'idempotency_in_progress' && performance.now() < waitUntil;
+    const twinRunning = (error: unknown) =>
+      waitForTwin && error instanceof AppError && error.errorName === 'idempotency_in_progress' && performance.now() < waitUntil;
     for (;;) {
       try {
         // The freeze step reports its errors as a failure beside the created transaction.

@@ -41,20 +41,46 @@ export interface Selection {
 const notChoosing = (status: string) => new AppError('invalid_state_transition', `the conversation is ${status}`, { status, action: 'message' });
 
 export function createConversations(
-  { db, now }: EngineDependencies, idempotency: Idempotency, matching: MatchingEngine, demands: DemandEngine, buying: Buying, transactions: TransactionEngine,
+  { db, now }: EngineDependencies,
+  idempotency: Idempotency,
+  matching: MatchingEngine,
+  demands: DemandEngine,
+  buying: Buying,
+  transactions: TransactionEngine,
 ) {
   /** The best offered capabilities for the words, ranked by the matcher as a demand of the caller's would be. */
   async function candidatesFor(principal: Principal, text: string, title: string): Promise<Candidate[]> {
     const at = now();
     const draft: DemandRow = {
-      id: randomUUID(), owner_user_id: principal.user_id, owner_type: principal.caller_type, title, description: text, category: null, tags: [],
-      max_price: null, auto_accept: false, demand_type: 'explicit', status: 'open', expires_at: null, transaction_id: null,
-      auto_accept_claimed_at: null, auto_accept_attempts: 0, auto_accept_failure: null, cancelled_at: null, created_at: at, updated_at: at,
+      id: randomUUID(),
+      owner_user_id: principal.user_id,
+      owner_type: principal.caller_type,
+      title,
+      description: text,
+      category: null,
+      tags: [],
+      max_price: null,
+      auto_accept: false,
+      demand_type: 'explicit',
+      status: 'open',
+      expires_at: null,
+      transaction_id: null,
+      auto_accept_claimed_at: null,
+      auto_accept_attempts: 0,
+      auto_accept_failure: null,
+      cancelled_at: null,
+      created_at: at,
+      updated_at: at,
     };
     const ranked = await matching.rankFor(draft, limits.a2aCandidatesMax);
     return ranked.map(({ row, parts }, index) => ({
-      number: index + 1, capability_id: row.id, title: row.title, price: formatAmount(row.price), currency: currencyOfSpace(row.owner_type),
-      pricing_model: row.pricing_model, score: parts.score,
+      number: index + 1,
+      capability_id: row.id,
+      title: row.title,
+      price: formatAmount(row.price),
+      currency: currencyOfSpace(row.owner_type),
+      pricing_model: row.pricing_model,
+      score: parts.score,
     }));
   }
 
@@ -73,9 +99,19 @@ export function createConversations(
       const demand = await demands.insertWithin(trx, principal, { description: input.text, title });
       const id = randomUUID();
       await trx('a2a_tasks').insert({
-        id, kind: 'conversation', owner_user_id: principal.user_id, owner_type: principal.caller_type, context_id: input.contextId,
-        client_context_id: input.clientContextId, client_task_id: input.clientTaskId, demand_id: demand.id, transaction_id: null,
-        status: 'choosing', candidates: JSON.stringify(candidates), created_at: at, updated_at: at,
+        id,
+        kind: 'conversation',
+        owner_user_id: principal.user_id,
+        owner_type: principal.caller_type,
+        context_id: input.contextId,
+        client_context_id: input.clientContextId,
+        client_task_id: input.clientTaskId,
+        demand_id: demand.id,
+        transaction_id: null,
+        status: 'choosing',
+        candidates: JSON.stringify(candidates),
+        created_at: at,
+        updated_at: at,
       });
       await insertMessages(trx, exchange(id, input.message, candidatesParts(demand.id, candidates), at));
       return { conversation_id: id };
@@ -101,7 +137,9 @@ export function createConversations(
       if (!(await demands.rewordWithin(trx, conversation.demand_id!, { title, description: text }))) {
         throw new AppError('invalid_state_transition', "the conversation's demand is no longer open; start a new conversation", { action: 'refine' });
       }
-      await trx('a2a_tasks').where({ id: conversation.id }).update({ candidates: JSON.stringify(candidates), updated_at: at });
+      await trx('a2a_tasks')
+        .where({ id: conversation.id })
+        .update({ candidates: JSON.stringify(candidates), updated_at: at });
       await insertMessages(trx, exchange(conversation.id, message, candidatesParts(conversation.demand_id!, candidates), at));
       return { conversation_id: conversation.id };
     });
@@ -124,8 +162,13 @@ export function createConversations(
     await withTransaction(db, async ({ trx }) => {
       const at = now();
       // A cancel that raced the purchase loses: the money is in a transaction, which the task now shows.
-      await trx('a2a_tasks').where({ id: conversation.id }).whereNull('transaction_id').update({ transaction_id: transactionId, status: 'bought', updated_at: at });
-      await trx('demands').where({ id: conversation.demand_id!, status: 'open' }).update({ status: 'fulfilled', transaction_id: transactionId, updated_at: at });
+      await trx('a2a_tasks')
+        .where({ id: conversation.id })
+        .whereNull('transaction_id')
+        .update({ transaction_id: transactionId, status: 'bought', updated_at: at });
+      await trx('demands')
+        .where({ id: conversation.demand_id!, status: 'open' })
+        .update({ status: 'fulfilled', transaction_id: transactionId, updated_at: at });
       await insertMessages(trx, [{ task_id: conversation.id, message_id: message.messageId, role: 'user', parts: message.parts, created_at: arrivedAt }]);
     });
     return outcome;
@@ -134,15 +177,20 @@ export function createConversations(
   async function buyFirst(buyer: Principal, conversation: A2ATaskRow, selection: Selection, mode: SendMode): Promise<BuyOutcome> {
     const demand = (await db<DemandRow>('demands').where({ id: conversation.demand_id! }).first('description'))!;
     const shown = (conversation.candidates ?? []).find((candidate) => candidate.capability_id === selection.capability_id);
-    const ceiling = selection.max_price ?? (shown ? parseAmount(shown.price) ?? undefined : undefined);
+    const ceiling = selection.max_price ?? (shown ? (parseAmount(shown.price) ?? undefined) : undefined);
     const command = {
-      ...selection, ...(ceiling === undefined ? {} : { max_price: ceiling }),
-      demand_id: conversation.demand_id!, context_id: conversation.context_id, conversation_id: conversation.id, note: demand.description.slice(0, limits.noteLengthMax),
+      ...selection,
+      ...(ceiling === undefined ? {} : { max_price: ceiling }),
+      demand_id: conversation.demand_id!,
+      context_id: conversation.context_id,
+      conversation_id: conversation.id,
+      note: demand.description.slice(0, limits.noteLengthMax),
     };
     try {
       return await buying.buy(buyer, command, `a2a-pick:${conversation.id}`, { ...mode, waitForTwin: true });
     } catch (error) {
-      if (error instanceof AppError && error.errorName === 'idempotency_key_reused') throw new AppError('conflict', 'another candidate is already being bought in this conversation');
+      if (error instanceof AppError && error.errorName === 'idempotency_key_reused')
+        throw new AppError('conflict', 'another candidate is already being bought in this conversation');
       // Two picks after the key expired: the unique conversation_id let one of them buy.
       const bought = await buyAgain(buyer, conversation, selection);
       if (bought) return bought;
@@ -171,10 +219,13 @@ export function createConversations(
     await withTransaction(db, async ({ trx }) => {
       const at = now();
       const row = (await trx<A2ATaskRow>('a2a_tasks').where({ id: conversation.id }).forUpdate().first())!;
-      if (row.status !== 'choosing') throw new AppError('invalid_state_transition', `cannot cancel a conversation that is ${row.status}`, { status: row.status, action: 'cancel' });
+      if (row.status !== 'choosing')
+        throw new AppError('invalid_state_transition', `cannot cancel a conversation that is ${row.status}`, { status: row.status, action: 'cancel' });
       await trx('a2a_tasks').where({ id: conversation.id }).update({ status: 'cancelled', updated_at: at });
       await trx('demands').where({ id: conversation.demand_id!, status: 'open' }).update({ status: 'cancelled', cancelled_at: at, updated_at: at });
-      await insertMessages(trx, [{ task_id: conversation.id, message_id: randomUUID(), role: 'agent', parts: cancelledParts(conversation.demand_id!), created_at: at }]);
+      await insertMessages(trx, [
+        { task_id: conversation.id, message_id: randomUUID(), role: 'agent', parts: cancelledParts(conversation.demand_id!), created_at: at },
+      ]);
     });
   }
 

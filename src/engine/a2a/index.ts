@@ -11,7 +11,18 @@ import { withTransaction } from '../../db/transaction.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TransactionView } from '../../schemas/transactions.ts';
-import { type A2AMessageRow, type A2ATaskRow, type TaskListRow, ensurePurchaseRow, findConversation, findTask, insertMessages, newestMessages, taskListQuery, taskRowsOfTransactions } from '../../store/a2a.ts';
+import {
+  type A2AMessageRow,
+  type A2ATaskRow,
+  type TaskListRow,
+  ensurePurchaseRow,
+  findConversation,
+  findTask,
+  insertMessages,
+  newestMessages,
+  taskListQuery,
+  taskRowsOfTransactions,
+} from '../../store/a2a.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
 import { canSee, partyOf, visibleScope } from '../access/index.ts';
 import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
@@ -30,9 +41,7 @@ export type { A2ATask, ConversationPhase, IncomingMessage, ListedTask, SendMode,
 
 /** What a follow-up message asks, read from its data part (rpc/ parses those) or from its words (read here). */
 export type Intent =
-  | { kind: 'words'; text: string }
-  | { kind: 'buy'; selection: Selection }
-  | { kind: 'action'; action: 'confirm' | 'dispute'; reason?: string };
+  { kind: 'words'; text: string } | { kind: 'buy'; selection: Selection } | { kind: 'action'; action: 'confirm' | 'dispute'; reason?: string };
 
 export interface SendOutcome {
   task: A2ATask;
@@ -41,15 +50,23 @@ export interface SendOutcome {
 
 const finalStatuses = new Set(['settled', 'cancelled_by_buyer', 'rejected_by_seller', 'failed', 'refunded']);
 
-const storedOf = (row: A2AMessageRow): StoredMessage => ({ messageId: row.message_id, role: row.role, parts: row.parts, at: new Date(row.created_at).toISOString() });
+const storedOf = (row: A2AMessageRow): StoredMessage => ({
+  messageId: row.message_id,
+  role: row.role,
+  parts: row.parts,
+  at: new Date(row.created_at).toISOString(),
+});
 
 /** A choosing conversation without candidates is open: nothing matched, the demand waits for sellers. */
 const phaseOf = (row: A2ATaskRow): ConversationPhase => (row.status === 'choosing' && (row.candidates ?? []).length === 0 ? 'open' : row.status!);
 
-const isOwner = (principal: Principal, row: Pick<A2ATaskRow, 'owner_user_id' | 'owner_type'>) => row.owner_user_id === principal.user_id && row.owner_type === principal.caller_type;
+const isOwner = (principal: Principal, row: Pick<A2ATaskRow, 'owner_user_id' | 'owner_type'>) =>
+  row.owner_user_id === principal.user_id && row.owner_type === principal.caller_type;
 
 export function createA2AEngine(
-  dependencies: EngineDependencies, idempotency: Idempotency, parts: { matching: MatchingEngine; demands: DemandEngine; transactions: TransactionEngine; invoke: InvokeEngine },
+  dependencies: EngineDependencies,
+  idempotency: Idempotency,
+  parts: { matching: MatchingEngine; demands: DemandEngine; transactions: TransactionEngine; invoke: InvokeEngine },
 ) {
   const { db, now } = dependencies;
   const { transactions } = parts;
@@ -61,12 +78,17 @@ export function createA2AEngine(
     const owner = row !== undefined && isOwner(principal, row);
     const stored = owner ? messages.map(storedOf) : [];
     // Only the buyer sees (and may continue) a conversation; the seller sees the transaction.
-    const conversation = owner && row.kind === 'conversation'
-      ? {
-        id: row.id, demand_id: row.demand_id!, status: phaseOf(row), candidates: row.candidates ?? [], updated_at: new Date(row.updated_at).toISOString(),
-        statusMessage: stored.findLast((message) => message.role === 'agent') ?? null,
-      }
-      : null;
+    const conversation =
+      owner && row.kind === 'conversation'
+        ? {
+            id: row.id,
+            demand_id: row.demand_id!,
+            status: phaseOf(row),
+            candidates: row.candidates ?? [],
+            updated_at: new Date(row.updated_at).toISOString(),
+            statusMessage: stored.findLast((message) => message.role === 'agent') ?? null,
+          }
+        : null;
     return {
       id: conversation?.id ?? view!.id,
       contextId: row?.context_id ?? view!.context_id,
@@ -79,7 +101,7 @@ export function createA2AEngine(
   }
 
   async function withRow(principal: Principal, row: A2ATaskRow | undefined, view: TransactionView | null): Promise<A2ATask> {
-    const messages = row && isOwner(principal, row) ? (await newestMessages(db, [row.id], limits.a2aHistoryLengthMax)).get(row.id) ?? [] : [];
+    const messages = row && isOwner(principal, row) ? ((await newestMessages(db, [row.id], limits.a2aHistoryLengthMax)).get(row.id) ?? []) : [];
     return assemble(principal, row, view, messages);
   }
 
@@ -115,7 +137,13 @@ export function createA2AEngine(
   async function list(principal: Principal, query: TaskListQuery) {
     const filter = { ...visibleScope(principal), phases: query.phases, contextId: query.context_id, updatedSince: query.updated_since };
     const [counted] = await taskListQuery(db, filter).count<{ count: string }[]>('* as count');
-    const page = taskListQuery(db, filter).select('*').orderBy([{ column: 'updated_at', order: 'desc' }, { column: 'task_id', order: 'desc' }]).limit(query.page_size + 1);
+    const page = taskListQuery(db, filter)
+      .select('*')
+      .orderBy([
+        { column: 'updated_at', order: 'desc' },
+        { column: 'task_id', order: 'desc' },
+      ])
+      .limit(query.page_size + 1);
     if (query.cursor) {
       const [at, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
       page.whereRaw('(updated_at, task_id) < (?::timestamptz, ?::uuid)', [at!, id!]);
@@ -125,7 +153,15 @@ export function createA2AEngine(
     const last = listed.at(-1);
     return {
       // A page reads at most a2aListHistoryMessagesMax stored messages, shared out between its tasks.
-      items: await tasksOfRows(principal, listed, Math.min(query.history_length ?? limits.a2aHistoryLengthMax, limits.a2aHistoryLengthMax, Math.floor(limits.a2aListHistoryMessagesMax / Math.max(1, listed.length)))),
+      items: await tasksOfRows(
+        principal,
+        listed,
+        Math.min(
+          query.history_length ?? limits.a2aHistoryLengthMax,
+          limits.a2aHistoryLengthMax,
+          Math.floor(limits.a2aListHistoryMessagesMax / Math.max(1, listed.length)),
+        ),
+      ),
       total: Number(counted?.count ?? 0),
       next_cursor: rows.length > query.page_size && last ? encodeCursor([new Date(last.updated_at).toISOString(), last.task_id]) : null,
     };
@@ -134,7 +170,12 @@ export function createA2AEngine(
   async function tasksOfRows(principal: Principal, listed: TaskListRow[], historyMax: number): Promise<ListedTask[]> {
     const transactionIds = listed.flatMap((row) => (row.transaction_id ? [row.transaction_id] : []));
     const views = new Map((await db<TransactionRow>('transactions').whereIn('id', transactionIds)).map((row) => [row.id, transactionView(row)]));
-    const taskRows = await db<A2ATaskRow>('a2a_tasks').whereIn('id', listed.map((row) => row.task_id)).orWhereIn('transaction_id', transactionIds);
+    const taskRows = await db<A2ATaskRow>('a2a_tasks')
+      .whereIn(
+        'id',
+        listed.map((row) => row.task_id),
+      )
+      .orWhereIn('transaction_id', transactionIds);
     const byId = new Map(taskRows.map((row) => [row.id, row]));
     const byTransaction = new Map(taskRows.filter((row) => row.transaction_id).map((row) => [row.transaction_id!, row]));
     const owned = taskRows.filter((row) => isOwner(principal, row)).map((row) => row.id);
@@ -149,7 +190,14 @@ export function createA2AEngine(
   /** A message that started nothing new is kept on its task, with the time it arrived. */
   async function keep(principal: Principal, task: A2ATask, message: IncomingMessage, arrivedAt: Date, trx: Knex = db) {
     if (!task.conversation) {
-      await ensurePurchaseRow(trx, { id: task.id, owner_user_id: principal.user_id, owner_type: principal.caller_type, context_id: task.contextId, client_context_id: null, at: arrivedAt });
+      await ensurePurchaseRow(trx, {
+        id: task.id,
+        owner_user_id: principal.user_id,
+        owner_type: principal.caller_type,
+        context_id: task.contextId,
+        client_context_id: null,
+        at: arrivedAt,
+      });
     }
     await insertMessages(trx, [{ task_id: task.id, message_id: message.messageId, role: 'user', parts: message.parts, created_at: arrivedAt }]);
   }
@@ -162,11 +210,22 @@ export function createA2AEngine(
    * A data part that buys, on no existing task. The message is kept with the context as sent,
    * stamped with the transaction's creation so the history starts with it.
    */
-  async function purchase(principal: Principal, command: CreateTransactionCommand, input: { message: IncomingMessage; clientContextId: string | null; mode: SendMode }): Promise<SendOutcome> {
+  async function purchase(
+    principal: Principal,
+    command: CreateTransactionCommand,
+    input: { message: IncomingMessage; clientContextId: string | null; mode: SendMode },
+  ): Promise<SendOutcome> {
     const { view, failure } = await buying.buy(principal, command, input.message.key, input.mode);
     await withTransaction(db, async ({ trx }) => {
       const at = new Date(view.created_at);
-      await ensurePurchaseRow(trx, { id: view.id, owner_user_id: principal.user_id, owner_type: principal.caller_type, context_id: view.context_id, client_context_id: input.clientContextId, at });
+      await ensurePurchaseRow(trx, {
+        id: view.id,
+        owner_user_id: principal.user_id,
+        owner_type: principal.caller_type,
+        context_id: view.context_id,
+        client_context_id: input.clientContextId,
+        at,
+      });
       await insertMessages(trx, [{ task_id: view.id, message_id: input.message.messageId, role: 'user', parts: input.message.parts, created_at: at }]);
     });
     const [row] = await taskRowsOfTransactions(db, [view.id]);
@@ -182,7 +241,11 @@ export function createA2AEngine(
     const { conversation, transaction } = task;
     // A pick whose freeze failed (4020) is picked again, as a purchase is resent: the freeze is retried.
     if (conversation && (!transaction || transaction.status === 'pending_freeze')) {
-      if (conversation.status === 'cancelled') throw new AppError('invalid_state_transition', 'this conversation was cancelled; send a new message to start another', { status: conversation.status, action: 'message' });
+      if (conversation.status === 'cancelled')
+        throw new AppError('invalid_state_transition', 'this conversation was cancelled; send a new message to start another', {
+          status: conversation.status,
+          action: 'message',
+        });
       const selection = intent.kind === 'buy' ? intent.selection : intent.kind === 'words' ? selectionOf(intent.text, conversation.candidates) : null;
       if (selection) {
         const { failure } = await conversations.pick(principal, (await findConversation(db, principal, task.id))!, selection, message, input.mode);
@@ -196,7 +259,10 @@ export function createA2AEngine(
   /** Words that pick nothing, before a pick: they reword the demand; an action has nothing to act on yet. */
   async function converse(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
     if (intent.kind !== 'words') {
-      throw new AppError('invalid_state_transition', 'nothing has been bought in this conversation yet: pick a candidate first', { status: 'choosing', action: intent.kind === 'action' ? intent.action : 'buy' });
+      throw new AppError('invalid_state_transition', 'nothing has been bought in this conversation yet: pick a candidate first', {
+        status: 'choosing',
+        action: intent.kind === 'action' ? intent.action : 'buy',
+      });
     }
     await conversations.refine(principal, (await findConversation(db, principal, task.id))!, intent.text, message);
     return find(principal, task.id);
@@ -206,7 +272,9 @@ export function createA2AEngine(
   async function answerDelivery(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
     const view = task.transaction!;
     if (intent.kind === 'buy') {
-      throw new AppError('validation_error', 'request failed validation', { errors: [{ path: 'params.message.parts', message: 'this task has bought already; send {action: "confirm" | "dispute"} or words once it is delivered' }] });
+      throw new AppError('validation_error', 'request failed validation', {
+        errors: [{ path: 'params.message.parts', message: 'this task has bought already; send {action: "confirm" | "dispute"} or words once it is delivered' }],
+      });
     }
     const arrivedAt = now();
     const action = intent.kind === 'action' ? intent : actionOf(intent.text);
@@ -243,7 +311,9 @@ function selectionOf(text: string, candidates: { number: number; capability_id: 
     const candidate = candidates.find((entry) => entry.number === chosen.number);
     if (candidate) return { capability_id: candidate.capability_id };
     const range = candidates.length === 0 ? 'there are no candidates yet: describe what you need in other words' : `choose 1 to ${candidates.length}`;
-    throw new AppError('validation_error', 'request failed validation', { errors: [{ path: 'params.message.parts', message: `there is no candidate ${chosen.number}; ${range}` }] });
+    throw new AppError('validation_error', 'request failed validation', {
+      errors: [{ path: 'params.message.parts', message: `there is no candidate ${chosen.number}; ${range}` }],
+    });
   }
   if (isUuid(chosen.capabilityId)) return { capability_id: chosen.capabilityId };
   const matches = candidates.filter((entry) => entry.capability_id.startsWith(chosen.capabilityId));

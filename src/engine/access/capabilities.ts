@@ -17,13 +17,21 @@ export const seeCapability: readonly Rule<Offer>[] = [
 /** Changing a capability (update, delete, rotating its secret) is its owner's alone. */
 export const manageCapability: readonly Rule<Offer>[] = [
   ...seeCapability,
-  { says: "the capability is the caller's own", holds: (caller, row) => row.owner_user_id === caller.user_id, otherwise: { forbidden: 'only the owner can change a capability' } },
+  {
+    says: "the capability is the caller's own",
+    holds: (caller, row) => row.owner_user_id === caller.user_id,
+    otherwise: { forbidden: 'only the owner can change a capability' },
+  },
 ];
 
 export const buyCapability: readonly Rule<Offer>[] = [
   ...seeCapability,
   { says: 'the capability is still offered', holds: (_caller, row) => Boolean(row.available), otherwise: 'not_found' },
-  { says: "the capability is not the caller's own", holds: (caller, row) => row.owner_user_id !== caller.user_id, otherwise: { forbidden: 'you cannot buy your own capability' } },
+  {
+    says: "the capability is not the caller's own",
+    holds: (caller, row) => row.owner_user_id !== caller.user_id,
+    otherwise: { forbidden: 'you cannot buy your own capability' },
+  },
 ];
 
 /** A capability is registered in its creator's space. */

@@ -16,7 +16,7 @@ export type SeenDemand = Pick<DemandRow, 'owner_type' | 'owner_user_id'> & { eff
 export const seeDemand: readonly Rule<SeenDemand>[] = [
   { says: "the demand is in the caller's space", holds: (caller, row) => row.owner_type === caller.caller_type, otherwise: 'not_found' },
   {
-    says: 'the demand is the caller\'s own, or open',
+    says: "the demand is the caller's own, or open",
     holds: (caller, row) => row.owner_user_id === caller.user_id || row.effective_status === 'open',
     otherwise: 'not_found',
   },
@@ -24,7 +24,11 @@ export const seeDemand: readonly Rule<SeenDemand>[] = [
 
 export const ownDemand: readonly Rule<SeenDemand>[] = [
   ...seeDemand,
-  { says: "the demand is the caller's own", holds: (caller, row) => row.owner_user_id === caller.user_id, otherwise: { forbidden: 'only the requester may do this to a demand' } },
+  {
+    says: "the demand is the caller's own",
+    holds: (caller, row) => row.owner_user_id === caller.user_id,
+    otherwise: { forbidden: 'only the requester may do this to a demand' },
+  },
 ];
 
 /**
@@ -34,7 +38,11 @@ export const ownDemand: readonly Rule<SeenDemand>[] = [
  */
 export const discoverFor: readonly Rule<Pick<CapabilityRow, 'owner_type' | 'owner_user_id' | 'available' | 'deleted_at'>>[] = [
   ...seeCapability,
-  { says: "the capability is the caller's own", holds: (caller, row) => row.owner_user_id === caller.user_id, otherwise: { forbidden: 'only the owner may discover demands for a capability' } },
+  {
+    says: "the capability is the caller's own",
+    holds: (caller, row) => row.owner_user_id === caller.user_id,
+    otherwise: { forbidden: 'only the owner may discover demands for a capability' },
+  },
 ];
 
 /** evaluate-alignment reads capabilities that are offered in the caller's space; others are 4040. */

@@ -19,5 +19,9 @@ export const invokeCapability: readonly Rule<Invokable>[] = [
     holds: (_caller, row) => invokablePricingModels.includes(row.pricing_model),
     otherwise: { forbidden: 'only per_query and per_use capabilities can be invoked' },
   },
-  { says: 'the capability has a callback_url', holds: (_caller, row) => Boolean(row.callback_url), otherwise: { forbidden: 'this capability has no callback_url to invoke' } },
+  {
+    says: 'the capability has a callback_url',
+    holds: (_caller, row) => Boolean(row.callback_url),
+    otherwise: { forbidden: 'this capability has no callback_url to invoke' },
+  },
 ];

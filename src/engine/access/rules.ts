@@ -19,7 +19,12 @@ export interface Rule<Resource> {
 }
 
 /** Returns the resource when every rule holds; else throws the first failing rule's refusal. */
-export function authorize<Resource, Row extends Resource>(rules: readonly Rule<Resource>[], caller: Caller, resource: Row | undefined | null, name: string): Row {
+export function authorize<Resource, Row extends Resource>(
+  rules: readonly Rule<Resource>[],
+  caller: Caller,
+  resource: Row | undefined | null,
+  name: string,
+): Row {
   if (resource === undefined || resource === null) throw notFound(name);
   for (const rule of rules) {
     if (!rule.holds(caller, resource)) throw refusal(rule, name);

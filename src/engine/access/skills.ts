@@ -15,7 +15,11 @@ export const seeSkill: readonly Rule<SkillParty>[] = [
 export const manageSkill: readonly Rule<SkillParty>[] = [
   ...seeSkill,
   { says: 'the skill has not been deleted', holds: (_caller, row) => row.deleted_at === null, otherwise: 'not_found' },
-  { says: "the skill is the caller's own", holds: (caller, row) => row.owner_user_id === caller.user_id, otherwise: { forbidden: 'only the owner can change a skill' } },
+  {
+    says: "the skill is the caller's own",
+    holds: (caller, row) => row.owner_user_id === caller.user_id,
+    otherwise: { forbidden: 'only the owner can change a skill' },
+  },
 ];
 
 /**

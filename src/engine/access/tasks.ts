@@ -10,10 +10,18 @@ type TaskParty = { owner_user_id: string; owner_type: string; status: string };
 
 export const seeTask: readonly Rule<TaskParty>[] = [
   { says: "the task is in the caller's space", holds: (caller, row) => row.owner_type === caller.caller_type, otherwise: 'not_found' },
-  { says: "a draft is seen by its publisher only", holds: (caller, row) => row.status !== 'draft' || row.owner_user_id === caller.user_id, otherwise: 'not_found' },
+  {
+    says: 'a draft is seen by its publisher only',
+    holds: (caller, row) => row.status !== 'draft' || row.owner_user_id === caller.user_id,
+    otherwise: 'not_found',
+  },
 ];
 
 export const manageTask: readonly Rule<TaskParty>[] = [
   ...seeTask,
-  { says: "the task is the caller's own", holds: (caller, row) => row.owner_user_id === caller.user_id, otherwise: { forbidden: 'only the publisher can change a task' } },
+  {
+    says: "the task is the caller's own",
+    holds: (caller, row) => row.owner_user_id === caller.user_id,
+    otherwise: { forbidden: 'only the publisher can change a task' },
+  },
 ];

@@ -14,7 +14,11 @@ type Parties = Pick<TransactionRow, 'space' | 'buyer_user_id' | 'seller_user_id'
 
 export const seeTransaction: readonly Rule<Parties>[] = [
   { says: "the transaction is in the caller's space", holds: (caller, row) => row.space === caller.caller_type, otherwise: 'not_found' },
-  { says: 'the caller is its buyer or its seller', holds: (caller, row) => row.buyer_user_id === caller.user_id || row.seller_user_id === caller.user_id, otherwise: 'not_found' },
+  {
+    says: 'the caller is its buyer or its seller',
+    holds: (caller, row) => row.buyer_user_id === caller.user_id || row.seller_user_id === caller.user_id,
+    otherwise: 'not_found',
+  },
 ];
 
 /** Whether the caller may see the transaction, without refusing: for lookups that try several ways. */

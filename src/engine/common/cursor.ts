@@ -19,7 +19,10 @@ export function encodeCursor(parts: string[]): string {
 export function decodeCursor(cursor: string, shapes: PartCheck[]): string[] {
   try {
     const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    const valid = Array.isArray(parts) && parts.length === shapes.length && parts.every((part, index) => typeof part === 'string' && part.length < limits.cursorPartLengthMax && shapes[index]!(part));
+    const valid =
+      Array.isArray(parts) &&
+      parts.length === shapes.length &&
+      parts.every((part, index) => typeof part === 'string' && part.length < limits.cursorPartLengthMax && shapes[index]!(part));
     if (valid) return parts as string[];
   } catch {
     // Fall through to the validation error below.

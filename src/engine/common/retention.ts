@@ -32,7 +32,12 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   function pruneOutbox(table: 'outbox_events' | 'task_events'): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
     return inBatches(() =>
-      db(table).whereIn('id', victims(table, 'id', (query) => query.whereNotNull('published_at').whereNotNull('dispatched_at').where('created_at', '<', cutoff))).del(),
+      db(table)
+        .whereIn(
+          'id',
+          victims(table, 'id', (query) => query.whereNotNull('published_at').whereNotNull('dispatched_at').where('created_at', '<', cutoff)),
+        )
+        .del(),
     );
   }
 
@@ -40,7 +45,12 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   function pruneDemandEvents(): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
     return inBatches(() =>
-      db('demand_events').whereIn('id', victims('demand_events', 'id', (query) => query.whereNotNull('dispatched_at').where('created_at', '<', cutoff))).del(),
+      db('demand_events')
+        .whereIn(
+          'id',
+          victims('demand_events', 'id', (query) => query.whereNotNull('dispatched_at').where('created_at', '<', cutoff)),
+        )
+        .del(),
     );
   }
 
@@ -53,20 +63,45 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   async function pruneOAuth(): Promise<number> {
     const at = now();
     const dayAgo = new Date(at.getTime() - 24 * hourMs);
-    const requests = await inBatches(() => db('oauth_requests').whereIn('id', victims('oauth_requests', 'id', (query) => query.where('expires_at', '<', dayAgo))).del());
-    const tokens = await inBatches(() => db('oauth_tokens').whereIn('token_hash', victims('oauth_tokens', 'token_hash', (query) => query.where('expires_at', '<', at))).del());
+    const requests = await inBatches(() =>
+      db('oauth_requests')
+        .whereIn(
+          'id',
+          victims('oauth_requests', 'id', (query) => query.where('expires_at', '<', dayAgo)),
+        )
+        .del(),
+    );
+    const tokens = await inBatches(() =>
+      db('oauth_tokens')
+        .whereIn(
+          'token_hash',
+          victims('oauth_tokens', 'token_hash', (query) => query.where('expires_at', '<', at)),
+        )
+        .del(),
+    );
     const idleSince = new Date(at.getTime() - limits.oauthIdleClientRetentionMs);
-    const idle = (query: Knex.QueryBuilder) => query.where('created_at', '<', idleSince)
-      .whereNotExists(db('oauth_requests').select(db.raw('1')).whereRaw('oauth_requests.client_id = oauth_clients.client_id'))
-      .whereNotExists(db('oauth_tokens').select(db.raw('1')).whereRaw('oauth_tokens.client_id = oauth_clients.client_id'));
-    const clients = await inBatches(() => db('oauth_clients').whereIn('client_id', victims('oauth_clients', 'client_id', idle)).del());
+    const idle = (query: Knex.QueryBuilder) =>
+      query
+        .where('created_at', '<', idleSince)
+        .whereNotExists(db('oauth_requests').select(db.raw('1')).whereRaw('oauth_requests.client_id = oauth_clients.client_id'))
+        .whereNotExists(db('oauth_tokens').select(db.raw('1')).whereRaw('oauth_tokens.client_id = oauth_clients.client_id'));
+    const clients = await inBatches(() =>
+      db('oauth_clients')
+        .whereIn('client_id', victims('oauth_clients', 'client_id', idle))
+        .del(),
+    );
     return requests + tokens + clients;
   }
 
   function deleteExpiredKeys(): Promise<number> {
     const at = now();
     return inBatches(() =>
-      db('idempotency_keys').whereIn('scope_hash', victims('idempotency_keys', 'scope_hash', (query) => query.where('expires_at', '<=', at))).del(),
+      db('idempotency_keys')
+        .whereIn(
+          'scope_hash',
+          victims('idempotency_keys', 'scope_hash', (query) => query.where('expires_at', '<=', at)),
+        )
+        .del(),
     );
   }
 
@@ -74,7 +109,12 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   function deleteExpiredDeviceAuthorizations(): Promise<number> {
     const cutoff = new Date(now().getTime() - limits.deviceAuthorizationRetentionMs);
     return inBatches(() =>
-      db('device_authorizations').whereIn('id', victims('device_authorizations', 'id', (query) => query.where('expires_at', '<', cutoff))).del(),
+      db('device_authorizations')
+        .whereIn(
+          'id',
+          victims('device_authorizations', 'id', (query) => query.where('expires_at', '<', cutoff)),
+        )
+        .del(),
     );
   }
 
@@ -87,23 +127,40 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   function pruneA2AHistory(): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
     return inBatches(() =>
-      db('a2a_messages').whereIn('sequence', victims('a2a_messages', 'sequence', (query) => query.where('created_at', '<', cutoff))).del(),
+      db('a2a_messages')
+        .whereIn(
+          'sequence',
+          victims('a2a_messages', 'sequence', (query) => query.where('created_at', '<', cutoff)),
+        )
+        .del(),
     );
   }
 
   function pruneUnboughtConversations(): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
     const unbought = (query: Knex.QueryBuilder) =>
-      query.where({ kind: 'conversation' }).whereNull('transaction_id').where('updated_at', '<', cutoff)
+      query
+        .where({ kind: 'conversation' })
+        .whereNull('transaction_id')
+        .where('updated_at', '<', cutoff)
         .whereNotExists(db('a2a_messages').select(db.raw('1')).whereRaw('a2a_messages.task_id = a2a_tasks.id'));
-    return inBatches(() => db('a2a_tasks').whereIn('id', victims('a2a_tasks', 'id', unbought)).del());
+    return inBatches(() =>
+      db('a2a_tasks')
+        .whereIn('id', victims('a2a_tasks', 'id', unbought))
+        .del(),
+    );
   }
 
   /** Finished webhook deliveries, with their attempts (cascade), once their owner has had a week to read them. */
   function pruneWebhookDeliveries(): Promise<number> {
     const cutoff = new Date(now().getTime() - limits.webhookDeliveryRetentionMs);
     return inBatches(() =>
-      db('webhook_deliveries').whereIn('id', victims('webhook_deliveries', 'id', (query) => query.whereNotNull('finished_at').where('finished_at', '<', cutoff))).del(),
+      db('webhook_deliveries')
+        .whereIn(
+          'id',
+          victims('webhook_deliveries', 'id', (query) => query.whereNotNull('finished_at').where('finished_at', '<', cutoff)),
+        )
+        .del(),
     );
   }
 
@@ -116,11 +173,30 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     const deletedBefore = new Date(now().getTime() - limits.webhookDeliveryRetentionMs);
     const madeBefore = new Date(now().getTime() - limits.a2aPushConfigRetentionMs);
     const over = (query: Knex.QueryBuilder) =>
-      query.where((either) => { either.where('deleted_at', '<', deletedBefore).orWhere((push) => { push.where({ kind: 'a2a_push' }).where('created_at', '<', madeBefore); }); });
-    return inBatches(() => db('webhook_subscriptions').whereIn('id', victims('webhook_subscriptions', 'id', over)).del());
+      query.where((either) => {
+        either.where('deleted_at', '<', deletedBefore).orWhere((push) => {
+          push.where({ kind: 'a2a_push' }).where('created_at', '<', madeBefore);
+        });
+      });
+    return inBatches(() =>
+      db('webhook_subscriptions')
+        .whereIn('id', victims('webhook_subscriptions', 'id', over))
+        .del(),
+    );
   }
 
-  async function runOnce(): Promise<{ outboxEvents: number; taskEvents: number; webhookDeliveries: number; webhookSubscriptions: number; demandEvents: number; oauth: number; idempotencyKeys: number; deviceAuthorizations: number; a2aMessages: number; conversations: number }> {
+  async function runOnce(): Promise<{
+    outboxEvents: number;
+    taskEvents: number;
+    webhookDeliveries: number;
+    webhookSubscriptions: number;
+    demandEvents: number;
+    oauth: number;
+    idempotencyKeys: number;
+    deviceAuthorizations: number;
+    a2aMessages: number;
+    conversations: number;
+  }> {
     const outboxEvents = await pruneOutbox('outbox_events');
     const taskEvents = await pruneOutbox('task_events');
     const webhookDeliveries = await pruneWebhookDeliveries();
@@ -131,12 +207,44 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
     const deviceAuthorizations = await deleteExpiredDeviceAuthorizations();
     const a2aMessages = await pruneA2AHistory();
     const conversations = await pruneUnboughtConversations();
-    if (outboxEvents + taskEvents + webhookDeliveries + webhookSubscriptions + demandEvents + oauth + idempotencyKeys + deviceAuthorizations + a2aMessages + conversations > 0) {
+    if (
+      outboxEvents +
+        taskEvents +
+        webhookDeliveries +
+        webhookSubscriptions +
+        demandEvents +
+        oauth +
+        idempotencyKeys +
+        deviceAuthorizations +
+        a2aMessages +
+        conversations >
+      0
+    ) {
       log.info('retention deleted old rows', {
-        outbox_events: outboxEvents, task_events: taskEvents, webhook_deliveries: webhookDeliveries, webhook_subscriptions: webhookSubscriptions, demand_events: demandEvents, oauth, idempotency_keys: idempotencyKeys, device_authorizations: deviceAuthorizations, a2a_messages: a2aMessages, conversations,
+        outbox_events: outboxEvents,
+        task_events: taskEvents,
+        webhook_deliveries: webhookDeliveries,
+        webhook_subscriptions: webhookSubscriptions,
+        demand_events: demandEvents,
+        oauth,
+        idempotency_keys: idempotencyKeys,
+        device_authorizations: deviceAuthorizations,
+        a2a_messages: a2aMessages,
+        conversations,
       });
     }
-    return { outboxEvents, taskEvents, webhookDeliveries, webhookSubscriptions, demandEvents, oauth, idempotencyKeys, deviceAuthorizations, a2aMessages, conversations };
+    return {
+      outboxEvents,
+      taskEvents,
+      webhookDeliveries,
+      webhookSubscriptions,
+      demandEvents,
+      oauth,
+      idempotencyKeys,
+      deviceAuthorizations,
+      a2aMessages,
+      conversations,
+    };
   }
 
   const schedule = periodic('retention', runOnce, log);

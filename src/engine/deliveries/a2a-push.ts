@@ -57,8 +57,14 @@ export interface PushConfig {
 }
 
 export const pushConfigView = (row: SubscriptionRow): PushConfig => ({
-  configId: row.a2a_config_id!, taskName: row.a2a_task_name!, url: row.url, token: row.a2a_token, scheme: row.a2a_auth_scheme,
-  hasCredentials: row.a2a_auth_credentials !== null, generation: row.a2a_generation!, createdAt: new Date(row.created_at).toISOString(),
+  configId: row.a2a_config_id!,
+  taskName: row.a2a_task_name!,
+  url: row.url,
+  token: row.a2a_token,
+  scheme: row.a2a_auth_scheme,
+  hasCredentials: row.a2a_auth_credentials !== null,
+  generation: row.a2a_generation!,
+  createdAt: new Date(row.created_at).toISOString(),
 });
 
 /** The parts one transaction event makes for a config: v1.0 sends a delivered result as its own artifact update first. */
@@ -81,7 +87,10 @@ function completed(view: TransactionEventView | TransactionView | null, current:
 /** The rule for every path that sets a config (rpc/push-params.ts says it first, per field): its headers must be sendable. */
 function refuseUnsendableHeaders(input: PushConfigInput) {
   const unsendable = (['token', 'scheme', 'credentials'] as const).filter((field) => input[field] !== null && !isSendableHeaderValue(input[field]!));
-  if (unsendable.length > 0) throw new AppError('validation_error', 'request failed validation', { errors: unsendable.map((field) => ({ path: `params.${field}`, message: unsendableHeaderMessage })) });
+  if (unsendable.length > 0)
+    throw new AppError('validation_error', 'request failed validation', {
+      errors: unsendable.map((field) => ({ path: `params.${field}`, message: unsendableHeaderMessage })),
+    });
 }
 
 export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, kick: () => void) {
@@ -89,7 +98,9 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
   let renderer: PushRenderer | null = null;
 
   const live = (knex: Knex, principal: Principal, taskId: string) =>
-    knex('webhook_subscriptions').where({ kind: 'a2a_push', a2a_task_id: taskId, owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
+    knex('webhook_subscriptions')
+      .where({ kind: 'a2a_push', a2a_task_id: taskId, owner_user_id: principal.user_id, owner_type: principal.caller_type })
+      .whereNull('deleted_at');
 
   /**
    * Stores a config (the same id on the same task replaces the old one, as the SDKs do) and, with
@@ -105,15 +116,32 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
       await live(trx, principal, task.id).where({ a2a_config_id: input.configId }).update({ deleted_at: now() });
       const [counted] = (await live(trx, principal, task.id).count('* as count')) as { count: string | number }[];
       if (Number(counted?.count ?? 0) >= limits.a2aPushConfigsPerTaskMax) {
-        throw new AppError('conflict', `this task has ${limits.a2aPushConfigsPerTaskMax} push notification configs, the most there can be: delete one first`, { configs_max: limits.a2aPushConfigsPerTaskMax });
+        throw new AppError('conflict', `this task has ${limits.a2aPushConfigsPerTaskMax} push notification configs, the most there can be: delete one first`, {
+          configs_max: limits.a2aPushConfigsPerTaskMax,
+        });
       }
       const at = now();
       await ensureRoom(trx, principal, 'a2a_push', at);
       const row = {
-        id: randomUUID(), kind: 'a2a_push', owner_user_id: principal.user_id, owner_type: principal.caller_type, url: input.url, event_types: ['transaction.*'],
-        transaction_id: null, task_id: null, description: null, secret: newWebhookSecret(), created_at: at,
-        a2a_generation: input.generation, a2a_task_id: task.id, a2a_task_name: input.taskName, a2a_config_id: input.configId,
-        a2a_token: input.token, a2a_auth_scheme: input.scheme, a2a_auth_credentials: input.credentials, api_key_id: principal.api_key_id,
+        id: randomUUID(),
+        kind: 'a2a_push',
+        owner_user_id: principal.user_id,
+        owner_type: principal.caller_type,
+        url: input.url,
+        event_types: ['transaction.*'],
+        transaction_id: null,
+        task_id: null,
+        description: null,
+        secret: newWebhookSecret(),
+        created_at: at,
+        a2a_generation: input.generation,
+        a2a_task_id: task.id,
+        a2a_task_name: input.taskName,
+        a2a_config_id: input.configId,
+        a2a_token: input.token,
+        a2a_auth_scheme: input.scheme,
+        a2a_auth_credentials: input.credentials,
+        api_key_id: principal.api_key_id,
       };
       const [inserted] = (await trx('webhook_subscriptions').insert(row).returning('*')) as SubscriptionRow[];
       const snapshotId = options.snapshot ? await queueSnapshot(trx, inserted!, task, at) : null;
@@ -138,8 +166,17 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
     const id = randomUUID();
     const body: PushDeliveryBody = { a2a: { part: 'task', view: task.transaction } };
     await trx('webhook_deliveries').insert({
-      id, subscription_id: subscription.id, source: 'snapshot', source_event_id: 0, part: 0, ordering_key: pushOrderingKey(task.id),
-      event_type: 'a2a.task', body: JSON.stringify(body), status: 'pending', next_attempt_at: at, created_at: at,
+      id,
+      subscription_id: subscription.id,
+      source: 'snapshot',
+      source_event_id: 0,
+      part: 0,
+      ordering_key: pushOrderingKey(task.id),
+      event_type: 'a2a.task',
+      body: JSON.stringify(body),
+      status: 'pending',
+      next_attempt_at: at,
+      created_at: at,
     });
     return id;
   }
@@ -178,7 +215,8 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
     if (!running) return;
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
-      const row = (await db('webhook_deliveries').where({ id: deliveryId }).first('status', 'attempts')) as Pick<DeliveryRow, 'status' | 'attempts'> | undefined;
+      const row = (await db('webhook_deliveries').where({ id: deliveryId }).first('status', 'attempts')) as
+        Pick<DeliveryRow, 'status' | 'attempts'> | undefined;
       if (!row || row.status === 'delivered' || row.status === 'failed' || (row.status === 'pending' && row.attempts > 0)) return;
       await new Promise((resolve) => setTimeout(resolve, limits.a2aPushFirstAttemptPollMs));
     }
@@ -190,7 +228,8 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
     const { part, view } = (delivery.body as unknown as PushDeliveryBody).a2a;
     const task = await a2a.find(ownerOf(subscription), subscription.a2a_task_id!);
     const full = completed(view, task.transaction);
-    const rendered = part === 'artifact' && !full?.result_payload ? null : renderer(task, subscription.a2a_generation!, subscription.a2a_task_name!, full, part);
+    const rendered =
+      part === 'artifact' && !full?.result_payload ? null : renderer(task, subscription.a2a_generation!, subscription.a2a_task_name!, full, part);
     return JSON.stringify(rendered ?? renderer(task, subscription.a2a_generation!, subscription.a2a_task_name!, full, 'task'));
   }
 
@@ -198,12 +237,21 @@ export function createA2APush(dependencies: EngineDependencies, a2a: A2AEngine, 
   function headersOf(subscription: SubscriptionRow): Record<string, string> {
     return {
       ...(subscription.a2a_token ? { 'X-A2A-Notification-Token': subscription.a2a_token } : {}),
-      ...(subscription.a2a_auth_scheme && subscription.a2a_auth_credentials ? { Authorization: `${subscription.a2a_auth_scheme} ${subscription.a2a_auth_credentials}` } : {}),
+      ...(subscription.a2a_auth_scheme && subscription.a2a_auth_credentials
+        ? { Authorization: `${subscription.a2a_auth_scheme} ${subscription.a2a_auth_credentials}` }
+        : {}),
     };
   }
 
   return {
-    set, get, list, remove, awaitFirstAttempt, bodyOf, headersOf, ensureRoomForOne,
+    set,
+    get,
+    list,
+    remove,
+    awaitFirstAttempt,
+    bodyOf,
+    headersOf,
+    ensureRoomForOne,
     useRenderer: (render: PushRenderer) => {
       renderer = render;
     },

@@ -24,21 +24,35 @@ const caps: Record<Kind, { user: Cap; apiKey: Cap }> = {
   webhook: {
     user: {
       max: limits.webhookSubscriptionsPerUserMax,
-      refusal: () => refused(`you have ${limits.webhookSubscriptionsPerUserMax} webhooks in this space, the most there can be: delete one first`, { webhooks_max: limits.webhookSubscriptionsPerUserMax }),
+      refusal: () =>
+        refused(`you have ${limits.webhookSubscriptionsPerUserMax} webhooks in this space, the most there can be: delete one first`, {
+          webhooks_max: limits.webhookSubscriptionsPerUserMax,
+        }),
     },
     apiKey: {
       max: limits.webhookSubscriptionsPerApiKeyMax,
-      refusal: () => refused(`the users of this API key have ${limits.webhookSubscriptionsPerApiKeyMax} webhooks together, the most there can be: delete one first`, { webhooks_per_api_key_max: limits.webhookSubscriptionsPerApiKeyMax }),
+      refusal: () =>
+        refused(`the users of this API key have ${limits.webhookSubscriptionsPerApiKeyMax} webhooks together, the most there can be: delete one first`, {
+          webhooks_per_api_key_max: limits.webhookSubscriptionsPerApiKeyMax,
+        }),
     },
   },
   a2a_push: {
     user: {
       max: limits.a2aPushConfigsPerUserMax,
-      refusal: () => refused(`you have ${limits.a2aPushConfigsPerUserMax} push notification configs in this space on tasks still running, the most there can be: delete one first`, { configs_per_user_max: limits.a2aPushConfigsPerUserMax }),
+      refusal: () =>
+        refused(
+          `you have ${limits.a2aPushConfigsPerUserMax} push notification configs in this space on tasks still running, the most there can be: delete one first`,
+          { configs_per_user_max: limits.a2aPushConfigsPerUserMax },
+        ),
     },
     apiKey: {
       max: limits.a2aPushConfigsPerApiKeyMax,
-      refusal: () => refused(`the users of this API key have ${limits.a2aPushConfigsPerApiKeyMax} push notification configs together on tasks still running, the most there can be: delete one first`, { configs_per_api_key_max: limits.a2aPushConfigsPerApiKeyMax }),
+      refusal: () =>
+        refused(
+          `the users of this API key have ${limits.a2aPushConfigsPerApiKeyMax} push notification configs together on tasks still running, the most there can be: delete one first`,
+          { configs_per_api_key_max: limits.a2aPushConfigsPerApiKeyMax },
+        ),
     },
   },
 };
@@ -50,7 +64,9 @@ const scopesOf = (principal: Principal): { cap: 'user' | 'apiKey'; where: Scope 
 ];
 
 async function countLive(trx: Knex, kind: Kind, scope: Scope): Promise<number> {
-  const [counted] = (await scope(trx('webhook_subscriptions as s').where('s.kind', kind).whereNull('s.deleted_at')).count('* as count')) as { count: string | number }[];
+  const [counted] = (await scope(trx('webhook_subscriptions as s').where('s.kind', kind).whereNull('s.deleted_at')).count('* as count')) as {
+    count: string | number;
+  }[];
   return Number(counted?.count ?? 0);
 }
 
@@ -61,13 +77,24 @@ async function countLive(trx: Knex, kind: Kind, scope: Scope): Promise<number> {
  * retired. Reads at most the scope's live configs, and only when a cap is reached.
  */
 async function retireFinishedConfig(trx: Knex, scope: Scope, at: Date): Promise<boolean> {
-  const finished = scope(trx('webhook_subscriptions as s').leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
-    .join('transactions as t', 't.id', trx.raw('coalesce(c.transaction_id, s.a2a_task_id)'))
-    .where('s.kind', 'a2a_push').whereNull('s.deleted_at').whereIn('t.status', [...terminalStatuses])
-    .whereNotExists((waiting) => { waiting.select(trx.raw('1')).from('webhook_deliveries as d').whereRaw('d.subscription_id = s.id').whereIn('d.status', ['pending', 'sending']); })
-    // A move not yet dispatched is a push still to make: its config is not done either.
-    .whereNotExists((moving) => { moving.select(trx.raw('1')).from('outbox_events as o').whereRaw('o.transaction_id = t.id').whereNull('o.dispatched_at'); }))
-    .orderBy([{ column: 's.created_at' }, { column: 's.id' }]).select('s.id').limit(1);
+  const finished = scope(
+    trx('webhook_subscriptions as s')
+      .leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
+      .join('transactions as t', 't.id', trx.raw('coalesce(c.transaction_id, s.a2a_task_id)'))
+      .where('s.kind', 'a2a_push')
+      .whereNull('s.deleted_at')
+      .whereIn('t.status', [...terminalStatuses])
+      .whereNotExists((waiting) => {
+        waiting.select(trx.raw('1')).from('webhook_deliveries as d').whereRaw('d.subscription_id = s.id').whereIn('d.status', ['pending', 'sending']);
+      })
+      // A move not yet dispatched is a push still to make: its config is not done either.
+      .whereNotExists((moving) => {
+        moving.select(trx.raw('1')).from('outbox_events as o').whereRaw('o.transaction_id = t.id').whereNull('o.dispatched_at');
+      }),
+  )
+    .orderBy([{ column: 's.created_at' }, { column: 's.id' }])
+    .select('s.id')
+    .limit(1);
   const retired = await trx('webhook_subscriptions').where('id', finished).whereNull('deleted_at').update({ deleted_at: at });
   return retired > 0;
 }

@@ -75,9 +75,17 @@ const asArrays = (counts: Map<string, number>) => [`{${[...counts.keys()].join('
 export async function claimDue(db: Knex, at: Date, sending: SendingHere, room: number): Promise<DeliveryRow[]> {
   if (room <= 0) return [];
   const result = await db.raw(claimSql, [
-    ...asArrays(sending.perSubscription), ...asArrays(sending.perOwner),
-    at, at, limits.webhookSendsInFlightPerSubscriptionMax, limits.webhookSendsInFlightPerSubscriptionMax,
-    new Date(at.getTime() + limits.webhookLeaseMs), limits.webhookSendsInFlightPerOwnerMax, at, at, room,
+    ...asArrays(sending.perSubscription),
+    ...asArrays(sending.perOwner),
+    at,
+    at,
+    limits.webhookSendsInFlightPerSubscriptionMax,
+    limits.webhookSendsInFlightPerSubscriptionMax,
+    new Date(at.getTime() + limits.webhookLeaseMs),
+    limits.webhookSendsInFlightPerOwnerMax,
+    at,
+    at,
+    room,
   ]);
   return result.rows as DeliveryRow[];
 }

@@ -45,9 +45,15 @@ function transactionCandidate(row: OutboxRow): Candidate {
   const event = toPublishedEvent(row);
   const transaction = (event.data.transaction ?? {}) as { currency?: string; task_id?: string | null };
   return {
-    source: 'transaction', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `transaction:${row.transaction_id}`,
-    recipients: [row.buyer_user_id, row.seller_user_id], space: (ownerType) => currencyOfSpace(ownerType as 'agent' | 'human') === transaction.currency,
-    transactionId: row.transaction_id, taskId: transaction.task_id ?? null, type: event.type,
+    source: 'transaction',
+    sourceEventId: String(row.id),
+    createdAt: new Date(row.created_at),
+    orderingKey: `transaction:${row.transaction_id}`,
+    recipients: [row.buyer_user_id, row.seller_user_id],
+    space: (ownerType) => currencyOfSpace(ownerType as 'agent' | 'human') === transaction.currency,
+    transactionId: row.transaction_id,
+    taskId: transaction.task_id ?? null,
+    type: event.type,
     body: { type: event.type, timestamp: event.created_at, data: event },
   };
 }
@@ -55,9 +61,15 @@ function transactionCandidate(row: OutboxRow): Candidate {
 function taskCandidate(row: TaskEventRow): Candidate {
   const event = toPublishedTaskEvent(row);
   return {
-    source: 'task', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `task:${row.task_id}`,
-    recipients: [row.recipient_user_id], space: (ownerType) => ownerType === row.space,
-    transactionId: null, taskId: row.task_id, type: event.type,
+    source: 'task',
+    sourceEventId: String(row.id),
+    createdAt: new Date(row.created_at),
+    orderingKey: `task:${row.task_id}`,
+    recipients: [row.recipient_user_id],
+    space: (ownerType) => ownerType === row.space,
+    transactionId: null,
+    taskId: row.task_id,
+    type: event.type,
     body: { type: event.type, timestamp: event.created_at, data: event },
   };
 }
@@ -65,9 +77,15 @@ function taskCandidate(row: TaskEventRow): Candidate {
 function demandCandidate(row: DemandEventRow): Candidate {
   const event = toDemandEvent(row);
   return {
-    source: 'demand', sourceEventId: String(row.id), createdAt: new Date(row.created_at), orderingKey: `demand:${row.demand_id}`,
-    recipients: [row.recipient_user_id], space: (ownerType) => ownerType === row.space,
-    transactionId: null, taskId: null, type: row.type,
+    source: 'demand',
+    sourceEventId: String(row.id),
+    createdAt: new Date(row.created_at),
+    orderingKey: `demand:${row.demand_id}`,
+    recipients: [row.recipient_user_id],
+    space: (ownerType) => ownerType === row.space,
+    transactionId: null,
+    taskId: null,
+    type: row.type,
     body: { type: row.type, timestamp: event.created_at, data: event },
   };
 }
@@ -87,13 +105,16 @@ function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: s
   if (subscription.owner_user_id !== recipient || !candidate.space(subscription.owner_type)) return false;
   if (candidate.createdAt < new Date(subscription.created_at)) return false;
   // An A2A push config hears the transaction of its task (the purchase itself, or a conversation's pick).
-  if (subscription.kind === 'a2a_push') return candidate.source === 'transaction' && (a2aTasks.get(candidate.transactionId!)?.has(subscription.a2a_task_id!) ?? false);
+  if (subscription.kind === 'a2a_push')
+    return candidate.source === 'transaction' && (a2aTasks.get(candidate.transactionId!)?.has(subscription.a2a_task_id!) ?? false);
   if (!wantsKind(subscription.event_types, candidate.type)) return false;
   if (subscription.transaction_id !== null && subscription.transaction_id !== candidate.transactionId) return false;
   return subscription.task_id === null || subscription.task_id === candidate.taskId;
 }
 
-const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [...new Set(candidates.flatMap((candidate) => (candidate[field] ? [candidate[field]] : [])))];
+const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [
+  ...new Set(candidates.flatMap((candidate) => (candidate[field] ? [candidate[field]] : []))),
+];
 
 /**
  * The webhooks of the batch's parties that can hear one of its events: those without a filter,
@@ -103,9 +124,14 @@ const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [.
 function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<SubscriptionRow[]> {
   const transactionIds = idsOf(candidates, 'transactionId');
   const taskIds = idsOf(candidates, 'taskId');
-  return trx('webhook_subscriptions').whereIn('owner_user_id', users).where({ kind: 'webhook' }).whereNull('deleted_at')
+  return trx('webhook_subscriptions')
+    .whereIn('owner_user_id', users)
+    .where({ kind: 'webhook' })
+    .whereNull('deleted_at')
     .where((filter) => {
-      filter.where((unfiltered) => { unfiltered.whereNull('transaction_id').whereNull('task_id'); });
+      filter.where((unfiltered) => {
+        unfiltered.whereNull('transaction_id').whereNull('task_id');
+      });
       if (transactionIds.length > 0) filter.orWhereIn('transaction_id', transactionIds);
       if (taskIds.length > 0) filter.orWhereIn('task_id', taskIds);
     }) as unknown as Promise<SubscriptionRow[]>;
@@ -118,12 +144,20 @@ function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promis
  * configs its owner has on other tasks are never read.
  */
 async function pushConfigsOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<{ configs: SubscriptionRow[]; a2aTasks: Map<string, Set<string>> }> {
-  const transactionIds = idsOf(candidates.filter((candidate) => candidate.source === 'transaction'), 'transactionId');
+  const transactionIds = idsOf(
+    candidates.filter((candidate) => candidate.source === 'transaction'),
+    'transactionId',
+  );
   const a2aTasks = new Map(transactionIds.map((id) => [id, new Set([id])]));
   if (transactionIds.length === 0) return { configs: [], a2aTasks };
-  const rows = (await trx('webhook_subscriptions as s').leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
-    .where('s.kind', 'a2a_push').whereNull('s.deleted_at').whereIn('s.owner_user_id', users)
-    .where((task) => { task.whereIn('s.a2a_task_id', transactionIds).orWhereIn('c.transaction_id', transactionIds); })
+  const rows = (await trx('webhook_subscriptions as s')
+    .leftJoin('a2a_tasks as c', 'c.id', 's.a2a_task_id')
+    .where('s.kind', 'a2a_push')
+    .whereNull('s.deleted_at')
+    .whereIn('s.owner_user_id', users)
+    .where((task) => {
+      task.whereIn('s.a2a_task_id', transactionIds).orWhereIn('c.transaction_id', transactionIds);
+    })
     .select('s.*', trx.raw('coalesce(c.transaction_id, s.a2a_task_id) as heard_transaction_id'))) as (SubscriptionRow & { heard_transaction_id: string })[];
   for (const row of rows) a2aTasks.get(row.heard_transaction_id)?.add(row.a2a_task_id!);
   return { configs: rows.map(({ heard_transaction_id: _heard, ...config }) => config as SubscriptionRow), a2aTasks };
@@ -147,16 +181,22 @@ function concerning(webhooks: SubscriptionRow[], configs: SubscriptionRow[], a2a
 /** The rows one subscription gets for one event: a webhook's body as it is, an A2A push's parts to render when sent. */
 function bodiesFor(subscription: SubscriptionRow, candidate: Candidate): { part: number; body: unknown; orderingKey: string }[] {
   if (subscription.kind !== 'a2a_push') return [{ part: 0, body: candidate.body, orderingKey: candidate.orderingKey }];
-  const view = ((candidate.body.data as { data?: { transaction?: PushDeliveryBody['a2a']['view'] } }).data?.transaction) ?? null;
+  const view = (candidate.body.data as { data?: { transaction?: PushDeliveryBody['a2a']['view'] } }).data?.transaction ?? null;
   return pushPartsOf(subscription.a2a_generation!, view?.status ?? '').map((part, index) => ({
-    part: index, body: { a2a: { part, view } } satisfies PushDeliveryBody, orderingKey: pushOrderingKey(subscription.a2a_task_id!),
+    part: index,
+    body: { a2a: { part, view } } satisfies PushDeliveryBody,
+    orderingKey: pushOrderingKey(subscription.a2a_task_id!),
   }));
 }
 
 async function queueLengths(trx: Knex, subscriptionIds: string[]): Promise<Map<string, number>> {
   if (subscriptionIds.length === 0) return new Map();
-  const rows = (await trx('webhook_deliveries').whereIn('subscription_id', subscriptionIds).whereIn('status', ['pending', 'sending'])
-    .groupBy('subscription_id').select('subscription_id').count('* as queued')) as { subscription_id: string; queued: string | number }[];
+  const rows = (await trx('webhook_deliveries')
+    .whereIn('subscription_id', subscriptionIds)
+    .whereIn('status', ['pending', 'sending'])
+    .groupBy('subscription_id')
+    .select('subscription_id')
+    .count('* as queued')) as { subscription_id: string; queued: string | number }[];
   return new Map(rows.map((row) => [row.subscription_id, Number(row.queued)]));
 }
 
@@ -167,7 +207,10 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
     const webhooks = await webhooksOf(trx, users, candidates);
     const { configs, a2aTasks } = await pushConfigsOf(trx, users, candidates);
     if (webhooks.length + configs.length === 0) return [];
-    const queued = await queueLengths(trx, [...webhooks, ...configs].map((subscription) => subscription.id));
+    const queued = await queueLengths(
+      trx,
+      [...webhooks, ...configs].map((subscription) => subscription.id),
+    );
     const subscriptionsOf = concerning(webhooks, configs, a2aTasks);
     const at = now();
     const deliveries = [];
@@ -179,9 +222,17 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
             const full = length >= limits.webhookPendingPerSubscriptionMax;
             if (!full) queued.set(subscription.id, length + 1);
             deliveries.push({
-              id: randomUUID(), subscription_id: subscription.id, source: candidate.source, source_event_id: candidate.sourceEventId, part,
-              ordering_key: orderingKey, event_type: candidate.type, body: JSON.stringify(body),
-              status: full ? 'failed' : 'pending', next_attempt_at: at, created_at: at,
+              id: randomUUID(),
+              subscription_id: subscription.id,
+              source: candidate.source,
+              source_event_id: candidate.sourceEventId,
+              part,
+              ordering_key: orderingKey,
+              event_type: candidate.type,
+              body: JSON.stringify(body),
+              status: full ? 'failed' : 'pending',
+              next_attempt_at: at,
+              created_at: at,
               last_error: full ? `queue_full: ${limits.webhookPendingPerSubscriptionMax} deliveries were already waiting for this subscription` : null,
               finished_at: full ? at : null,
             });
@@ -204,7 +255,12 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
       for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
         await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));
       }
-      await trx(feeds[feed].table).whereIn('id', rows.map((row: { id: string }) => row.id)).update({ dispatched_at: now() });
+      await trx(feeds[feed].table)
+        .whereIn(
+          'id',
+          rows.map((row: { id: string }) => row.id),
+        )
+        .update({ dispatched_at: now() });
       return rows.length;
     });
   }

@@ -59,21 +59,39 @@ const iso = (value: Date | null) => (value === null ? null : new Date(value).toI
 
 /** The secret is never shown here: only when it is made (create, rotate). */
 export const subscriptionView = (row: SubscriptionRow) => ({
-  id: row.id, url: row.url, event_types: row.event_types, transaction_id: row.transaction_id, task_id: row.task_id,
-  description: row.description, owner_type: row.owner_type, created_at: iso(row.created_at)!,
+  id: row.id,
+  url: row.url,
+  event_types: row.event_types,
+  transaction_id: row.transaction_id,
+  task_id: row.task_id,
+  description: row.description,
+  owner_type: row.owner_type,
+  created_at: iso(row.created_at)!,
   previous_secret_expires_at: row.previous_secret_expires_at !== null && row.previous_secret !== null ? iso(row.previous_secret_expires_at) : null,
   kind: row.kind,
   a2a: row.kind === 'a2a_push' ? { task_id: row.a2a_task_name!, config_id: row.a2a_config_id!, generation: row.a2a_generation! } : null,
 });
 
 export const attemptView = (row: AttemptRow) => ({
-  number: row.number, started_at: iso(row.started_at)!, duration_ms: row.duration_ms, status_code: row.status_code, error: row.error,
+  number: row.number,
+  started_at: iso(row.started_at)!,
+  duration_ms: row.duration_ms,
+  status_code: row.status_code,
+  error: row.error,
 });
 
 /** `status` sending is shown as pending: to its owner, a delivery is waiting or it is finished. */
 export const deliveryView = (row: DeliveryRow, attempts: AttemptRow[]) => ({
-  id: row.id, subscription_id: row.subscription_id, event_type: row.event_type, status: row.status === 'sending' ? 'pending' : row.status,
-  attempts: row.attempts, next_attempt_at: row.status === 'pending' || row.status === 'sending' ? iso(row.next_attempt_at) : null,
-  last_status_code: row.last_status_code, last_error: row.last_error, created_at: iso(row.created_at)!, finished_at: iso(row.finished_at),
-  body: row.body, attempt_log: attempts.map(attemptView),
+  id: row.id,
+  subscription_id: row.subscription_id,
+  event_type: row.event_type,
+  status: row.status === 'sending' ? 'pending' : row.status,
+  attempts: row.attempts,
+  next_attempt_at: row.status === 'pending' || row.status === 'sending' ? iso(row.next_attempt_at) : null,
+  last_status_code: row.last_status_code,
+  last_error: row.last_error,
+  created_at: iso(row.created_at)!,
+  finished_at: iso(row.finished_at),
+  body: row.body,
+  attempt_log: attempts.map(attemptView),
 });

@@ -26,7 +26,12 @@ export interface DeliveryPayload {
   headersOf(subscription: SubscriptionRow): Record<string, string>;
 }
 
-export function createWebhookSender({ db, now, log }: EngineDependencies, network: CallbackNetwork, payload: DeliveryPayload, random: () => number = Math.random) {
+export function createWebhookSender(
+  { db, now, log }: EngineDependencies,
+  network: CallbackNetwork,
+  payload: DeliveryPayload,
+  random: () => number = Math.random,
+) {
   const sending: SendingHere = { perSubscription: new Map(), perOwner: new Map() };
   const sends = new Set<Promise<void>>();
   let inFlightTotal = 0;
@@ -38,7 +43,8 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
 
   /** The secrets that sign: the current one, and the one it replaced while that is still honoured. */
   function secretsOf(subscription: SubscriptionRow, at: Date): string[] {
-    const previousValid = subscription.previous_secret !== null && subscription.previous_secret_expires_at !== null && new Date(subscription.previous_secret_expires_at) > at;
+    const previousValid =
+      subscription.previous_secret !== null && subscription.previous_secret_expires_at !== null && new Date(subscription.previous_secret_expires_at) > at;
     return previousValid ? [subscription.secret, subscription.previous_secret!] : [subscription.secret];
   }
 
@@ -66,7 +72,8 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
       );
       if (outcome.kind === 'answered') {
         statusCode = outcome.status;
-        if (outcome.status < 200 || outcome.status > 299) error = `HTTP ${outcome.status}: ${outcome.body.toString('utf8').slice(0, limits.webhookErrorLengthMax)}`;
+        if (outcome.status < 200 || outcome.status > 299)
+          error = `HTTP ${outcome.status}: ${outcome.body.toString('utf8').slice(0, limits.webhookErrorLengthMax)}`;
       } else {
         error = outcome.kind === 'timeout' ? `no answer within ${limits.webhookTimeoutMs} ms` : outcome.reason;
         final = outcome.kind === 'failed' && outcome.permanent === true;
@@ -75,19 +82,43 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
     await record(delivery, { startedAt, durationMs: Date.now() - started, statusCode, error, final });
   }
 
-  async function record(delivery: DeliveryRow, result: { startedAt: Date; durationMs: number; statusCode: number | null; error: string | null; final: boolean }) {
+  async function record(
+    delivery: DeliveryRow,
+    result: { startedAt: Date; durationMs: number; statusCode: number | null; error: string | null; final: boolean },
+  ) {
     const at = now();
-    const retryAt = result.error === null || result.final
-      ? null : nextAttemptAt({ firstDelayMs: limits.webhookRetryFirstDelayMs, delayMaxMs: limits.webhookRetryDelayMaxMs, windowMs: limits.webhookDeliveryWindowMs }, new Date(delivery.created_at), at, delivery.attempts, random());
+    const retryAt =
+      result.error === null || result.final
+        ? null
+        : nextAttemptAt(
+            { firstDelayMs: limits.webhookRetryFirstDelayMs, delayMaxMs: limits.webhookRetryDelayMaxMs, windowMs: limits.webhookDeliveryWindowMs },
+            new Date(delivery.created_at),
+            at,
+            delivery.attempts,
+            random(),
+          );
     const status = result.error === null ? 'delivered' : retryAt ? 'pending' : 'failed';
     await db.transaction(async (trx) => {
       // Only while the lease is still this attempt's: after a lease ran out, another instance owns the delivery.
-      const changed = await trx('webhook_deliveries').where({ id: delivery.id, status: 'sending', attempts: delivery.attempts }).update({
-        status, lease_until: null, last_status_code: result.statusCode, last_error: result.error,
-        next_attempt_at: retryAt ?? delivery.next_attempt_at, finished_at: status === 'pending' ? null : at,
-      });
+      const changed = await trx('webhook_deliveries')
+        .where({ id: delivery.id, status: 'sending', attempts: delivery.attempts })
+        .update({
+          status,
+          lease_until: null,
+          last_status_code: result.statusCode,
+          last_error: result.error,
+          next_attempt_at: retryAt ?? delivery.next_attempt_at,
+          finished_at: status === 'pending' ? null : at,
+        });
       if (changed === 0) return;
-      await trx('webhook_attempts').insert({ delivery_id: delivery.id, number: delivery.attempts, started_at: result.startedAt, duration_ms: result.durationMs, status_code: result.statusCode, error: result.error });
+      await trx('webhook_attempts').insert({
+        delivery_id: delivery.id,
+        number: delivery.attempts,
+        started_at: result.startedAt,
+        duration_ms: result.durationMs,
+        status_code: result.statusCode,
+        error: result.error,
+      });
     });
   }
 
@@ -119,7 +150,9 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
   async function sendDue(onSettled: () => void = () => {}): Promise<number> {
     const claimed = await claim();
     if (claimed.length === 0) return 0;
-    const subscriptions = (await db('webhook_subscriptions').whereIn('id', [...new Set(claimed.map((delivery) => delivery.subscription_id))])) as SubscriptionRow[];
+    const subscriptions = (await db('webhook_subscriptions').whereIn('id', [
+      ...new Set(claimed.map((delivery) => delivery.subscription_id)),
+    ])) as SubscriptionRow[];
     const byId = new Map(subscriptions.map((subscription) => [subscription.id, subscription]));
     for (const delivery of claimed) track(delivery, byId.get(delivery.subscription_id), onSettled);
     return claimed.length;
@@ -130,5 +163,11 @@ export function createWebhookSender({ db, now, log }: EngineDependencies, networ
     while (sends.size > 0) await Promise.all([...sends]);
   }
 
-  return { sendDue, settled, get inFlight() { return inFlightTotal; } };
+  return {
+    sendDue,
+    settled,
+    get inFlight() {
+      return inFlightTotal;
+    },
+  };
 }

@@ -38,7 +38,12 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
    * secret rotation are for webhooks only (a push config's secret is never shown).
    */
   const findOwn = async (principal: Principal, id: string, kinds: readonly SubscriptionRow['kind'][] = ['webhook', 'a2a_push']) =>
-    authorize(manageWebhook, principal, (await db('webhook_subscriptions').where({ id }).whereIn('kind', kinds).whereNull('deleted_at').first()) as SubscriptionRow | undefined, 'webhook');
+    authorize(
+      manageWebhook,
+      principal,
+      (await db('webhook_subscriptions').where({ id }).whereIn('kind', kinds).whereNull('deleted_at').first()) as SubscriptionRow | undefined,
+      'webhook',
+    );
 
   async function create(principal: Principal, input: CreateWebhookInput) {
     return withTransaction(db, async ({ trx }) => {
@@ -46,8 +51,17 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
       await lockCapScopes(trx, principal);
       await ensureRoom(trx, principal, 'webhook', now());
       const row = {
-        id: randomUUID(), owner_user_id: principal.user_id, owner_type: principal.caller_type, url: input.url, event_types: input.event_types,
-        transaction_id: input.transaction_id ?? null, task_id: input.task_id ?? null, description: input.description ?? null, secret: newWebhookSecret(), created_at: now(), api_key_id: principal.api_key_id,
+        id: randomUUID(),
+        owner_user_id: principal.user_id,
+        owner_type: principal.caller_type,
+        url: input.url,
+        event_types: input.event_types,
+        transaction_id: input.transaction_id ?? null,
+        task_id: input.task_id ?? null,
+        description: input.description ?? null,
+        secret: newWebhookSecret(),
+        created_at: now(),
+        api_key_id: principal.api_key_id,
       };
       const [inserted] = (await trx('webhook_subscriptions').insert(row).returning('*')) as SubscriptionRow[];
       return { ...subscriptionView(inserted!), secret: inserted!.secret };
@@ -55,13 +69,17 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
   }
 
   function list(principal: Principal, query: { kind: SubscriptionRow['kind']; page: number; page_size: number; cursor?: string }) {
-    const filtered = () => db('webhook_subscriptions').where({ kind: query.kind, owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
+    const filtered = () =>
+      db('webhook_subscriptions').where({ kind: query.kind, owner_user_id: principal.user_id, owner_type: principal.caller_type }).whereNull('deleted_at');
     return newestFirstPage<SubscriptionRow>(filtered, query).then((page) => ({ ...page, items: page.items.map(subscriptionView) }));
   }
 
   async function get(principal: Principal, id: string) {
     const row = await findOwn(principal, id);
-    const counts = (await db('webhook_deliveries').where({ subscription_id: id }).groupBy('status').select('status').count('* as count')) as { status: string; count: string | number }[];
+    const counts = (await db('webhook_deliveries').where({ subscription_id: id }).groupBy('status').select('status').count('* as count')) as {
+      status: string;
+      count: string | number;
+    }[];
     const count = (...statuses: string[]) => counts.filter((each) => statuses.includes(each.status)).reduce((sum, each) => sum + Number(each.count), 0);
     return { ...subscriptionView(row), deliveries: { pending: count('pending', 'sending'), delivered: count('delivered'), failed: count('failed') } };
   }
@@ -77,9 +95,14 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
   async function rotateSecret(principal: Principal, id: string) {
     const row = await findOwn(principal, id, ['webhook']);
     const secret = newWebhookSecret();
-    const [rotated] = (await db('webhook_subscriptions').where({ id, secret: row.secret }).update({
-      secret, previous_secret: row.secret, previous_secret_expires_at: new Date(now().getTime() + limits.webhookPreviousSecretValidMs),
-    }).returning('*')) as SubscriptionRow[];
+    const [rotated] = (await db('webhook_subscriptions')
+      .where({ id, secret: row.secret })
+      .update({
+        secret,
+        previous_secret: row.secret,
+        previous_secret_expires_at: new Date(now().getTime() + limits.webhookPreviousSecretValidMs),
+      })
+      .returning('*')) as SubscriptionRow[];
     if (!rotated) throw new AppError('conflict', 'the secret was rotated by another request at the same moment: read the webhook and rotate again if needed');
     return { ...subscriptionView(rotated), secret };
   }
@@ -91,8 +114,16 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     const deliveryId = randomUUID();
     const body = { type: webhookPing, timestamp: at.toISOString(), data: { webhook_id: id } };
     await db('webhook_deliveries').insert({
-      id: deliveryId, subscription_id: id, source: 'ping', source_event_id: 0, ordering_key: `ping:${deliveryId}`, event_type: webhookPing,
-      body: JSON.stringify(body), status: 'pending', next_attempt_at: at, created_at: at,
+      id: deliveryId,
+      subscription_id: id,
+      source: 'ping',
+      source_event_id: 0,
+      ordering_key: `ping:${deliveryId}`,
+      event_type: webhookPing,
+      body: JSON.stringify(body),
+      status: 'pending',
+      next_attempt_at: at,
+      created_at: at,
     });
     kick();
     return { delivery_id: deliveryId, event_type: webhookPing, status: 'pending' };
@@ -106,8 +137,21 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
       return query.status ? rows.where({ status: query.status }) : rows;
     };
     const page = await newestFirstPage<DeliveryRow>(filtered, query);
-    const attempts = (await db('webhook_attempts').whereIn('delivery_id', page.items.map((item) => item.id)).orderBy('number')) as AttemptRow[];
-    return { ...page, items: page.items.map((item) => deliveryView(item, attempts.filter((each) => each.delivery_id === item.id))) };
+    const attempts = (await db('webhook_attempts')
+      .whereIn(
+        'delivery_id',
+        page.items.map((item) => item.id),
+      )
+      .orderBy('number')) as AttemptRow[];
+    return {
+      ...page,
+      items: page.items.map((item) =>
+        deliveryView(
+          item,
+          attempts.filter((each) => each.delivery_id === item.id),
+        ),
+      ),
+    };
   }
 
   /** One pass: dispatch what was committed, start the sends that are due; true when it found work. */
@@ -164,7 +208,16 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
   const a2aPush = { ...push, awaitFirstAttempt: (deliveryId: string) => push.awaitFirstAttempt(deliveryId, limits.a2aPushFirstAttemptWaitMs, running) };
 
   return {
-    create, list, get, remove, rotateSecret, ping, deliveries, runOnce, kick, a2aPush,
+    create,
+    list,
+    get,
+    remove,
+    rotateSecret,
+    ping,
+    deliveries,
+    runOnce,
+    kick,
+    a2aPush,
     start: (intervalMs: number = limits.webhookPollIntervalMs) => {
       running = true;
       schedule.start(intervalMs);

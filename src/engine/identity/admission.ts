@@ -51,8 +51,7 @@ export interface Requester {
 }
 
 /** The idempotency scope's notion of a credential: the API key and the user it acts for, or the human. */
-export const credentialOf = (principal: Principal) =>
-  principal.api_key_id ? `key:${principal.api_key_id}:${principal.user_id}` : `user:${principal.user_id}`;
+export const credentialOf = (principal: Principal) => (principal.api_key_id ? `key:${principal.api_key_id}:${principal.user_id}` : `user:${principal.user_id}`);
 
 /**
  * The address a per-address bucket counts: an IPv6 client usually holds a whole /64, so its
@@ -68,7 +67,10 @@ export function addressKeyOf(address: string): string {
   const numbers = groups.map((group) => parseInt(group, 16));
   // ::ffff:a00:1 is 10.0.0.1 written in hex.
   if (numbers.slice(0, 5).every((number) => number === 0) && numbers[5] === 0xffff) return address;
-  return `${numbers.slice(0, 4).map((number) => number.toString(16)).join(':')}::/64`;
+  return `${numbers
+    .slice(0, 4)
+    .map((number) => number.toString(16))
+    .join(':')}::/64`;
 }
 
 function keyFor(name: RateLimitName, requester: Requester): string | null {
@@ -138,7 +140,11 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
   }
 
   /** Runs `operation` on each named bucket that is on and applies to the requester. */
-  async function eachBucket(names: readonly RateLimitName[], requester: Requester, operation: (limiter: RateLimiterAbstract, key: string, name: RateLimitName) => Promise<unknown>) {
+  async function eachBucket(
+    names: readonly RateLimitName[],
+    requester: Requester,
+    operation: (limiter: RateLimiterAbstract, key: string, name: RateLimitName) => Promise<unknown>,
+  ) {
     for (const name of names) {
       // A bucket that is off costs nothing, not even its key (which parses the address).
       const bucket = buckets.get(name);
@@ -178,7 +184,13 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
    * failure (as `failed` says) keeps the tokens, anything else gives them back. An empty bucket
    * refuses (4290) before `check`, whatever its answer, and leaves no count behind.
    */
-  async function underFailureLimits<T>(names: readonly RateLimitName[], requester: Requester, detail: string, check: () => Promise<T>, failed: (error: unknown) => boolean): Promise<T> {
+  async function underFailureLimits<T>(
+    names: readonly RateLimitName[],
+    requester: Requester,
+    detail: string,
+    check: () => Promise<T>,
+    failed: (error: unknown) => boolean,
+  ): Promise<T> {
     const held: RateLimitName[] = [];
     try {
       // The refusing bucket counted the attempt too, so it is held (and given back) like the others.
@@ -334,5 +346,12 @@ export function createConnectionCap(what: string, perCredentialMax: number, perA
   }
 
   // openApiKeyIds: the API keys with something open here, which a revocation would end.
-  return { open, endApiKey, openApiKeyIds: () => [...endsByApiKey.keys()], get openTotal() { return openTotal; } };
+  return {
+    open,
+    endApiKey,
+    openApiKeyIds: () => [...endsByApiKey.keys()],
+    get openTotal() {
+      return openTotal;
+    },
+  };
 }

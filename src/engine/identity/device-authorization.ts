@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { withTransaction } from '../../db/transaction.ts';
 import {
-  type AgentPlatformType, agentPlatformNames, formatUserCode, generateDeviceCode, generateUserCode, hashCode, normalizeUserCode, userCodeHasher,
+  type AgentPlatformType,
+  agentPlatformNames,
+  formatUserCode,
+  generateDeviceCode,
+  generateUserCode,
+  hashCode,
+  normalizeUserCode,
+  userCodeHasher,
 } from '../../domain/device-codes.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
@@ -34,15 +41,24 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
     for (let draw = 0; draw < limits.userCodeDrawsMax; draw++) {
       const userCode = generateUserCode();
       const inserted = await store.insertDeviceAuthorization(db, {
-        id: randomUUID(), device_code_hash: hashCode(deviceCode), user_code_hash: hashUserCode(userCode), agent_platform_type: input.agent_platform_type,
-        interval_seconds: limits.devicePollIntervalSeconds, created_at: createdAt, expires_at: expiresAt,
+        id: randomUUID(),
+        device_code_hash: hashCode(deviceCode),
+        user_code_hash: hashUserCode(userCode),
+        agent_platform_type: input.agent_platform_type,
+        interval_seconds: limits.devicePollIntervalSeconds,
+        created_at: createdAt,
+        expires_at: expiresAt,
       });
       if (!inserted) continue;
       const shown = formatUserCode(userCode);
       return {
-        device_code: deviceCode, user_code: shown, verification_url: verificationUrl,
+        device_code: deviceCode,
+        user_code: shown,
+        verification_url: verificationUrl,
         verification_url_complete: `${verificationUrl}?user_code=${shown}`,
-        expires_in: limits.deviceCodeLifetimeSeconds, interval: limits.devicePollIntervalSeconds, agent_platform_type: input.agent_platform_type,
+        expires_in: limits.deviceCodeLifetimeSeconds,
+        interval: limits.devicePollIntervalSeconds,
+        agent_platform_type: input.agent_platform_type,
       };
     }
     // Twenty letters to the eighth power make this practically impossible; it is still an answer.
@@ -66,7 +82,11 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
       }
       if (await store.claimPoll(db, row.id, time, limits.devicePollGraceMs)) throw pending(row.interval_seconds);
       const interval = await store.slowDown(db, row.id, time, limits.devicePollIntervalStepSeconds, limits.devicePollIntervalSecondsMax);
-      if (interval !== null) throw new AppError('slow_down', `polled faster than every ${row.interval_seconds} s; wait ${interval} s between polls from now on`, { status: 'pending', interval });
+      if (interval !== null)
+        throw new AppError('slow_down', `polled faster than every ${row.interval_seconds} s; wait ${interval} s between polls from now on`, {
+          status: 'pending',
+          interval,
+        });
     }
     throw expired();
   }
@@ -94,8 +114,15 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
     if (code === null) throw notFound('device request');
     const requester = { address, principal, userCode: hashUserCode(code) };
     await admission.consume(['userCodeAttemptsPerAddress', 'userCodeAttemptsPerCode'], requester);
-    const row = await admission.underFailureLimits(['userCodeFailuresPerAccount'], requester, 'too many wrong user codes', () => findByUserCode(requester.userCode), isUnknownCode);
-    if (row.status !== 'pending' || at(row.expires_at) <= now()) throw new AppError('expired_token', 'this code has expired or was already used; start again on the device');
+    const row = await admission.underFailureLimits(
+      ['userCodeFailuresPerAccount'],
+      requester,
+      'too many wrong user codes',
+      () => findByUserCode(requester.userCode),
+      isUnknownCode,
+    );
+    if (row.status !== 'pending' || at(row.expires_at) <= now())
+      throw new AppError('expired_token', 'this code has expired or was already used; start again on the device');
     return { row, code };
   }
 
@@ -124,7 +151,8 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
     const { row, code } = await findPending(principal, typed, address);
     const status = decision === 'approve' ? 'approved' : 'denied';
     // Two answers at once (approve in one tab, deny in another): the first one stands.
-    if (!(await store.decide(db, row.id, status, principal.user_id, now()))) throw new AppError('expired_token', 'this request was answered already or has expired');
+    if (!(await store.decide(db, row.id, status, principal.user_id, now())))
+      throw new AppError('expired_token', 'this request was answered already or has expired');
     return view(row, code, status);
   }
 

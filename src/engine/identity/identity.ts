@@ -208,8 +208,17 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
   }
 
   return {
-    authenticate, signup, login, me, createUser, createApiKey, linkUser, mintToken,
-    listenForRevocations: revocations.listen, announceRevocation: revocations.announce, refuseIfRevokedSince: revocations.refuseIfRevokedSince,
+    authenticate,
+    signup,
+    login,
+    me,
+    createUser,
+    createApiKey,
+    linkUser,
+    mintToken,
+    listenForRevocations: revocations.listen,
+    announceRevocation: revocations.announce,
+    refuseIfRevokedSince: revocations.refuseIfRevokedSince,
   };
 }
 

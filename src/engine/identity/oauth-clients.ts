@@ -52,13 +52,18 @@ export function redirectUriProblem(uri: string): string | null {
   if (url.hash !== '' || uri.includes('#')) return 'must not have a fragment';
   if (url.protocol === 'https:' || knownAppCallbacks.has(uri)) return null;
   if (url.protocol === 'http:') return loopbackNames.includes(url.hostname) ? null : 'may use http only on a loopback address (localhost, 127.0.0.1, [::1])';
-  return /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+:$/.test(url.protocol) ? null : 'must use https, http on a loopback address, or a private-use scheme in reverse-domain form (com.example.app:/callback)';
+  return /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+:$/.test(url.protocol)
+    ? null
+    : 'must use https, http on a loopback address, or a private-use scheme in reverse-domain form (com.example.app:/callback)';
 }
 
-const redirectUri = z.string().max(limits.oauthClientUriLengthMax).superRefine((uri, context) => {
-  const problem = redirectUriProblem(uri);
-  if (problem) context.addIssue({ code: 'custom', message: `redirect_uri ${problem}` });
-});
+const redirectUri = z
+  .string()
+  .max(limits.oauthClientUriLengthMax)
+  .superRefine((uri, context) => {
+    const problem = redirectUriProblem(uri);
+    if (problem) context.addIssue({ code: 'custom', message: `redirect_uri ${problem}` });
+  });
 const webUri = z.url({ protocol: /^https?$/ }).max(limits.oauthClientUriLengthMax);
 
 /** What a client says of itself, registered or in its metadata document; other fields are ignored. */
@@ -71,13 +76,19 @@ export const clientMetadata = z.object({
   // Any method asked for is replaced by "none" (RFC 7591 section 3.2.1 lets the server substitute):
   // every client is public, proved by PKCE, and the answer tells the client so.
   token_endpoint_auth_method: z.string().max(64).optional(),
-  grant_types: z.array(z.enum(['authorization_code', 'refresh_token'])).max(2).optional(),
+  grant_types: z
+    .array(z.enum(['authorization_code', 'refresh_token']))
+    .max(2)
+    .optional(),
   response_types: z.array(z.literal('code')).max(1).optional(),
 });
 
 const asClient = (clientId: string, metadata: z.output<typeof clientMetadata>, issuedAt?: number): OAuthClient => ({
-  ...metadata, client_id: clientId, token_endpoint_auth_method: 'none',
-  grant_types: metadata.grant_types ?? ['authorization_code', 'refresh_token'], response_types: ['code'],
+  ...metadata,
+  client_id: clientId,
+  token_endpoint_auth_method: 'none',
+  grant_types: metadata.grant_types ?? ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
   ...(issuedAt === undefined ? {} : { client_id_issued_at: issuedAt }),
 });
 
@@ -110,8 +121,11 @@ export function createOAuthClients({ db, now, log }: EngineDependencies, network
   /** A registered client, or a metadata document's (fetched when unknown or older than a day); undefined when neither. */
   async function find(clientId: string): Promise<OAuthClient | undefined> {
     if (clientId.length > limits.oauthUriLengthMax) return undefined;
-    const row = (await db('oauth_clients').where({ client_id: clientId }).first()) as { source: string; metadata: OAuthClient; fetched_at: Date | null } | undefined;
-    const fresh = row && (row.source === 'registered' || (row.fetched_at !== null && now().getTime() - new Date(row.fetched_at).getTime() < limits.oauthMetadataDocumentTtlMs));
+    const row = (await db('oauth_clients').where({ client_id: clientId }).first()) as
+      { source: string; metadata: OAuthClient; fetched_at: Date | null } | undefined;
+    const fresh =
+      row &&
+      (row.source === 'registered' || (row.fetched_at !== null && now().getTime() - new Date(row.fetched_at).getTime() < limits.oauthMetadataDocumentTtlMs));
     if (fresh) return row.metadata;
     if (!isMetadataDocumentId(clientId) || unreadable.get(clientId)) return undefined;
     const client = await fetchDocument(clientId);
@@ -122,9 +136,15 @@ export function createOAuthClients({ db, now, log }: EngineDependencies, network
   async function fetchDocument(clientId: string): Promise<OAuthClient | undefined> {
     // No redirect is followed: the document at the client_id's own address is the client's, and
     // one it redirects to could describe anything (draft section 4).
-    const answer = await getGuarded({ url: clientId, headers: { Accept: 'application/json' }, timeoutMs: limits.oauthMetadataDocumentTimeoutMs, redirectsMax: 0 }, network);
+    const answer = await getGuarded(
+      { url: clientId, headers: { Accept: 'application/json' }, timeoutMs: limits.oauthMetadataDocumentTimeoutMs, redirectsMax: 0 },
+      network,
+    );
     if (answer.kind !== 'answered' || answer.status !== 200) {
-      log.info('an OAuth client metadata document could not be read', { client_id: clientId, outcome: answer.kind === 'answered' ? `HTTP ${answer.status}` : answer.kind === 'failed' ? answer.reason : answer.kind });
+      log.info('an OAuth client metadata document could not be read', {
+        client_id: clientId,
+        outcome: answer.kind === 'answered' ? `HTTP ${answer.status}` : answer.kind === 'failed' ? answer.reason : answer.kind,
+      });
       return undefined;
     }
     let document: unknown;
@@ -138,8 +158,10 @@ export function createOAuthClients({ db, now, log }: EngineDependencies, network
     if (!parsed.success || (document as { client_id?: unknown }).client_id !== clientId) return undefined;
     const client = asClient(clientId, parsed.data);
     const at = now();
-    await db('oauth_clients').insert({ client_id: clientId, source: 'metadata_document', metadata: JSON.stringify(client), created_at: at, fetched_at: at })
-      .onConflict('client_id').merge(['metadata', 'fetched_at']);
+    await db('oauth_clients')
+      .insert({ client_id: clientId, source: 'metadata_document', metadata: JSON.stringify(client), created_at: at, fetched_at: at })
+      .onConflict('client_id')
+      .merge(['metadata', 'fetched_at']);
     return client;
   }
 

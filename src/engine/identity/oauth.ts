@@ -119,8 +119,10 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     if (!/^[A-Za-z0-9_-]+$/.test(input.codeChallenge) || input.codeChallenge.length !== limits.oauthCodeChallengeLength) {
       throw new OAuthProblem('invalid_request', `code_challenge must be the ${limits.oauthCodeChallengeLength}-character base64url S256 challenge (RFC 7636)`);
     }
-    if ((input.state?.length ?? 0) > limits.oauthStateLengthMax) throw new OAuthProblem('invalid_request', `state is longer than ${limits.oauthStateLengthMax} characters`);
-    if (input.redirectUri.length > limits.oauthClientUriLengthMax || redirectUriProblem(input.redirectUri)) throw new OAuthProblem('invalid_request', 'the redirect_uri is not allowed');
+    if ((input.state?.length ?? 0) > limits.oauthStateLengthMax)
+      throw new OAuthProblem('invalid_request', `state is longer than ${limits.oauthStateLengthMax} characters`);
+    if (input.redirectUri.length > limits.oauthClientUriLengthMax || redirectUriProblem(input.redirectUri))
+      throw new OAuthProblem('invalid_request', 'the redirect_uri is not allowed');
     const scope = scopeOf(input.scopes ?? []);
     await admission.consume(['oauthSignInRequestsPerAddress'], { address: context.address, principal: null }).catch((error: unknown) => {
       if (!(error instanceof AppError) || error.errorName !== 'rate_limited') throw error;
@@ -129,8 +131,16 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     const id = randomUUID();
     const at = now();
     await db('oauth_requests').insert({
-      id, client_id: client.client_id, redirect_uri: input.redirectUri, code_challenge: input.codeChallenge, state: input.state ?? null,
-      scope, resource: target, status: 'pending', created_at: at, expires_at: new Date(at.getTime() + limits.oauthRequestLifetimeMs),
+      id,
+      client_id: client.client_id,
+      redirect_uri: input.redirectUri,
+      code_challenge: input.codeChallenge,
+      state: input.state ?? null,
+      scope,
+      resource: target,
+      status: 'pending',
+      created_at: at,
+      expires_at: new Date(at.getTime() + limits.oauthRequestLifetimeMs),
     });
     return id;
   }
@@ -147,10 +157,17 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     const client = await clients.find(row.client_id);
     if (!client) throw notFound('sign-in request');
     return {
-      id: row.id, client_id: client.client_id, client_name: client.client_name ?? null, client_uri: client.client_uri ?? null,
+      id: row.id,
+      client_id: client.client_id,
+      client_name: client.client_name ?? null,
+      client_uri: client.client_uri ?? null,
       // The one part of a client that someone answers for: the host serving its metadata document.
       client_host: isMetadataDocumentId(client.client_id) ? new URL(client.client_id).host : null,
-      redirect_uri: row.redirect_uri, redirect_origin: redirectOrigin(row.redirect_uri), scope: row.scope, resource: row.resource, expires_at: new Date(row.expires_at).toISOString(),
+      redirect_uri: row.redirect_uri,
+      redirect_origin: redirectOrigin(row.redirect_uri),
+      scope: row.scope,
+      resource: row.resource,
+      expires_at: new Date(row.expires_at).toISOString(),
     };
   }
 
@@ -184,9 +201,12 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
 
   /** The request of a code this client was given and may still present; used_at says whether it was exchanged already. */
   async function codeRequest(knex: Knex, clientId: string, code: string): Promise<RequestRow & { used_at: Date | null; code_expires_at: Date }> {
-    const row = await knex('oauth_codes as c').join('oauth_requests as r', 'r.id', 'c.request_id').where('c.code_hash', hashOf(code))
+    const row = await knex('oauth_codes as c')
+      .join('oauth_requests as r', 'r.id', 'c.request_id')
+      .where('c.code_hash', hashOf(code))
       .first('r.*', 'c.used_at', 'c.expires_at as code_expires_at');
-    if (!row || row.client_id !== clientId || (row.used_at === null && new Date(row.code_expires_at) <= now())) throw new OAuthProblem('invalid_grant', 'the code is unknown, expired or another client\'s');
+    if (!row || row.client_id !== clientId || (row.used_at === null && new Date(row.code_expires_at) <= now()))
+      throw new OAuthProblem('invalid_grant', "the code is unknown, expired or another client's");
     return row;
   }
 
@@ -214,13 +234,26 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     const outcome = await withTransaction(db, async ({ trx }) => {
       const row = await codeRequest(trx, client.client_id, code);
       if (row.used_at !== null) return { reused: row.id };
-      if (redirectUri !== undefined && redirectUri !== row.redirect_uri) throw new OAuthProblem('invalid_grant', 'redirect_uri differs from the authorization request\'s');
+      if (redirectUri !== undefined && redirectUri !== row.redirect_uri)
+        throw new OAuthProblem('invalid_grant', "redirect_uri differs from the authorization request's");
       if (resourceGiven && !sameResource(resourceGiven.href, row.resource)) throw wrongTarget(row.resource);
       // A concurrent exchange of the same code that got there first is a reuse like any other.
-      const used = await trx('oauth_codes').where({ code_hash: hashOf(code) }).whereNull('used_at').update({ used_at: now() });
+      const used = await trx('oauth_codes')
+        .where({ code_hash: hashOf(code) })
+        .whereNull('used_at')
+        .update({ used_at: now() });
       if (used === 0) return { reused: row.id };
       const apiKeyId = await grantKey(trx, row.user_id!, client);
-      return { tokens: await issue(trx, { family_id: row.id, client_id: client.client_id, api_key_id: apiKeyId, user_id: row.user_id!, scope: row.scope, resource: row.resource }) };
+      return {
+        tokens: await issue(trx, {
+          family_id: row.id,
+          client_id: client.client_id,
+          api_key_id: apiKeyId,
+          user_id: row.user_id!,
+          scope: row.scope,
+          resource: row.resource,
+        }),
+      };
     });
     // Ending the first use's grant commits on its own, after this transaction gave up.
     return 'tokens' in outcome ? outcome.tokens! : refuseReusedCode(outcome.reused);
@@ -231,7 +264,13 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
     const generated = generateApiKey();
     const name = `${(client.client_name ?? new URL(client.redirect_uris[0]!).host).slice(0, limits.oauthClientNameLengthMax)} (MCP sign-in)`;
     const [key] = await store.insertApiKey(trx, {
-      id: randomUUID(), agent_platform_type: 'custom_mcp', name, key_prefix: generated.prefix, key_hash: generated.hash, auto_provision: false, owner_user_id: userId,
+      id: randomUUID(),
+      agent_platform_type: 'custom_mcp',
+      name,
+      key_prefix: generated.prefix,
+      key_hash: generated.hash,
+      auto_provision: false,
+      owner_user_id: userId,
     });
     await store.insertLink(trx, key!.id, userId);
     return key!.id;
@@ -245,7 +284,13 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
       { ...grant, token_hash: hashOf(access), kind: 'access', created_at: at, expires_at: new Date(at.getTime() + limits.oauthAccessTokenLifetimeMs) },
       { ...grant, token_hash: hashOf(refresh), kind: 'refresh', created_at: at, expires_at: new Date(at.getTime() + limits.oauthRefreshTokenLifetimeMs) },
     ]);
-    return { access_token: access, token_type: 'Bearer', expires_in: Math.floor(limits.oauthAccessTokenLifetimeMs / 1000), refresh_token: refresh, scope: grant.scope };
+    return {
+      access_token: access,
+      token_type: 'Bearer',
+      expires_in: Math.floor(limits.oauthAccessTokenLifetimeMs / 1000),
+      refresh_token: refresh,
+      scope: grant.scope,
+    };
   }
 
   /** Ends a grant: every token of its family, and its key (which leaves the person's active keys). */
@@ -261,8 +306,12 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
    */
   async function refresh(client: OAuthClient, token: string, resourceGiven: URL | undefined): Promise<IssuedTokens> {
     const outcome = await withTransaction(db, async ({ trx }) => {
-      const row = (await trx('oauth_tokens').where({ token_hash: hashOf(token), kind: 'refresh' }).forUpdate().first()) as TokenRow | undefined;
-      if (!row || row.client_id !== client.client_id || row.revoked_at !== null || new Date(row.expires_at) <= now()) return { problem: 'the refresh token is unknown, revoked, expired or another client\'s' };
+      const row = (await trx('oauth_tokens')
+        .where({ token_hash: hashOf(token), kind: 'refresh' })
+        .forUpdate()
+        .first()) as TokenRow | undefined;
+      if (!row || row.client_id !== client.client_id || row.revoked_at !== null || new Date(row.expires_at) <= now())
+        return { problem: "the refresh token is unknown, revoked, expired or another client's" };
       if (resourceGiven && !sameResource(resourceGiven.href, row.resource)) throw wrongTarget(row.resource);
       if (row.used_at !== null) {
         await endFamily(trx, row.family_id, row.api_key_id);
@@ -271,7 +320,16 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
       const key = await trx('api_keys').where({ id: row.api_key_id }).first('revoked_at');
       if (!key || key.revoked_at !== null) return { problem: 'the grant was revoked; sign in again' };
       await trx('oauth_tokens').where({ token_hash: row.token_hash }).update({ used_at: now() });
-      return { tokens: await issue(trx, { family_id: row.family_id, client_id: row.client_id, api_key_id: row.api_key_id, user_id: row.user_id, scope: row.scope, resource: row.resource }) };
+      return {
+        tokens: await issue(trx, {
+          family_id: row.family_id,
+          client_id: row.client_id,
+          api_key_id: row.api_key_id,
+          user_id: row.user_id,
+          scope: row.scope,
+          resource: row.resource,
+        }),
+      };
     });
     // Ending a replayed grant commits before the refusal is answered.
     if ('problem' in outcome) throw new OAuthProblem('invalid_grant', outcome.problem!);
@@ -281,7 +339,9 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
   /** RFC 7009: an unknown token is not an error. A refresh token ends its grant; an access token only itself. */
   async function revoke(client: OAuthClient, token: string) {
     await withTransaction(db, async ({ trx }) => {
-      const row = (await trx('oauth_tokens').where({ token_hash: hashOf(token) }).first()) as TokenRow | undefined;
+      const row = (await trx('oauth_tokens')
+        .where({ token_hash: hashOf(token) })
+        .first()) as TokenRow | undefined;
       if (!row || row.client_id !== client.client_id) return;
       if (row.kind === 'refresh') await endFamily(trx, row.family_id, row.api_key_id);
       else await trx('oauth_tokens').where({ token_hash: row.token_hash }).whereNull('revoked_at').update({ revoked_at: now() });
@@ -294,14 +354,24 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
    */
   async function authenticate(token: string, address: string, base: string): Promise<Principal | null> {
     admission.authenticationFailures.refuseIfBlocked(address);
-    const row = (await db('oauth_tokens as t').join('api_keys as k', 'k.id', 't.api_key_id')
-      .where({ 't.token_hash': hashOf(token), 't.kind': 'access' }).whereNull('t.revoked_at').whereNull('k.revoked_at').where('t.expires_at', '>', now())
+    const row = (await db('oauth_tokens as t')
+      .join('api_keys as k', 'k.id', 't.api_key_id')
+      .where({ 't.token_hash': hashOf(token), 't.kind': 'access' })
+      .whereNull('t.revoked_at')
+      .whereNull('k.revoked_at')
+      .where('t.expires_at', '>', now())
       .first('t.user_id', 't.api_key_id', 't.resource', 't.expires_at')) as Pick<TokenRow, 'user_id' | 'api_key_id' | 'resource' | 'expires_at'> | undefined;
     if (!row || !sameResource(row.resource, resourceAt(base))) {
       await admission.authenticationFailures.recordFailure(address);
       return null;
     }
-    return { user_id: row.user_id, caller_type: 'agent', platform: 'custom_mcp', api_key_id: row.api_key_id, expires_at_ms: new Date(row.expires_at).getTime() };
+    return {
+      user_id: row.user_id,
+      caller_type: 'agent',
+      platform: 'custom_mcp',
+      api_key_id: row.api_key_id,
+      expires_at_ms: new Date(row.expires_at).getTime(),
+    };
   }
 
   return { resource, issuer, startRequest, describe, decide, challengeFor, exchangeCode, refresh, revoke, authenticate, clients };

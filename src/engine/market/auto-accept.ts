@@ -29,15 +29,22 @@ type Attempt = 'bought' | 'skipped' | 'held';
 export function createAutoAccept({ db, now, log }: EngineDependencies, transactions: TransactionEngine, matching: MatchingEngine) {
   const requesterOf = (demand: DemandRow): Principal => ({ user_id: demand.owner_user_id, caller_type: demand.owner_type, platform: null, api_key_id: null });
   const eligible = (demand: DemandRow, capability: CapabilityMatchRow) =>
-    unitPricedModels.has(capability.pricing_model) && demand.max_price !== null && BigInt(capability.price) <= BigInt(demand.max_price) && capability.owner_user_id !== demand.owner_user_id;
+    unitPricedModels.has(capability.pricing_model) &&
+    demand.max_price !== null &&
+    BigInt(capability.price) <= BigInt(demand.max_price) &&
+    capability.owner_user_id !== demand.owner_user_id;
 
   /** Takes the demand for one attempt, or returns null when it is not open or another attempt holds it. */
   async function claim(demandId: string): Promise<{ at: Date; attempt: number } | null> {
     const at = now();
     const [row] = await db('demands')
       .where({ id: demandId, status: 'open', auto_accept: true })
-      .where((open) => { open.whereNull('expires_at').orWhere('expires_at', '>', at); })
-      .where((free) => { free.whereNull('auto_accept_claimed_at').orWhere('auto_accept_claimed_at', '<', new Date(at.getTime() - limits.autoAcceptClaimStaleMs)); })
+      .where((open) => {
+        open.whereNull('expires_at').orWhere('expires_at', '>', at);
+      })
+      .where((free) => {
+        free.whereNull('auto_accept_claimed_at').orWhere('auto_accept_claimed_at', '<', new Date(at.getTime() - limits.autoAcceptClaimStaleMs));
+      })
       .update({ auto_accept_claimed_at: at, auto_accept_attempts: db.raw('auto_accept_attempts + 1') })
       .returning(['auto_accept_attempts']);
     return row ? { at, attempt: row.auto_accept_attempts as number } : null;
@@ -50,9 +57,17 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
    * the refusal as the purchase said it, and the capability it was for. A later purchase clears it.
    */
   const recordFailure = (demandId: string, capabilityId: string, refusal: Pick<AppError, 'code' | 'errorName' | 'data'>) =>
-    db('demands').where({ id: demandId }).update({
-      auto_accept_failure: JSON.stringify({ code: refusal.code, message: refusal.errorName, data: refusal.data ?? null, capability_id: capabilityId, at: now().toISOString() }),
-    });
+    db('demands')
+      .where({ id: demandId })
+      .update({
+        auto_accept_failure: JSON.stringify({
+          code: refusal.code,
+          message: refusal.errorName,
+          data: refusal.data ?? null,
+          capability_id: capabilityId,
+          at: now().toISOString(),
+        }),
+      });
 
   /**
    * Marks the demand fulfilled only while this attempt still holds it: an attempt slower than the
@@ -60,7 +75,8 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
    * not be overwritten. Answers whether the demand was marked.
    */
   async function finish(demandId: string, held: { at: Date }, transactionId: string): Promise<boolean> {
-    const updated = await db('demands').where({ id: demandId, status: 'open', auto_accept_claimed_at: held.at })
+    const updated = await db('demands')
+      .where({ id: demandId, status: 'open', auto_accept_claimed_at: held.at })
       .update({ status: 'fulfilled', transaction_id: transactionId, auto_accept_claimed_at: null, auto_accept_failure: null, updated_at: now() });
     return Number(updated) === 1;
   }
@@ -71,24 +87,36 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
    * was abandoned by an attempt that crashed, and moved no money.
    */
   const earlierPurchase = (demand: DemandRow) =>
-    db('transactions').where({ demand_id: demand.id, buyer_user_id: demand.owner_user_id })
+    db('transactions')
+      .where({ demand_id: demand.id, buyer_user_id: demand.owner_user_id })
       .where((live) => {
-        live.whereNotIn('status', endedStatuses)
-          .orWhere((young) => { young.where({ status: 'pending_freeze' }).where('created_at', '>', new Date(now().getTime() - limits.autoAcceptClaimStaleMs)); });
+        live.whereNotIn('status', endedStatuses).orWhere((young) => {
+          young.where({ status: 'pending_freeze' }).where('created_at', '>', new Date(now().getTime() - limits.autoAcceptClaimStaleMs));
+        });
       })
       .first('id', 'status');
 
   /** Buys through the ordinary purchase; null when it was refused or not funded (nothing is bought then). */
   async function buy(demand: DemandRow, capability: CapabilityMatchRow, held: { attempt: number }): Promise<string | null> {
     const principal = requesterOf(demand);
-    const command = { capability_id: capability.id, demand_id: demand.id, note: 'bought automatically for a demand (auto_accept)', max_price: BigInt(demand.max_price!) };
+    const command = {
+      capability_id: capability.id,
+      demand_id: demand.id,
+      note: 'bought automatically for a demand (auto_accept)',
+      max_price: BigInt(demand.max_price!),
+    };
     let outcome: Awaited<ReturnType<TransactionEngine['purchase']>>;
     try {
       outcome = await transactions.purchase(principal, command, `auto-accept:${demand.id}:${held.attempt}`);
     } catch (error) {
       // The capability changed since it was scored (a price above the budget, withdrawn): nothing was written.
       if (!(error instanceof AppError)) throw error;
-      log.info('auto-accept refused by the purchase; the demand stays open', { demand_id: demand.id, capability_id: capability.id, code: error.code, message: error.message });
+      log.info('auto-accept refused by the purchase; the demand stays open', {
+        demand_id: demand.id,
+        capability_id: capability.id,
+        code: error.code,
+        message: error.message,
+      });
       await recordFailure(demand.id, capability.id, error);
       return null;
     }
@@ -115,16 +143,25 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
         return 'held';
       }
       if (earlier) {
-        if (!(await finish(demand.id, held, earlier.id as string))) log.info('auto-accept lost its demand before marking an earlier purchase', { demand_id: demand.id, transaction_id: earlier.id });
+        if (!(await finish(demand.id, held, earlier.id as string)))
+          log.info('auto-accept lost its demand before marking an earlier purchase', { demand_id: demand.id, transaction_id: earlier.id });
         return 'bought';
       }
-      const account = await db('accounts').where({ id: userAccountId(demand.owner_user_id, currencyOfSpace(demand.owner_type)) }).first('available');
+      const account = await db('accounts')
+        .where({ id: userAccountId(demand.owner_user_id, currencyOfSpace(demand.owner_type)) })
+        .first('available');
       if (BigInt(account?.available ?? 0) < BigInt(capability.price)) {
         log.info('auto-accept skipped: insufficient balance; the demand stays open', { demand_id: demand.id, capability_id: capability.id });
         const currency = currencyOfSpace(demand.owner_type);
-        await recordFailure(demand.id, capability.id, new AppError('insufficient_balance', 'not enough money to buy the match', {
-          currency, available: formatAmount(account?.available ?? 0), required: formatAmount(capability.price),
-        }));
+        await recordFailure(
+          demand.id,
+          capability.id,
+          new AppError('insufficient_balance', 'not enough money to buy the match', {
+            currency,
+            available: formatAmount(account?.available ?? 0),
+            required: formatAmount(capability.price),
+          }),
+        );
         await release(demand.id, held.at);
         return 'skipped';
       }
@@ -137,7 +174,11 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
         // The demand was cancelled or taken by another attempt meanwhile: the buyer's cancel
         // releases the funds this attempt froze, so the requester pays for nothing unasked.
         await transactions.act(requesterOf(demand), transactionId, 'cancel', {}, null);
-        log.info('auto-accept lost its demand during the purchase; the purchase was cancelled', { demand_id: demand.id, capability_id: capability.id, transaction_id: transactionId });
+        log.info('auto-accept lost its demand during the purchase; the purchase was cancelled', {
+          demand_id: demand.id,
+          capability_id: capability.id,
+          transaction_id: transactionId,
+        });
         return 'held';
       }
       log.info('auto-accept bought a capability for a demand', { demand_id: demand.id, capability_id: capability.id, transaction_id: transactionId });
@@ -150,10 +191,14 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
 
   /** A good match that costs more than the demand's budget is why nothing was bought: say so. */
   async function sayOverBudget(demand: DemandRow, ranked: Awaited<ReturnType<MatchingEngine['rankFor']>>) {
-    const over = ranked.find(({ row, parts }) => parts.score >= autoAcceptScoreMin && unitPricedModels.has(row.pricing_model) && row.owner_user_id !== demand.owner_user_id);
+    const over = ranked.find(
+      ({ row, parts }) => parts.score >= autoAcceptScoreMin && unitPricedModels.has(row.pricing_model) && row.owner_user_id !== demand.owner_user_id,
+    );
     if (!over || BigInt(over.row.price) <= BigInt(demand.max_price!)) return;
     const refusal = new AppError('price_above_ceiling', 'the best match costs more than max_price_ut', {
-      currency: currencyOfSpace(demand.owner_type), price: formatAmount(over.row.price), max_price: formatAmount(demand.max_price!),
+      currency: currencyOfSpace(demand.owner_type),
+      price: formatAmount(over.row.price),
+      max_price: formatAmount(demand.max_price!),
     });
     await recordFailure(demand.id, over.row.id, refusal);
   }
@@ -164,7 +209,9 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
       const demand = await findDemand(db, demandId);
       if (!demand || !demand.auto_accept || demand.status !== 'open') return;
       const ranked = await matching.rankFor(demand, limits.matchTopKMax);
-      const qualifying = ranked.filter(({ row, parts }) => parts.score >= autoAcceptScoreMin && eligible(demand, row)).slice(0, limits.autoAcceptAttemptsPerRunMax);
+      const qualifying = ranked
+        .filter(({ row, parts }) => parts.score >= autoAcceptScoreMin && eligible(demand, row))
+        .slice(0, limits.autoAcceptAttemptsPerRunMax);
       for (const { row } of qualifying) {
         if ((await attempt(demand, row)) !== 'skipped') return;
       }
@@ -180,11 +227,18 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
    */
   async function forCapability(capabilityId: string): Promise<void> {
     try {
-      const capability = await db<CapabilityMatchRow>('capabilities').where({ id: capabilityId }).first(...capabilityMatchColumns);
+      const capability = await db<CapabilityMatchRow>('capabilities')
+        .where({ id: capabilityId })
+        .first(...capabilityMatchColumns);
       if (!capability || !capability.available || !unitPricedModels.has(capability.pricing_model)) return;
       const query = searchQueryOf(`${capability.title} ${capability.tags.join(' ')} ${capability.description}`, limits.matchQueryTermsMax);
       const demands = await demandCandidates(db, {
-        query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: limits.autoAcceptDemandsPerCapabilityMax, autoAcceptWithin: capability.price,
+        query,
+        space: capability.owner_type,
+        excludeOwner: capability.owner_user_id,
+        now: now(),
+        limit: limits.autoAcceptDemandsPerCapabilityMax,
+        autoAcceptWithin: capability.price,
       });
       for (const demand of demands) {
         const [scored] = await matching.scoreCapabilities(demand, [capability]);

@@ -4,7 +4,19 @@ import type { Knex } from 'knex';
 import { categoryCodes } from '../../domain/categories.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { errorBody } from '../../errors.ts';
-import { type BatchCapabilityView, type CapabilityListView, type CapabilityView, type CreateCapabilityInput, type CreatedCapabilityView, type DeletedCapabilityView, type ListCapabilitiesInput, type RotatedSecretView, type UpdateCapabilityInput, batchItem, wordsOf } from '../../schemas/capabilities.ts';
+import {
+  type BatchCapabilityView,
+  type CapabilityListView,
+  type CapabilityView,
+  type CreateCapabilityInput,
+  type CreatedCapabilityView,
+  type DeletedCapabilityView,
+  type ListCapabilitiesInput,
+  type RotatedSecretView,
+  type UpdateCapabilityInput,
+  batchItem,
+  wordsOf,
+} from '../../schemas/capabilities.ts';
 import { validationError } from '../../schemas/validation.ts';
 import { capabilityListQuery, settledSalesOf, type CapabilityRow } from '../../store/capabilities.ts';
 import { manageCapability, seeCapability, authorize } from '../access/index.ts';
@@ -28,7 +40,11 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
     const planned = inputs.map((input) => newCapabilityRow(principal, input, at));
     const rows = (await trx('capabilities').insert(planned).returning('*')) as CapabilityRow[];
     // Open auto-accept demands may wait for these: the job (engine/market/auto-accept-jobs.ts) commits with them.
-    await enqueueAutoAccept(trx, rows.filter((row) => row.available).map((row) => row.id), at);
+    await enqueueAutoAccept(
+      trx,
+      rows.filter((row) => row.available).map((row) => row.id),
+      at,
+    );
     const byId = new Map(rows.map((row) => [row.id, row]));
     return planned.map(({ id }) => {
       const row = byId.get(id)!;
@@ -49,10 +65,18 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
     });
     return idempotency.run(principal, request, 200, async ({ trx }) => {
       const valid = checked.filter((entry) => entry.input !== undefined);
-      const created = valid.length > 0 ? await insert(trx, principal, valid.map((entry) => entry.input!)) : [];
+      const created =
+        valid.length > 0
+          ? await insert(
+              trx,
+              principal,
+              valid.map((entry) => entry.input!),
+            )
+          : [];
       const createdByIndex = new Map(valid.map((entry, position) => [entry.index, created[position]!]));
       const results = checked.map(({ index, error }) =>
-        error ? { index, success: false, error } : { index, success: true, data: createdByIndex.get(index)! });
+        error ? { index, success: false, error } : { index, success: true, data: createdByIndex.get(index)! },
+      );
       return { total: items.length, succeeded: created.length, failed: items.length - created.length, results };
     });
   }
@@ -74,13 +98,23 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
    */
   async function list(principal: Principal, query: ListCapabilitiesInput): Promise<CapabilityListView> {
     const filter = {
-      space: principal.caller_type, callerId: principal.user_id, availability: query.available,
-      category: query.category, capabilityType: query.capability_type, pricingModel: query.pricing_model,
-      minPrice: query.min_price_ut, maxPrice: query.max_price_ut,
+      space: principal.caller_type,
+      callerId: principal.user_id,
+      availability: query.available,
+      category: query.category,
+      capabilityType: query.capability_type,
+      pricingModel: query.pricing_model,
+      minPrice: query.min_price_ut,
+      maxPrice: query.max_price_ut,
       ownerId: query.owner === 'me' ? principal.user_id : query.owner,
       words: query.q === undefined ? [] : wordsOf(query.q),
     };
-    const page = capabilityListQuery(db, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    const page = capabilityListQuery(db, filter)
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(query.page_size + 1);
     if (query.cursor) {
       const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
       page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
@@ -89,7 +123,10 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
     }
     const [countRows, rows] = await Promise.all([capabilityListQuery(db, filter).count<{ count: string }[]>('* as count'), page as Promise<CapabilityRow[]>]);
     const items = rows.slice(0, query.page_size);
-    const sales = await settledSalesOf(db, items.map((row) => row.id));
+    const sales = await settledSalesOf(
+      db,
+      items.map((row) => row.id),
+    );
     const last = items.at(-1);
     const hasMore = rows.length > query.page_size;
     return {
@@ -109,7 +146,12 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
    */
   function update(principal: Principal, id: string, patch: UpdateCapabilityInput): Promise<CapabilityView> {
     return withTransaction(db, async ({ trx }) => {
-      const row = authorize(manageCapability, principal, await trx<CapabilityRow>('capabilities').where({ id }).forNoKeyUpdate().first(), 'capability') as CapabilityRow;
+      const row = authorize(
+        manageCapability,
+        principal,
+        await trx<CapabilityRow>('capabilities').where({ id }).forNoKeyUpdate().first(),
+        'capability',
+      ) as CapabilityRow;
       const columns = changedColumns(patch);
       // Checked when the update touches the rule's fields only: a capability registered before
       // per_use needed a callback can still be renamed or withdrawn without adding one first.
@@ -124,7 +166,10 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
         Object.assign(columns, wordColumnsOf({ title: words.title, description: words.description, tags }));
       }
       const at = now();
-      const [updated] = (await trx('capabilities').where({ id }).update({ ...columns, updated_at: at }).returning('*')) as CapabilityRow[];
+      const [updated] = (await trx('capabilities')
+        .where({ id })
+        .update({ ...columns, updated_at: at })
+        .returning('*')) as CapabilityRow[];
       // Offered after the change (a re-offer, a new price or text): auto-accept demands look again.
       if (updated!.available) await enqueueAutoAccept(trx, [id], at);
       return viewWithSales(trx, updated!);

@@ -21,7 +21,11 @@ export interface DemandEventRow {
   dispatched_at: Date | null;
 }
 
-export const toDemandEvent = (row: DemandEventRow): DemandMatchedEvent => ({ id: String(row.id), ...row.payload, created_at: new Date(row.created_at).toISOString() });
+export const toDemandEvent = (row: DemandEventRow): DemandMatchedEvent => ({
+  id: String(row.id),
+  ...row.payload,
+  created_at: new Date(row.created_at).toISOString(),
+});
 
 /**
  * `demand.matched` (docs/webhooks.md "Event kinds"): when a capability is offered (anew), the open
@@ -34,10 +38,19 @@ export const toDemandEvent = (row: DemandEventRow): DemandMatchedEvent => ({ id:
 export function createDemandMatches({ db, now, log }: EngineDependencies, matching: MatchingEngine) {
   async function forCapability(capabilityId: string): Promise<number> {
     try {
-      const capability = await db<CapabilityMatchRow>('capabilities').where({ id: capabilityId }).whereNull('deleted_at').first(...capabilityMatchColumns);
+      const capability = await db<CapabilityMatchRow>('capabilities')
+        .where({ id: capabilityId })
+        .whereNull('deleted_at')
+        .first(...capabilityMatchColumns);
       if (!capability || !capability.available) return 0;
       const query = searchQueryOf(`${capability.title} ${capability.tags.join(' ')} ${capability.description}`, limits.matchQueryTermsMax);
-      const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: limits.demandMatchEventsPerCapabilityMax });
+      const demands = await demandCandidates(db, {
+        query,
+        space: capability.owner_type,
+        excludeOwner: capability.owner_user_id,
+        now: now(),
+        limit: limits.demandMatchEventsPerCapabilityMax,
+      });
       const at = now();
       const rows = [];
       // Words alone: telling of an offer never costs the embedding provider a call, and the row's
@@ -47,11 +60,27 @@ export function createDemandMatches({ db, now, log }: EngineDependencies, matchi
         const demand = scored.demand;
         if (scored.parts.score < demandMatchedScoreMin) continue;
         const payload: DemandEventRow['payload'] = {
-          type: 'demand.matched', demand_id: demand.id,
-          capability: { id: capability.id, title: capability.title, price: formatAmount(capability.price), currency: currencyOfSpace(capability.owner_type), pricing_model: capability.pricing_model, category: capability.category },
+          type: 'demand.matched',
+          demand_id: demand.id,
+          capability: {
+            id: capability.id,
+            title: capability.title,
+            price: formatAmount(capability.price),
+            currency: currencyOfSpace(capability.owner_type),
+            pricing_model: capability.pricing_model,
+            category: capability.category,
+          },
           ...scored.parts,
         };
-        rows.push({ demand_id: demand.id, capability_id: capability.id, recipient_user_id: demand.owner_user_id, space: demand.owner_type, type: demandMatched, payload: JSON.stringify(payload), created_at: at });
+        rows.push({
+          demand_id: demand.id,
+          capability_id: capability.id,
+          recipient_user_id: demand.owner_user_id,
+          space: demand.owner_type,
+          type: demandMatched,
+          payload: JSON.stringify(payload),
+          created_at: at,
+        });
       }
       if (rows.length > 0) await db('demand_events').insert(rows).onConflict(['demand_id', 'capability_id', 'type']).ignore();
       return rows.length;

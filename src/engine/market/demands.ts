@@ -109,14 +109,27 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
   /** Only the requester cancels, and only an open demand (4090 otherwise, with its status). */
   async function cancel(principal: Principal, id: string, request: IdempotencyRequest | null): Promise<Outcome<DemandView>> {
     return idempotency.run(principal, request, 200, async ({ trx }) => {
-      const row = authorize(ownDemand, principal, seen(await trx<DemandRow>('demands').where({ id }).forUpdate().first(...demandColumns)), 'demand');
+      const row = authorize(
+        ownDemand,
+        principal,
+        seen(
+          await trx<DemandRow>('demands')
+            .where({ id })
+            .forUpdate()
+            .first(...demandColumns),
+        ),
+        'demand',
+      );
       requireOpen(row.effective_status, 'cancel');
       const at = now();
       // An automatic purchase in progress is not cut off halfway; the requester retries shortly.
       if (row.auto_accept_claimed_at && new Date(row.auto_accept_claimed_at).getTime() > at.getTime() - limits.autoAcceptClaimStaleMs) {
         throw new AppError('conflict', 'an automatic purchase for this demand is in progress; retry shortly');
       }
-      const [updated] = (await trx('demands').where({ id, status: 'open' }).update({ status: 'cancelled', cancelled_at: at, updated_at: at }).returning([...demandColumns])) as DemandRow[];
+      const [updated] = (await trx('demands')
+        .where({ id, status: 'open' })
+        .update({ status: 'cancelled', cancelled_at: at, updated_at: at })
+        .returning([...demandColumns])) as DemandRow[];
       return demandView(updated!, at);
     });
   }
@@ -129,7 +142,9 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
   const insertWithin = insert;
   async function rewordWithin(trx: Knex, id: string, words: { title: string; description: string }): Promise<boolean> {
     const columns = wordColumnsOf({ title: words.title, description: words.description, tags: [] });
-    const updated = await trx('demands').where({ id, status: 'open' }).update({ ...words, ...columns, updated_at: now() });
+    const updated = await trx('demands')
+      .where({ id, status: 'open' })
+      .update({ ...words, ...columns, updated_at: now() });
     return updated === 1;
   }
 
@@ -137,7 +152,13 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
   async function list(principal: Principal, query: ListDemandsInput) {
     const filter = { userId: principal.user_id, space: principal.caller_type, status: query.status, now: now() };
     const countRow = await demandListQuery(db, filter).count<{ count: string }[]>('* as count');
-    const page = demandListQuery(db, filter).select(...demandColumns).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    const page = demandListQuery(db, filter)
+      .select(...demandColumns)
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(query.page_size + 1);
     if (query.cursor) {
       const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
       page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);

@@ -4,7 +4,20 @@ import { type CallbackOutcome, callCallback, privateAddressRefusal, privateAddre
 import { withSingleStatement } from '../../db/transaction.ts';
 import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
-import { assertBuyerCeiling, takeCapabilityUsage, type Idempotency, type IdempotencyRequest, type Outcome, balanceRefusal, checkDemandLink, newTransactionRow, overdueInvoke, type ActionExtra, type Transitions, transactionView } from '../money/index.ts';
+import {
+  assertBuyerCeiling,
+  takeCapabilityUsage,
+  type Idempotency,
+  type IdempotencyRequest,
+  type Outcome,
+  balanceRefusal,
+  checkDemandLink,
+  newTransactionRow,
+  overdueInvoke,
+  type ActionExtra,
+  type Transitions,
+  transactionView,
+} from '../money/index.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { EventHub } from '../../events/hub.ts';
@@ -64,7 +77,13 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
   const { db, now, config, log } = dependencies;
   const network = outboundNetwork(dependencies);
 
-  async function invoke(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest | null, hooks: InvokeHooks = {}): Promise<Outcome<InvokeAnswer>> {
+  async function invoke(
+    principal: Principal,
+    capabilityId: string,
+    command: InvokeCommand,
+    request: IdempotencyRequest | null,
+    hooks: InvokeHooks = {},
+  ): Promise<Outcome<InvokeAnswer>> {
     if (principal.caller_type !== 'agent') throw new AppError('forbidden', 'only agent callers (API key) may invoke');
     if (!request) {
       throw new AppError('validation_error', 'an idempotency key is required', {
@@ -84,29 +103,38 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
     const waitUntil = performance.now() + limits.invokeClaimWaitMs;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await idempotency.run(principal, request, 200, async (unit) => {
-          const [read] = await unit.trx<CapabilityRow>('capabilities').where({ id: capabilityId });
-          const capability = authorize(invokeCapability, principal, read, 'capability');
-          if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
-          const at = now();
-          const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
-          await assertBuyerCeiling(unit.trx, principal, capability, price, command);
-          await takeCapabilityUsage(unit.trx, capability, at);
-          const timeoutMs = capability.callback_timeout_sec * 1000;
-          const row: TransactionRow = {
-            ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),
-            // The system settles an invoke; an auto-accept step would only get in its way.
-            auto_accept: false,
-            invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
-          };
-          await transitions.insert(unit, row);
-          const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
-          prepared.call = {
-            transactionId: row.id, url: capability.callback_url!, secret: capability.callback_secret ?? '', timeoutMs,
-            payload: { transaction_id: row.id, capability_id: capability.id, input: command.input ?? {}, buyer_user_id: principal.user_id },
-          };
-          return transactionView(frozen);
-        }, 'several statements');
+        return await idempotency.run(
+          principal,
+          request,
+          200,
+          async (unit) => {
+            const [read] = await unit.trx<CapabilityRow>('capabilities').where({ id: capabilityId });
+            const capability = authorize(invokeCapability, principal, read, 'capability');
+            if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
+            const at = now();
+            const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
+            await assertBuyerCeiling(unit.trx, principal, capability, price, command);
+            await takeCapabilityUsage(unit.trx, capability, at);
+            const timeoutMs = capability.callback_timeout_sec * 1000;
+            const row: TransactionRow = {
+              ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),
+              // The system settles an invoke; an auto-accept step would only get in its way.
+              auto_accept: false,
+              invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
+            };
+            await transitions.insert(unit, row);
+            const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
+            prepared.call = {
+              transactionId: row.id,
+              url: capability.callback_url!,
+              secret: capability.callback_secret ?? '',
+              timeoutMs,
+              payload: { transaction_id: row.id, capability_id: capability.id, input: command.input ?? {}, buyer_user_id: principal.user_id },
+            };
+            return transactionView(frozen);
+          },
+          'several statements',
+        );
       } catch (error) {
         if (error instanceof InsufficientBalance) {
           const refusal = await balanceRefusal(db, error);
@@ -124,7 +152,12 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
   async function run(call: PreparedCall, startedAt: number): Promise<InvokeAnswer> {
     const outcome = await callCallback(call, network, Math.floor(now().getTime() / 1000));
     const latencyMs = Math.round(performance.now() - startedAt);
-    if (outcome.kind !== 'answered') log.info('invoke callback failed', { transaction_id: call.transactionId, outcome: outcome.kind, reason: 'reason' in outcome ? outcome.reason : undefined });
+    if (outcome.kind !== 'answered')
+      log.info('invoke callback failed', {
+        transaction_id: call.transactionId,
+        outcome: outcome.kind,
+        reason: 'reason' in outcome ? outcome.reason : undefined,
+      });
     const action = outcome.kind === 'answered' ? 'invoke_settle' : 'fail';
     await record(call.transactionId, action, { invoke: invokeRecord(outcome, latencyMs) });
     return answerOf((await findTransaction(db, call.transactionId))!);
@@ -132,7 +165,8 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
 
   function invokeRecord(outcome: CallbackOutcome, latencyMs: number): NonNullable<ActionExtra['invoke']> {
     if (outcome.kind === 'answered') return { latency_ms: latencyMs, error: null, error_detail: null, result: outcome.result };
-    if (outcome.kind === 'timeout') return { latency_ms: latencyMs, error: 'callback_timeout', error_detail: 'the callback did not answer within callback_timeout_sec', result: null };
+    if (outcome.kind === 'timeout')
+      return { latency_ms: latencyMs, error: 'callback_timeout', error_detail: 'the callback did not answer within callback_timeout_sec', result: null };
     return { latency_ms: latencyMs, error: 'callback_failed', error_detail: outcome.reason, result: null };
   }
 
@@ -168,7 +202,13 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
   /** The answer a settled invoke gives, or the error a failed one throws (5020 / 5040, nothing charged). */
   function answerOf(row: TransactionRow): InvokeAnswer {
     if (row.status === 'settled') {
-      return { transaction_id: row.id, result: row.result_payload, charged_ut: formatAmount(row.price), latency_ms: row.invoke_latency_ms ?? 0, status: 'settled' };
+      return {
+        transaction_id: row.id,
+        result: row.result_payload,
+        charged_ut: formatAmount(row.price),
+        latency_ms: row.invoke_latency_ms ?? 0,
+        status: 'settled',
+      };
     }
     const errorName = row.invoke_error ?? 'callback_failed';
     const detail = row.invoke_error_detail ?? 'the callback failed';

@@ -1,14 +1,29 @@
 import { effectiveStatus, requireOpen } from '../../domain/demands.ts';
 import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import {
-  type MatchText, type ScoreParts, blendedSimilarity, combine, explain, languageOf, normalizedQuality, priceAlignment, sharedTerms,
+  type MatchText,
+  type ScoreParts,
+  blendedSimilarity,
+  combine,
+  explain,
+  languageOf,
+  normalizedQuality,
+  priceAlignment,
+  sharedTerms,
 } from '../../domain/scoring.ts';
 import { cosineWithStored, flatTextOf, storedOrComputed, storedVectorOf, vectorOfStored } from '../../domain/term-vectors.ts';
 import { searchQueryOf, termsOf } from '../../domain/text.ts';
 import { limits } from '../../limits.ts';
 import type { AlignmentItem, MatchCandidate } from '../../schemas/matching.ts';
 import {
-  type CapabilityCandidateRow, type CapabilityMatchRow, type DemandRow, capabilityCandidates, capabilityDescriptions, capabilityMatchColumns, demandCandidates, findDemand,
+  type CapabilityCandidateRow,
+  type CapabilityMatchRow,
+  type DemandRow,
+  capabilityCandidates,
+  capabilityDescriptions,
+  capabilityMatchColumns,
+  demandCandidates,
+  findDemand,
 } from '../../store/demands.ts';
 import { alignWith, discoverFor, seeDemand, authorize } from '../access/index.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
@@ -35,19 +50,25 @@ const demandItem = (demand: DemandRow): EmbeddingItem =>
   demand.words_sha ? { kind: 'demand', id: demand.id, words_sha: demand.words_sha } : { kind: 'demand', id: demand.id, draft: textOfDemand(demand) };
 const capabilityItem = (row: CapabilityCandidateRow): EmbeddingItem => ({ kind: 'capability', id: row.id, words_sha: row.words_sha ?? '' });
 /** Every stored row has its vector since migration 018; the words are the fallback of a row older than that. */
-const vectorOfCandidate = (row: CapabilityCandidateRow & { description?: string }) => row.term_vector ?? storedVectorOf({ ...row, description: row.description ?? '' });
+const vectorOfCandidate = (row: CapabilityCandidateRow & { description?: string }) =>
+  row.term_vector ?? storedVectorOf({ ...row, description: row.description ?? '' });
 
 export type { EmbeddingsUse };
 
 export function createMatchingEngine({ db, now }: EngineDependencies, options: MatchingOptions = {}) {
   const embeddingSimilarities = (one: EmbeddingItem, others: EmbeddingItem[]) =>
-    options.embeddings ? options.embeddings.similarities(one, others) : Promise.resolve({ similarities: others.map(() => null), use: 'not_configured' as EmbeddingsUse });
+    options.embeddings
+      ? options.embeddings.similarities(one, others)
+      : Promise.resolve({ similarities: others.map(() => null), use: 'not_configured' as EmbeddingsUse });
 
   /**
    * Scores capabilities for a demand, best first (ties by id, so every instance answers the same),
    * from the term vectors stored with the rows: no candidate's text is analysed again here.
    */
-  async function scoreWithUse<Row extends CapabilityCandidateRow>(demand: DemandRow, rows: Row[]): Promise<{ scored: ScoredCapability<Row>[]; embeddings: EmbeddingsUse }> {
+  async function scoreWithUse<Row extends CapabilityCandidateRow>(
+    demand: DemandRow,
+    rows: Row[],
+  ): Promise<{ scored: ScoredCapability<Row>[]; embeddings: EmbeddingsUse }> {
     const demandText = textOfDemand(demand);
     const demandStored = storedOrComputed({ ...demandText, term_vector: demand.term_vector });
     const demandVector = vectorOfStored(demandStored);
@@ -66,10 +87,19 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
   /** The best capabilities for a demand among those offered in its space by others, with their descriptions. */
   async function rankWithUse(demand: DemandRow, topK: number): Promise<{ ranked: ScoredCapability<CapabilityMatchRow>[]; embeddings: EmbeddingsUse }> {
     const query = searchQueryOf(flatTextOf(textOfDemand(demand)), limits.matchQueryTermsMax);
-    const rows = await capabilityCandidates(db, { query, space: demand.owner_type, excludeOwner: demand.owner_user_id, limit: Math.max(limits.matchCandidatesMax, topK), poolSize: limits.matchCandidatePoolMax });
+    const rows = await capabilityCandidates(db, {
+      query,
+      space: demand.owner_type,
+      excludeOwner: demand.owner_user_id,
+      limit: Math.max(limits.matchCandidatesMax, topK),
+      poolSize: limits.matchCandidatePoolMax,
+    });
     const { scored, embeddings } = await scoreWithUse(demand, rows);
     const best = scored.filter((entry) => entry.parts.similarity > 0).slice(0, topK);
-    const descriptions = await capabilityDescriptions(db, best.map((entry) => entry.row.id));
+    const descriptions = await capabilityDescriptions(
+      db,
+      best.map((entry) => entry.row.id),
+    );
     return { ranked: best.map(({ row, parts }) => ({ row: { ...row, description: descriptions.get(row.id) ?? '' }, parts })), embeddings };
   }
 
@@ -88,26 +118,43 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
     const demand = await openDemandFor(principal, input.demand_id);
     const { ranked, embeddings } = await rankWithUse(demand, input.top_k);
     const candidates: MatchCandidate[] = ranked.map(({ row, parts }) => ({
-      entity_id: row.id, title: row.title, description: row.description, ...parts, price_ut: formatAmount(row.price), category: row.category,
+      entity_id: row.id,
+      title: row.title,
+      description: row.description,
+      ...parts,
+      price_ut: formatAmount(row.price),
+      category: row.category,
     }));
     return { demand_id: demand.id, candidates, embeddings };
   }
 
   async function discoverDemands(principal: Principal, capabilityId: string, input: { top_k: number }) {
     // deleted_at is read for the access rules only: a deleted capability is hidden (4040).
-    const found = await db<CapabilityMatchRow & { deleted_at: Date | null }>('capabilities').where({ id: capabilityId }).first(...capabilityMatchColumns, 'deleted_at');
+    const found = await db<CapabilityMatchRow & { deleted_at: Date | null }>('capabilities')
+      .where({ id: capabilityId })
+      .first(...capabilityMatchColumns, 'deleted_at');
     const capability = authorize(discoverFor, principal, found, 'capability');
     const capabilityText = textOfCapability(capability);
     const query = searchQueryOf(flatTextOf(capabilityText), limits.matchQueryTermsMax);
-    const demands = await demandCandidates(db, { query, space: capability.owner_type, excludeOwner: capability.owner_user_id, now: now(), limit: Math.max(limits.matchCandidatesMax, input.top_k) });
+    const demands = await demandCandidates(db, {
+      query,
+      space: capability.owner_type,
+      excludeOwner: capability.owner_user_id,
+      now: now(),
+      limit: Math.max(limits.matchCandidatesMax, input.top_k),
+    });
     const { scored, embedded } = await scoreDemands(capability, demands, true);
     const candidates: MatchCandidate[] = scored
       .filter((entry) => entry.parts.similarity > 0)
       .sort((left, right) => right.parts.score - left.parts.score || (left.demand.id < right.demand.id ? -1 : 1))
       .slice(0, input.top_k)
       .map(({ demand, parts }) => ({
-        entity_id: demand.id, title: demand.title ?? demand.description.slice(0, 80), description: demand.description, ...parts,
-        price_ut: demand.max_price === null ? null : formatAmount(demand.max_price), category: demand.category,
+        entity_id: demand.id,
+        title: demand.title ?? demand.description.slice(0, 80),
+        description: demand.description,
+        ...parts,
+        price_ut: demand.max_price === null ? null : formatAmount(demand.max_price),
+        category: demand.category,
       }));
     return { capability_id: capability.id, candidates, embeddings: embedded.use };
   }
@@ -126,7 +173,11 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
       const demandStored = storedOrComputed({ ...textOfDemand(demand), term_vector: demand.term_vector });
       const lexical = cosineWithStored(vectorOfStored(demandStored), demandStored.norm, capabilityStored);
       const maxPrice = demand.max_price === null ? null : BigInt(demand.max_price);
-      const parts = combine(blendedSimilarity(lexical, embedded.similarities[index]!), priceAlignment(BigInt(capability.price), maxPrice), normalizedQuality(Number(capability.quality_score)));
+      const parts = combine(
+        blendedSimilarity(lexical, embedded.similarities[index]!),
+        priceAlignment(BigInt(capability.price), maxPrice),
+        normalizedQuality(Number(capability.quality_score)),
+      );
       return { demand, parts };
     });
     return { scored, embedded };
@@ -136,7 +187,9 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
   async function evaluateAlignment(principal: Principal, input: { demand_id: string; capability_ids: string[] }) {
     const demand = await openDemandFor(principal, input.demand_id);
     const ids = [...new Set(input.capability_ids)];
-    const rows = await db<CapabilityMatchRow>('capabilities').whereIn('id', ids).select(...capabilityMatchColumns);
+    const rows = await db<CapabilityMatchRow>('capabilities')
+      .whereIn('id', ids)
+      .select(...capabilityMatchColumns);
     const byId = new Map(rows.map((row) => [row.id, row]));
     const visible = ids.map((id) => authorize(alignWith, principal, byId.get(id), 'capability'));
     const { scored: scoredRows, embeddings } = await scoreWithUse(demand, visible);
@@ -147,8 +200,22 @@ export function createMatchingEngine({ db, now }: EngineDependencies, options: M
     const results: AlignmentItem[] = visible.map((row) => {
       const parts = scored.get(row.id)!;
       const price = BigInt(row.price);
-      const explanation = explain({ parts, shared: sharedTerms(demandTerms, vectorOfCandidate(row), language), price, maxPrice, currency: currencyOfSpace(demand.owner_type), language });
-      return { capability_id: row.id, title: row.title, ...parts, price_ut: formatAmount(price), within_budget: maxPrice === null || price <= maxPrice, explanation };
+      const explanation = explain({
+        parts,
+        shared: sharedTerms(demandTerms, vectorOfCandidate(row), language),
+        price,
+        maxPrice,
+        currency: currencyOfSpace(demand.owner_type),
+        language,
+      });
+      return {
+        capability_id: row.id,
+        title: row.title,
+        ...parts,
+        price_ut: formatAmount(price),
+        within_budget: maxPrice === null || price <= maxPrice,
+        explanation,
+      };
     });
     return { demand_id: demand.id, language, results, embeddings };
   }

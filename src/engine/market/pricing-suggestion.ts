@@ -2,7 +2,14 @@ import type { AiProvider } from '../../ai/provider.ts';
 import { detectLanguage } from '../../domain/clarity.ts';
 import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import {
-  type Percentiles, type PriceObservation, defaultRange, overlapWeight, percentilesOf, settledWeightFactor, unitPriceOf, wordsOf,
+  type Percentiles,
+  type PriceObservation,
+  defaultRange,
+  overlapWeight,
+  percentilesOf,
+  settledWeightFactor,
+  unitPriceOf,
+  wordsOf,
 } from '../../domain/pricing-suggestion.ts';
 import { limits } from '../../limits.ts';
 import type { PricingSuggestion, PricingSuggestionInput } from '../../schemas/pricing.ts';
@@ -23,14 +30,23 @@ export function createPricingSuggestionEngine({ db, config }: EngineDependencies
     const scope = { space, category: input.category, pricingModel: input.pricing_model };
     const [listed, settled] = await Promise.all([listedPrices(db, scope), settledPrices(db, scope)]);
     const descriptionWords = wordsOf(input.description ?? '');
-    const listedObservations: PriceObservation[] = listed.map((row) => ({ price: BigInt(row.price), weight: overlapWeight(descriptionWords, `${row.title} ${row.description}`) }));
+    const listedObservations: PriceObservation[] = listed.map((row) => ({
+      price: BigInt(row.price),
+      weight: overlapWeight(descriptionWords, `${row.title} ${row.description}`),
+    }));
     const settledObservations: PriceObservation[] = settled.map((row) => ({
       price: unitPriceOf(BigInt(row.price), row.transaction_type, row.booked_hours),
       weight: settledWeightFactor * overlapWeight(descriptionWords, `${row.title} ${row.description}`),
     }));
     const combined = percentilesOf([...listedObservations, ...settledObservations]);
     const range = combined ?? defaultRange(input.pricing_model, currency, config.UT_TO_CNY_RATE);
-    const basis = !combined ? 'no_market_data' : listed.length && settled.length ? 'listed_and_settled_prices' : listed.length ? 'listed_prices' : 'settled_prices';
+    const basis = !combined
+      ? 'no_market_data'
+      : listed.length && settled.length
+        ? 'listed_and_settled_prices'
+        : listed.length
+          ? 'listed_prices'
+          : 'settled_prices';
     const suggestion: PricingSuggestion = {
       category: input.category,
       pricing_model: input.pricing_model ?? null,
@@ -57,7 +73,10 @@ export function createPricingSuggestionEngine({ db, config }: EngineDependencies
     const { explanation: _none, ...facts } = suggestion;
     const answer = await ai.chat(
       [
-        { role: 'system', content: `Explain this marketplace pricing suggestion to a seller in one short paragraph in ${language}. Use only the amounts given; do not invent others.` },
+        {
+          role: 'system',
+          content: `Explain this marketplace pricing suggestion to a seller in one short paragraph in ${language}. Use only the amounts given; do not invent others.`,
+        },
         { role: 'user', content: JSON.stringify({ ...facts, description: description ?? null }) },
       ],
       { purpose: 'pricing explanation', temperature: 0, signal },
@@ -75,7 +94,14 @@ function statistics(observations: PriceObservation[]) {
   return { sample_size: observations.length, p25_ut: format((value) => value.p25), p50_ut: format((value) => value.p50), p75_ut: format((value) => value.p75) };
 }
 
-function basisDetail(basis: PricingSuggestion['basis'], listed: number, settled: number, input: PricingSuggestionInput, currency: string, described: boolean): string {
+function basisDetail(
+  basis: PricingSuggestion['basis'],
+  listed: number,
+  settled: number,
+  input: PricingSuggestionInput,
+  currency: string,
+  described: boolean,
+): string {
   const where = `category ${input.category}${input.pricing_model ? `, pricing model ${input.pricing_model}` : ''}, in ${currency}`;
   if (basis === 'no_market_data') {
     return `No available capability and no settled transaction in ${where}: a default range for the ${input.pricing_model ?? 'per_use'} pricing model, not market data.`;

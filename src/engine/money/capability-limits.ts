@@ -27,8 +27,18 @@ type Limited = Pick<CapabilityRow, 'id' | 'rate_limit_per_min' | 'daily_limit'>;
 export async function takeCapabilityUsage(executor: Knex, capability: Limited, at: Date): Promise<TakenUsage> {
   const taken: TakenUsage = { capabilityId: capability.id, windows: [] };
   const checks = [
-    { limit: capability.rate_limit_per_min, window: usageWindow('minute', at), error: 'rate_limited' as const, detail: `this capability allows ${capability.rate_limit_per_min} purchases or invokes a minute` },
-    { limit: capability.daily_limit, window: usageWindow('day', at), error: 'daily_limit_reached' as const, detail: `this capability allows ${capability.daily_limit} purchases or invokes a day (UTC)` },
+    {
+      limit: capability.rate_limit_per_min,
+      window: usageWindow('minute', at),
+      error: 'rate_limited' as const,
+      detail: `this capability allows ${capability.rate_limit_per_min} purchases or invokes a minute`,
+    },
+    {
+      limit: capability.daily_limit,
+      window: usageWindow('day', at),
+      error: 'daily_limit_reached' as const,
+      detail: `this capability allows ${capability.daily_limit} purchases or invokes a day (UTC)`,
+    },
   ];
   for (const check of checks) {
     if (check.limit === null) continue;

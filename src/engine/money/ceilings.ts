@@ -31,7 +31,11 @@ function unitPriceOf(past: PastPurchase): bigint {
 }
 
 export async function assertBuyerCeiling(
-  trx: Knex, principal: Principal, capability: CapabilityRow, price: bigint, purchase: { booked_hours?: number; max_price?: bigint },
+  trx: Knex,
+  principal: Principal,
+  capability: CapabilityRow,
+  price: bigint,
+  purchase: { booked_hours?: number; max_price?: bigint },
 ): Promise<void> {
   const currency = currencyOfSpace(principal.caller_type);
   if (purchase.max_price !== undefined) return assertWithinCeiling(price, purchase.max_price, currency);

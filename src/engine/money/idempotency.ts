@@ -39,7 +39,6 @@ export interface Outcome<T> {
   replayed: boolean;
 }
 
-
 /** The claim runs outside any unit of work, so it retries a statement a migration outdated itself. */
 async function retriedOnceIfStale<T>(attempt: () => Promise<T>): Promise<T> {
   try {
@@ -56,12 +55,19 @@ function canonical(value: unknown): unknown {
   if (typeof value === 'bigint') return value.toString();
   if (Array.isArray(value)) return value.map(canonical);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, canonical((value as Record<string, unknown>)[key])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, canonical((value as Record<string, unknown>)[key])]),
+    );
   }
   return value;
 }
 
-export const fingerprintOf = (value: unknown) => createHash('sha256').update(JSON.stringify(canonical(value ?? null))).digest('hex');
+export const fingerprintOf = (value: unknown) =>
+  createHash('sha256')
+    .update(JSON.stringify(canonical(value ?? null)))
+    .digest('hex');
 
 /** The advisory lock id of a key: 60 bits of its scope hash, within PostgreSQL's bigint. */
 const lockIdOf = (scopeHash: string) => BigInt(`0x${scopeHash.slice(0, 15)}`).toString();
@@ -77,21 +83,27 @@ export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies
    * A one-row `read` the work needs first runs in the claim's own statement (its result goes to
    * the work as `unit.prefetched`), which saves the work a round trip.
    */
-  async function claim(hash: string, request: IdempotencyRequest, read?: ClaimRead): Promise<{ token: string; prefetched?: Prefetched } | { replay: Outcome<unknown> }> {
+  async function claim(
+    hash: string,
+    request: IdempotencyRequest,
+    read?: ClaimRead,
+  ): Promise<{ token: string; prefetched?: Prefetched } | { replay: Outcome<unknown> }> {
     const at = now();
     const token = randomUUID();
     // The claim need not wait for the disk: the effect's own durable commit flushes the claim's
     // earlier WAL with it, and a claim a crash loses belongs to a request that wrote nothing.
-    const [result] = await retriedOnceIfStale(() => prepared<Record<string, unknown> & { claimed: number }>(
-      asyncCommitDb,
-      `WITH claim AS (
+    const [result] = await retriedOnceIfStale(() =>
+      prepared<Record<string, unknown> & { claimed: number }>(
+        asyncCommitDb,
+        `WITH claim AS (
          INSERT INTO idempotency_keys (scope_hash, fingerprint, state, claim_token, created_at, expires_at) VALUES (?, ?, 'in_flight', ?, ?, ?)
          ON CONFLICT (scope_hash) DO NOTHING RETURNING scope_hash
        )
        SELECT (SELECT count(*) FROM claim)::int AS claimed${read ? ', piggyback.*' : ''}
          FROM (SELECT 1) AS one${read ? ` LEFT JOIN (${read.text}) AS piggyback ON true` : ''}`,
-      [hash, request.fingerprint, token, at, new Date(at.getTime() + limits.idempotencyRetentionMs), ...(read?.bindings ?? [])],
-    ));
+        [hash, request.fingerprint, token, at, new Date(at.getTime() + limits.idempotencyRetentionMs), ...(read?.bindings ?? [])],
+      ),
+    );
     const { claimed, ...row } = result!;
     if (claimed > 0) return { token, ...(read ? { prefetched: { row: Object.values(row).every((value) => value === null) ? null : row } } : {}) };
     const existing = await db('idempotency_keys').where({ scope_hash: hash }).first();
@@ -125,15 +137,20 @@ export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies
    * when `writes` says the work writes with one statement, without BEGIN and COMMIT.
    */
   async function run<T>(
-    principal: Principal | null, request: IdempotencyRequest | null, status: number, work: (unit: UnitOfWork) => Promise<T>,
-    writes: 'one statement' | 'several statements' = 'several statements', read?: ClaimRead,
+    principal: Principal | null,
+    request: IdempotencyRequest | null,
+    status: number,
+    work: (unit: UnitOfWork) => Promise<T>,
+    writes: 'one statement' | 'several statements' = 'several statements',
+    read?: ClaimRead,
   ): Promise<Outcome<T>> {
     if (!request) return { data: await (writes === 'one statement' ? withSingleStatement : withTransaction)(db, work), status, replayed: false };
     const hash = scopeHash(principal, request);
     const claimed = await claim(hash, request, writes === 'one statement' ? read : undefined);
     if ('replay' in claimed) return claimed.replay as Outcome<T>;
     try {
-      if (writes === 'one statement') return { data: await runClaimedStatement(hash, claimed.token, status, work, claimed.prefetched), status, replayed: false };
+      if (writes === 'one statement')
+        return { data: await runClaimedStatement(hash, claimed.token, status, work, claimed.prefetched), status, replayed: false };
       const data = await withTransaction(db, async (unit) => {
         await prepared(unit.trx, 'SELECT pg_advisory_xact_lock(?::bigint)', [lockIdOf(hash)]);
         const result = await work(unit);
@@ -152,7 +169,13 @@ export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies
    * stored response still commit together), which saves BEGIN, the lock, the completion and
    * COMMIT: four round trips.
    */
-  async function runClaimedStatement<T>(hash: string, token: string, status: number, work: (unit: UnitOfWork) => Promise<T>, prefetched?: Prefetched): Promise<T> {
+  async function runClaimedStatement<T>(
+    hash: string,
+    token: string,
+    status: number,
+    work: (unit: UnitOfWork) => Promise<T>,
+    prefetched?: Prefetched,
+  ): Promise<T> {
     const claim: StatementClaim = { scopeHash: hash, token, lockId: lockIdOf(hash), responseStatus: status, completed: false };
     const data = await withSingleStatement(db, work, { claim, prefetched });
     if (!claim.completed) throw new Error('single-statement work returned without completing its idempotency claim');

@@ -11,7 +11,16 @@ export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyReq
 export { createStreams } from './streams.ts';
 export { createSweeper } from './sweeper.ts';
 export { changeHold } from './task-money.ts';
-export { balanceRefusal, checkDemandLink, createTransactionEngine, newTransactionRow, overdueInvoke, type CreateTransactionCommand, type PartyAction, type TransactionEngine } from './transactions.ts';
+export {
+  balanceRefusal,
+  checkDemandLink,
+  createTransactionEngine,
+  newTransactionRow,
+  overdueInvoke,
+  type CreateTransactionCommand,
+  type PartyAction,
+  type TransactionEngine,
+} from './transactions.ts';
 export { createTransitions, type ActionExtra, type Transitions } from './transitions.ts';
 export { transactionView } from './views.ts';
 export { createWalletEngine } from './wallet.ts';

@@ -10,7 +10,12 @@ import { canSeeEventOf } from '../access/index.ts';
  * transaction); a user stream carries the caller's own transactions of the caller's space only.
  */
 export function createStreams(hub: EventHub, transactions: TransactionEngine) {
-  async function subscribeTransaction(principal: Principal, idOrClientTaskId: string, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
+  async function subscribeTransaction(
+    principal: Principal,
+    idOrClientTaskId: string,
+    options: SubscribeOptions,
+    listener: StreamListener,
+  ): Promise<Subscription> {
     const { id: transactionId } = await transactions.findForCaller(principal, idOrClientTaskId);
     return hub.subscribe({ kind: 'transaction', transactionId }, options, listener);
   }

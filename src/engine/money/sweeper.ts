@@ -20,7 +20,13 @@ export interface TaskExpiry {
   expireNextDue: Sweep;
 }
 
-export function createSweeper(transactions: TransactionEngine, log: Logger, batchSizeMax: number = limits.sweepBatchSizeMax, usage?: { db: Database; now: () => Date }, tasks?: TaskExpiry) {
+export function createSweeper(
+  transactions: TransactionEngine,
+  log: Logger,
+  batchSizeMax: number = limits.sweepBatchSizeMax,
+  usage?: { db: Database; now: () => Date },
+  tasks?: TaskExpiry,
+) {
   async function runOnce(): Promise<number> {
     const settled = await sweepAll(transactions.autoConfirmNextDue, 'auto-confirm');
     if (settled > 0) log.info('auto-confirmed delivered transactions', { settled });

@@ -44,7 +44,9 @@ export async function changeHold(trx: Knex, change: HoldChange): Promise<HoldOut
     return { ok: true };
   } catch (error) {
     if (!(error instanceof InsufficientBalance)) throw error;
-    const [account] = (await trx('accounts').where({ id: userAccountId(change.ownerId, change.currency) }).select('available')) as { available: string }[];
+    const [account] = (await trx('accounts')
+      .where({ id: userAccountId(change.ownerId, change.currency) })
+      .select('available')) as { available: string }[];
     return { ok: false, available: BigInt(account?.available ?? 0), required: change.wanted - change.held };
   }
 }

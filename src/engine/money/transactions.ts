@@ -41,7 +41,14 @@ export interface CreateTransactionCommand {
 }
 
 /** A new transaction in pending_freeze; the fee rate is fixed now, as part of the purchase's terms. */
-export function newTransactionRow(principal: Principal, command: CreateTransactionCommand, capability: CapabilityRow, price: bigint, at: Date, feeBps: number): TransactionRow {
+export function newTransactionRow(
+  principal: Principal,
+  command: CreateTransactionCommand,
+  capability: CapabilityRow,
+  price: bigint,
+  at: Date,
+  feeBps: number,
+): TransactionRow {
   return {
     id: randomUUID(),
     buyer_user_id: principal.user_id,
@@ -89,19 +96,28 @@ export async function balanceRefusal(db: Knex, error: InsufficientBalance): Prom
   const available = BigInt(account?.available ?? 0);
   if (available >= error.required) return null;
   return new AppError('insufficient_balance', 'available balance is below the price', {
-    currency: error.currency, available: formatAmount(available), required: formatAmount(error.required),
+    currency: error.currency,
+    available: formatAmount(available),
+    required: formatAmount(error.required),
   });
 }
 
 /** How the sweeper (or a waiting retry) records an invoke whose callback outlived its deadline. */
-export const overdueInvoke = { latency_ms: null, error: 'callback_timeout', error_detail: 'the invoke outlived its deadline without an answer', result: null } as const satisfies ActionExtra['invoke'];
+export const overdueInvoke = {
+  latency_ms: null,
+  error: 'callback_timeout',
+  error_detail: 'the invoke outlived its deadline without an answer',
+  result: null,
+} as const satisfies ActionExtra['invoke'];
 
 /**
  * A purchase (or invoke) names a demand only of the buyer's own in its space (4040 otherwise).
  * Only then is it one more statement; a demand's owner and space never change, so nothing is locked.
  */
 export async function checkDemandLink(trx: Knex, principal: Principal, demandId: string) {
-  const [demand] = await prepared<{ owner_user_id: string; owner_type: 'agent' | 'human' }>(trx, 'SELECT owner_user_id, owner_type FROM demands WHERE id = ?', [demandId]);
+  const [demand] = await prepared<{ owner_user_id: string; owner_type: 'agent' | 'human' }>(trx, 'SELECT owner_user_id, owner_type FROM demands WHERE id = ?', [
+    demandId,
+  ]);
   authorize(linkPurchaseTo, principal, demand, 'demand');
 }
 
@@ -134,31 +150,45 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     }
     const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
     let taken: TakenUsage | undefined;
-    return completed(await idempotency.run<TransactionView>(principal, request, 201, async (unit) => {
-      // Under a key the claim's statement has read the capability already (unit.prefetched).
-      const read = unit.prefetched
-        ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
-        : (await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
-      const capability = authorize(buyCapability, principal, read, 'capability');
-      if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
-      const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
-      await assertBuyerCeiling(unit.trx, principal, capability, price, command);
-      const at = now();
-      if (command.client_task_id && (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))) {
-        // The idempotency key (24 h) has expired but the task id lives on: it names that task
-        // (unless a retry took this request's claim over and made it: then 4091).
-        throw await taskIdTaken(unit);
-      }
-      // Counted once even if the statement is retried; given back if the purchase is not written.
-      taken ??= await takeCapabilityUsage(db, capability, at);
-      try {
-        return transactionView(await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS)));
-      } catch (error) {
-        await giveBackCapabilityUsage(db, taken);
-        taken = undefined;
-        throw error;
-      }
-    }, 'one statement', capabilityRead));
+    return completed(
+      await idempotency.run<TransactionView>(
+        principal,
+        request,
+        201,
+        async (unit) => {
+          // Under a key the claim's statement has read the capability already (unit.prefetched).
+          const read = unit.prefetched
+            ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
+            : (await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
+          const capability = authorize(buyCapability, principal, read, 'capability');
+          if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
+          const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
+          await assertBuyerCeiling(unit.trx, principal, capability, price, command);
+          const at = now();
+          if (
+            command.client_task_id &&
+            (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))
+          ) {
+            // The idempotency key (24 h) has expired but the task id lives on: it names that task
+            // (unless a retry took this request's claim over and made it: then 4091).
+            throw await taskIdTaken(unit);
+          }
+          // Counted once even if the statement is retried; given back if the purchase is not written.
+          taken ??= await takeCapabilityUsage(db, capability, at);
+          try {
+            return transactionView(
+              await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS)),
+            );
+          } catch (error) {
+            await giveBackCapabilityUsage(db, taken);
+            taken = undefined;
+            throw error;
+          }
+        },
+        'one statement',
+        capabilityRead,
+      ),
+    );
   }
 
   /**
@@ -191,7 +221,15 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   async function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await completed(await idempotency.run(principal, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)), 'one statement'));
+        return await completed(
+          await idempotency.run(
+            principal,
+            request,
+            200,
+            async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)),
+            'one statement',
+          ),
+        );
       } catch (error) {
         if (!(error instanceof InsufficientBalance)) throw error;
         const refusal = await balanceRefusal(db, error);
@@ -209,7 +247,15 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   /** An operator settles a dispute for the seller or refunds the buyer. */
   async function resolve(id: string, outcome: 'settle' | 'refund', request: IdempotencyRequest | null) {
     const action = outcome === 'settle' ? 'resolve_settle' : 'resolve_refund';
-    return completed(await idempotency.run(null, request, 200, async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })), 'one statement'));
+    return completed(
+      await idempotency.run(
+        null,
+        request,
+        200,
+        async (unit) => transactionView(await transitions.move(unit, id, action, { system: 'admin' })),
+        'one statement',
+      ),
+    );
   }
 
   /**
@@ -237,7 +283,12 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   async function list(principal: Principal, query: ListTransactionsInput) {
     const filter = { ...visibleScope(principal), role: query.role, status: query.status, contextId: query.context_id };
     const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
-    const page = listQuery(db, filter).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    const page = listQuery(db, filter)
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(query.page_size + 1);
     if (query.cursor) {
       const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
       page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
@@ -263,7 +314,13 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
    * and applies `action` to it as the system. A failure is reported with the row's id so the
    * sweeper can pass over that row instead of retrying it forever.
    */
-  async function sweepNext(due: (query: Knex.QueryBuilder) => Knex.QueryBuilder, orderColumn: string, action: 'auto_confirm' | 'fail', extra: ActionExtra, skipIds: string[]): Promise<{ id: string; error?: unknown } | null> {
+  async function sweepNext(
+    due: (query: Knex.QueryBuilder) => Knex.QueryBuilder,
+    orderColumn: string,
+    action: 'auto_confirm' | 'fail',
+    extra: ActionExtra,
+    skipIds: string[],
+  ): Promise<{ id: string; error?: unknown } | null> {
     let claimedId: string | null = null;
     try {
       return await withTransaction(db, async (unit) => {
@@ -290,7 +347,13 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
    * failed and cannot settle it: settling is a compare-and-set from frozen.
    */
   const failNextOverdueInvoke = (skipIds: string[] = []) =>
-    sweepNext((query) => query.where({ status: 'frozen' }).whereNotNull('invoke_deadline').where('invoke_deadline', '<=', now()), 'invoke_deadline', 'fail', { invoke: overdueInvoke }, skipIds);
+    sweepNext(
+      (query) => query.where({ status: 'frozen' }).whereNotNull('invoke_deadline').where('invoke_deadline', '<=', now()),
+      'invoke_deadline',
+      'fail',
+      { invoke: overdueInvoke },
+      skipIds,
+    );
 
   return { create, purchase, act, resolve, fail, get, list, findForCaller, completeView, autoConfirmNextDue, failNextOverdueInvoke };
 }

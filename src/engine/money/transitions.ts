@@ -19,7 +19,12 @@ export interface ActionExtra {
   result_payload?: Record<string, unknown>;
   reason?: string;
   /** The outcome of an invoke's callback, kept on the row so that a retry replays the answer. */
-  invoke?: { latency_ms: number | null; error: 'callback_failed' | 'callback_timeout' | null; error_detail: string | null; result: Record<string, unknown> | null };
+  invoke?: {
+    latency_ms: number | null;
+    error: 'callback_failed' | 'callback_timeout' | null;
+    error_detail: string | null;
+    result: Record<string, unknown> | null;
+  };
 }
 
 const hoursMs = 60 * 60 * 1000;
@@ -93,8 +98,22 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       // The fee rate is the one agreed at purchase, not whatever the configuration says today.
       const fee = feeOf(price, row.fee_bps);
       legs.push({ ...base, accountId: buyer, bucket: 'frozen', amount: -price, type: 'expense', description: 'Payment for a purchase' });
-      legs.push({ ...base, accountId: userAccountId(row.seller_user_id, row.currency), bucket: 'available', amount: price - fee, type: 'income', description: 'Income from a sale' });
-      legs.push({ ...base, accountId: systemAccountId('platform_fee', row.currency), bucket: 'available', amount: fee, type: 'fee', description: 'Platform fee' });
+      legs.push({
+        ...base,
+        accountId: userAccountId(row.seller_user_id, row.currency),
+        bucket: 'available',
+        amount: price - fee,
+        type: 'income',
+        description: 'Income from a sale',
+      });
+      legs.push({
+        ...base,
+        accountId: systemAccountId('platform_fee', row.currency),
+        bucket: 'available',
+        amount: fee,
+        type: 'fee',
+        description: 'Platform fee',
+      });
     }
     // A free purchase or a zero fee moves nothing: zero legs are left out rather than recorded.
     return legs.filter((leg) => leg.amount !== 0n);
@@ -126,9 +145,13 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
       current = next;
     }
     const change: StateChange = {
-      transactionId: row.id, buyerUserId: row.buyer_user_id, sellerUserId: row.seller_user_id,
+      transactionId: row.id,
+      buyerUserId: row.buyer_user_id,
+      sellerUserId: row.seller_user_id,
       write: { kind: 'update', fromStatus: row.status, fromSequence: row.event_sequence, set },
-      legs, events, at,
+      legs,
+      events,
+      at,
     };
     return { change, after: current };
   }
@@ -214,9 +237,13 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
   /** Inserts a new transaction with its creation event, in one statement. */
   async function insert(unit: UnitOfWork, row: TransactionRow): Promise<TransactionRow> {
     const change: StateChange = {
-      transactionId: row.id, buyerUserId: row.buyer_user_id, sellerUserId: row.seller_user_id,
+      transactionId: row.id,
+      buyerUserId: row.buyer_user_id,
+      sellerUserId: row.seller_user_id,
       write: { kind: 'insert', values: { ...row } },
-      legs: [], events: [eventOf('create', null, row)], at: row.created_at,
+      legs: [],
+      events: [eventOf('create', null, row)],
+      at: row.created_at,
     };
     // An insert has no compare-and-set to lose: anything but applied is a failure of its own.
     if (!(await commit(unit, change))) throw new Error('a transaction insert wrote nothing');

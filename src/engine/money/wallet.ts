@@ -35,7 +35,9 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
       return builder;
     };
     const [count] = await base().count<{ count: string }[]>('* as count');
-    const page = base().orderBy('id', 'desc').limit(query.page_size + 1);
+    const page = base()
+      .orderBy('id', 'desc')
+      .limit(query.page_size + 1);
     if (query.cursor) page.where('id', '<', decodeCursor(query.cursor, [integerText])[0]!);
     else page.offset((query.page - 1) * query.page_size);
     const rows = await page;
@@ -43,8 +45,14 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
     const hasMore = rows.length > query.page_size;
     return {
       items: items.map((row) => ({
-        id: String(row.id), type: row.type, amount: formatAmount(row.amount), currency: row.currency, bucket: row.bucket,
-        balance_after: formatAmount(row.balance_after), description: row.description, biz_ref_id: row.biz_ref_id,
+        id: String(row.id),
+        type: row.type,
+        amount: formatAmount(row.amount),
+        currency: row.currency,
+        bucket: row.bucket,
+        balance_after: formatAmount(row.balance_after),
+        description: row.description,
+        biz_ref_id: row.biz_ref_id,
         created_at: new Date(row.created_at).toISOString(),
       })),
       total: Number(count?.count ?? 0),
@@ -58,14 +66,18 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
   /** Income, expense, fees and deposits per currency, summed from the ledger itself. */
   async function stats(principal: Principal) {
     type StatRow = { currency: Currency; type: string; bucket: string; total: string | null };
-    const rows: StatRow[] = await db('ledger_entries')
+    const rows: StatRow[] = (await db('ledger_entries')
       .whereIn('account_id', ownAccountIds(principal))
       .groupBy('currency', 'type', 'bucket')
       .select('currency', 'type', 'bucket')
-      .sum({ total: 'amount' }) as never;
+      .sum({ total: 'amount' })) as never;
     const balances = await overview(principal);
     // Counted from the transactions, not from income entries: a free sale settles with none.
-    const sales = (await db('transactions').where({ seller_user_id: principal.user_id, status: 'settled' }).groupBy('currency').select('currency').count({ count: '*' })) as { currency: Currency; count: string }[];
+    const sales = (await db('transactions')
+      .where({ seller_user_id: principal.user_id, status: 'settled' })
+      .groupBy('currency')
+      .select('currency')
+      .count({ count: '*' })) as { currency: Currency; count: string }[];
     const sumOf = (currency: Currency, type: string, bucket: string) =>
       BigInt(rows.find((row) => row.currency === currency && row.type === type && row.bucket === bucket)?.total ?? 0);
     const of = (currency: Currency, key: 'ut' | 'cash') => ({
@@ -80,7 +92,13 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
   }
 
   function rates() {
-    return { base: 'UT' as const, rates: { CNY: config.UT_TO_CNY_RATE }, platform_fee_bps: config.PLATFORM_FEE_BPS, auto_confirm_hours: config.AUTO_CONFIRM_HOURS, updated_at: now().toISOString() };
+    return {
+      base: 'UT' as const,
+      rates: { CNY: config.UT_TO_CNY_RATE },
+      platform_fee_bps: config.PLATFORM_FEE_BPS,
+      auto_confirm_hours: config.AUTO_CONFIRM_HOURS,
+      updated_at: now().toISOString(),
+    };
   }
 
   /** Credits a user from the currency's external account: a balanced `deposit` movement. */
@@ -90,7 +108,14 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
       const account = userAccountId(input.user_id, input.currency);
       const description = input.note ?? 'Credit by the operator';
       const legs = [
-        { accountId: systemAccountId('external', input.currency), currency: input.currency, bucket: 'available' as const, amount: -input.amount, type: 'deposit' as const, description },
+        {
+          accountId: systemAccountId('external', input.currency),
+          currency: input.currency,
+          bucket: 'available' as const,
+          amount: -input.amount,
+          type: 'deposit' as const,
+          description,
+        },
         { accountId: account, currency: input.currency, bucket: 'available' as const, amount: input.amount, type: 'deposit' as const, description },
       ];
       // The external account may go below zero, so a deposit is never short of money.

@@ -17,7 +17,10 @@ export async function checkApplicantCaps(trx: Knex, principal: Principal, taskId
   await lockAccount(trx, principal.user_id);
   const [counted] = (await trx('task_applications')
     .where({ applicant_id: principal.user_id, owner_type: principal.caller_type, status: 'pending' })
-    .select(trx.raw('count(*) as overall'), trx.raw('count(*) filter (where task_id = ?) as on_task', [taskId]))) as { overall: string | number; on_task: string | number }[];
+    .select(trx.raw('count(*) as overall'), trx.raw('count(*) filter (where task_id = ?) as on_task', [taskId]))) as {
+    overall: string | number;
+    on_task: string | number;
+  }[];
   if (Number(counted?.on_task ?? 0) >= limits.taskApplicationsPerApplicantMax) {
     const detail = `you have ${limits.taskApplicationsPerApplicantMax} pending applications on this task, the most one account may (applications_per_task_max): withdraw one to apply with another skill`;
     throw capReached(detail, { applications_per_task_max: limits.taskApplicationsPerApplicantMax });

@@ -22,9 +22,18 @@ const iso = (value: Date | null) => (value === null ? null : new Date(value).toI
 const amount = (value: string | null) => (value === null ? null : formatAmount(value));
 
 export const applicationView = (row: ApplicationRow) => ({
-  id: row.id, task_id: row.task_id, skill_id: row.skill_id, applicant_id: row.applicant_id, message: row.message,
-  proposed_price: amount(row.proposed_price), proposed_billing_model: row.proposed_billing_model, proposed_unit_price: amount(row.proposed_unit_price),
-  proposed_quantity: row.proposed_quantity, status: row.status, applied_at: iso(row.applied_at)!, decided_at: iso(row.decided_at),
+  id: row.id,
+  task_id: row.task_id,
+  skill_id: row.skill_id,
+  applicant_id: row.applicant_id,
+  message: row.message,
+  proposed_price: amount(row.proposed_price),
+  proposed_billing_model: row.proposed_billing_model,
+  proposed_unit_price: amount(row.proposed_unit_price),
+  proposed_quantity: row.proposed_quantity,
+  status: row.status,
+  applied_at: iso(row.applied_at)!,
+  decided_at: iso(row.decided_at),
 });
 
 export type ApplicationView = ReturnType<typeof applicationView>;

@@ -75,9 +75,18 @@ export function createDraftStream<I extends { prompt: string }>(ai: AiProvider, 
     let text = '';
     let deltas = 0;
     let cutOff: string | null = null;
-    const stream = ai.chatStream([{ role: 'system', content: kind.systemPrompt }, { role: 'user', content: input.prompt }], {
-      purpose: `${kind.name} ai-create`, temperature: 0.3, signal, onCutOff: (reason) => (cutOff = reason),
-    });
+    const stream = ai.chatStream(
+      [
+        { role: 'system', content: kind.systemPrompt },
+        { role: 'user', content: input.prompt },
+      ],
+      {
+        purpose: `${kind.name} ai-create`,
+        temperature: 0.3,
+        signal,
+        onCutOff: (reason) => (cutOff = reason),
+      },
+    );
     for await (const delta of stream) {
       if (signal.aborted) return;
       text += delta;
@@ -96,7 +105,16 @@ export function createDraftStream<I extends { prompt: string }>(ai: AiProvider, 
       yield final(drafted, 'ai');
       return;
     }
-    yield { event: 'progress', data: { stage: 'fallback', message: deltas === 0 ? 'the language model is unavailable; drafting with the built-in drafter' : 'the model\'s draft was not valid; drafting with the built-in drafter' } };
+    yield {
+      event: 'progress',
+      data: {
+        stage: 'fallback',
+        message:
+          deltas === 0
+            ? 'the language model is unavailable; drafting with the built-in drafter'
+            : "the model's draft was not valid; drafting with the built-in drafter",
+      },
+    };
     yield* builtIn(input, signal);
   }
 
@@ -120,7 +138,11 @@ export const createSkillDrafts = (ai: AiProvider) =>
     schema: skillDraft,
     systemPrompt: draftPrompt,
     modelFields: ['name', 'description', 'category', 'tags', 'pricing_model', 'ut_price'],
-    callerChoices: (input) => ({ mode: input.mode ?? 'online', ...(input.category ? { category: input.category } : {}), ...(input.city ? { city: input.city } : {}) }),
+    callerChoices: (input) => ({
+      mode: input.mode ?? 'online',
+      ...(input.category ? { category: input.category } : {}),
+      ...(input.city ? { city: input.city } : {}),
+    }),
   });
 
 function failure(name: 'validation_error' | 'callback_failed', message: string): DraftEvent {

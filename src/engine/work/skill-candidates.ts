@@ -39,9 +39,18 @@ interface CandidateRow {
 
 const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
 const candidateView = (row: CandidateRow): SkillCandidateView => ({
-  id: row.id, name: row.name, description: row.description, category: row.category, tags: row.tags, evidence: row.evidence,
-  confidence: Number(row.confidence), extracted_by: row.extracted_by, status: row.status, skill_id: row.skill_id,
-  created_at: iso(row.created_at)!, confirmed_at: iso(row.confirmed_at),
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  category: row.category,
+  tags: row.tags,
+  evidence: row.evidence,
+  confidence: Number(row.confidence),
+  extracted_by: row.extracted_by,
+  status: row.status,
+  skill_id: row.skill_id,
+  created_at: iso(row.created_at)!,
+  confirmed_at: iso(row.confirmed_at),
 });
 
 /** What a model's extraction must look like to be used; anything else falls back to the built-in one. */
@@ -64,18 +73,30 @@ export function createSkillCandidates({ db, now, log }: EngineDependencies, ai: 
   /** The model's skills when it answers validly and its evidence is really in the text; else null. */
   async function modelExtraction(text: string): Promise<Omit<ExtractedSkill, 'key' | 'confidence'>[] | null> {
     if (!ai.configured) return null;
-    const answer = await ai.chat([{ role: 'system', content: extractionPrompt }, { role: 'user', content: text }], { purpose: 'skill extraction', temperature: 0 });
+    const answer = await ai.chat(
+      [
+        { role: 'system', content: extractionPrompt },
+        { role: 'user', content: text },
+      ],
+      { purpose: 'skill extraction', temperature: 0 },
+    );
     if (answer === null) return null;
     const parsed = modelAnswer.safeParse(jsonOfAnswer(answer));
     const quoted = parsed.success && parsed.data.skills.every((skill) => skill.evidence.every((sentence) => text.includes(sentence)));
     if (!parsed.success || !quoted) {
-      log.warn('AI skill extraction answer refused; using the built-in extraction', { reason: parsed.success ? 'evidence not found in the text' : 'not the expected JSON' });
+      log.warn('AI skill extraction answer refused; using the built-in extraction', {
+        reason: parsed.success ? 'evidence not found in the text' : 'not the expected JSON',
+      });
       return null;
     }
     return parsed.data.skills;
   }
 
-  async function extract(principal: Principal, content: string, request: IdempotencyRequest | null): Promise<Outcome<{ language: 'en' | 'zh'; extracted_by: 'builtin' | 'ai'; candidates: SkillCandidateView[] }>> {
+  async function extract(
+    principal: Principal,
+    content: string,
+    request: IdempotencyRequest | null,
+  ): Promise<Outcome<{ language: 'en' | 'zh'; extracted_by: 'builtin' | 'ai'; candidates: SkillCandidateView[] }>> {
     // The text is read (and the model asked) before the idempotency claim, so no transaction
     // waits on a model; a retried request reads it again and is then answered what the first stored.
     const builtIn = extractSkills(content);
@@ -85,9 +106,19 @@ export function createSkillCandidates({ db, now, log }: EngineDependencies, ai: 
       const items = fromModel ? fromModel.map((skill) => ({ ...skill, confidence: 0.8 })) : builtIn.skills;
       const at = now();
       const rows = items.map((item) => ({
-        id: randomUUID(), owner_user_id: principal.user_id, owner_type: principal.caller_type, name: item.name, description: item.description,
-        category: item.category, tags: JSON.stringify(item.tags), evidence: JSON.stringify(item.evidence), confidence: item.confidence,
-        extracted_by: extractedBy, status: 'pending', skill_id: null, created_at: at,
+        id: randomUUID(),
+        owner_user_id: principal.user_id,
+        owner_type: principal.caller_type,
+        name: item.name,
+        description: item.description,
+        category: item.category,
+        tags: JSON.stringify(item.tags),
+        evidence: JSON.stringify(item.evidence),
+        confidence: item.confidence,
+        extracted_by: extractedBy,
+        status: 'pending',
+        skill_id: null,
+        created_at: at,
       }));
       const inserted = rows.length === 0 ? [] : ((await trx('skill_candidates').insert(rows).returning('*')) as CandidateRow[]);
       await dropOldestPending(trx, principal);
@@ -97,7 +128,14 @@ export function createSkillCandidates({ db, now, log }: EngineDependencies, ai: 
 
   /** A user keeps at most skillPendingCandidatesMax unconfirmed candidates: the oldest beyond go. */
   async function dropOldestPending(trx: Knex, principal: Principal) {
-    const keep = trx('skill_candidates').where({ owner_user_id: principal.user_id, status: 'pending' }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limits.skillPendingCandidatesMax).select('id');
+    const keep = trx('skill_candidates')
+      .where({ owner_user_id: principal.user_id, status: 'pending' })
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limits.skillPendingCandidatesMax)
+      .select('id');
     await trx('skill_candidates').where({ owner_user_id: principal.user_id, status: 'pending' }).whereNotIn('id', keep).delete();
   }
 
@@ -119,7 +157,11 @@ export function createSkillCandidates({ db, now, log }: EngineDependencies, ai: 
     return withTransaction(db, async ({ trx }) => {
       const row = authorize(ownCandidate, principal, await trx<CandidateRow>('skill_candidates').where({ id }).forNoKeyUpdate().first(), 'candidate');
       if (row.status !== 'pending') {
-        throw new AppError('invalid_state_transition', 'this candidate is already confirmed', { status: row.status, action: 'confirm', skill_id: row.skill_id });
+        throw new AppError('invalid_state_transition', 'this candidate is already confirmed', {
+          status: row.status,
+          action: 'confirm',
+          skill_id: row.skill_id,
+        });
       }
       const draft = skillDraft.safeParse({ name: row.name, description: row.description, category: row.category, tags: row.tags, ...draftEdits(edits) });
       if (!draft.success) throw validationError(draft.error, 'body');

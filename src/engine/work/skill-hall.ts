@@ -29,8 +29,12 @@ export function createSkillHall({ db }: EngineDependencies) {
     const textQuery = input.q === undefined ? undefined : searchQueryOf(input.q, limits.matchQueryTermsMax);
     const sort = hallSortOf(input.sort, input.q !== undefined);
     const filter: HallFilter = {
-      space: principal.caller_type, category: input.category, mode: input.mode, city: input.city,
-      minPrice: input.min_price_ut, maxPrice: input.max_price_ut,
+      space: principal.caller_type,
+      category: input.category,
+      mode: input.mode,
+      city: input.city,
+      minPrice: input.min_price_ut,
+      maxPrice: input.max_price_ut,
       // A query with nothing searchable in it (only punctuation) finds nothing rather than everything.
       textQuery: textQuery === undefined ? undefined : textQuery === '' ? 'nothingsearchable' : textQuery,
     };
@@ -41,7 +45,10 @@ export function createSkillHall({ db }: EngineDependencies) {
   /** One keyset page in a stored order: two index scans (the page and the count), whatever the hall's size. */
   async function ordered(filter: HallFilter, sort: Exclude<HallSort, 'relevance'>, input: HallInput) {
     const order = hallOrders[sort];
-    const page = hallQuery(db, filter).select(...skillColumns).orderByRaw(order.orderBy).limit(input.page_size + 1);
+    const page = hallQuery(db, filter)
+      .select(...skillColumns)
+      .orderByRaw(order.orderBy)
+      .limit(input.page_size + 1);
     if (input.cursor) afterKey(page, sort, decodeCursor(input.cursor, [sortName(sort), ...keyShapes[sort]]).slice(1));
     else page.offset((input.page - 1) * input.page_size);
     const [countRows, rows] = await Promise.all([hallQuery(db, filter).count<{ count: string }[]>('* as count'), page as unknown as Promise<SkillRow[]>]);
@@ -71,7 +78,10 @@ export function createSkillHall({ db }: EngineDependencies) {
       .sort((left, right) => right.parts.score - left.parts.score || (left.id < right.id ? -1 : 1));
     const start = input.cursor ? Number(decodeCursor(input.cursor, [sortName('relevance'), integerText])[1]) : (input.page - 1) * input.page_size;
     const slice = scored.slice(start, start + input.page_size);
-    const rows = await skillsByIds(db, slice.map((entry) => entry.id));
+    const rows = await skillsByIds(
+      db,
+      slice.map((entry) => entry.id),
+    );
     const hasMore = scored.length > start + input.page_size;
     return {
       // A skill deleted between the two reads is left out of its page rather than shown.

@@ -59,10 +59,17 @@ export function changedSkillColumns(row: SkillRow, patch: Omit<UpdateSkillInput,
     });
   }
   const columns: Record<string, unknown> = {
-    name: patch.name, description: patch.description, mode: patch.mode, city: patch.city, category: patch.category,
+    name: patch.name,
+    description: patch.description,
+    mode: patch.mode,
+    city: patch.city,
+    category: patch.category,
     tags: patch.tags === undefined ? undefined : JSON.stringify(patch.tags),
     images: patch.images === undefined ? undefined : JSON.stringify(patch.images),
-    price: amountColumn(patch.ut_price), pricing_model: patch.pricing_model, min_duration: patch.min_duration, max_duration: patch.max_duration,
+    price: amountColumn(patch.ut_price),
+    pricing_model: patch.pricing_model,
+    min_duration: patch.min_duration,
+    max_duration: patch.max_duration,
   };
   for (const key of Object.keys(columns)) if (columns[key] === undefined) delete columns[key];
   // New words, new vector: computed once here, read by every hall query after.
@@ -113,5 +120,12 @@ export interface RatingRow {
 }
 
 export const ratingView = (row: RatingRow): RatingView => ({
-  id: row.id, skill_id: row.skill_id, rater_user_id: row.rater_user_id, task_id: row.task_id, score: row.score, comment: row.comment, counted: row.counted, created_at: iso(row.created_at)!,
+  id: row.id,
+  skill_id: row.skill_id,
+  rater_user_id: row.rater_user_id,
+  task_id: row.task_id,
+  score: row.score,
+  comment: row.comment,
+  counted: row.counted,
+  created_at: iso(row.created_at)!,
 });

@@ -7,7 +7,17 @@ import { limits } from '../../limits.ts';
 import type { CreateSkillInput, SkillDraft, SkillView, UpdateSkillInput } from '../../schemas/skills.ts';
 import { findSkill, ownSkillsQuery, type SkillRow, skillColumns } from '../../store/skills.ts';
 import { manageSkill, seeSkill, authorize } from '../access/index.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal, newestFirstPage, capReached, lockAccount } from '../common/index.ts';
+import {
+  decodeCursor,
+  encodeCursor,
+  isoTimestamp,
+  uuidText,
+  type EngineDependencies,
+  type Principal,
+  newestFirstPage,
+  capReached,
+  lockAccount,
+} from '../common/index.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import { changedSkillColumns, newSkillRow, type RatingRow, ratingView, skillView } from './skill-rows.ts';
 
@@ -41,7 +51,9 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
       const detail = `you have ${limits.skillsPerUserMax} skills in this space, the most one account keeps (skills_max): delete one first`;
       throw capReached(detail, { skills_max: limits.skillsPerUserMax });
     }
-    const [row] = (await trx('skills').insert(newSkillRow(principal, draft, source, now(), candidateId)).returning([...skillColumns])) as SkillRow[];
+    const [row] = (await trx('skills')
+      .insert(newSkillRow(principal, draft, source, now(), candidateId))
+      .returning([...skillColumns])) as SkillRow[];
     return row!;
   }
 
@@ -68,7 +80,10 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
       const columns = changedSkillColumns(row, fields);
       const action = status === undefined ? null : actionTowards(row.status, status);
       if (action) columns.status = nextSkillStatus(row.status, action);
-      const [updated] = (await trx('skills').where({ id }).update({ ...columns, updated_at: now() }).returning([...skillColumns])) as SkillRow[];
+      const [updated] = (await trx('skills')
+        .where({ id })
+        .update({ ...columns, updated_at: now() })
+        .returning([...skillColumns])) as SkillRow[];
       return skillView(updated!);
     });
   }
@@ -83,12 +98,22 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
     });
   }
 
-  const lockSkill = (trx: Knex, id: string) => trx<SkillRow>('skills').where({ id }).forNoKeyUpdate().first(...skillColumns) as Promise<SkillRow | undefined>;
+  const lockSkill = (trx: Knex, id: string) =>
+    trx<SkillRow>('skills')
+      .where({ id })
+      .forNoKeyUpdate()
+      .first(...skillColumns) as Promise<SkillRow | undefined>;
 
   /** The ratings of a skill readable by the caller, newest first, with the average, count and quality. */
   async function ratings(principal: Principal, id: string, query: { page: number; page_size: number; cursor?: string }) {
     const skill = authorize(seeSkill, principal, await findSkill(db, id), 'skill');
-    const page = db<RatingRow>('skill_ratings').where({ skill_id: id }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(query.page_size + 1);
+    const page = db<RatingRow>('skill_ratings')
+      .where({ skill_id: id })
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(query.page_size + 1);
     if (query.cursor) {
       const [createdAt, ratingId] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
       page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, ratingId!]);
@@ -97,7 +122,14 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
     }
     const listed = pageOf((await page) as RatingRow[], query, skill.ratings_total, (row) => [new Date(row.created_at).toISOString(), row.id]);
     const view = skillView(skill);
-    return { ...listed, items: listed.items.map(ratingView), skill_id: id, average: view.rating_average, count: skill.rating_count, quality_score: view.quality_score };
+    return {
+      ...listed,
+      items: listed.items.map(ratingView),
+      skill_id: id,
+      average: view.rating_average,
+      count: skill.rating_count,
+      quality_score: view.quality_score,
+    };
   }
 
   /**
@@ -111,7 +143,9 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
    */
   async function recordRating(input: RatingInput, outer?: Knex): Promise<{ counted: boolean; skill: SkillRow } | null> {
     if (!Number.isInteger(input.score) || input.score < ratingScoreMin || input.score > ratingScoreMax) {
-      throw new AppError('validation_error', `a rating is a whole number from ${ratingScoreMin} to ${ratingScoreMax}`, { errors: [{ path: 'score', message: 'out of range' }] });
+      throw new AppError('validation_error', `a rating is a whole number from ${ratingScoreMin} to ${ratingScoreMax}`, {
+        errors: [{ path: 'score', message: 'out of range' }],
+      });
     }
     const work = async (trx: Knex) => {
       const skill = await lockSkill(trx, input.skill_id);
@@ -120,7 +154,16 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
       const counted = await countsTowardsQuality(trx, input, at);
       const comment = input.comment?.slice(0, limits.ratingCommentLengthMax) ?? null;
       const inserted = await trx('skill_ratings')
-        .insert({ id: randomUUID(), skill_id: input.skill_id, rater_user_id: input.rater_user_id, task_id: input.task_id, score: input.score, comment, counted, created_at: at })
+        .insert({
+          id: randomUUID(),
+          skill_id: input.skill_id,
+          rater_user_id: input.rater_user_id,
+          task_id: input.task_id,
+          score: input.score,
+          comment,
+          counted,
+          created_at: at,
+        })
         .onConflict(['skill_id', 'rater_user_id', 'task_id'])
         .ignore()
         .returning('id');
@@ -131,7 +174,10 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
         const sum = skill.rating_sum + input.score;
         Object.assign(columns, { rating_count: count, rating_sum: sum, quality_score: qualityScoreOf(count, sum) });
       }
-      const [updated] = (await trx('skills').where({ id: skill.id }).update(columns).returning([...skillColumns])) as SkillRow[];
+      const [updated] = (await trx('skills')
+        .where({ id: skill.id })
+        .update(columns)
+        .returning([...skillColumns])) as SkillRow[];
       return { counted, skill: updated! };
     };
     return outer ? work(outer) : withTransaction(db, ({ trx }) => work(trx));
@@ -141,7 +187,10 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
   async function countsTowardsQuality(trx: Knex, input: RatingInput, at: Date): Promise<boolean> {
     if (input.paid_amount < BigInt(limits.skillRatingCountedAmountMinorUnitsMin)) return false;
     const since = new Date(at.getTime() - limits.skillRatingCountedWindowMs);
-    const recent = await trx('skill_ratings').where({ skill_id: input.skill_id, rater_user_id: input.rater_user_id, counted: true }).where('created_at', '>', since).first('id');
+    const recent = await trx('skill_ratings')
+      .where({ skill_id: input.skill_id, rater_user_id: input.rater_user_id, counted: true })
+      .where('created_at', '>', since)
+      .first('id');
     return recent === undefined;
   }
 

@@ -25,7 +25,10 @@ import type { TaskEvents } from './task-events.ts';
 function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
   if (application.proposed_price !== null) return BigInt(application.proposed_price);
   if (task.bounty_amount !== null) return BigInt(task.bounty_amount);
-  throw new AppError('invalid_state_transition', 'nothing to agree on: the application proposes no price and the task has no bounty', { status: 'pending', action: 'accept' });
+  throw new AppError('invalid_state_transition', 'nothing to agree on: the application proposes no price and the task has no bounty', {
+    status: 'pending',
+    action: 'accept',
+  });
 }
 
 /**
@@ -46,24 +49,58 @@ async function ceilingOf(trx: Knex, task: TaskRow, applicationId: string, maxPri
 }
 
 function aboveCeiling(task: TaskRow, price: bigint, ceiling: bigint, maxPrice: bigint | undefined): AppError {
-  const why = maxPrice === undefined
-    ? 'the agreed price is above the bounty the task holds: nothing was accepted. To pay it, send max_price'
-    : 'the agreed price is above your max_price: nothing was accepted';
+  const why =
+    maxPrice === undefined
+      ? 'the agreed price is above the bounty the task holds: nothing was accepted. To pay it, send max_price'
+      : 'the agreed price is above your max_price: nothing was accepted';
   return new AppError('price_above_ceiling', why, {
-    currency: task.bounty_currency, price: formatAmount(price), max_price: formatAmount(ceiling), bounty_held: formatAmount(task.bounty_held),
+    currency: task.bounty_currency,
+    price: formatAmount(price),
+    max_price: formatAmount(ceiling),
+    bounty_held: formatAmount(task.bounty_held),
     detail: `${why}; nothing was charged. To pay ${formatAmount(price)} ${task.bounty_currency}, send max_price "${formatAmount(price)}" or more.`,
   });
 }
 
 function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: bigint, feeBps: number, at: Date): TransactionRow {
   return {
-    id: randomUUID(), buyer_user_id: task.owner_user_id, seller_user_id: application.applicant_id,
-    capability_id: null, task_id: task.id, skill_id: application.skill_id, application_id: application.id,
-    demand_id: null, context_id: randomUUID(), space: task.owner_type, currency: currencyOfSpace(task.owner_type), transaction_type: 'task',
-    price: String(price), booked_hours: null, auto_accept: false, status: 'pending_freeze', note: null, client_task_id: null, conversation_id: null,
-    fee_bps: feeBps, dispute_reason: null, input: null, result_payload: null, event_sequence: 1, frozen_at: null, accepted_at: null, delivered_at: null,
-    confirmed_at: null, settled_at: null, delivery_deadline: null, auto_confirm_at: null, invoke_deadline: null, invoke_latency_ms: null,
-    invoke_error: null, invoke_error_detail: null, created_at: at, updated_at: at,
+    id: randomUUID(),
+    buyer_user_id: task.owner_user_id,
+    seller_user_id: application.applicant_id,
+    capability_id: null,
+    task_id: task.id,
+    skill_id: application.skill_id,
+    application_id: application.id,
+    demand_id: null,
+    context_id: randomUUID(),
+    space: task.owner_type,
+    currency: currencyOfSpace(task.owner_type),
+    transaction_type: 'task',
+    price: String(price),
+    booked_hours: null,
+    auto_accept: false,
+    status: 'pending_freeze',
+    note: null,
+    client_task_id: null,
+    conversation_id: null,
+    fee_bps: feeBps,
+    dispute_reason: null,
+    input: null,
+    result_payload: null,
+    event_sequence: 1,
+    frozen_at: null,
+    accepted_at: null,
+    delivered_at: null,
+    confirmed_at: null,
+    settled_at: null,
+    delivery_deadline: null,
+    auto_confirm_at: null,
+    invoke_deadline: null,
+    invoke_latency_ms: null,
+    invoke_error: null,
+    invoke_error_detail: null,
+    created_at: at,
+    updated_at: at,
   } as TransactionRow;
 }
 
@@ -90,18 +127,30 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at);
       await transitions.insert(unit, row);
       const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
-      const [matched] = (await trx('tasks').where({ id: taskId, status: 'open' })
+      const [matched] = (await trx('tasks')
+        .where({ id: taskId, status: 'open' })
         .update({ status: 'matched', matched_skill_id: application.skill_id, transaction_id: row.id, bounty_held: '0', ended_at: at, updated_at: at })
         .returning([...taskColumns])) as TaskRow[];
       // Heard by every applicant still pending, the one accepted included, before their applications move.
       await events.taskMoved(unit, matched!, 'match', task.status);
-      const [accepted] = (await trx('task_applications').where({ id: applicationId }).update({ status: 'accepted', decided_at: at }).returning('*')) as ApplicationRow[];
-      const rejected = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).update({ status: 'rejected', decided_at: at }).returning('*')) as ApplicationRow[];
+      const [accepted] = (await trx('task_applications')
+        .where({ id: applicationId })
+        .update({ status: 'accepted', decided_at: at })
+        .returning('*')) as ApplicationRow[];
+      const rejected = (await trx('task_applications')
+        .where({ task_id: taskId, status: 'pending' })
+        .update({ status: 'rejected', decided_at: at })
+        .returning('*')) as ApplicationRow[];
       await events.applicationsMoved(unit, matched!, [
         { application: accepted!, action: 'accept', previousStatus: application.status },
         ...rejected.map((row) => ({ application: row, action: 'match' as const, previousStatus: 'pending' })),
       ]);
-      return { task: taskView(matched!, principal), application_id: applicationId, rejected_applications: rejected.length, transaction: transactionView(frozen) };
+      return {
+        task: taskView(matched!, principal),
+        application_id: applicationId,
+        rejected_applications: rejected.length,
+        transaction: transactionView(frozen),
+      };
     });
   }
 
@@ -115,9 +164,13 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
     } catch (error) {
       if (!(error instanceof InsufficientBalance)) throw error;
       const task = (await db<TaskRow>('tasks').where({ id: taskId }).first('bounty_held', 'bounty_currency', 'owner_user_id')) as TaskRow;
-      const [account] = (await db('accounts').where({ id: userAccountId(task.owner_user_id, task.bounty_currency) }).select('available')) as { available: string }[];
+      const [account] = (await db('accounts')
+        .where({ id: userAccountId(task.owner_user_id, task.bounty_currency) })
+        .select('available')) as { available: string }[];
       throw new AppError('insufficient_balance', 'the agreed price is more than the bounty held and the available balance together: nothing was accepted', {
-        currency: task.bounty_currency, available: formatAmount(BigInt(account?.available ?? 0) + BigInt(task.bounty_held)), required: formatAmount(error.required),
+        currency: task.bounty_currency,
+        available: formatAmount(BigInt(account?.available ?? 0) + BigInt(task.bounty_held)),
+        required: formatAmount(error.required),
       });
     }
   }

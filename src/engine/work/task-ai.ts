@@ -40,14 +40,24 @@ export function createTaskAi(ai: AiProvider, log: Logger) {
     schema: taskDraft,
     systemPrompt: draftPrompt,
     modelFields: ['title', 'description', 'category', 'tags', 'delivery_hours', 'preferred_billing_model', 'bounty_amount'],
-    callerChoices: (input) => ({ mode: input.mode ?? 'online', ...(input.category ? { category: input.category } : {}), ...(input.city ? { city: input.city } : {}) }),
+    callerChoices: (input) => ({
+      mode: input.mode ?? 'online',
+      ...(input.category ? { category: input.category } : {}),
+      ...(input.city ? { city: input.city } : {}),
+    }),
   });
 
   async function optimize(input: { description: string; title?: string }, signal?: AbortSignal) {
     const builtIn = optimizeDescription(input.description);
     if (!ai.configured) return { ...builtIn, optimized_by: 'builtin' as const };
     const text = input.title ? `${input.title}\n\n${input.description}` : input.description;
-    const answer = await ai.chat([{ role: 'system', content: optimizePrompt }, { role: 'user', content: text }], { purpose: 'description optimisation', temperature: 0.2, signal });
+    const answer = await ai.chat(
+      [
+        { role: 'system', content: optimizePrompt },
+        { role: 'user', content: text },
+      ],
+      { purpose: 'description optimisation', temperature: 0.2, signal },
+    );
     const parsed = answer === null ? null : modelOptimization.safeParse(jsonOfAnswer(answer));
     if (!parsed?.success) {
       if (answer !== null) log.warn('AI description optimisation answer refused; using the built-in optimiser', { reason: 'not the expected JSON' });

@@ -30,7 +30,11 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
    * other way round), and applies to one task take turns, so that the count of its pending
    * applications cannot be read by two applies at once and both pass the cap (FOR SHARE let them).
    */
-  const lockTask = (trx: Knex, id: string) => trx<TaskRow>('tasks').where({ id }).forNoKeyUpdate().first(...taskColumns) as Promise<TaskRow | undefined>;
+  const lockTask = (trx: Knex, id: string) =>
+    trx<TaskRow>('tasks')
+      .where({ id })
+      .forNoKeyUpdate()
+      .first(...taskColumns) as Promise<TaskRow | undefined>;
 
   function apply(principal: Principal, taskId: string, input: CreateApplicationInput, request: IdempotencyRequest | null) {
     return idempotency.run(principal, request, 201, async (unit) => {
@@ -41,19 +45,31 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       if (status !== 'open') throw new AppError('invalid_state_transition', `cannot apply to a task that is ${status}`, { status, action: 'apply' });
       const [counted] = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).count('* as pending')) as { pending: string | number }[];
       if (Number(counted?.pending ?? 0) >= limits.taskPendingApplicationsMax) {
-        throw new AppError('conflict', `this task has ${limits.taskPendingApplicationsMax} pending applications, the most it takes: try again once the publisher has answered some`, { pending_applications_max: limits.taskPendingApplicationsMax });
+        throw new AppError(
+          'conflict',
+          `this task has ${limits.taskPendingApplicationsMax} pending applications, the most it takes: try again once the publisher has answered some`,
+          { pending_applications_max: limits.taskPendingApplicationsMax },
+        );
       }
       const skill = authorize(seeSkill, principal, await findSkill(trx, input.skill_id), 'skill');
       if (skill.deleted_at !== null) throw notFound('skill');
       if (skill.owner_user_id !== principal.user_id) throw forbidden('apply with a skill of your own');
-      if (skill.status !== 'active') throw new AppError('invalid_state_transition', 'an inactive skill cannot apply to tasks', { status: skill.status, action: 'apply' });
+      if (skill.status !== 'active')
+        throw new AppError('invalid_state_transition', 'an inactive skill cannot apply to tasks', { status: skill.status, action: 'apply' });
       await checkApplicantCaps(trx, principal, taskId);
       const row = {
-        id: randomUUID(), task_id: taskId, skill_id: skill.id, applicant_id: principal.user_id, owner_type: principal.caller_type,
-        message: input.message ?? null, proposed_price: input.proposed_price === undefined ? null : String(input.proposed_price),
+        id: randomUUID(),
+        task_id: taskId,
+        skill_id: skill.id,
+        applicant_id: principal.user_id,
+        owner_type: principal.caller_type,
+        message: input.message ?? null,
+        proposed_price: input.proposed_price === undefined ? null : String(input.proposed_price),
         proposed_billing_model: input.proposed_billing_model ?? null,
         proposed_unit_price: input.proposed_unit_price === undefined ? null : String(input.proposed_unit_price),
-        proposed_quantity: input.proposed_quantity ?? null, status: 'pending', applied_at: now(),
+        proposed_quantity: input.proposed_quantity ?? null,
+        status: 'pending',
+        applied_at: now(),
       };
       try {
         // In a savepoint: a second live application of the skill fails the insert alone, not the transaction.
@@ -62,7 +78,10 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
         return applicationView(inserted!);
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
-        const live = await trx<ApplicationRow>('task_applications').where({ task_id: taskId, skill_id: skill.id }).whereIn('status', ['pending', 'accepted']).first('id');
+        const live = await trx<ApplicationRow>('task_applications')
+          .where({ task_id: taskId, skill_id: skill.id })
+          .whereIn('status', ['pending', 'accepted'])
+          .first('id');
         throw new AppError('conflict', 'this skill has a live application for this task already', { application_id: live?.id ?? null });
       }
     });
@@ -79,7 +98,14 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
 
   /** A task's applications: its publisher's to read. */
   async function listForTask(principal: Principal, taskId: string, query: { page: number; page_size: number; cursor?: string; status?: string }) {
-    authorize(manageTask, principal, (await db<TaskRow>('tasks').where({ id: taskId }).first(...taskColumns)) as TaskRow | undefined, 'task');
+    authorize(
+      manageTask,
+      principal,
+      (await db<TaskRow>('tasks')
+        .where({ id: taskId })
+        .first(...taskColumns)) as TaskRow | undefined,
+      'task',
+    );
     return page(query, (builder) => builder.where('task_id', taskId));
   }
 
@@ -95,8 +121,11 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
   function decide(principal: Principal, taskId: string, applicationId: string, action: 'withdraw' | 'reject') {
     return withTransaction(db, async (unit) => {
       const { trx } = unit;
-      const task = (await trx<TaskRow>('tasks').where({ id: taskId }).first(...taskColumns)) as TaskRow | undefined;
-      const application = (await trx<ApplicationRow>('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined;
+      const task = (await trx<TaskRow>('tasks')
+        .where({ id: taskId })
+        .first(...taskColumns)) as TaskRow | undefined;
+      const application = (await trx<ApplicationRow>('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as
+        ApplicationRow | undefined;
       if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
       const isPublisher = task.owner_user_id === principal.user_id;
       const isApplicant = application.applicant_id === principal.user_id;
@@ -104,11 +133,20 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       if (action === 'withdraw' && !isApplicant) throw forbidden('only the applicant can withdraw an application');
       if (action === 'reject' && !isPublisher) throw forbidden("only the task's publisher can reject an application");
       const to = nextApplicationState(application.status, action);
-      const [changed] = (await trx('task_applications').where({ id: applicationId, status: application.status }).update({ status: to, decided_at: now() }).returning('*')) as ApplicationRow[];
+      const [changed] = (await trx('task_applications')
+        .where({ id: applicationId, status: application.status })
+        .update({ status: to, decided_at: now() })
+        .returning('*')) as ApplicationRow[];
       await events.applicationsMoved(unit, task, [{ application: changed!, action, previousStatus: application.status }]);
       return applicationView(changed!);
     });
   }
 
-  return { apply, listForTask, mine, withdraw: (principal: Principal, taskId: string, id: string) => decide(principal, taskId, id, 'withdraw'), reject: (principal: Principal, taskId: string, id: string) => decide(principal, taskId, id, 'reject') };
+  return {
+    apply,
+    listForTask,
+    mine,
+    withdraw: (principal: Principal, taskId: string, id: string) => decide(principal, taskId, id, 'withdraw'),
+    reject: (principal: Principal, taskId: string, id: string) => decide(principal, taskId, id, 'reject'),
+  };
 }

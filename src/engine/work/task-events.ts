@@ -24,10 +24,19 @@ import type { EngineDependencies, Principal } from '../common/index.ts';
 export function taskEventSummary(task: TaskRow): z.infer<typeof taskEventSummarySchema> {
   const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
   return {
-    id: task.id, title: task.title, status: task.status, owner_type: task.owner_type, user_id: task.owner_user_id,
-    bounty_amount: task.bounty_amount === null ? null : formatAmount(task.bounty_amount), bounty_currency: task.bounty_currency,
-    bounty_held: formatAmount(task.bounty_held), delivery_hours: task.delivery_hours, expires_at: iso(task.expires_at),
-    transaction_id: task.transaction_id, matched_skill_id: task.matched_skill_id, updated_at: iso(task.updated_at)!,
+    id: task.id,
+    title: task.title,
+    status: task.status,
+    owner_type: task.owner_type,
+    user_id: task.owner_user_id,
+    bounty_amount: task.bounty_amount === null ? null : formatAmount(task.bounty_amount),
+    bounty_currency: task.bounty_currency,
+    bounty_held: formatAmount(task.bounty_held),
+    delivery_hours: task.delivery_hours,
+    expires_at: iso(task.expires_at),
+    transaction_id: task.transaction_id,
+    matched_skill_id: task.matched_skill_id,
+    updated_at: iso(task.updated_at)!,
   };
 }
 
@@ -50,17 +59,34 @@ export function createTaskEvents({ bus, asyncCommitDb, log, now }: EngineDepende
   async function taskMoved(unit: UnitOfWork, task: TaskRow, action: TaskEventAction, previousStatus: string | null) {
     const recipients = [task.owner_user_id, ...(await pendingApplicants(unit.trx, task.id))];
     const payload = { action, previous_status: previousStatus, task: taskEventSummary(task) };
-    await record(unit, recipients.map((recipientUserId) => ({
-      recipientUserId, space: task.owner_type, taskId: task.id, applicationId: null, type: taskEventTypes[action], payload,
-    })));
+    await record(
+      unit,
+      recipients.map((recipientUserId) => ({
+        recipientUserId,
+        space: task.owner_type,
+        taskId: task.id,
+        applicationId: null,
+        type: taskEventTypes[action],
+        payload,
+      })),
+    );
   }
 
   /** Moves of applications of one task, each heard by the publisher and its applicant. */
-  async function applicationsMoved(unit: UnitOfWork, task: TaskRow, moves: { application: ApplicationRow; action: ApplicationEventAction; previousStatus: string | null }[]) {
+  async function applicationsMoved(
+    unit: UnitOfWork,
+    task: TaskRow,
+    moves: { application: ApplicationRow; action: ApplicationEventAction; previousStatus: string | null }[],
+  ) {
     const events = moves.flatMap(({ application, action, previousStatus }) => {
       const payload = { action, previous_status: previousStatus, application: applicationView(application), task: taskEventSummary(task) };
       return [task.owner_user_id, application.applicant_id].map((recipientUserId) => ({
-        recipientUserId, space: task.owner_type, taskId: task.id, applicationId: application.id, type: applicationEventTypes[action], payload,
+        recipientUserId,
+        space: task.owner_type,
+        taskId: task.id,
+        applicationId: application.id,
+        type: applicationEventTypes[action],
+        payload,
       }));
     });
     await record(unit, events);

@@ -22,18 +22,41 @@ import { type EngineDependencies, type Principal, newestFirstPage } from '../com
  * price, as the publisher asked, within the ceiling task-acceptance.ts reads for selections.
  */
 interface PushRow {
-  id: string; task_id: string; skill_id: string; skill_owner_id: string; owner_type: string; kind: 'invitation' | 'selection';
-  message: string | null; price: string | null; status: 'pending' | 'accepted' | 'declined' | 'withdrawn'; application_id: string | null;
-  bounty_at_selection: string | null; created_at: Date; responded_at: Date | null;
+  id: string;
+  task_id: string;
+  skill_id: string;
+  skill_owner_id: string;
+  owner_type: string;
+  kind: 'invitation' | 'selection';
+  message: string | null;
+  price: string | null;
+  status: 'pending' | 'accepted' | 'declined' | 'withdrawn';
+  application_id: string | null;
+  bounty_at_selection: string | null;
+  created_at: Date;
+  responded_at: Date | null;
 }
 const iso = (value: Date | null) => (value === null ? null : new Date(value).toISOString());
 const pushView = (row: PushRow) => ({
-  id: row.id, task_id: row.task_id, skill_id: row.skill_id, skill_owner_id: row.skill_owner_id, kind: row.kind, message: row.message,
-  price: row.price === null ? null : formatAmount(row.price), status: row.status, application_id: row.application_id,
-  created_at: iso(row.created_at)!, responded_at: iso(row.responded_at),
+  id: row.id,
+  task_id: row.task_id,
+  skill_id: row.skill_id,
+  skill_owner_id: row.skill_owner_id,
+  kind: row.kind,
+  message: row.message,
+  price: row.price === null ? null : formatAmount(row.price),
+  status: row.status,
+  application_id: row.application_id,
+  created_at: iso(row.created_at)!,
+  responded_at: iso(row.responded_at),
 });
 
-type Apply = (principal: Principal, taskId: string, input: { skill_id: string; message?: string; proposed_price?: bigint }, request: null) => Promise<{ data: { id: string } }>;
+type Apply = (
+  principal: Principal,
+  taskId: string,
+  input: { skill_id: string; message?: string; proposed_price?: bigint },
+  request: null,
+) => Promise<{ data: { id: string } }>;
 type Accept = (principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: null) => Promise<{ data: unknown }>;
 
 /**
@@ -42,8 +65,11 @@ type Accept = (principal: Principal, taskId: string, applicationId: string, maxP
  * the task's lock, which select-skill takes too, so no selection slips in beside the change.
  */
 export async function pendingSelectionsAbove(trx: Knex, taskId: string, amount: bigint) {
-  const rows = (await trx<PushRow>('task_pushes').where({ task_id: taskId, kind: 'selection', status: 'pending' }).where('price', '>', String(amount))
-    .orderBy('created_at').select('id', 'price')) as Pick<PushRow, 'id' | 'price'>[];
+  const rows = (await trx<PushRow>('task_pushes')
+    .where({ task_id: taskId, kind: 'selection', status: 'pending' })
+    .where('price', '>', String(amount))
+    .orderBy('created_at')
+    .select('id', 'price')) as Pick<PushRow, 'id' | 'price'>[];
   return rows.map((row) => ({ push_id: row.id, price: formatAmount(row.price!) }));
 }
 
@@ -56,18 +82,37 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     if (query === '') return { task_id: taskId, candidates: [] };
     const stored = storedOrComputed({ ...text, term_vector: task.term_vector });
     const bounty = task.bounty_amount === null ? null : BigInt(task.bounty_amount);
-    const rows = (await hallTextCandidates(db, { space: task.owner_type, textQuery: query }, limits.matchCandidatesMax)) as Awaited<ReturnType<typeof hallTextCandidates>>;
+    const rows = (await hallTextCandidates(db, { space: task.owner_type, textQuery: query }, limits.matchCandidatesMax)) as Awaited<
+      ReturnType<typeof hallTextCandidates>
+    >;
     const scored = rows
-      .map((row) => ({ row, parts: combine(cosineWithStored(new Map(stored.terms), stored.norm, row.term_vector), row.price === null ? 1 : priceAlignment(BigInt(row.price), bounty), normalizedQuality(Number(row.quality_score))) }))
+      .map((row) => ({
+        row,
+        parts: combine(
+          cosineWithStored(new Map(stored.terms), stored.norm, row.term_vector),
+          row.price === null ? 1 : priceAlignment(BigInt(row.price), bounty),
+          normalizedQuality(Number(row.quality_score)),
+        ),
+      }))
       .filter((entry) => entry.parts.similarity > 0)
       .sort((left, right) => right.parts.score - left.parts.score || (left.row.id < right.row.id ? -1 : 1));
-    const skills = await skillsByIds(db, scored.map((entry) => entry.row.id));
+    const skills = await skillsByIds(
+      db,
+      scored.map((entry) => entry.row.id),
+    );
     const candidates = scored
       .filter((entry) => skills.get(entry.row.id)?.owner_user_id !== task.owner_user_id)
       .slice(0, topK)
       .map(({ row, parts }) => {
         const skill = skills.get(row.id)!;
-        return { skill_id: skill.id, name: skill.name, user_id: skill.owner_user_id, ut_price: skill.price === null ? null : formatAmount(skill.price), category: skill.category, ...parts };
+        return {
+          skill_id: skill.id,
+          name: skill.name,
+          user_id: skill.owner_user_id,
+          ut_price: skill.price === null ? null : formatAmount(skill.price),
+          category: skill.category,
+          ...parts,
+        };
       });
     return { task_id: taskId, candidates };
   }
@@ -77,19 +122,35 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     return withTransaction(db, async ({ trx }) => {
       const task = authorize(manageTask, principal, await lockTask(trx, taskId), 'task');
       const status = statusAt(task, now());
-      if (status !== 'open') throw new AppError('invalid_state_transition', `cannot push a skill to a task that is ${status}`, { status, action: kind === 'selection' ? 'select' : 'push' });
+      if (status !== 'open')
+        throw new AppError('invalid_state_transition', `cannot push a skill to a task that is ${status}`, {
+          status,
+          action: kind === 'selection' ? 'select' : 'push',
+        });
       const skill = authorize(seeSkill, principal, await findSkill(trx, input.skill_id), 'skill');
       if (skill.deleted_at !== null) throw notFound('skill');
       if (skill.owner_user_id === principal.user_id) throw forbidden('push a skill of someone else');
-      if (skill.status !== 'active') throw new AppError('invalid_state_transition', 'an inactive skill cannot be pushed', { status: skill.status, action: 'push' });
+      if (skill.status !== 'active')
+        throw new AppError('invalid_state_transition', 'an inactive skill cannot be pushed', { status: skill.status, action: 'push' });
       const price = kind === 'selection' ? (input.price ?? (task.bounty_amount === null ? undefined : BigInt(task.bounty_amount))) : undefined;
       if (kind === 'selection' && price === undefined) {
-        throw new AppError('validation_error', 'name the price: the task has no bounty', { errors: [{ path: 'body.price', message: 'required when the task has no bounty' }] });
+        throw new AppError('validation_error', 'name the price: the task has no bounty', {
+          errors: [{ path: 'body.price', message: 'required when the task has no bounty' }],
+        });
       }
       const row = {
-        id: randomUUID(), task_id: taskId, skill_id: skill.id, skill_owner_id: skill.owner_user_id, owner_type: task.owner_type, kind,
-        message: input.message ?? null, price: price === undefined ? null : String(price), status: 'pending', application_id: null,
-        bounty_at_selection: kind === 'selection' ? task.bounty_held : null, created_at: now(),
+        id: randomUUID(),
+        task_id: taskId,
+        skill_id: skill.id,
+        skill_owner_id: skill.owner_user_id,
+        owner_type: task.owner_type,
+        kind,
+        message: input.message ?? null,
+        price: price === undefined ? null : String(price),
+        status: 'pending',
+        application_id: null,
+        bounty_at_selection: kind === 'selection' ? task.bounty_held : null,
+        created_at: now(),
       };
       try {
         const [inserted] = (await trx.transaction((savepoint) => savepoint('task_pushes').insert(row).returning('*'))) as PushRow[];
@@ -137,8 +198,12 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
         if (row.skill_owner_id === principal.user_id) throw forbidden("only the task's publisher can withdraw a push");
         throw notFound('push');
       }
-      if (row.status !== 'pending') throw new AppError('invalid_state_transition', `cannot withdraw a push that is ${row.status}`, { status: row.status, action: 'withdraw' });
-      const [withdrawn] = (await trx('task_pushes').where({ id: pushId, status: 'pending' }).update({ status: 'withdrawn', responded_at: now() }).returning('*')) as PushRow[];
+      if (row.status !== 'pending')
+        throw new AppError('invalid_state_transition', `cannot withdraw a push that is ${row.status}`, { status: row.status, action: 'withdraw' });
+      const [withdrawn] = (await trx('task_pushes')
+        .where({ id: pushId, status: 'pending' })
+        .update({ status: 'withdrawn', responded_at: now() })
+        .returning('*')) as PushRow[];
       return pushView(withdrawn!);
     });
   }
@@ -152,11 +217,13 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
       if (task?.owner_user_id === principal.user_id) throw forbidden("only the skill's owner can answer a push");
       throw notFound('push');
     }
-    if (row.status !== 'pending') throw new AppError('invalid_state_transition', `cannot answer a push that is ${row.status}`, { status: row.status, action: 'respond' });
+    if (row.status !== 'pending')
+      throw new AppError('invalid_state_transition', `cannot answer a push that is ${row.status}`, { status: row.status, action: 'respond' });
     if (status === 'accepted') {
       // Past the task's deadline nothing is taken on, swept or not; declining still closes the push.
       const task = (await findTask(trx, row.task_id))!;
-      if (statusAt(task, now()) === 'expired') throw new AppError('invalid_state_transition', 'cannot accept a push to a task past its deadline', { status: 'expired', action: 'respond' });
+      if (statusAt(task, now()) === 'expired')
+        throw new AppError('invalid_state_transition', 'cannot accept a push to a task past its deadline', { status: 'expired', action: 'respond' });
     }
     const [answered] = (await trx('task_pushes').where({ id: pushId, status: 'pending' }).update({ status, responded_at: now() }).returning('*')) as PushRow[];
     return answered!;
@@ -169,11 +236,22 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
    * pending for the publisher, and the answer says so.
    */
   async function respond(principal: Principal, pushId: string, decision: 'accept' | 'decline', message?: string) {
-    if (decision === 'decline') return { push: pushView(await withTransaction(db, ({ trx }) => claimAnswer(trx, principal, pushId, 'declined'))), application_id: null, accepted: null, acceptance_error: null };
+    if (decision === 'decline')
+      return {
+        push: pushView(await withTransaction(db, ({ trx }) => claimAnswer(trx, principal, pushId, 'declined'))),
+        application_id: null,
+        accepted: null,
+        acceptance_error: null,
+      };
     const pending = await withTransaction(db, async ({ trx }) => claimAnswer(trx, principal, pushId, 'accepted'));
     let application: { data: { id: string } };
     try {
-      application = await apply(principal, pending.task_id, { skill_id: pending.skill_id, message, ...(pending.price === null ? {} : { proposed_price: BigInt(pending.price) }) }, null);
+      application = await apply(
+        principal,
+        pending.task_id,
+        { skill_id: pending.skill_id, message, ...(pending.price === null ? {} : { proposed_price: BigInt(pending.price) }) },
+        null,
+      );
     } catch (error) {
       // The task closed or the skill changed since the push: the push stays open for another answer.
       await db('task_pushes').where({ id: pushId, status: 'accepted', application_id: null }).update({ status: 'pending', responded_at: null });
@@ -198,7 +276,8 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
   return {
     recommendations,
     pushSkill: (principal: Principal, taskId: string, input: { skill_id: string; message?: string }) => push(principal, taskId, input, 'invitation'),
-    selectSkill: (principal: Principal, taskId: string, input: { skill_id: string; message?: string; price?: bigint }) => push(principal, taskId, input, 'selection'),
+    selectSkill: (principal: Principal, taskId: string, input: { skill_id: string; message?: string; price?: bigint }) =>
+      push(principal, taskId, input, 'selection'),
     pushesMine: mine,
     pushesOfTask: listForTask,
     withdrawPush: withdraw,

@@ -78,12 +78,18 @@ export function changedTaskColumns(principal: Principal, row: TaskRow, patch: Up
   for (const problem of taskShapeProblems(merged)) throw refuse(problem.path, problem.message);
   checkCurrency(principal, patch.bounty_currency);
   const columns: Record<string, unknown> = {
-    title: patch.title, description: patch.description, mode: patch.mode, city: patch.city, category: patch.category,
+    title: patch.title,
+    description: patch.description,
+    mode: patch.mode,
+    city: patch.city,
+    category: patch.category,
     tags: patch.tags === undefined ? undefined : JSON.stringify(patch.tags),
     image_urls: patch.image_urls === undefined ? undefined : JSON.stringify(patch.image_urls),
     contact_info: patch.contact_info === undefined ? undefined : patch.contact_info === null ? null : JSON.stringify(patch.contact_info),
     bounty_amount: patch.bounty_amount === undefined ? undefined : patch.bounty_amount === null ? null : String(patch.bounty_amount),
-    delivery_hours: patch.delivery_hours, preferred_billing_model: patch.preferred_billing_model, estimated_quantity: patch.estimated_quantity,
+    delivery_hours: patch.delivery_hours,
+    preferred_billing_model: patch.preferred_billing_model,
+    estimated_quantity: patch.estimated_quantity,
     expires_at: patch.expires_at === undefined ? undefined : deadlineOf(patch.expires_at, at),
   };
   for (const key of Object.keys(columns)) if (columns[key] === undefined) delete columns[key];
@@ -96,13 +102,31 @@ export function changedTaskColumns(principal: Principal, row: TaskRow, patch: Up
 /** How a task is shown; its contact details only to its publisher. */
 export function taskView(row: TaskRow, viewer: Pick<Principal, 'user_id'> | null): TaskView {
   return {
-    id: row.id, user_id: row.owner_user_id, owner_type: row.owner_type, title: row.title, description: row.description, mode: row.mode,
-    status: row.status, city: row.city, category: row.category, tags: row.tags, image_urls: row.image_urls,
+    id: row.id,
+    user_id: row.owner_user_id,
+    owner_type: row.owner_type,
+    title: row.title,
+    description: row.description,
+    mode: row.mode,
+    status: row.status,
+    city: row.city,
+    category: row.category,
+    tags: row.tags,
+    image_urls: row.image_urls,
     contact_info: viewer?.user_id === row.owner_user_id ? row.contact_info : null,
     bounty_amount: row.bounty_amount === null ? null : formatAmount(row.bounty_amount),
-    bounty_currency: row.bounty_currency, bounty_held: formatAmount(row.bounty_held),
-    delivery_hours: row.delivery_hours, preferred_billing_model: row.preferred_billing_model, estimated_quantity: row.estimated_quantity,
-    matched_skill_id: row.matched_skill_id, transaction_id: row.transaction_id, reused_from: row.reused_from,
-    created_at: iso(row.created_at)!, updated_at: iso(row.updated_at)!, published_at: iso(row.published_at), expires_at: iso(row.expires_at), ended_at: iso(row.ended_at),
+    bounty_currency: row.bounty_currency,
+    bounty_held: formatAmount(row.bounty_held),
+    delivery_hours: row.delivery_hours,
+    preferred_billing_model: row.preferred_billing_model,
+    estimated_quantity: row.estimated_quantity,
+    matched_skill_id: row.matched_skill_id,
+    transaction_id: row.transaction_id,
+    reused_from: row.reused_from,
+    created_at: iso(row.created_at)!,
+    updated_at: iso(row.updated_at)!,
+    published_at: iso(row.published_at),
+    expires_at: iso(row.expires_at),
+    ended_at: iso(row.ended_at),
   };
 }

@@ -27,7 +27,10 @@ export interface TaskOutcome {
 /** The 4020 a publish with too little money answers, with the draft it left and the numbers. */
 export function shortfallError(outcome: TaskOutcome): AppError {
   return new AppError('insufficient_balance', 'the bounty is more than the available balance: the task is kept as a draft', {
-    ...outcome.shortfall, task_id: outcome.task.id, status: outcome.task.status, task: outcome.task,
+    ...outcome.shortfall,
+    task_id: outcome.task.id,
+    status: outcome.task.status,
+    task: outcome.task,
   });
 }
 
@@ -45,22 +48,31 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: 0n, wanted, at });
     if (!held.ok) {
       await events.taskMoved(unit, row, created ? 'draft' : 'update', created ? null : 'draft');
-      return { task: taskView(row, principal), shortfall: { currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required) } };
+      return {
+        task: taskView(row, principal),
+        shortfall: { currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required) },
+      };
     }
     const expiresAt = row.expires_at ?? deadlineOf(undefined, at);
     // A draft keeps the deadline it was given; once that has passed, it is not published expired.
     if (new Date(expiresAt).getTime() <= at.getTime()) {
-      throw new AppError('validation_error', 'the deadline of this draft has passed: send a new expires_at', { errors: [{ path: 'body.expires_at', message: 'the stored deadline has passed: required' }] });
+      throw new AppError('validation_error', 'the deadline of this draft has passed: send a new expires_at', {
+        errors: [{ path: 'body.expires_at', message: 'the stored deadline has passed: required' }],
+      });
     }
-    const [published] = (await trx('tasks').where({ id: row.id, status: 'draft' })
-      .update({ status: 'open', bounty_held: String(wanted), published_at: at, expires_at: expiresAt, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    const [published] = (await trx('tasks')
+      .where({ id: row.id, status: 'draft' })
+      .update({ status: 'open', bounty_held: String(wanted), published_at: at, expires_at: expiresAt, updated_at: at })
+      .returning([...taskColumns])) as TaskRow[];
     if (!published) throw new AppError('invalid_state_transition', 'the task changed while it was being published', { action: 'publish' });
     await events.taskMoved(unit, published, 'publish', created ? null : 'draft');
     return { task: taskView(published, principal) };
   }
 
   async function insertRow(trx: Knex, row: ReturnType<typeof newTaskRow>): Promise<TaskRow> {
-    const [inserted] = (await trx('tasks').insert(row).returning([...taskColumns])) as TaskRow[];
+    const [inserted] = (await trx('tasks')
+      .insert(row)
+      .returning([...taskColumns])) as TaskRow[];
     return inserted!;
   }
 
@@ -77,7 +89,12 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
   }
 
   /** Publishing a draft restates its delivery period (and may set bounty and deadline). */
-  function publishDraft(principal: Principal, id: string, body: { delivery_hours: number; bounty_amount?: bigint | null; expires_at?: string }, request: IdempotencyRequest | null) {
+  function publishDraft(
+    principal: Principal,
+    id: string,
+    body: { delivery_hours: number; bounty_amount?: bigint | null; expires_at?: string },
+    request: IdempotencyRequest | null,
+  ) {
     return idempotency.run(principal, request, 200, async (unit) => {
       const { trx } = unit;
       const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
@@ -86,7 +103,10 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       const changes: Record<string, unknown> = { delivery_hours: body.delivery_hours, updated_at: at };
       if (body.bounty_amount !== undefined) changes.bounty_amount = body.bounty_amount === null ? null : String(body.bounty_amount);
       if (body.expires_at !== undefined) changes.expires_at = deadlineOf(body.expires_at, at);
-      const [changed] = (await trx('tasks').where({ id }).update(changes).returning([...taskColumns])) as TaskRow[];
+      const [changed] = (await trx('tasks')
+        .where({ id })
+        .update(changes)
+        .returning([...taskColumns])) as TaskRow[];
       return publishRow(unit, principal, changed!, at, false);
     });
   }
@@ -122,19 +142,36 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
         const wanted = columns.bounty_amount === null ? 0n : BigInt(columns.bounty_amount as string);
         const waiting = wanted < BigInt(row.bounty_held) ? await pendingSelectionsAbove(trx, id, wanted) : [];
         if (waiting.length > 0) {
-          throw new AppError('conflict', 'the bounty cannot drop below the price of a selection waiting for its answer: withdraw the selection first (DELETE /api/v1/tasks/{task_id}/pushes/{push_id})', {
-            bounty_amount: formatAmount(wanted), pending_selections: waiting,
-          });
+          throw new AppError(
+            'conflict',
+            'the bounty cannot drop below the price of a selection waiting for its answer: withdraw the selection first (DELETE /api/v1/tasks/{task_id}/pushes/{push_id})',
+            {
+              bounty_amount: formatAmount(wanted),
+              pending_selections: waiting,
+            },
+          );
         }
-        const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: id, held: BigInt(row.bounty_held), wanted, at });
+        const held = await changeHold(trx, {
+          ownerId: row.owner_user_id,
+          currency: row.bounty_currency,
+          taskId: id,
+          held: BigInt(row.bounty_held),
+          wanted,
+          at,
+        });
         if (!held.ok) {
           throw new AppError('insufficient_balance', 'the new bounty is more than the available balance allows: nothing changed', {
-            currency: row.bounty_currency, available: formatAmount(held.available), required: formatAmount(held.required),
+            currency: row.bounty_currency,
+            available: formatAmount(held.available),
+            required: formatAmount(held.required),
           });
         }
         columns.bounty_held = String(wanted);
       }
-      const [updated] = (await trx('tasks').where({ id }).update({ ...columns, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+      const [updated] = (await trx('tasks')
+        .where({ id })
+        .update({ ...columns, updated_at: at })
+        .returning([...taskColumns])) as TaskRow[];
       await events.taskMoved(unit, updated!, 'update', row.status);
       return taskView(updated!, principal);
     });
@@ -146,14 +183,18 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     const transition = nextTaskState(row.status, action);
     const at = now();
     await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: BigInt(row.bounty_held), wanted: 0n, at });
-    const [ended] = (await trx('tasks').where({ id: row.id, status: row.status })
-      .update({ status: transition.to, bounty_held: '0', ended_at: at, updated_at: at }).returning([...taskColumns])) as TaskRow[];
+    const [ended] = (await trx('tasks')
+      .where({ id: row.id, status: row.status })
+      .update({ status: transition.to, bounty_held: '0', ended_at: at, updated_at: at })
+      .returning([...taskColumns])) as TaskRow[];
     await events.taskMoved(unit, ended!, action, row.status);
     return taskView(ended!, viewer);
   }
 
   function close(principal: Principal, id: string, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 200, async (unit) => end(unit, authorize(manageTask, principal, await lockTask(unit.trx, id), 'task'), 'close', principal));
+    return idempotency.run(principal, request, 200, async (unit) =>
+      end(unit, authorize(manageTask, principal, await lockTask(unit.trx, id), 'task'), 'close', principal),
+    );
   }
 
   /** The operator takes an open task down (cancelled), releasing its hold. */
@@ -171,7 +212,14 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
    */
   function expireNextDue(skipIds: string[]): Promise<{ id: string; error?: unknown } | null> {
     return withTransaction(db, async (unit) => {
-      const query = unit.trx<TaskRow>('tasks').where('status', 'open').where('expires_at', '<=', now()).orderBy('expires_at').limit(1).forNoKeyUpdate().skipLocked();
+      const query = unit
+        .trx<TaskRow>('tasks')
+        .where('status', 'open')
+        .where('expires_at', '<=', now())
+        .orderBy('expires_at')
+        .limit(1)
+        .forNoKeyUpdate()
+        .skipLocked();
       if (skipIds.length > 0) query.whereNotIn('id', skipIds);
       const [due] = (await query.select(...taskColumns)) as TaskRow[];
       if (!due) return null;
@@ -181,21 +229,36 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
   }
 
   /** Publishes a new task from one of the caller's, with the restated fields (delivery_hours, bounty) and any others changed. */
-  function reuse(principal: Principal, id: string, body: Omit<UpdateTaskInput, 'bounty_amount' | 'delivery_hours'> & { delivery_hours: number; bounty_amount: bigint | null }, request: IdempotencyRequest | null) {
+  function reuse(
+    principal: Principal,
+    id: string,
+    body: Omit<UpdateTaskInput, 'bounty_amount' | 'delivery_hours'> & { delivery_hours: number; bounty_amount: bigint | null },
+    request: IdempotencyRequest | null,
+  ) {
     return idempotency.run(principal, request, 201, async (unit) => {
       const old = authorize(manageTask, principal, await findTask(unit.trx, id), 'task');
       const at = now();
       const input: Omit<CreateTaskInput, 'draft'> = {
-        title: body.title ?? old.title, description: body.description ?? old.description, mode: body.mode ?? old.mode,
-        city: (body.city === undefined ? old.city : body.city) ?? undefined, category: (body.category ?? old.category ?? undefined) as CreateTaskInput['category'],
-        tags: body.tags ?? old.tags, image_urls: body.image_urls ?? old.image_urls,
+        title: body.title ?? old.title,
+        description: body.description ?? old.description,
+        mode: body.mode ?? old.mode,
+        city: (body.city === undefined ? old.city : body.city) ?? undefined,
+        category: (body.category ?? old.category ?? undefined) as CreateTaskInput['category'],
+        tags: body.tags ?? old.tags,
+        image_urls: body.image_urls ?? old.image_urls,
         contact_info: (body.contact_info === undefined ? old.contact_info : body.contact_info) ?? undefined,
-        bounty_amount: body.bounty_amount ?? undefined, bounty_currency: body.bounty_currency, delivery_hours: body.delivery_hours,
+        bounty_amount: body.bounty_amount ?? undefined,
+        bounty_currency: body.bounty_currency,
+        delivery_hours: body.delivery_hours,
         preferred_billing_model: (body.preferred_billing_model ?? old.preferred_billing_model ?? undefined) as CreateTaskInput['preferred_billing_model'],
-        estimated_quantity: body.estimated_quantity ?? old.estimated_quantity ?? undefined, expires_at: body.expires_at,
+        estimated_quantity: body.estimated_quantity ?? old.estimated_quantity ?? undefined,
+        expires_at: body.expires_at,
       };
       const problems = taskShapeProblems(input);
-      if (problems.length > 0) throw new AppError('validation_error', problems[0]!.message, { errors: problems.map((problem) => ({ path: `body.${problem.path}`, message: problem.message })) });
+      if (problems.length > 0)
+        throw new AppError('validation_error', problems[0]!.message, {
+          errors: problems.map((problem) => ({ path: `body.${problem.path}`, message: problem.message })),
+        });
       const row = await insertRow(unit.trx, newTaskRow(principal, input, at, old.id));
       return publishRow(unit, principal, row, at, true);
     });

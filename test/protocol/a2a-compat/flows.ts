@@ -83,7 +83,11 @@ export function dataPartFlow(app: () => { test: TestApp }, client: () => CompatC
     // The purchase task is named by the transaction id (v0.1: by the id the client chose).
     const taskId = events[0]!.taskId;
     const delivered = await adapter.get(buyer, taskId);
-    expect(delivered).toMatchObject({ state: adapter.states.inputRequired, artifactData: [{ summary: 'short' }], marketplace: { status: 'delivered', transaction_id: transactionId } });
+    expect(delivered).toMatchObject({
+      state: adapter.states.inputRequired,
+      artifactData: [{ summary: 'short' }],
+      marketplace: { status: 'delivered', transaction_id: transactionId },
+    });
 
     const confirmed = await adapter.send(buyer, { data: { action: 'confirm' }, taskId, contextId });
     expect(confirmed).toMatchObject({ id: taskId, state: adapter.states.completed, marketplace: { status: 'settled' } });
@@ -117,7 +121,12 @@ export function textFlow(app: () => { test: TestApp }, client: () => Conversatio
     expect(choosing.texts.join('\n')).toContain(`${number}. Count `);
 
     const bought = await adapter.send(buyer, { text: pick(number), taskId: choosing.id, contextId });
-    expect(bought).toMatchObject({ id: choosing.id, state: adapter.states.submitted, contextId, marketplace: { status: 'frozen', transaction_id: expect.stringMatching(uuidPattern) } });
+    expect(bought).toMatchObject({
+      id: choosing.id,
+      state: adapter.states.submitted,
+      contextId,
+      marketplace: { status: 'frozen', transaction_id: expect.stringMatching(uuidPattern) },
+    });
     const transactionId = String(bought.marketplace.transaction_id);
     expect(transactionId).not.toBe(conversationId);
     expect(await balance(test, buyer)).toMatchObject({ available: '88.00', frozen: '12.00' });

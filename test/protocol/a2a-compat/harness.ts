@@ -45,11 +45,13 @@ export async function startListeningApp(env: Record<string, string> = {}): Promi
 const platformFetch = globalThis.fetch;
 
 /** A fetch that adds the actor's credentials to every request, as an agent wires its client's fetch. */
-export const fetchAs = (actor: Actor | null): typeof fetch => (input, init) => {
-  const headers = new Headers(init?.headers);
-  for (const [name, value] of Object.entries(actor?.headers ?? {})) headers.set(name, value);
-  return platformFetch(input, { ...init, headers });
-};
+export const fetchAs =
+  (actor: Actor | null): typeof fetch =>
+  (input, init) => {
+    const headers = new Headers(init?.headers);
+    for (const [name, value] of Object.entries(actor?.headers ?? {})) headers.set(name, value);
+    return platformFetch(input, { ...init, headers });
+  };
 
 /**
  * Clients without a fetch option (@a2a-js/sdk 0.2.x) call the global fetch; an agent using them
@@ -118,7 +120,14 @@ export function numberOf(choice: unknown, capabilityId: string): number {
   expect(choice).toMatchObject({ demand_id: expect.stringMatching(uuidPattern), candidates: expect.any(Array) });
   const candidates = (choice as { candidates: Candidate[] }).candidates;
   candidates.forEach((candidate, index) => {
-    expect(candidate).toMatchObject({ number: index + 1, capability_id: expect.stringMatching(uuidPattern), title: expect.any(String), price: expect.any(String), currency: 'UT', score: expect.any(Number) });
+    expect(candidate).toMatchObject({
+      number: index + 1,
+      capability_id: expect.stringMatching(uuidPattern),
+      title: expect.any(String),
+      price: expect.any(String),
+      currency: 'UT',
+      score: expect.any(Number),
+    });
   });
   const found = candidates.find((candidate) => candidate.capability_id === capabilityId);
   expect(found, `capability ${capabilityId} among ${JSON.stringify(candidates)}`).toBeDefined();

@@ -56,7 +56,11 @@ function eventView(response: StreamingResponse): EventView {
 
 /** A send as the CLI makes it: a new uuid4().hex task id unless it continues a task, the session id each time. */
 const paramsOf = (message: Outgoing) =>
-  taskSendParams({ id: message.taskId ?? hexId(), sessionId: message.contextId ?? hexId(), parts: [...(message.text !== undefined ? [{ text: message.text }] : []), ...(message.data ? [{ data: message.data }] : [])] });
+  taskSendParams({
+    id: message.taskId ?? hexId(),
+    sessionId: message.contextId ?? hexId(),
+    parts: [...(message.text !== undefined ? [{ text: message.text }] : []), ...(message.data ? [{ data: message.data }] : [])],
+  });
 
 const adapter: CompatClient = {
   states: { submitted: 'submitted', working: 'working', inputRequired: 'input-required', completed: 'completed', canceled: 'canceled' },
@@ -73,12 +77,23 @@ const adapter: CompatClient = {
 
 describe('the A2A v0.1 samples’ wire format', () => {
   it('reads the card at /.well-known/agent.json with the samples’ AgentCard model', () => {
-    expect(card).toMatchObject({ url: `${app.baseUrl}/api/v1/rpc`, capabilities: { streaming: true }, authentication: { schemes: expect.arrayContaining(['apiKey']) } });
+    expect(card).toMatchObject({
+      url: `${app.baseUrl}/api/v1/rpc`,
+      capabilities: { streaming: true },
+      authentication: { schemes: expect.arrayContaining(['apiKey']) },
+    });
     expect(card.skills.length).toBeGreaterThan(0);
   });
 
-  dataPartFlow(() => app, () => adapter);
-  textFlow(() => app, () => adapter, (number) => `take ${number}`);
+  dataPartFlow(
+    () => app,
+    () => adapter,
+  );
+  textFlow(
+    () => app,
+    () => adapter,
+    (number) => `take ${number}`,
+  );
 
   it('buys by data part, reads and cancels it, and answers a second cancel with error -32002', async () => {
     const { buyer, capability } = await agentMarket(app.test);
@@ -87,7 +102,11 @@ describe('the A2A v0.1 samples’ wire format', () => {
     const bought = view(resultOf(await client.sendTask(paramsOf({ data: { capability_id: capability.id }, contextId: sessionId }))));
     expect(bought).toMatchObject({ id: expect.stringMatching(/^[0-9a-f]{32}$/), contextId: sessionId, state: 'submitted', marketplace: { status: 'frozen' } });
     expect(view(resultOf(await client.getTask({ id: bought.id })))).toMatchObject({ id: bought.id, contextId: sessionId, state: 'submitted' });
-    expect(view(resultOf(await client.cancelTask({ id: bought.id })))).toMatchObject({ id: bought.id, state: 'canceled', marketplace: { status: 'cancelled_by_buyer' } });
+    expect(view(resultOf(await client.cancelTask({ id: bought.id })))).toMatchObject({
+      id: bought.id,
+      state: 'canceled',
+      marketplace: { status: 'cancelled_by_buyer' },
+    });
     expect(await balance(app.test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
     const again: TaskResponse = await client.cancelTask({ id: bought.id });
     expect(again).toMatchObject({ result: null, error: { code: -32002, message: expect.any(String), data: { code: 4090 } } });
@@ -110,25 +129,35 @@ describe('the A2A v0.1 samples’ wire format', () => {
     const { buyer } = await agentMarket(app.test, '0');
     const outcome = await clientFor(wrongCredentials(buyer))
       .getTask({ id: hexId() })
-      .then((response) => `error ${response.error?.code}`, (error: Error) => (error instanceof A2AClientHTTPError ? `http ${error.statusCode}` : `${error.name}: ${error.message}`));
+      .then(
+        (response) => `error ${response.error?.code}`,
+        (error: Error) => (error instanceof A2AClientHTTPError ? `http ${error.statusCode}` : `${error.name}: ${error.message}`),
+      );
     expect(['http 401', 'error -32110']).toContain(outcome);
   });
 });
 
-describe('push notifications in the v0.1 samples\' wire format', () => {
-  it('sets and reads the task callback; a push is the whole v0.1 Task under the client\'s id, with the token header', async () => {
+describe("push notifications in the v0.1 samples' wire format", () => {
+  it("sets and reads the task callback; a push is the whole v0.1 Task under the client's id, with the token header", async () => {
     expect(card.capabilities.pushNotifications).toBe(true);
     const { buyer, seller, capability } = await agentMarket(app.test);
     const client = clientFor(buyer);
     const id = hexId();
     const url = receiver.url('/samples-v01');
-    const bought = resultOf(await client.sendTask(taskSendParams({ id, sessionId: hexId(), parts: [{ data: { capability_id: capability.id } }], pushNotification: { url, token: 'samples-token' } })));
+    const bought = resultOf(
+      await client.sendTask(
+        taskSendParams({ id, sessionId: hexId(), parts: [{ data: { capability_id: capability.id } }], pushNotification: { url, token: 'samples-token' } }),
+      ),
+    );
     expect(bought.id).toBe(id);
     expect(resultOf(await client.getTaskCallback({ id }))).toEqual({ id, pushNotificationConfig: { url, token: 'samples-token' } });
     await act(app.test, seller, (bought.metadata!.marketplace as { transaction_id: string }).transaction_id, 'accept').expect(200);
     await app.test.runtime.engine.webhooks.runOnce();
     const pushes = receiver.at('/samples-v01').map((request) => pushedTask.parse(JSON.parse(request.body)));
-    expect(pushes.map((task) => [task.id, task.status.state])).toEqual([[id, 'submitted'], [id, 'working']]);
+    expect(pushes.map((task) => [task.id, task.status.state])).toEqual([
+      [id, 'submitted'],
+      [id, 'working'],
+    ]);
     expect(receiver.at('/samples-v01').every((request) => request.headers['x-a2a-notification-token'] === 'samples-token')).toBe(true);
 
     const replaced = resultOf(await client.setTaskCallback({ id, pushNotificationConfig: { url: receiver.url('/samples-v01-b') } }));

@@ -45,7 +45,8 @@ const adapter: CompatClient = {
   async *stream(actor, message) {
     for await (const event of streamAs(actor, client.sendMessageStream(kindMessage(message)))) yield viewOfKindEvent(event);
   },
-  get: async (actor, id, historyLength) => viewOfKindTask(resultOf(await runAs(actor, () => client.getTask({ id, ...(historyLength === undefined ? {} : { historyLength }) })))!),
+  get: async (actor, id, historyLength) =>
+    viewOfKindTask(resultOf(await runAs(actor, () => client.getTask({ id, ...(historyLength === undefined ? {} : { historyLength }) })))!),
 };
 
 describe('@a2a-js/sdk 0.2.5', () => {
@@ -56,8 +57,15 @@ describe('@a2a-js/sdk 0.2.5', () => {
     expect(card.skills.length).toBeGreaterThan(0);
   });
 
-  dataPartFlow(() => app, () => adapter);
-  textFlow(() => app, () => adapter, (number) => String(number));
+  dataPartFlow(
+    () => app,
+    () => adapter,
+  );
+  textFlow(
+    () => app,
+    () => adapter,
+    (number) => String(number),
+  );
 
   it('buys by data part, reads it, cancels it, and answers a second cancel with the -32002 error response', async () => {
     const { buyer, capability } = await agentMarket(app.test);
@@ -65,7 +73,12 @@ describe('@a2a-js/sdk 0.2.5', () => {
     expect(bought).toMatchObject({ state: 'submitted', marketplace: { status: 'frozen', transaction_id: bought.id } });
     expect(await adapter.get(buyer, bought.id)).toMatchObject({ id: bought.id, contextId: bought.contextId, state: 'submitted' });
     const cancelled = resultOf(await runAs(buyer, () => client.cancelTask({ id: bought.id })));
-    expect(cancelled).toMatchObject({ kind: 'task', id: bought.id, status: { state: 'canceled' }, metadata: { marketplace: { status: 'cancelled_by_buyer' } } });
+    expect(cancelled).toMatchObject({
+      kind: 'task',
+      id: bought.id,
+      status: { state: 'canceled' },
+      metadata: { marketplace: { status: 'cancelled_by_buyer' } },
+    });
     expect(await balance(app.test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
     const again = await runAs(buyer, () => client.cancelTask({ id: bought.id }));
     expect(client.isErrorResponse(again)).toBe(true);
@@ -80,7 +93,8 @@ describe('@a2a-js/sdk 0.2.5', () => {
   it('reads an unknown task on resubscribe from the SSE error frame', async () => {
     const { buyer } = await agentMarket(app.test, '0');
     const resubscribe = async () => {
-      for await (const event of streamAs(buyer, client.resubscribeTask({ id: randomUUID() }))) throw new Error(`no event expected, got ${JSON.stringify(event)}`);
+      for await (const event of streamAs(buyer, client.resubscribeTask({ id: randomUUID() })))
+        throw new Error(`no event expected, got ${JSON.stringify(event)}`);
     };
     await expect(resubscribe()).rejects.toThrow(/^SSE event contained an error: .+ \(Code: -32001\)/);
   });
@@ -106,7 +120,9 @@ describe('push notifications through @a2a-js/sdk 0.2.5', () => {
     expect(resultOf(await runAs(buyer, () => client.getTaskPushNotificationConfig({ id: bought.id })))).toEqual(set);
     await act(app.test, seller, bought.id, 'accept').expect(200);
     await app.test.runtime.engine.webhooks.runOnce();
-    expect(receiver.at('/sdk02').map((request) => JSON.parse(request.body))).toEqual([expect.objectContaining({ kind: 'task', id: bought.id, status: expect.objectContaining({ state: 'working' }) })]);
+    expect(receiver.at('/sdk02').map((request) => JSON.parse(request.body))).toEqual([
+      expect.objectContaining({ kind: 'task', id: bought.id, status: expect.objectContaining({ state: 'working' }) }),
+    ]);
     expect(await runAs(buyer, () => client.getTaskPushNotificationConfig({ id: randomUUID() }))).toMatchObject({ error: { code: -32001 } });
   });
 });

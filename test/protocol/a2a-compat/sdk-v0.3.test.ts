@@ -41,7 +41,8 @@ const adapter: CompatClient = {
   async *stream(actor, message) {
     for await (const event of (await clientFor(actor)).sendMessageStream(kindMessage(message))) yield viewOfKindEvent(event);
   },
-  get: async (actor, id, historyLength) => viewOfKindTask(await (await clientFor(actor)).getTask({ id, ...(historyLength === undefined ? {} : { historyLength }) })),
+  get: async (actor, id, historyLength) =>
+    viewOfKindTask(await (await clientFor(actor)).getTask({ id, ...(historyLength === undefined ? {} : { historyLength }) })),
 };
 
 describe('@a2a-js/sdk 0.3.14', () => {
@@ -54,8 +55,15 @@ describe('@a2a-js/sdk 0.3.14', () => {
     expect(card.securitySchemes?.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Api-Key' });
   });
 
-  dataPartFlow(() => app, () => adapter);
-  textFlow(() => app, () => adapter, (number) => `#${number}`);
+  dataPartFlow(
+    () => app,
+    () => adapter,
+  );
+  textFlow(
+    () => app,
+    () => adapter,
+    (number) => `#${number}`,
+  );
 
   it('buys by data part, reads it, cancels it, and surfaces a second cancel as TaskNotCancelableError', async () => {
     const { buyer, capability } = await agentMarket(app.test);
@@ -63,20 +71,31 @@ describe('@a2a-js/sdk 0.3.14', () => {
     const bought = viewOfKindTask(await client.sendMessage(kindMessage({ data: { capability_id: capability.id } })));
     expect(bought).toMatchObject({ state: 'submitted', marketplace: { status: 'frozen', transaction_id: bought.id } });
     expect(await client.getTask({ id: bought.id })).toMatchObject({ kind: 'task', id: bought.id, contextId: bought.contextId, status: { state: 'submitted' } });
-    expect(await client.cancelTask({ id: bought.id })).toMatchObject({ id: bought.id, status: { state: 'canceled' }, metadata: { marketplace: { status: 'cancelled_by_buyer' } } });
+    expect(await client.cancelTask({ id: bought.id })).toMatchObject({
+      id: bought.id,
+      status: { state: 'canceled' },
+      metadata: { marketplace: { status: 'cancelled_by_buyer' } },
+    });
     expect(await balance(app.test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
-    await expect(client.cancelTask({ id: bought.id })).rejects.toMatchObject({ name: 'TaskNotCancelableError', errorResponse: { error: { code: -32002, data: { code: 4090 } } } });
+    await expect(client.cancelTask({ id: bought.id })).rejects.toMatchObject({
+      name: 'TaskNotCancelableError',
+      errorResponse: { error: { code: -32002, data: { code: 4090 } } },
+    });
   });
 
   it('surfaces an unknown task on get as TaskNotFoundError', async () => {
     const { buyer } = await agentMarket(app.test, '0');
-    await expect((await clientFor(buyer)).getTask({ id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError', errorResponse: { error: { code: -32001, data: { code: 4040 } } } });
+    await expect((await clientFor(buyer)).getTask({ id: randomUUID() })).rejects.toMatchObject({
+      name: 'TaskNotFoundError',
+      errorResponse: { error: { code: -32001, data: { code: 4040 } } },
+    });
   });
 
   it('surfaces an unknown task on resubscribe from the SSE error frame, with TaskNotFoundError as the cause', async () => {
     const { buyer } = await agentMarket(app.test, '0');
     const resubscribe = async () => {
-      for await (const event of (await clientFor(buyer)).resubscribeTask({ id: randomUUID() })) throw new Error(`no event expected, got ${JSON.stringify(event)}`);
+      for await (const event of (await clientFor(buyer)).resubscribeTask({ id: randomUUID() }))
+        throw new Error(`no event expected, got ${JSON.stringify(event)}`);
     };
     await expect(resubscribe()).rejects.toMatchObject({ message: expect.stringContaining('(Code: -32001)'), cause: { name: 'TaskNotFoundError' } });
   });
@@ -112,11 +131,14 @@ describe('push notifications through @a2a-js/sdk 0.3.14', () => {
     await expect(client.getTaskPushNotificationConfig({ id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
   });
 
-  it('registers a config given in message/send\'s configuration: the task is pushed first', async () => {
+  it("registers a config given in message/send's configuration: the task is pushed first", async () => {
     const { buyer, capability } = await agentMarket(app.test);
     const client = await clientFor(buyer);
     const url = receiver.url('/sdk03-inline');
-    const sent = await client.sendMessage({ ...kindMessage({ data: { capability_id: capability.id } }), configuration: { pushNotificationConfig: { url }, blocking: true } });
+    const sent = await client.sendMessage({
+      ...kindMessage({ data: { capability_id: capability.id } }),
+      configuration: { pushNotificationConfig: { url }, blocking: true },
+    });
     const bought = viewOfKindTask(sent);
     await app.test.runtime.engine.webhooks.runOnce();
     expect(receiver.at('/sdk03-inline').map((request) => JSON.parse(request.body))).toEqual([expect.objectContaining({ kind: 'task', id: bought.id })]);

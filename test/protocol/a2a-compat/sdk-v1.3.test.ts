@@ -35,11 +35,13 @@ afterAll(async () => {
 });
 
 /** Credentials ride on every request through the transport's fetch, as a real agent would add them. */
-const fetchAs = (actor: Actor | null): typeof fetch => (input, init) => {
-  const headers = new Headers(init?.headers);
-  for (const [name, value] of Object.entries(actor?.headers ?? {})) headers.set(name, value);
-  return fetch(input, { ...init, headers });
-};
+const fetchAs =
+  (actor: Actor | null): typeof fetch =>
+  (input, init) => {
+    const headers = new Headers(init?.headers);
+    for (const [name, value] of Object.entries(actor?.headers ?? {})) headers.set(name, value);
+    return fetch(input, { ...init, headers });
+  };
 
 function factoryFor(actor: Actor | null, legacyCompat = false) {
   const transport = new JsonRpcTransportFactory({ fetchImpl: fetchAs(actor), ...(legacyCompat ? { legacyCompat: { enabled: true } } : {}) });
@@ -53,7 +55,16 @@ function message(data: Record<string, unknown>, options: { text?: string; taskId
     ...(options.text ? [{ content: { $case: 'text' as const, value: options.text }, metadata: undefined, filename: '', mediaType: '' }] : []),
     { content: { $case: 'data' as const, value: data }, metadata: undefined, filename: '', mediaType: '' },
   ];
-  const body: Message = { messageId: randomUUID(), contextId: '', taskId: options.taskId ?? '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+  const body: Message = {
+    messageId: randomUUID(),
+    contextId: '',
+    taskId: options.taskId ?? '',
+    role: Role.ROLE_USER,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
   return { tenant: '', message: body, configuration: undefined, metadata: undefined };
 }
 
@@ -112,12 +123,18 @@ describe('@a2a-js/sdk client', () => {
     expect(resubscribed).toHaveLength(1);
     expect((resubscribed[0]!.payload!.value as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
 
-    const listed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
+    const listed = await client.listTasks({
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageToken: '',
+      statusTimestampAfter: undefined,
+    });
     expect(listed.tasks.map((task) => task.id).sort()).toEqual([bought.id, streamed.id].sort());
     expect(listed.totalSize).toBe(2);
   });
 
-  it('cancels another task, and surfaces the A2A errors as the SDK\'s error classes', async () => {
+  it("cancels another task, and surfaces the A2A errors as the SDK's error classes", async () => {
     const { buyer, capability } = await agentMarket(test);
     const client = await clientFor(buyer);
     const bought = asTask(await client.sendMessage(message({ capability_id: capability.id })));
@@ -125,7 +142,10 @@ describe('@a2a-js/sdk client', () => {
     expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     expect(await balance(test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
 
-    await expect(client.cancelTask({ tenant: '', id: bought.id, metadata: undefined })).rejects.toMatchObject({ name: 'TaskNotCancelableError', data: { code: 4090 } });
+    await expect(client.cancelTask({ tenant: '', id: bought.id, metadata: undefined })).rejects.toMatchObject({
+      name: 'TaskNotCancelableError',
+      data: { code: 4090 },
+    });
     await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
     await expect(client.sendMessage(message({ capability_id: randomUUID() }))).rejects.toMatchObject({ data: { code: 4040 } });
   });
@@ -135,12 +155,25 @@ describe('@a2a-js/sdk client', () => {
     const capability = await createCapability(test, seller, { title: 'Proofread sdkwords essays', description: 'Careful proofreading of essays' });
     const client = await clientFor(buyer);
     const say = (text: string, taskId = ''): SendMessageRequest => ({
-      tenant: '', configuration: undefined, metadata: undefined,
-      message: { messageId: randomUUID(), contextId: '', taskId, role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      tenant: '',
+      configuration: undefined,
+      metadata: undefined,
+      message: {
+        messageId: randomUUID(),
+        contextId: '',
+        taskId,
+        role: Role.ROLE_USER,
+        parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
     });
     const offered = asTask(await client.sendMessage(say('Please proofread my sdkwords essays')));
     expect(offered.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    const data = offered.status?.message?.parts.find((part) => part.content?.$case === 'data')?.content?.value as { candidates: { number: number; capability_id: string }[] };
+    const data = offered.status?.message?.parts.find((part) => part.content?.$case === 'data')?.content?.value as {
+      candidates: { number: number; capability_id: string }[];
+    };
     const number = data.candidates.find((candidate) => candidate.capability_id === capability.id)!.number;
     const picked = asTask(await client.sendMessage(say(String(number), offered.id)));
     expect(picked).toMatchObject({ id: offered.id, status: { state: TaskState.TASK_STATE_SUBMITTED } });
@@ -159,7 +192,7 @@ describe('@a2a-js/sdk client', () => {
     await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ envelopeCode: -32110, data: { code: 4010 } });
   });
 
-  it('serves a v0.3 client too: the SDK\'s legacy transport parses the v0.3 shapes', async () => {
+  it("serves a v0.3 client too: the SDK's legacy transport parses the v0.3 shapes", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const card = await (await clientFor(null)).getAgentCard();
     const legacyCard = { ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolVersion === '0.3') };
@@ -190,7 +223,16 @@ function request(outgoing: Outgoing): SendMessageRequest {
     ...(outgoing.text !== undefined ? [part({ $case: 'text', value: outgoing.text })] : []),
     ...(outgoing.data ? [part({ $case: 'data', value: outgoing.data })] : []),
   ];
-  const body: Message = { messageId: randomUUID(), contextId: outgoing.contextId ?? '', taskId: outgoing.taskId ?? '', role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+  const body: Message = {
+    messageId: randomUUID(),
+    contextId: outgoing.contextId ?? '',
+    taskId: outgoing.taskId ?? '',
+    role: Role.ROLE_USER,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
   return { tenant: '', message: body, configuration: undefined, metadata: undefined };
 }
 
@@ -211,7 +253,13 @@ function view(task: Task): TaskView {
 }
 
 const adapter: ConversationClient = {
-  states: { submitted: 'TASK_STATE_SUBMITTED', working: 'TASK_STATE_WORKING', inputRequired: 'TASK_STATE_INPUT_REQUIRED', completed: 'TASK_STATE_COMPLETED', canceled: 'TASK_STATE_CANCELED' },
+  states: {
+    submitted: 'TASK_STATE_SUBMITTED',
+    working: 'TASK_STATE_WORKING',
+    inputRequired: 'TASK_STATE_INPUT_REQUIRED',
+    completed: 'TASK_STATE_COMPLETED',
+    canceled: 'TASK_STATE_CANCELED',
+  },
   newContextId: () => undefined,
   conversationContextId: () => `chat ${randomUUID().slice(0, 8)}`,
   clientNamesTasks: false,
@@ -221,12 +269,17 @@ const adapter: ConversationClient = {
 };
 
 describe('@a2a-js/sdk 1.3 in the compatibility suite', () => {
-  textFlow(() => ({ test }), () => adapter, (number) => `buy ${number}`);
+  textFlow(
+    () => ({ test }),
+    () => adapter,
+    (number) => `buy ${number}`,
+  );
 
   it('surfaces an unknown task on resubscribe as TaskNotFoundError', async () => {
     const { buyer } = await agentMarket(test, '0');
     const resubscribe = async () => {
-      for await (const event of (await clientFor(buyer)).resubscribeTask({ tenant: '', id: randomUUID() })) throw new Error(`no event expected, got ${JSON.stringify(event)}`);
+      for await (const event of (await clientFor(buyer)).resubscribeTask({ tenant: '', id: randomUUID() }))
+        throw new Error(`no event expected, got ${JSON.stringify(event)}`);
     };
     await expect(resubscribe()).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
   });
@@ -239,14 +292,21 @@ describe('@a2a-js/sdk 1.3 in the compatibility suite', () => {
 });
 
 describe('push notifications through @a2a-js/sdk 1.3', () => {
-  it('creates, reads, lists and deletes configs; each push parses as the SDK\'s StreamResponse, with the configured Authorization', async () => {
+  it("creates, reads, lists and deletes configs; each push parses as the SDK's StreamResponse, with the configured Authorization", async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const client = await clientFor(buyer);
     const card = await client.getAgentCard();
     expect(card.capabilities?.pushNotifications).toBe(true);
     const bought = asTask(await client.sendMessage(message({ capability_id: capability.id })));
     const url = receiver.url('/sdk13');
-    const created = await client.createTaskPushNotificationConfig({ tenant: '', id: 'sdk-hook', taskId: bought.id, url, token: 'sdk-token', authentication: { scheme: 'Bearer', credentials: 'sdk-credentials' } });
+    const created = await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'sdk-hook',
+      taskId: bought.id,
+      url,
+      token: 'sdk-token',
+      authentication: { scheme: 'Bearer', credentials: 'sdk-credentials' },
+    });
     expect(created).toMatchObject({ id: 'sdk-hook', taskId: bought.id, url, token: 'sdk-token', authentication: { scheme: 'Bearer' } });
     expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'sdk-hook' })).toMatchObject({ id: 'sdk-hook', url });
     const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' });
@@ -266,7 +326,9 @@ describe('push notifications through @a2a-js/sdk 1.3', () => {
 
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'sdk-hook' });
     await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'sdk-hook' })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
-    await expect(client.createTaskPushNotificationConfig({ tenant: '', id: '', taskId: randomUUID(), url, token: '', authentication: undefined })).rejects.toMatchObject({ name: 'TaskNotFoundError' });
+    await expect(
+      client.createTaskPushNotificationConfig({ tenant: '', id: '', taskId: randomUUID(), url, token: '', authentication: undefined }),
+    ).rejects.toMatchObject({ name: 'TaskNotFoundError' });
   });
 
   it('registers a config inside sendMessage: the task arrives first, as a StreamResponse task', async () => {
@@ -274,7 +336,12 @@ describe('push notifications through @a2a-js/sdk 1.3', () => {
     const client = await clientFor(buyer);
     const url = receiver.url('/sdk13-inline');
     const request = message({ capability_id: capability.id });
-    request.configuration = { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: 'inline', authentication: undefined }, historyLength: undefined, returnImmediately: false };
+    request.configuration = {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: { tenant: '', id: '', taskId: '', url, token: 'inline', authentication: undefined },
+      historyLength: undefined,
+      returnImmediately: false,
+    };
     const bought = asTask(await client.sendMessage(request));
     await test.runtime.engine.webhooks.runOnce();
     const [first] = receiver.at('/sdk13-inline').map((each) => StreamResponse.fromJSON(JSON.parse(each.body)));
@@ -285,7 +352,7 @@ describe('push notifications through @a2a-js/sdk 1.3', () => {
     expect(listed.configs).toEqual([expect.objectContaining({ taskId: bought.id, url, token: 'inline' })]);
   });
 
-  it('does the same over the SDK\'s v0.3 transport (tasks/pushNotificationConfig/*)', async () => {
+  it("does the same over the SDK's v0.3 transport (tasks/pushNotificationConfig/*)", async () => {
     const { buyer, capability } = await agentMarket(test);
     const card = await (await clientFor(null)).getAgentCard();
     const legacyCard = { ...card, supportedInterfaces: card.supportedInterfaces.filter((entry) => entry.protocolVersion === '0.3') };
@@ -295,7 +362,9 @@ describe('push notifications through @a2a-js/sdk 1.3', () => {
     const created = await client.createTaskPushNotificationConfig({ tenant: '', id: 'legacy', taskId: bought.id, url, token: '', authentication: undefined });
     expect(created).toMatchObject({ id: 'legacy', taskId: bought.id, url });
     expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'legacy' })).toMatchObject({ id: 'legacy', url });
-    expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' })).configs.map((config) => config.id)).toEqual(['legacy']);
+    expect(
+      (await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' })).configs.map((config) => config.id),
+    ).toEqual(['legacy']);
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: bought.id, id: 'legacy' });
     expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: bought.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
   });

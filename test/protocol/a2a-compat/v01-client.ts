@@ -50,10 +50,18 @@ export interface SendPart {
 
 /** TextPart / DataPart `model_dump()`: the defaults and the nulls included. */
 export const dumpParts = (parts: SendPart[]): Dumped[] =>
-  parts.map((part) => (part.data ? { type: 'data', name: null, data: part.data, metadata: null } : { type: 'text', name: null, text: part.text ?? '', metadata: null }));
+  parts.map((part) =>
+    part.data ? { type: 'data', name: null, data: part.data, metadata: null } : { type: 'text', name: null, text: part.text ?? '', metadata: null },
+  );
 
 /** TaskSendParams `model_dump()`, with the CLI's `acceptedOutputModes: ['text']`. */
-export function taskSendParams(input: { id: string; sessionId: string; parts: SendPart[]; historyLength?: number; pushNotification?: { url: string; token?: string } }): Dumped {
+export function taskSendParams(input: {
+  id: string;
+  sessionId: string;
+  parts: SendPart[];
+  historyLength?: number;
+  pushNotification?: { url: string; token?: string };
+}): Dumped {
   return {
     id: input.id,
     sessionId: input.sessionId,
@@ -83,21 +91,41 @@ export class SamplesClient {
   }
 
   private async request(method: string, params: Dumped): Promise<unknown> {
-    const response = await fetch(this.url, { method: 'POST', headers: { ...this.headers, 'Content-Type': 'application/json', Accept: '*/*' }, body: this.body(method, params) });
+    const response = await fetch(this.url, {
+      method: 'POST',
+      headers: { ...this.headers, 'Content-Type': 'application/json', Accept: '*/*' },
+      body: this.body(method, params),
+    });
     if (!response.ok) throw new A2AClientHTTPError(response.status, `Client error '${response.status} ${response.statusText}' for url '${this.url}'`);
     return response.json();
   }
 
   sendTask = async (params: Dumped) => validate(models.taskResponse, await this.request('tasks/send', params), 'SendTaskResponse');
   getTask = async (input: { id: string; historyLength?: number }) =>
-    validate(models.taskResponse, await this.request('tasks/get', { id: input.id, metadata: null, historyLength: input.historyLength ?? null }), 'GetTaskResponse');
-  cancelTask = async (input: { id: string }) => validate(models.taskResponse, await this.request('tasks/cancel', { id: input.id, metadata: null }), 'CancelTaskResponse');
+    validate(
+      models.taskResponse,
+      await this.request('tasks/get', { id: input.id, metadata: null, historyLength: input.historyLength ?? null }),
+      'GetTaskResponse',
+    );
+  cancelTask = async (input: { id: string }) =>
+    validate(models.taskResponse, await this.request('tasks/cancel', { id: input.id, metadata: null }), 'CancelTaskResponse');
 
   /** The samples' A2AClient.set_task_callback and get_task_callback. */
   setTaskCallback = async (input: { id: string; pushNotificationConfig: { url: string; token?: string } }) =>
-    validate(models.taskPushNotificationResponse, await this.request('tasks/pushNotification/set', { id: input.id, pushNotificationConfig: { url: input.pushNotificationConfig.url, token: input.pushNotificationConfig.token ?? null, authentication: null } }), 'SetTaskPushNotificationResponse');
+    validate(
+      models.taskPushNotificationResponse,
+      await this.request('tasks/pushNotification/set', {
+        id: input.id,
+        pushNotificationConfig: { url: input.pushNotificationConfig.url, token: input.pushNotificationConfig.token ?? null, authentication: null },
+      }),
+      'SetTaskPushNotificationResponse',
+    );
   getTaskCallback = async (input: { id: string }) =>
-    validate(models.taskPushNotificationResponse, await this.request('tasks/pushNotification/get', { id: input.id, metadata: null }), 'GetTaskPushNotificationResponse');
+    validate(
+      models.taskPushNotificationResponse,
+      await this.request('tasks/pushNotification/get', { id: input.id, metadata: null }),
+      'GetTaskPushNotificationResponse',
+    );
 
   sendTaskStreaming = (params: Dumped) => this.stream('tasks/sendSubscribe', params);
   resubscribe = (input: { id: string }) => this.stream('tasks/resubscribe', { id: input.id, metadata: null });

@@ -75,7 +75,11 @@ export const taskResponse = response(task);
 export const streamingResponse = response(z.union([taskStatusUpdateEvent, taskArtifactUpdateEvent]));
 
 /** PushNotificationConfig, AuthenticationInfo and TaskPushNotificationConfig of the samples' common/types.py. */
-const pushNotificationConfig = z.object({ url: z.string(), token: optionalText, authentication: z.object({ schemes: z.array(z.string()), credentials: optionalText }).nullish() });
+const pushNotificationConfig = z.object({
+  url: z.string(),
+  token: optionalText,
+  authentication: z.object({ schemes: z.array(z.string()), credentials: optionalText }).nullish(),
+});
 export const taskPushNotificationConfig = z.object({ id: z.string(), pushNotificationConfig: pushNotificationConfig });
 
 /** SetTaskPushNotificationResponse and GetTaskPushNotificationResponse. */
@@ -91,7 +95,11 @@ export const agentCard = z.object({
   provider: z.object({ organization: z.string(), url: optionalText }).nullish(),
   version: z.string(),
   documentationUrl: optionalText,
-  capabilities: z.object({ streaming: z.boolean().default(false), pushNotifications: z.boolean().default(false), stateTransitionHistory: z.boolean().default(false) }),
+  capabilities: z.object({
+    streaming: z.boolean().default(false),
+    pushNotifications: z.boolean().default(false),
+    stateTransitionHistory: z.boolean().default(false),
+  }),
   authentication: z.object({ schemes: z.array(z.string()), credentials: optionalText }).nullish(),
   defaultInputModes: z.array(z.string()).default(['text']),
   defaultOutputModes: z.array(z.string()).default(['text']),
