@@ -69,6 +69,8 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /readyz': everyone,
   'GET /api/v1/categories': everyone,
   'GET /api/v1/public/openapi.json': everyone,
+  'GET /api/v1/public/tasks/hall': everyone,
+  'GET /api/v1/public/skills/hall': everyone,
   'GET /.well-known/agent-card.json': everyone,
   'GET /.well-known/agent.json': everyone,
   'GET /api/v1/rpc/.well-known/agent-card.json': everyone,

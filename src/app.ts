@@ -24,8 +24,9 @@ import { streamRoutes } from '../rest/routes/streams.ts';
 import { webhookRoutes } from '../rest/routes/webhooks.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
+import { publicMarketRoutes } from '../rest/routes/public-market.ts';
 import { mcpRoutes } from '../mcp/index.ts';
-import { consentPage, verificationPage } from '../web/serve.ts';
+import { consentPage, consoleSite, verificationPage } from '../web/serve.ts';
 import { oauthRoutes } from '../rest/routes/oauth.ts';
 import { oauthRouter } from '../mcp/oauth.ts';
 import { originGuard } from '../rest/origin-guard.ts';
@@ -60,6 +61,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
     ...rpcRoutes(engine),
     ...pricingRoutes(engine),
     ...mcpRoutes(engine),
+    ...publicMarketRoutes(engine),
   ];
   const document = servedOnce(() => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl));
   const openApiRoute = route({
@@ -156,6 +158,8 @@ export function createApp(engine: Engine) {
   // The device verification page (docs/decisions/identity-and-access.md "Device authorization"), at verification_url.
   app.use('/device', verificationPage());
   app.use('/oauth/consent', consentPage());
+  // The web console (docs/decisions/web-console.md): its page at / and its files under /console/.
+  app.use(consoleSite());
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {

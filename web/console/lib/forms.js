@@ -1,0 +1,108 @@
+import { h, uid } from './dom.js';
+import { errorBox } from './explain.js';
+import { t } from './i18n.js';
+
+// Form fields with a visible label, an optional hint and a place for the field's own error, tied
+// together with for/aria-describedby; errors from the API (4000 lists each field) go next to
+// their field and mark it invalid, everything else to the form's alert.
+export function field({ name, label, type = 'text', hint, required, value, options, rows, autocomplete, inputmode, maxlength, placeholder }) {
+  const id = uid(name);
+  const hintId = hint ? `${id}-hint` : null;
+  const errorId = `${id}-error`;
+  const describedBy = [hintId, errorId].filter(Boolean).join(' ');
+  const common = { id, name, required, autocomplete, inputmode, maxlength, placeholder, 'aria-describedby': describedBy };
+  let input;
+  if (options) {
+    input = h('select', common, options.map(([optionValue, text]) => h('option', { value: optionValue, selected: String(value ?? '') === optionValue }, text)));
+  } else if (type === 'textarea') {
+    input = h('textarea', { ...common, rows: rows || 4 });
+    input.value = value ?? '';
+  } else {
+    input = h('input', { ...common, type });
+    if (type === 'checkbox') input.checked = Boolean(value);
+    else input.value = value ?? '';
+  }
+  const wrapper = h(
+    'div',
+    { class: type === 'checkbox' ? 'field field-check' : 'field' },
+    type === 'checkbox' ? [input, h('label', { for: id }, label)] : [h('label', { for: id }, label, required ? h('span', { class: 'required' }, ` (${t('form.required')})`) : null), input],
+    hint && h('p', { id: hintId, class: 'hint' }, hint),
+    h('p', { id: errorId, class: 'field-error', hidden: true }),
+  );
+  wrapper.input = input;
+  wrapper.dataset.name = name;
+  return wrapper;
+}
+
+export const valueOf = (form, name) => {
+  const input = form.elements.namedItem(name);
+  if (!input) return undefined;
+  return input.type === 'checkbox' ? input.checked : input.value.trim();
+};
+
+export function clearErrors(form) {
+  for (const element of form.querySelectorAll('.field-error')) {
+    element.textContent = '';
+    element.hidden = true;
+  }
+  for (const element of form.querySelectorAll('[aria-invalid]')) element.removeAttribute('aria-invalid');
+  const box = form.querySelector('.form-problem');
+  if (box) box.replaceChildren();
+}
+
+/** One field's own message (from the page's checks before sending). */
+export function fieldError(form, name, message) {
+  const input = form.elements.namedItem(name);
+  if (!input || !input.id) return false;
+  const error = document.getElementById(`${input.id}-error`);
+  error.textContent = message;
+  error.hidden = false;
+  input.setAttribute('aria-invalid', 'true');
+  return true;
+}
+
+/** Shows an API refusal on the form; focuses the first field named, else the alert. */
+export function showProblem(form, envelope, context) {
+  clearErrors(form);
+  let first = null;
+  const unplaced = [];
+  if (envelope.code === 4000 && envelope.data && Array.isArray(envelope.data.errors)) {
+    for (const error of envelope.data.errors) {
+      const name = String(error.path).replace(/^(body|query|params)\./, '').split('.')[0];
+      if (fieldError(form, name, error.message)) first = first || form.elements.namedItem(name);
+      else unplaced.push(error);
+    }
+    if (first && unplaced.length === 0) return void first.focus();
+  }
+  const box = form.querySelector('.form-problem');
+  box.replaceChildren(errorBox(envelope, context));
+  if (unplaced.length) box.firstChild.append(h('ul', null, unplaced.map((error) => h('li', null, error.message))));
+  if (first) first.focus();
+  else box.focus();
+}
+
+/** A form with a submit button that is disabled while its call runs, so one click sends once. */
+export function form({ label, fields, submit, onSubmit, extra, submitClass = 'primary' }) {
+  const button = h('button', { type: 'submit', class: submitClass }, submit);
+  const element = h(
+    'form',
+    { novalidate: true, 'aria-label': label },
+    fields,
+    h('div', { class: 'form-problem', tabindex: '-1' }),
+    h('div', { class: 'actions' }, button, extra),
+  );
+  element.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (button.disabled) return;
+    clearErrors(element);
+    button.disabled = true;
+    button.setAttribute('aria-busy', 'true');
+    try {
+      await onSubmit(element);
+    } finally {
+      button.disabled = false;
+      button.removeAttribute('aria-busy');
+    }
+  });
+  return element;
+}

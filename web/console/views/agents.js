@@ -1,0 +1,152 @@
+import { api } from '../lib/api.js';
+import { h } from '../lib/dom.js';
+import { errorBox } from '../lib/explain.js';
+import { field, form, showProblem, valueOf } from '../lib/forms.js';
+import { t, when } from '../lib/i18n.js';
+import { money } from '../lib/money.js';
+import { transactionRow } from '../lib/transactions.js';
+
+// My agents: the API keys that act for the person (made here, by a device sign-in, or by an MCP
+// connection), when each was made and last used, revoking one, the transactions each made, and
+// its budget when the API has one for it (the budget's own fields; the slot stays hidden where
+// the key list carries no budget field).
+function kindOf(key) {
+  if (key.origin) return key.origin;
+  return / \(MCP sign-in\)$/.test(key.name || '') ? 'mcp' : 'device';
+}
+
+function budgetSlot(key) {
+  if (!('budget' in key)) return null;
+  const budget = key.budget;
+  const body = budget
+    ? h(
+        'dl',
+        { class: 'details' },
+        h('dt', null, t('budget.per-purchase')),
+        h('dd', null, budget.per_purchase_max === null ? t('budget.no-bound') : money(budget.per_purchase_max, budget.currency)),
+        h('dt', null, t('budget.daily')),
+        h('dd', null, budget.daily_max === null ? t('budget.no-bound') : money(budget.daily_max, budget.currency)),
+        h('dt', null, t('budget.spent-today')),
+        h('dd', null, money(budget.spent_today, budget.currency)),
+        h('dt', null, t('budget.left-today')),
+        h('dd', { class: 'amount' }, budget.left_today === null ? t('budget.no-bound') : money(budget.left_today, budget.currency)),
+        budget.categories && [h('dt', null, t('budget.categories')), h('dd', null, budget.categories.join(', '))],
+      )
+    : h('p', { class: 'hint' }, t('budget.none'));
+  return h('div', { class: 'budget' }, h('h4', null, t('budget.title')), body);
+}
+
+function transactionsOf(ctx, key) {
+  const holder = h('div', { class: 'agent-transactions' });
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'link',
+      'aria-expanded': 'false',
+      onClick: async () => {
+        if (button.getAttribute('aria-expanded') === 'true') {
+          button.setAttribute('aria-expanded', 'false');
+          return holder.replaceChildren();
+        }
+        const envelope = await api('GET', `/api/v1/auth/api-keys/${key.id}/transactions`, { query: { page_size: 20 } });
+        button.setAttribute('aria-expanded', 'true');
+        if (envelope.code !== 0) return holder.replaceChildren(errorBox(envelope));
+        holder.replaceChildren(envelope.data.items.length ? h('ul', { class: 'rows' }, envelope.data.items.map(transactionRow)) : h('p', { class: 'hint' }, t('agents.no-transactions')));
+      },
+    },
+    t('agents.transactions', { name: key.name || key.key_prefix }),
+  );
+  return [button, holder];
+}
+
+function keyCard(ctx, key, reload) {
+  const problem = h('div');
+  const name = key.name || key.key_prefix;
+  return h(
+    'li',
+    { class: 'card' },
+    h('h3', null, name, ' ', h('span', { class: `badge ${key.revoked_at ? 'status-revoked' : 'status-active'}` }, key.revoked_at ? t('agents.revoked') : t('agents.active'))),
+    h(
+      'dl',
+      { class: 'details' },
+      h('dt', null, t('agents.kind')),
+      h('dd', null, t(`agents.kind.${kindOf(key)}`)),
+      h('dt', null, t('agents.prefix')),
+      h('dd', { class: 'code' }, key.key_prefix),
+      h('dt', null, t('agents.created')),
+      h('dd', null, when(key.created_at)),
+      'last_used_at' in key && [h('dt', null, t('agents.last-used')), h('dd', null, key.last_used_at ? when(key.last_used_at) : t('agents.never-used'))],
+      key.revoked_at && [h('dt', null, t('agents.revoked-at')), h('dd', null, when(key.revoked_at))],
+    ),
+    budgetSlot(key),
+    transactionsOf(ctx, key),
+    !key.revoked_at &&
+      h(
+        'div',
+        { class: 'actions' },
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onClick: async () => {
+              if (!window.confirm(t('agents.revoke.confirm', { name }))) return;
+              const envelope = await api('DELETE', `/api/v1/auth/api-keys/${key.id}`);
+              if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
+              ctx.announce(t('agents.revoked.done', { name }));
+              await reload();
+            },
+          },
+          t('agents.revoke', { name }),
+        ),
+      ),
+    problem,
+  );
+}
+
+function createForm(ctx, reload, secretHolder) {
+  return form({
+    label: t('agents.create'),
+    submit: t('agents.create.submit'),
+    fields: [field({ name: 'name', label: t('agents.create.name'), required: true, maxlength: 100, hint: t('agents.create.name.hint') })],
+    onSubmit: async (element) => {
+      const envelope = await api('POST', '/api/v1/auth/api-keys', { body: { name: valueOf(element, 'name') } });
+      if (envelope.code !== 0) return showProblem(element, envelope, 'agents');
+      element.reset();
+      const secret = h('output', { class: 'secret code', id: 'new-secret' }, envelope.data.api_key);
+      secretHolder.replaceChildren(
+        h(
+          'div',
+          { class: 'notice warning', role: 'status' },
+          h('h3', { tabindex: '-1', id: 'secret-title' }, t('agents.secret.title', { name: envelope.data.key.name })),
+          h('p', null, t('agents.secret.once')),
+          h('dl', { class: 'details' }, h('dt', null, 'X-Api-Key'), h('dd', null, secret), h('dt', null, 'X-Platform-User-Id'), h('dd', { class: 'code' }, envelope.data.user_id)),
+          h('div', { class: 'actions' }, h('button', { type: 'button', class: 'secondary', onClick: () => secretHolder.replaceChildren() }, t('agents.secret.hide'))),
+        ),
+      );
+      secretHolder.querySelector('#secret-title').focus();
+      await reload();
+    },
+  });
+}
+
+export async function render(ctx) {
+  const list = h('ul', { class: 'cards' });
+  const problem = h('div');
+  const secretHolder = h('div');
+  async function reload() {
+    const envelope = await api('GET', '/api/v1/auth/api-keys', { query: { page_size: 100 } });
+    if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
+    list.replaceChildren(...(envelope.data.items.length ? envelope.data.items.map((key) => keyCard(ctx, key, reload)) : [h('li', { class: 'hint' }, t('agents.none'))]));
+  }
+  await reload();
+  return h(
+    'div',
+    { class: 'page' },
+    h('h1', null, t('agents.title')),
+    h('p', { class: 'lead' }, t('agents.lead')),
+    h('section', { 'aria-labelledby': 'create-key' }, h('h2', { id: 'create-key' }, t('agents.create')), secretHolder, createForm(ctx, reload, secretHolder)),
+    h('section', { 'aria-labelledby': 'keys' }, h('h2', { id: 'keys' }, t('agents.keys')), h('p', { class: 'hint' }, t('agents.keys.lead'), ' ', h('a', { href: '/device' }, t('agents.device-page'))), problem, list),
+  );
+}

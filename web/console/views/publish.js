@@ -1,0 +1,85 @@
+import { api } from '../lib/api.js';
+import { categoryOptions, loadCategories } from '../lib/catalog.js';
+import { h } from '../lib/dom.js';
+import { errorBox } from '../lib/explain.js';
+import { field, fieldError, form, showProblem, valueOf } from '../lib/forms.js';
+import { t } from '../lib/i18n.js';
+import { fromMinor, isAmount, money, toMinor } from '../lib/money.js';
+
+// Publishing a task: the bounty is held from the wallet's available CNY. The page shows, before
+// the click, what is available and held now and what will be after; if the balance is short the
+// API keeps the task as a draft (4020) and the task page says so, with the numbers.
+export function taskFields(values = {}) {
+  return [
+    field({ name: 'title', label: t('task.field.title'), required: true, value: values.title, maxlength: 200 }),
+    field({ name: 'description', label: t('task.field.description'), type: 'textarea', rows: 6, required: true, value: values.description, hint: t('task.field.description.hint') }),
+    h(
+      'div',
+      { class: 'grid' },
+      field({ name: 'category', label: t('task.field.category'), options: categoryOptions(t('task.field.category.none')), value: values.category }),
+      field({ name: 'mode', label: t('task.field.mode'), options: [['online', t('mode.online')], ['offline', t('mode.offline')]], value: values.mode }),
+      field({ name: 'city', label: t('task.field.city'), hint: t('task.field.city.hint'), value: values.city }),
+      field({ name: 'delivery_hours', label: t('task.field.delivery-hours'), inputmode: 'numeric', required: true, value: values.delivery_hours ?? 72 }),
+      field({ name: 'tags', label: t('task.field.tags'), hint: t('task.field.tags.hint'), value: (values.tags || []).join(', ') }),
+    ),
+  ];
+}
+
+/** The body the task fields give; null after marking what is wrong. */
+export function taskBody(element) {
+  const body = { title: valueOf(element, 'title'), description: valueOf(element, 'description'), mode: valueOf(element, 'mode') || 'online' };
+  for (const name of ['category', 'city']) if (valueOf(element, name)) body[name] = valueOf(element, name);
+  const tags = valueOf(element, 'tags').split(/[,，]/).map((tag) => tag.trim()).filter(Boolean);
+  if (tags.length) body.tags = tags;
+  const hours = valueOf(element, 'delivery_hours');
+  let fine = true;
+  if (!/^\d{1,4}$/.test(hours) || Number(hours) < 1) fine = !fieldError(element, 'delivery_hours', t('task.field.delivery-hours.invalid'));
+  else body.delivery_hours = Number(hours);
+  const bounty = valueOf(element, 'bounty_amount');
+  if (bounty !== undefined && bounty !== '') {
+    if (!isAmount(bounty)) fine = !fieldError(element, 'bounty_amount', t('money.invalid'));
+    else body.bounty_amount = bounty;
+  }
+  return fine ? body : null;
+}
+
+/** "Available now … held now …; after publishing: …" for a bounty being typed. */
+export function holdPreview(wallet, bountyText) {
+  const available = toMinor(wallet.available);
+  const frozen = toMinor(wallet.frozen);
+  const bounty = isAmount(bountyText) ? toMinor(bountyText) : 0n;
+  const now = t('publish.now', { available: money(available, 'CNY'), held: money(frozen, 'CNY') });
+  if (bounty === 0n) return [now, t('publish.nothing-held')];
+  if (bounty > available) return [now, t('publish.short', { bounty: money(bounty, 'CNY'), short: money(bounty - available, 'CNY') })];
+  return [now, t('publish.after', { bounty: money(bounty, 'CNY'), available: money(fromMinor(available - bounty), 'CNY'), held: money(frozen + bounty, 'CNY') })];
+}
+
+export async function render(ctx) {
+  await loadCategories();
+  const walletEnvelope = await api('GET', '/api/v1/wallet/');
+  if (walletEnvelope.code !== 0) return h('div', { class: 'page' }, h('h1', null, t('publish.title')), errorBox(walletEnvelope));
+  const wallet = walletEnvelope.data.cash;
+  const preview = h('div', { class: 'notice', id: 'hold-preview', 'aria-live': 'polite' });
+  const showPreview = (text) => preview.replaceChildren(...holdPreview(wallet, text).map((line) => h('p', null, line)));
+  showPreview('');
+  const bountyField = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', hint: t('task.field.bounty.hint') });
+  bountyField.input.addEventListener('input', () => showPreview(bountyField.input.value));
+  const element = form({
+    label: t('publish.title'),
+    submit: t('publish.submit'),
+    fields: [...taskFields(), bountyField, preview],
+    onSubmit: async (element) => {
+      const body = taskBody(element);
+      if (!body) return;
+      const envelope = await api('POST', '/api/v1/tasks/', { body, idempotent: true });
+      if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
+        ctx.announce(t('publish.kept-draft'));
+        return ctx.navigate(`/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`);
+      }
+      if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
+      ctx.announce(t('publish.done'));
+      ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
+    },
+  });
+  return h('div', { class: 'page narrow' }, h('h1', null, t('publish.title')), h('p', { class: 'lead' }, t('publish.lead')), h('section', null, element));
+}

@@ -1,0 +1,234 @@
+import { api } from '../lib/api.js';
+import { word } from '../lib/catalog.js';
+import { h } from '../lib/dom.js';
+import { errorBox } from '../lib/explain.js';
+import { field, form, showProblem, valueOf } from '../lib/forms.js';
+import { t, when } from '../lib/i18n.js';
+import { isAmount, money, toMinor } from '../lib/money.js';
+import { holdPreview } from './publish.js';
+import { pushesSection, ratingSection } from './task-publisher-parts.js';
+
+// The publisher's side of a task: what publishing held (or why it stayed a draft), the draft's
+// publish form, the applications with the price and ceiling of each accept stated on its button,
+// pushes and recommendations, closing, and after the match the transaction and the rating.
+const skillNames = new Map();
+async function skillName(id) {
+  if (!skillNames.has(id)) {
+    const envelope = await api('GET', `/api/v1/skills/${id}`);
+    skillNames.set(id, envelope.code === 0 ? envelope.data.name : id.slice(0, 8));
+  }
+  return skillNames.get(id);
+}
+
+async function walletNotice(task, ctx) {
+  const wallet = await api('GET', '/api/v1/wallet/');
+  const held = money(task.bounty_held, task.bounty_currency);
+  const cash = wallet.code === 0 ? wallet.data.cash : null;
+  return h(
+    'div',
+    { class: 'notice', role: 'status' },
+    h('p', null, t('task.published-held', { held })),
+    cash && h('p', null, t('task.wallet-after', { available: money(cash.available, 'CNY'), held: money(cash.frozen, 'CNY') })),
+    ctx.query.get('published') && h('p', null, h('a', { href: '#/hire' }, t('task.to-hire'))),
+  );
+}
+
+function draftNotice(ctx) {
+  const short = (ctx.query.get('short') || '').split(':');
+  return h(
+    'div',
+    { class: 'notice warning', role: 'status' },
+    h('p', null, short.length === 2 ? t('task.draft-short', { available: money(short[0], 'CNY'), required: money(short[1], 'CNY') }) : t('task.draft')),
+    h('p', null, t('task.draft-todo')),
+  );
+}
+
+async function publishDraft(ctx, task, update) {
+  const wallet = await api('GET', '/api/v1/wallet/');
+  const preview = h('div', { class: 'notice', 'aria-live': 'polite' });
+  const show = (text) => wallet.code === 0 && preview.replaceChildren(...holdPreview(wallet.data.cash, text).map((line) => h('p', null, line)));
+  const bounty = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', value: task.bounty_amount ?? '' });
+  bounty.input.addEventListener('input', () => show(bounty.input.value));
+  show(task.bounty_amount ?? '');
+  return h(
+    'section',
+    { 'aria-labelledby': 'publish-draft' },
+    h('h2', { id: 'publish-draft' }, t('task.publish-draft')),
+    form({
+      label: t('task.publish-draft'),
+      submit: t('task.publish-draft.submit'),
+      fields: [field({ name: 'delivery_hours', label: t('task.field.delivery-hours'), inputmode: 'numeric', required: true, value: task.delivery_hours ?? '', hint: t('task.restate') }), bounty, preview],
+      onSubmit: async (element) => {
+        const body = { delivery_hours: Number(valueOf(element, 'delivery_hours')) };
+        const amount = valueOf(element, 'bounty_amount');
+        body.bounty_amount = amount === '' ? null : amount;
+        if (amount !== '' && !isAmount(amount)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: t('money.invalid') }] } });
+        const envelope = await api('POST', `/api/v1/tasks/${task.id}/publish-draft`, { body, idempotent: true });
+        if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
+        ctx.announce(t('publish.done'));
+        ctx.navigate(`/tasks/${task.id}?published=1`);
+        await update(envelope.data);
+      },
+    }),
+  );
+}
+
+/** What accepting costs, said before the click: the price, the ceiling sent, and where the money comes from. */
+function acceptTerms(task, application) {
+  const price = application.proposed_price ?? task.bounty_amount;
+  if (price === null) return { price: null, text: t('accept.no-price') };
+  const held = toMinor(task.bounty_held);
+  const difference = toMinor(price) - held;
+  const currency = task.bounty_currency;
+  const source =
+    difference > 0n ? t('accept.more', { amount: money(difference, currency) }) : difference < 0n ? t('accept.back', { amount: money(-difference, currency) }) : t('accept.same');
+  return {
+    price,
+    text: t('accept.terms', { price: money(price, currency), ceiling: money(price, currency), held: money(held, currency), source }),
+  };
+}
+
+function applicationRow(ctx, task, application, name) {
+  const problem = h('div');
+  const terms = acceptTerms(task, application);
+  const termsId = `terms-${application.id}`;
+  const actions = [];
+  if (application.status === 'pending' && task.status === 'open') {
+    actions.push(
+      h('p', { id: termsId, class: 'terms' }, terms.text),
+      h(
+        'div',
+        { class: 'actions' },
+        terms.price !== null &&
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'primary',
+              'aria-describedby': termsId,
+              onClick: async (event) => {
+                event.currentTarget.disabled = true;
+                const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, { body: { max_price: terms.price }, idempotent: true });
+                event.currentTarget.disabled = false;
+                if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope, 'accept'));
+                ctx.announce(t('accept.done'));
+                ctx.navigate(`/transactions/${envelope.data.transaction.id}`);
+              },
+            },
+            t('accept.button', { name, price: money(terms.price, task.bounty_currency) }),
+          ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onClick: async () => {
+              const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/reject`, { idempotent: true });
+              if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
+              ctx.announce(t('application.rejected'));
+            },
+          },
+          t('application.reject', { name }),
+        ),
+      ),
+    );
+  }
+  return h(
+    'li',
+    { class: 'card', 'data-id': application.id, 'data-status': application.status },
+    h('h3', null, name, ' ', h('span', { class: `badge status-${application.status}` }, word('status.application', application.status))),
+    h(
+      'p',
+      { class: 'meta' },
+      application.proposed_price === null ? t('application.no-price') : t('application.asks', { price: money(application.proposed_price, task.bounty_currency) }),
+      ' · ',
+      when(application.applied_at),
+    ),
+    application.message && h('p', { class: 'text' }, application.message),
+    actions,
+    problem,
+  );
+}
+
+function applicationsSection(ctx, task) {
+  const list = h('ul', { class: 'cards' });
+  const empty = h('p', { class: 'hint' }, t('applications.empty'));
+  const problem = h('div');
+  const section = h('section', { 'aria-labelledby': 'applications' }, h('h2', { id: 'applications' }, t('applications.title')), problem, empty, list);
+  section.load = async (current) => {
+    const envelope = await api('GET', `/api/v1/tasks/${current.id}/applications`, { query: { page_size: 50 } });
+    if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
+    const seen = new Set();
+    for (const application of envelope.data.items) {
+      seen.add(application.id);
+      const old = list.querySelector(`[data-id="${application.id}"]`);
+      if (old && old.dataset.status === application.status && current.status === 'open') continue;
+      const row = applicationRow(ctx, current, application, await skillName(application.skill_id));
+      if (old) old.replaceWith(row);
+      else list.append(row);
+    }
+    empty.hidden = seen.size > 0;
+  };
+  return section;
+}
+
+function closeSection(ctx, task) {
+  const problem = h('div');
+  return h(
+    'section',
+    { 'aria-labelledby': 'close-task' },
+    h('h2', { id: 'close-task' }, t('task.close')),
+    h('p', null, t('task.close.lead', { held: money(task.bounty_held, task.bounty_currency) })),
+    problem,
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary',
+        onClick: async () => {
+          const envelope = await api('POST', `/api/v1/tasks/${task.id}/close`, { idempotent: true });
+          if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
+          ctx.announce(t('task.closed'));
+        },
+      },
+      t('task.close.button'),
+    ),
+  );
+}
+
+async function matchedSection(task) {
+  const transaction = await api('GET', `/api/v1/transactions/${task.transaction_id}`);
+  const status = transaction.code === 0 ? transaction.data.status : null;
+  return h(
+    'section',
+    { 'aria-labelledby': 'matched' },
+    h('h2', { id: 'matched' }, t('task.matched')),
+    h('p', null, status ? t('task.matched.status', { status: word('status.transaction', status) }) : null, ' ', h('a', { href: `#/transactions/${task.transaction_id}` }, t('task.to-transaction'))),
+  );
+}
+
+export async function build(ctx, first) {
+  const notices = h('div');
+  const element = h('div');
+  let shownStatus = null;
+  let applications = null;
+
+  async function update(task) {
+    if (task.status === 'open' && (ctx.query.get('published') || shownStatus === 'draft')) notices.replaceChildren(await walletNotice(task, ctx));
+    else if (task.status === 'draft') notices.replaceChildren(draftNotice(ctx));
+    else if (task.status !== 'open') notices.replaceChildren();
+    if (task.status !== shownStatus) {
+      shownStatus = task.status;
+      applications = task.status === 'draft' ? null : applicationsSection(ctx, task);
+      const parts = [];
+      if (task.status === 'draft') parts.push(await publishDraft(ctx, task, update));
+      if (task.status === 'matched') parts.push(await matchedSection(task), await ratingSection(ctx, task));
+      if (applications) parts.push(applications);
+      if (task.status === 'open') parts.push(await pushesSection(ctx, task), closeSection(ctx, task));
+      element.replaceChildren(...parts.filter(Boolean));
+    }
+    if (applications) await applications.load(task);
+  }
+  await update(first);
+  return { notices, element, update };
+}
