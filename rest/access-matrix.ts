@@ -91,6 +91,10 @@ export const routeAccess: Record<string, RouteAccess> = {
   'POST /api/v1/auth/oauth/requests/:request_id/decision': humanOnly('oauth_request'),
   'GET /api/v1/auth/api-keys': humanOnly('self'),
   'DELETE /api/v1/auth/api-keys/:id': humanOnly('api_key'),
+  // The key's owner as a person only: an agent never changes a budget, not even its own key's.
+  'GET /api/v1/auth/api-keys/:id/budget': humanOnly('api_key'),
+  'PUT /api/v1/auth/api-keys/:id/budget': humanOnly('api_key'),
+  'DELETE /api/v1/auth/api-keys/:id/budget': humanOnly('api_key'),
   'POST /api/v1/admin/api-keys': adminOnly,
   'POST /api/v1/admin/api-keys/:id/links': adminOnly,
   'POST /api/v1/admin/transactions/:tx_id/resolve': adminOnly,

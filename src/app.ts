@@ -19,6 +19,7 @@ import { matchingRoutes } from '../rest/routes/matching.ts';
 import { invokeRoutes } from '../rest/routes/invoke.ts';
 import { identityRoutes } from '../rest/routes/identity.ts';
 import { deviceAuthorizationRoutes } from '../rest/routes/device-authorization.ts';
+import { agentBudgetRoutes } from '../rest/routes/agent-budgets.ts';
 import { pricingRoutes } from '../rest/routes/pricing.ts';
 import { streamRoutes } from '../rest/routes/streams.ts';
 import { webhookRoutes } from '../rest/routes/webhooks.ts';
@@ -47,6 +48,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
     ...categoryRoutes(),
     ...identityRoutes(engine),
     ...deviceAuthorizationRoutes(engine),
+    ...agentBudgetRoutes(engine),
     ...oauthRoutes(engine),
     ...matchingRoutes(engine),
     ...demandRoutes(engine),

@@ -24,6 +24,10 @@ export const errorTable = {
   price_above_ceiling: { code: 4093, httpStatus: 409, rpcCode: -32193 },
   idempotency_key_reused: { code: 4220, httpStatus: 422, rpcCode: -32122 },
   insufficient_balance: { code: 4020, httpStatus: 402, rpcCode: -32120 },
+  // The charge is beyond the agent budget the key's owner set (per purchase, per UTC day, or the
+  // categories and capabilities allowed): refused with nothing moved, with data {budget, currency,
+  // amount, left_today, ...} naming the bound and what is left (docs/decisions/money-and-escrow.md "Agent budgets").
+  agent_budget_exceeded: { code: 4021, httpStatus: 402, rpcCode: -32121 },
   payload_too_large: { code: 4130, httpStatus: 413, rpcCode: -32113 },
   rate_limited: { code: 4290, httpStatus: 429, rpcCode: -32129 },
   daily_limit_reached: { code: 4291, httpStatus: 429, rpcCode: -32128 },

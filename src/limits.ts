@@ -35,6 +35,8 @@ export const limits = {
   rpcMessagePartsMax: 50,
   cursorPartLengthMax: 100,
   apiKeyNameLengthMax: 100,
+  /** The capabilities an agent budget may name (docs/decisions/money-and-escrow.md "Agent budgets"). */
+  agentBudgetCapabilitiesMax: 100,
   jwtLifetimeSeconds: 24 * 60 * 60,
   capabilityTitleLengthMax: 200,
   capabilityCategoryLengthMax: 50,
@@ -47,6 +49,15 @@ export const limits = {
   amountMinorUnitsMax: 1_000_000_000_000_000n,
   /** A compare-and-set that lost a race is decided again at most this many times. */
   compareAndSetAttemptsMax: 3,
+  /**
+   * Group commit (engine/money/batcher.ts): state changes that arrive while a batch is in the
+   * database wait and are written together, at most this many in one statement and commit.
+   */
+  moneyBatchChangesMax: 64,
+  /** Batches one instance has in the database at once; changes arriving meanwhile wait for the next. */
+  moneyBatchesInFlightMax: 1,
+  /** How long the first change of a batch waits for others when no batch waits (0: the next turn of the event loop). */
+  moneyBatchLingerMs: 0,
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,
@@ -89,6 +100,17 @@ export const limits = {
    */
   credentialCacheTtlMs: 10_000,
   credentialCacheEntriesMax: 10_000,
+  /**
+   * Reconciled rate-limit buckets (reads and JSON-RPC calls; engine/identity/reconciled-buckets.ts)
+   * send what this instance took to Redis this often, in one write for every key.
+   */
+  rateLimitReconcileIntervalMs: 100,
+  /**
+   * The share of a reconciled bucket's limit one instance admits on its own before it waits for a
+   * reconciliation (at least one request): across N instances a window admits at most its limit
+   * plus this share once per instance.
+   */
+  rateLimitUnreconciledShareMax: 0.05,
   /** One heartbeat comment to every open stream this often keeps proxies from closing idle streams. */
   streamHeartbeatMs: 15_000,
   /** A subscriber whose unsent output grows past this is disconnected; it resumes with Last-Event-ID. */

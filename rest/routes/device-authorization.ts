@@ -67,10 +67,13 @@ export const deviceAuthorizationRoutes = (engine: Engine) => {
       path: '/api/v1/auth/api-keys',
       tag: 'auth',
       auth: 'human',
-      summary: "The caller's own API keys (issued by their device approvals), newest first",
+      summary: "The caller's own API keys (issued by their device approvals and MCP sign-ins), newest first, each with its agent budget",
       query: schemas.apiKeyListQuery,
       response: schemas.apiKeyList,
-      handler: ({ query, principal }) => engine.apiKeys.list(principal!, query.page, query.page_size),
+      handler: async ({ query, principal }) => {
+        const page = await engine.apiKeys.list(principal!, query.page, query.page_size);
+        return { ...page, items: await engine.agentBudgets.withBudgets(page.items) };
+      },
     }),
     route({
       method: 'delete',

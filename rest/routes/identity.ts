@@ -36,7 +36,7 @@ export const identityRoutes = (engine: Engine) => [
     auth: 'user',
     summary: 'What the presented credentials resolve to',
     response: schemas.meResponse,
-    handler: async ({ principal }) => engine.identity.me(principal!),
+    handler: async ({ principal }) => ({ ...engine.identity.me(principal!), agent_budget: await engine.agentBudgets.left(principal!) }),
   }),
   route({
     method: 'post',

@@ -35,6 +35,7 @@ import * as ratingCost from './migrations/031_rating_cost.ts';
 import * as subscriptionCaps from './migrations/032_subscription_caps.ts';
 import * as linearSearchText from './migrations/033_linear_search_text.ts';
 import * as webhookTurns from './migrations/035_webhook_turns.ts';
+import * as agentBudgets from './migrations/040_agent_budgets.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -75,6 +76,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '032_subscription_caps': subscriptionCaps,
   '033_linear_search_text': linearSearchText,
   '035_webhook_turns': webhookTurns,
+  '040_agent_budgets': agentBudgets,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -27,7 +27,15 @@ import {
   createOAuthClients,
 } from './identity/index.ts';
 import { type EngineDependencies, createRetention, outboundNetwork } from './common/index.ts';
-import { createIdempotency, createStreams, createSweeper, createTransactionEngine, createTransitions, createWalletEngine } from './money/index.ts';
+import {
+  createAgentBudgets,
+  createIdempotency,
+  createStreams,
+  createSweeper,
+  createTransactionEngine,
+  createTransitions,
+  createWalletEngine,
+} from './money/index.ts';
 import {
   createSkillEngine,
   createSkillHall,
@@ -69,6 +77,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   const autoAcceptJobs = createAutoAcceptJobs(dependencies, autoAccept, createDemandMatches(dependencies, matching));
   const capabilities = withAfterWriteKicks(createCapabilityEngine(dependencies, idempotency), autoAcceptJobs.kick, embeddings);
   const wallet = createWalletEngine(dependencies, idempotency);
+  const agentBudgets = createAgentBudgets(dependencies);
   const hub = createEventHub(dependencies.bus, dependencies.db, dependencies.log);
   await hub.start();
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
@@ -128,6 +137,7 @@ export async function createEngine(dependencies: EngineDependencies) {
   return {
     identity,
     apiKeys,
+    agentBudgets,
     webhooks,
     deviceAuthorization,
     oauth,

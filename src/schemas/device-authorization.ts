@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { agentPlatformTypes, deviceCodePattern, userCodeAlphabet, userCodeLength } from '../domain/device-codes.ts';
+import { agentBudgetView } from './agent-budgets.ts';
 import { uuid } from './common.ts';
 import { pagedList, pageQuery } from './pagination.ts';
 
@@ -64,7 +65,10 @@ export const apiKeyView = z
   .meta({ id: 'ApiKey' });
 
 export const apiKeyListQuery = z.object({ page: pageQuery.page, page_size: pageQuery.page_size });
-export const apiKeyList = pagedList(apiKeyView).meta({ id: 'ApiKeyList' });
+export const apiKeyListItem = apiKeyView
+  .extend({ budget: agentBudgetView.nullable().meta({ description: 'What the key may spend and what is left today; null: no budget' }) })
+  .meta({ id: 'ApiKeyWithBudget' });
+export const apiKeyList = pagedList(apiKeyListItem).meta({ id: 'ApiKeyList' });
 export const apiKeyParams = z.object({ id: uuid });
 
 export type StartInput = z.infer<typeof startBody>;

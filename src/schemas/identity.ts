@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { limits } from '../limits.ts';
+import { agentBudgetView } from './agent-budgets.ts';
 import { uuid } from './common.ts';
 
 const email = z
@@ -29,6 +30,9 @@ export const meResponse = z
     user_id: uuid,
     caller_type: z.enum(['agent', 'human']),
     agent_platform_type: z.string().nullable(),
+    agent_budget: agentBudgetView
+      .nullable()
+      .meta({ description: "An agent key's budget, with what it was charged today and what is left; null: no budget bounds these credentials" }),
   })
   .meta({ id: 'Me' });
 

@@ -222,6 +222,7 @@ function requestOf(spec: RouteSpec, world: World): { path: string; body?: unknow
     'POST /api/v1/auth/device-auth/lookup': { user_code: world.userCode },
     'POST /api/v1/auth/device-auth/confirm': { user_code: world.userCode, decision: 'deny' },
     'POST /api/v1/auth/oauth/requests/:request_id/decision': { decision: 'deny' },
+    'PUT /api/v1/auth/api-keys/:id/budget': { per_purchase_max: '1.00', daily_max: '5.00' },
     'POST /api/v1/admin/api-keys': { agent_platform_type: 'custom_mcp' },
     'POST /api/v1/admin/api-keys/:id/links': { user_id: world.ids.ownerId },
     'POST /api/v1/admin/transactions/:tx_id/resolve': { outcome: 'refund' },

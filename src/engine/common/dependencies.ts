@@ -34,6 +34,12 @@ export interface Principal {
   caller_type: CallerType;
   platform: string | null;
   api_key_id: string | null;
+  /**
+   * The key whose agent budget this caller's charges count against: a person's own key (a device
+   * or MCP grant; docs/decisions/money-and-escrow.md "Agent budgets"). Unset for an operator's
+   * key, a person's own session and the system, which no budget bounds.
+   */
+  budget_key_id?: string | null;
   /** When the credential stops being valid (a JWT's exp, in ms since the epoch); API keys last until revoked. */
   expires_at_ms?: number;
 }

@@ -105,7 +105,14 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
       if (!key.auto_provision) throw unauthenticated('this API key may not act for that user');
       await provisionLinkedUser(key.id, userId);
     }
-    const principal: Principal = { user_id: userId, caller_type: 'agent', platform: key.agent_platform_type, api_key_id: key.id };
+    const principal: Principal = {
+      user_id: userId,
+      caller_type: 'agent',
+      platform: key.agent_platform_type,
+      api_key_id: key.id,
+      // A person's own key may carry their budget; the operator's keys have no owner to set one.
+      budget_key_id: key.owner_user_id === null ? null : key.id,
+    };
     revocations.noteAuthenticated(principal, heardBefore);
     return principal;
   }

@@ -370,6 +370,8 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
       caller_type: 'agent',
       platform: 'custom_mcp',
       api_key_id: row.api_key_id,
+      // A grant is always the person's own key: its budget bounds what the tokens spend.
+      budget_key_id: row.api_key_id,
       expires_at_ms: new Date(row.expires_at).getTime(),
     };
   }

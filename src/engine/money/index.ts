@@ -1,10 +1,21 @@
 /**
  * The money room: everything that moves or holds money. Transactions and their state machine
  * (transitions, with the ledger entries and outbox row of each move in one database transaction),
- * wallets, buyer ceilings, capability usage limits, task bounty holds, idempotency of every paid
+ * wallets, buyer ceilings, capability usage limits, agent budgets, task bounty holds, idempotency of every paid
  * request, the sweeper that expires and auto-confirms, and the transaction streams. It stands on
  * access and common; the market, work and A2A rooms spend through this door.
  */
+export {
+  agentBudgetView,
+  chargeAcceptance,
+  chargeAgentBudget,
+  chargeFreeze,
+  checkAgentBudget,
+  createAgentBudgets,
+  giveBackAgentBudget,
+  type AgentBudgets,
+  type BudgetCharge,
+} from './budgets.ts';
 export { takeCapabilityUsage } from './capability-limits.ts';
 export { assertBuyerCeiling } from './ceilings.ts';
 export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';
