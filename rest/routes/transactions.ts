@@ -15,7 +15,8 @@ const actionRoute = (engine: Engine, action: PartyAction, summary: string, body:
     idempotent: true,
     tag: 'transactions',
     auth: 'user',
-    errors: [4020, 4030, 4040, 4090, 4091, 4220],
+    // A freeze by a person's own key may be beyond its agent budget (4021).
+    errors: [4020, ...(action === 'freeze' ? [4021] : []), 4030, 4040, 4090, 4091, 4220],
     summary,
     params: schemas.transactionIdParams,
     body,
@@ -35,7 +36,7 @@ export const transactionRoutes = (engine: Engine) => [
     tag: 'transactions',
     auth: 'user',
     successStatus: 201,
-    errors: [4030, 4040, 4091, 4093, 4220],
+    errors: [4021, 4030, 4040, 4091, 4093, 4220],
     summary: 'Buy a capability: creates a transaction in pending_freeze (agents must send Idempotency-Key)',
     body: schemas.createTransactionBody,
     response: schemas.transactionResponse,

@@ -15,6 +15,7 @@ import { InsufficientBalance } from '../../store/ledger.ts';
 import { transactionView, withOmittedFields } from './views.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
 import { assertBuyerCeiling } from './ceilings.ts';
+import { chargeFreeze, checkPurchase } from './budgets.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { limits } from '../../limits.ts';
 import type { Knex } from 'knex';
@@ -165,6 +166,8 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
           await assertBuyerCeiling(unit.trx, principal, capability, price, command);
           const at = now();
+          // An agent budget that already refuses this purchase creates nothing; the freeze decides (budgets.ts).
+          await checkPurchase(unit.trx, principal, capability, price, at);
           if (
             command.client_task_id &&
             (await unit.trx('transactions').where({ buyer_user_id: principal.user_id, client_task_id: command.client_task_id }).first('id'))
@@ -219,6 +222,8 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
 
   /** A party's action (freeze, accept, reject, deliver, confirm, cancel, dispute). */
   async function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
+    // A freeze by a person's own key is charged to its agent budget in the freeze's database transaction (budgets.ts).
+    const budgeted = action === 'freeze' && Boolean(principal.budget_key_id);
     for (let attempt = 1; ; attempt++) {
       try {
         return await completed(
@@ -226,8 +231,11 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
             principal,
             request,
             200,
-            async (unit) => transactionView(await transitions.move(unit, id, action, { principal }, extra)),
-            'one statement',
+            async (unit) => {
+              if (budgeted) await chargeFreeze(unit.trx, principal, id, now());
+              return transactionView(await transitions.move(unit, id, action, { principal }, extra));
+            },
+            budgeted ? 'several statements' : 'one statement',
           ),
         );
       } catch (error) {
