@@ -58,6 +58,15 @@ export const limits = {
   moneyBatchesInFlightMax: 1,
   /** How long the first change of a batch waits for others when no batch waits (0: the next turn of the event loop). */
   moneyBatchLingerMs: 0,
+  /**
+   * Group commit (engine/money/batcher.ts): state changes that arrive while a batch is in the
+   * database wait and are written together, at most this many in one statement and commit.
+   */
+  moneyBatchChangesMax: 64,
+  /** Batches one instance has in the database at once; changes arriving meanwhile wait for the next. */
+  moneyBatchesInFlightMax: 1,
+  /** How long the first change of a batch waits for others when no batch waits (0: the next turn of the event loop). */
+  moneyBatchLingerMs: 0,
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,

@@ -3,22 +3,25 @@ import type { Knex } from 'knex';
 import { prepared } from '../db/prepared.ts';
 import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger.ts';
 import type { OutboxRow } from './outbox.ts';
-import { type ClaimCompletion, claimClauses, completionClause } from './claims.ts';
+import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClause } from './claims.ts';
 
 /**
- * One state change of a marketplace transaction as ONE SQL statement: the write to the
- * transaction row (an insert for create, a compare-and-set update for a move), the balance
- * updates, the ledger entries, both parties' stream counters and the outbox events, chained as
- * data-modifying CTEs. Every part after the first runs only if the first matched a row, so a lost
- * compare-and-set changes nothing at all.
+ * State changes of marketplace transactions as ONE SQL statement: the writes to the transaction
+ * rows (an insert for create, a compare-and-set update for a move), the balance updates, the
+ * ledger entries, the parties' stream counters, the outbox events and the idempotency
+ * completions, chained as data-modifying CTEs, one multi-row statement per kind of row. Each
+ * change's parts after its row write run only if that write matched, so a lost compare-and-set
+ * changes nothing of that change, and the other changes of the statement are written. One change
+ * alone is a statement of the same form; engine/money/batcher.ts gathers concurrent changes into one.
  *
  * Why one statement: a move used to be BEGIN, SELECT, UPDATE, account UPDATEs, ledger INSERT,
  * outbox INSERT, COMMIT: up to eight round trips, each costing the server's only thread more than
  * PostgreSQL's work did. One statement is one round trip, and outside an explicit transaction it
- * is its own atomic commit. Row locks are taken in one fixed order, the same in every change
- * statement (PostgreSQL runs the CTEs the final SELECT reads first, the others at the end): the
- * idempotency claim row, the transaction row, both stream counters in sorted order, then the
- * accounts in sorted id order.
+ * is its own atomic commit: one commit for all its changes. Row locks are taken in one fixed
+ * order, the same in every change statement (PostgreSQL runs the CTEs the final SELECT reads
+ * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
+ * claim rows, the transaction rows, the stream counters, then the accounts. Two statements
+ * therefore never wait for each other in a circle.
  */
 export interface NewEvent {
   type: string;
@@ -52,102 +55,207 @@ function assertColumns(names: string[]) {
   for (const name of names) if (!columnName.test(name)) throw new Error(`not a column name: ${name}`);
 }
 
-/** Objects go to jsonb columns as JSON text; dates, strings, numbers and null go as they are. */
-const bindable = (value: unknown) => (value !== null && typeof value === 'object' && !(value instanceof Date) ? JSON.stringify(value) : value);
-
-function writeClause(change: StateChange, bindings: unknown[]): string {
-  const { write } = change;
-  if (write.kind === 'insert') {
-    const columns = Object.keys(write.values);
-    assertColumns(columns);
-    bindings.push(...columns.map((column) => bindable(write.values[column])));
-    const onlyIfClaimed = change.claim ? ' WHERE EXISTS (SELECT 1 FROM claim_held)' : '';
-    return `changed AS (INSERT INTO transactions (${columns.join(', ')}) SELECT ${columns.map(() => '?').join(', ')}${onlyIfClaimed} RETURNING id)`;
-  }
-  const columns = Object.keys(write.set);
-  assertColumns(columns);
-  bindings.push(...columns.map((column) => bindable(write.set[column])), change.events.length, change.transactionId, write.fromStatus, write.fromSequence);
-  const onlyIfClaimed = change.claim ? ' AND EXISTS (SELECT 1 FROM claim_held)' : '';
-  return `changed AS (UPDATE transactions SET ${columns.map((column) => `${column} = ?`).join(', ')}, event_sequence = event_sequence + ?
-      WHERE id = ? AND status = ? AND event_sequence = ?${onlyIfClaimed} RETURNING id)`;
+/** A change with its place in the statement: 1, 2, … in the order given. */
+interface Numbered {
+  change: StateChange;
+  ordinal: number;
 }
 
-function eventClauses(change: StateChange, firstSequence: number, bindings: unknown[]): string[] {
-  const count = change.events.length;
-  const records = change.events.map((event, index) => ({ ordinal: index + 1, type: event.type, payload: event.payload }));
-  bindings.push(change.buyerUserId, change.sellerUserId, count);
-  bindings.push(
-    firstSequence - 1,
-    change.buyerUserId,
-    count,
-    change.sellerUserId,
-    count,
-    change.at,
-    change.buyerUserId,
-    change.sellerUserId,
-    JSON.stringify(records),
+/** The changes' transaction rows: the compare-and-set updates and the inserts, as `changed` (ordinal, id). */
+function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
+  const updates = numbered.filter(({ change }) => change.write.kind === 'update');
+  const inserts = numbered.filter(({ change }) => change.write.kind === 'insert');
+  const clauses: string[] = [];
+  const sources: string[] = [];
+  if (updates.length > 0) {
+    clauses.push(...updateClauses(updates, bindings));
+    sources.push('SELECT ordinal, id FROM updated');
+  }
+  if (inserts.length > 0) {
+    const columns = [...new Set(inserts.flatMap(({ change }) => Object.keys((change.write as { values: object }).values)))].sort();
+    assertColumns(columns);
+    bindings.push(JSON.stringify(inserts.map(({ change, ordinal }) => ({ ordinal, fields: (change.write as { values: object }).values }))));
+    clauses.push(
+      `insert_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, fields jsonb) WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
+      `inserted AS (INSERT INTO transactions (${columns.join(', ')})
+        SELECT ${columns.map((column) => `fresh.${column}`).join(', ')}
+          FROM insert_input CROSS JOIN LATERAL jsonb_populate_record(NULL::transactions, insert_input.fields) AS fresh
+         ORDER BY insert_input.ordinal RETURNING id)`,
+    );
+    sources.push("SELECT insert_input.ordinal, inserted.id FROM inserted JOIN insert_input ON (insert_input.fields->>'id')::uuid = inserted.id");
+  }
+  return [...clauses, `changed AS (${sources.join(' UNION ALL ')})`];
+}
+
+/**
+ * The compare-and-set of every move, as one UPDATE: a row is changed only if its status and
+ * event_sequence are still those the move was decided on. The rows are locked first, in id order,
+ * so two statements never wait for each other in a circle. A column some moves set and others do
+ * not is set to itself where the move leaves it alone.
+ */
+function updateClauses(updates: Numbered[], bindings: unknown[]): string[] {
+  const sets = updates.map(({ change }) => (change.write as { set: Record<string, unknown> }).set);
+  const columns = [...new Set(sets.flatMap((set) => Object.keys(set)))].sort();
+  assertColumns(columns);
+  const assignments = columns.map((column) =>
+    sets.every((set) => column in set)
+      ? `${column} = patched.${column}`
+      : `${column} = CASE WHEN jsonb_exists(input.patch, '${column}') THEN patched.${column} ELSE target.${column} END`,
   );
-  // Left joins: a party without a stream counter row gets a NULL sequence, which the NOT NULL
-  // column refuses, failing the whole statement rather than committing a change without its event.
+  bindings.push(
+    JSON.stringify(
+      updates.map(({ change, ordinal }) => {
+        const write = change.write as Extract<RowWrite, { kind: 'update' }>;
+        return {
+          ordinal,
+          id: change.transactionId,
+          from_status: write.fromStatus,
+          from_sequence: write.fromSequence,
+          bump: change.events.length,
+          patch: write.set,
+        };
+      }),
+    ),
+  );
   return [
-    `locked_streams AS (SELECT owner_user_id FROM event_streams WHERE owner_user_id IN (?, ?) AND EXISTS (SELECT 1 FROM changed)
+    `update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_sequence int, bump int, patch jsonb)
+      WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
+    'locked_transactions AS (SELECT id FROM transactions WHERE id IN (SELECT id FROM update_input) ORDER BY id FOR NO KEY UPDATE)',
+    `updated AS (UPDATE transactions AS target SET ${assignments.join(', ')}, event_sequence = target.event_sequence + input.bump
+       FROM update_input AS input CROSS JOIN LATERAL jsonb_populate_record(NULL::transactions, input.patch) AS patched
+      WHERE target.id = input.id AND target.status = input.from_status AND target.event_sequence = input.from_sequence
+        AND (SELECT count(*) FROM locked_transactions) >= 0
+      RETURNING input.ordinal, target.id)`,
+  ];
+}
+
+/**
+ * The outbox rows of every applied change, numbered in each party's stream: a user's counter is
+ * bumped once by all of its events in the statement, and its events take the numbers before the
+ * new value in the order of ordinal, then event. Left joins: a party without a stream counter row
+ * gets a NULL sequence, which the NOT NULL column refuses, failing the whole statement rather
+ * than committing a change without its event.
+ */
+function eventClauses(numbered: Numbered[], bindings: unknown[]): string[] {
+  const records = numbered.flatMap(({ change, ordinal }) => {
+    const first = change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1;
+    return change.events.map((event, index) => ({
+      ordinal,
+      position: index + 1,
+      transaction_id: change.transactionId,
+      transaction_sequence: first + index,
+      buyer_user_id: change.buyerUserId,
+      seller_user_id: change.sellerUserId,
+      type: event.type,
+      payload: event.payload,
+      created_at: change.at,
+    }));
+  });
+  bindings.push(JSON.stringify(records));
+  return [
+    `event_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS event(ordinal int, position int, transaction_id uuid, transaction_sequence int,
+        buyer_user_id uuid, seller_user_id uuid, type text, payload jsonb, created_at timestamptz)
+      WHERE event.ordinal IN (SELECT ordinal FROM changed))`,
+    `party_events AS (SELECT buyer_user_id AS owner_user_id, ordinal, position FROM event_input
+      UNION ALL SELECT seller_user_id, ordinal, position FROM event_input)`,
+    `locked_streams AS (SELECT owner_user_id FROM event_streams WHERE owner_user_id IN (SELECT owner_user_id FROM party_events)
       ORDER BY owner_user_id FOR NO KEY UPDATE)`,
-    `bumped AS (UPDATE event_streams AS stream SET last_sequence = stream.last_sequence + ?
-       FROM locked_streams WHERE stream.owner_user_id = locked_streams.owner_user_id
+    `bumped AS (UPDATE event_streams AS stream SET last_sequence = stream.last_sequence + counted.events
+       FROM (SELECT party_events.owner_user_id, count(*) AS events FROM party_events JOIN locked_streams USING (owner_user_id)
+              GROUP BY party_events.owner_user_id) AS counted
+      WHERE stream.owner_user_id = counted.owner_user_id
       RETURNING stream.owner_user_id, stream.last_sequence)`,
+    `numbered AS (SELECT party_events.owner_user_id, party_events.ordinal, party_events.position,
+        bumped.last_sequence + 1 - row_number() OVER (PARTITION BY party_events.owner_user_id ORDER BY party_events.ordinal DESC, party_events.position DESC) AS sequence
+      FROM party_events LEFT JOIN bumped USING (owner_user_id))`,
     `events AS (INSERT INTO outbox_events (transaction_id, transaction_sequence, buyer_user_id, buyer_sequence, seller_user_id, seller_sequence, event_type, payload, created_at)
-      SELECT changed.id, ? + event.ordinal, ?, buyer.last_sequence - ? + event.ordinal, ?, seller.last_sequence - ? + event.ordinal, event.type, event.payload, ?
-        FROM changed
-        LEFT JOIN bumped AS buyer ON buyer.owner_user_id = ?
-        LEFT JOIN bumped AS seller ON seller.owner_user_id = ?
-        CROSS JOIN jsonb_to_recordset(?::jsonb) AS event(ordinal int, type text, payload jsonb)
-       ORDER BY event.ordinal
-      RETURNING id, transaction_sequence, buyer_sequence, seller_sequence)`,
+      SELECT event.transaction_id, event.transaction_sequence, event.buyer_user_id, buyer.sequence, event.seller_user_id, seller.sequence, event.type, event.payload, event.created_at
+        FROM event_input AS event
+        LEFT JOIN numbered AS buyer ON buyer.owner_user_id = event.buyer_user_id AND buyer.ordinal = event.ordinal AND buyer.position = event.position
+        LEFT JOIN numbered AS seller ON seller.owner_user_id = event.seller_user_id AND seller.ordinal = event.ordinal AND seller.position = event.position
+       ORDER BY event.ordinal, event.position
+      RETURNING id, transaction_id, transaction_sequence, buyer_sequence, seller_sequence)`,
   ];
 }
 
 interface ResultRow {
+  kind: 'held' | 'changed' | 'event';
+  ordinal: number;
+  position: number | null;
   id: string | null;
-  transaction_sequence: number | null;
   buyer_sequence: string | null;
   seller_sequence: string | null;
-  claim_held: number;
+}
+
+/** Refuses what no statement may write: an unbalanced movement, a change without an event, a transaction twice. */
+export function assertWritable(changes: StateChange[]) {
+  const ids = new Set<string>();
+  for (const change of changes) {
+    assertBalanced(change.legs);
+    if (change.events.length === 0) throw new Error('a state change without an event');
+    if (ids.has(change.transactionId)) throw new Error('two changes of one transaction in one statement');
+    ids.add(change.transactionId);
+  }
 }
 
 /**
- * Runs the change as one statement on `executor` (the pool, or an open transaction). A balance
- * that would go below zero fails the statement on the accounts CHECK constraint (SQLSTATE 23514),
- * so nothing of the change is kept: it throws InsufficientBalance, which the engine turns into 4020.
+ * Runs the changes as ONE statement on `executor` (the pool, or an open transaction), and answers
+ * each change's outcome in the order given. Each change is decided on its own: one whose
+ * compare-and-set finds its row changed, or whose claim was taken over, writes nothing and the
+ * others are written. A failure of the statement (a balance that would go below zero fails the
+ * accounts CHECK constraint, SQLSTATE 23514) writes nothing of any change and is thrown as it
+ * came: which change caused it is for the caller to find (engine/money/batcher.ts splits).
+ */
+export async function commitChanges(executor: Knex, changes: StateChange[]): Promise<ChangeOutcome[]> {
+  assertWritable(changes);
+  const numbered = changes.map((change, index) => ({ change, ordinal: index + 1 }));
+  const claims: NumberedClaim[] = numbered.flatMap(({ change, ordinal }) => (change.claim ? [{ ...change.claim, ordinal }] : []));
+  const bindings: unknown[] = [];
+  const clauses = claims.length > 0 ? claimClauses(claims, bindings) : [];
+  bindings.push(JSON.stringify(numbered.filter(({ change }) => !change.claim).map(({ ordinal }) => ordinal)));
+  clauses.push(
+    // A change is written only if it has no claim or its claim is still its request's.
+    `allowed AS (SELECT value::int AS ordinal FROM jsonb_array_elements_text(?::jsonb)${claims.length > 0 ? ' UNION ALL SELECT ordinal FROM claim_held' : ''})`,
+    ...writeClauses(numbered, bindings),
+    ...movementClauses(
+      numbered.map(({ change, ordinal }) => ({ movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at, ordinal })),
+      bindings,
+      'changed',
+    ),
+    ...eventClauses(numbered, bindings),
+    ...(claims.length > 0 ? [completionClause(claims, bindings, 'changed')] : []),
+  );
+  // The outcome of every change: whether its claim held, whether it was written, and its events.
+  const text = `WITH ${clauses.join(',\n')}
+    SELECT 'changed' AS kind, ordinal, NULL::int AS position, NULL::text AS id, NULL::text AS buyer_sequence, NULL::text AS seller_sequence FROM changed
+    UNION ALL SELECT 'event', event_input.ordinal, event_input.position, events.id::text, events.buyer_sequence::text, events.seller_sequence::text
+      FROM events JOIN event_input ON event_input.transaction_id = events.transaction_id AND event_input.transaction_sequence = events.transaction_sequence
+    ${claims.length > 0 ? "UNION ALL SELECT 'held', ordinal, NULL, NULL, NULL, NULL FROM claim_held" : ''}`;
+  return outcomesOf(numbered, await prepared<ResultRow>(executor, text, bindings));
+}
+
+function outcomesOf(numbered: Numbered[], rows: ResultRow[]): ChangeOutcome[] {
+  const held = new Set(rows.filter((row) => row.kind === 'held').map((row) => row.ordinal));
+  const changed = new Set(rows.filter((row) => row.kind === 'changed').map((row) => row.ordinal));
+  return numbered.map(({ change, ordinal }): ChangeOutcome => {
+    if (change.claim && !held.has(ordinal)) return { kind: 'claim_lost' };
+    if (!changed.has(ordinal)) return { kind: 'stale' };
+    const events = rows.filter((row) => row.kind === 'event' && row.ordinal === ordinal).sort((a, b) => a.position! - b.position!);
+    return { kind: 'applied', events: events.map((row, index) => outboxRow(change, row, index)) };
+  });
+}
+
+/**
+ * One change as one statement. Not enough money throws InsufficientBalance, which the engine
+ * turns into 4020; nothing of the change is kept then.
  */
 export async function commitChange(executor: Knex, change: StateChange): Promise<ChangeOutcome> {
-  assertBalanced(change.legs);
-  if (change.events.length === 0) throw new Error('a state change without an event');
-  const firstSequence = change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1;
-  const bindings: unknown[] = [];
-  const clauses = [
-    // The claim must still be this request's when the change is written, and is completed only if
-    // the change was: the claim row is locked before the transaction row is touched.
-    ...(change.claim ? claimClauses(change.claim, bindings) : []),
-    writeClause(change, bindings),
-    ...movementClauses({ movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at }, bindings, 'changed'),
-    ...eventClauses(change, firstSequence, bindings),
-    ...(change.claim ? [completionClause(change.claim, bindings, 'changed')] : []),
-  ];
-  // The outer join returns one row even when nothing was written, to say whether the claim held.
-  const text = `WITH ${clauses.join(',\n')}
-    SELECT events.id::text AS id, events.transaction_sequence, events.buyer_sequence::text AS buyer_sequence,
-           events.seller_sequence::text AS seller_sequence, ${change.claim ? '(SELECT count(*) FROM claim_held)::int' : '1'} AS claim_held
-      FROM (SELECT 1) AS one LEFT JOIN events ON true ORDER BY events.transaction_sequence`;
-  let rows: ResultRow[];
   try {
-    rows = await prepared<ResultRow>(executor, text, bindings);
+    const [outcome] = await commitChanges(executor, [change]);
+    return outcome!;
   } catch (error) {
     throw shortfallOf(error, change.legs) ?? error;
   }
-  if (rows[0]?.claim_held === 0) return { kind: 'claim_lost' };
-  const written = rows.filter((row) => row.id !== null);
-  if (written.length === 0) return { kind: 'stale' };
-  return { kind: 'applied', events: written.map((row, index) => outboxRow(change, row, index)) };
 }
 
 const violates = (error: unknown, code: string, constraint: string) => {
@@ -163,7 +271,7 @@ function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRo
   return {
     id: row.id!,
     transaction_id: change.transactionId,
-    transaction_sequence: Number(row.transaction_sequence),
+    transaction_sequence: (change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1) + index,
     buyer_user_id: change.buyerUserId,
     buyer_sequence: row.buyer_sequence!,
     seller_user_id: change.sellerUserId,

@@ -18,27 +18,40 @@ export interface ClaimCompletion {
   responseBody: unknown;
 }
 
-/** `claim_lock` and `claim_held`: one row if the claim is still this request's, else none. */
-export function claimClauses(claim: ClaimCompletion, bindings: unknown[]): string[] {
-  bindings.push(claim.lockId, claim.scopeHash, claim.token);
+/** A claim with the ordinal of the change it belongs to in a statement (store/change.ts). */
+export type NumberedClaim = ClaimCompletion & { ordinal: number };
+
+/**
+ * `claim_input`, `claim_lock` and `claim_held`: claim_held has the ordinal of every claim that is
+ * still its request's. Every advisory lock is taken (in sorted order) before any claim row is
+ * read, so no retry can take a claim over while the statement decides; the rows are then locked
+ * in scope_hash order.
+ */
+export function claimClauses(claims: NumberedClaim[], bindings: unknown[]): string[] {
+  bindings.push(JSON.stringify(claims.map((claim) => ({ ordinal: claim.ordinal, scope_hash: claim.scopeHash, token: claim.token, lock_id: claim.lockId }))));
   return [
-    'claim_lock AS (SELECT pg_advisory_xact_lock(?::bigint))',
-    `claim_held AS (SELECT scope_hash FROM idempotency_keys
-      WHERE scope_hash = ? AND state = 'in_flight' AND claim_token = ? AND EXISTS (SELECT 1 FROM claim_lock) FOR NO KEY UPDATE)`,
+    `claim_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS claim(ordinal int, scope_hash text, token uuid, lock_id bigint))`,
+    'claim_lock AS (SELECT count(pg_advisory_xact_lock(lock_id)) AS locks FROM (SELECT DISTINCT lock_id FROM claim_input ORDER BY lock_id) AS ids)',
+    `claim_held AS (SELECT claim.ordinal FROM idempotency_keys AS key JOIN claim_input AS claim ON claim.scope_hash = key.scope_hash
+      WHERE key.state = 'in_flight' AND key.claim_token = claim.token AND (SELECT locks FROM claim_lock) >= 0
+      ORDER BY key.scope_hash FOR NO KEY UPDATE OF key)`,
   ];
 }
 
-/** `completed`: stores the response, only if the CTE `onlyIf` (the effect, or claim_held) has a row. */
-export function completionClause(claim: ClaimCompletion, bindings: unknown[], onlyIf: string): string {
-  bindings.push(claim.responseStatus, JSON.stringify(claim.responseBody), claim.scopeHash);
-  return `completed AS (UPDATE idempotency_keys SET state = 'completed', response_status = ?, response_body = ?
-      WHERE scope_hash = ? AND EXISTS (SELECT 1 FROM ${onlyIf}))`;
+/** `completed`: stores each claim's response, only if the CTE `onlyIf` (the changes, or claim_held) has its ordinal. */
+export function completionClause(claims: NumberedClaim[], bindings: unknown[], onlyIf: string): string {
+  const responses = claims.map((claim) => ({ scope_hash: claim.scopeHash, ordinal: claim.ordinal, status: claim.responseStatus, body: claim.responseBody }));
+  bindings.push(JSON.stringify(responses));
+  return `completed AS (UPDATE idempotency_keys AS key SET state = 'completed', response_status = response.status, response_body = response.body
+      FROM jsonb_to_recordset(?::jsonb) AS response(scope_hash text, ordinal int, status int, body jsonb)
+     WHERE key.scope_hash = response.scope_hash AND response.ordinal IN (SELECT ordinal FROM ${onlyIf}))`;
 }
 
 /** Completes the claim as one statement of the same clauses; false if another request owns it now. */
 export async function completeClaim(executor: Knex, claim: ClaimCompletion): Promise<boolean> {
   const bindings: unknown[] = [];
-  const clauses = [...claimClauses(claim, bindings), completionClause(claim, bindings, 'claim_held')];
+  const numbered = { ...claim, ordinal: 1 };
+  const clauses = [...claimClauses([numbered], bindings), completionClause([numbered], bindings, 'claim_held')];
   const [row] = await prepared<{ held: number }>(executor, `WITH ${clauses.join(',\n')} SELECT (SELECT count(*) FROM claim_held)::int AS held`, bindings);
   return row?.held === 1;
 }

@@ -49,46 +49,51 @@ export function assertBalanced(legs: Leg[]) {
   for (const [currency, sum] of sums) if (sum !== 0n) throw new Error(`unbalanced movement in ${currency}: ${sum}`);
 }
 
-/**
- * Each leg's balance_after is the account's final bucket balance less the legs after it in the
- * same account and bucket, so it is exact even when one bucket has several legs.
- */
-function legRecords(legs: Leg[]) {
-  return legs.map((leg, index) => {
-    const later = legs.slice(index + 1).filter((other) => other.accountId === leg.accountId && other.bucket === leg.bucket);
-    return {
-      ordinal: index + 1,
-      account_id: leg.accountId,
-      currency: leg.currency,
-      bucket: leg.bucket,
-      type: leg.type,
-      amount: String(leg.amount),
-      later: String(later.reduce((sum, other) => sum + other.amount, 0n)),
-      description: leg.description,
-    };
-  });
-}
-
 export interface Movement {
   movementId: string;
   legs: Leg[];
   /** What the movement is for (a marketplace transaction's id), or null. */
   bizRefId: string | null;
   at: Date;
+  /** Which change of a statement the movement belongs to (store/change.ts); 1 when it stands alone. */
+  ordinal: number;
+}
+
+/** Every leg of every movement as one JSON array: the statement reads them with jsonb_to_recordset. */
+function legRecords(movements: Movement[]) {
+  return movements.flatMap((movement) =>
+    movement.legs.map((leg, index) => ({
+      ordinal: movement.ordinal,
+      leg: index + 1,
+      movement_id: movement.movementId,
+      biz_ref_id: movement.bizRefId,
+      account_id: leg.accountId,
+      currency: leg.currency,
+      bucket: leg.bucket,
+      type: leg.type,
+      amount: String(leg.amount),
+      description: leg.description,
+      created_at: movement.at,
+    })),
+  );
 }
 
 /**
- * The CTEs that write a movement: `legs`, `locked_accounts`, `balances` (RETURNING id, available,
- * frozen) and `entries`. With `onlyIf`, the name of an earlier CTE, nothing is written unless that
- * CTE returned a row (a change statement's compare-and-set).
+ * The CTEs that write movements: `legs`, `locked_accounts`, `balances` (RETURNING id, available,
+ * frozen) and `entries`. With `onlyIf`, the name of an earlier CTE with an `ordinal` column, a
+ * movement is written only if that CTE returned its ordinal (a change statement's compare-and-set).
+ * Each account is updated once for all the movements of the statement; each leg's balance_after
+ * is the account's final bucket balance less the legs after it (in the order of ordinal, then
+ * leg) in the same account and bucket, so it is exact when one bucket has many legs, and the
+ * entries are inserted in that order, so that replaying them by id gives every balance_after.
  */
-export function movementClauses(movement: Movement, bindings: unknown[], onlyIf?: string): string[] {
-  const { legs } = movement;
-  if (legs.length === 0) return [];
-  bindings.push(JSON.stringify(legRecords(legs)), movement.movementId, movement.bizRefId, movement.at);
+export function movementClauses(movements: Movement[], bindings: unknown[], onlyIf?: string): string[] {
+  if (movements.every((movement) => movement.legs.length === 0)) return [];
+  bindings.push(JSON.stringify(legRecords(movements)));
   return [
-    `legs AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS leg(ordinal int, account_id uuid, currency text, bucket text, type text, amount bigint, later bigint, description text)
-      ${onlyIf ? `WHERE EXISTS (SELECT 1 FROM ${onlyIf})` : ''})`,
+    `legs AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS leg(ordinal int, leg int, movement_id uuid, biz_ref_id text, account_id uuid, currency text,
+        bucket text, type text, amount bigint, description text, created_at timestamptz)
+      ${onlyIf ? `WHERE leg.ordinal IN (SELECT ordinal FROM ${onlyIf})` : ''})`,
     `locked_accounts AS (SELECT id FROM accounts WHERE id IN (SELECT account_id FROM legs) ORDER BY id FOR NO KEY UPDATE)`,
     `balances AS (UPDATE accounts AS account
         SET available = account.available + delta.available, frozen = account.frozen + delta.frozen
@@ -101,10 +106,12 @@ export function movementClauses(movement: Movement, bindings: unknown[], onlyIf?
     // A leg whose account is missing finds no balance, and the NOT NULL balance_after fails the
     // whole statement: a movement is never written half.
     `entries AS (INSERT INTO ledger_entries (movement_id, account_id, currency, bucket, type, amount, balance_after, description, biz_ref_id, created_at)
-      SELECT ?, legs.account_id, legs.currency, legs.bucket, legs.type, legs.amount,
-             CASE legs.bucket WHEN 'available' THEN balances.available ELSE balances.frozen END - legs.later,
-             legs.description, ?, ?
-        FROM legs LEFT JOIN balances ON balances.id = legs.account_id ORDER BY legs.ordinal)`,
+      SELECT legs.movement_id, legs.account_id, legs.currency, legs.bucket, legs.type, legs.amount,
+             CASE legs.bucket WHEN 'available' THEN balances.available ELSE balances.frozen END
+               - COALESCE(sum(legs.amount) OVER (PARTITION BY legs.account_id, legs.bucket ORDER BY legs.ordinal, legs.leg
+                                                 ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0),
+             legs.description, legs.biz_ref_id, legs.created_at
+        FROM legs LEFT JOIN balances ON balances.id = legs.account_id ORDER BY legs.ordinal, legs.leg)`,
   ];
 }
 
@@ -142,7 +149,7 @@ export async function applyMovement(executor: Knex, legs: Leg[], bizRefId: strin
   if (legs.length === 0) throw new Error('a movement without legs');
   const movementId = randomUUID();
   const bindings: unknown[] = [];
-  const clauses = movementClauses({ movementId, legs, bizRefId, at }, bindings);
+  const clauses = movementClauses([{ movementId, legs, bizRefId, at, ordinal: 1 }], bindings);
   let rows: { id: string; available: string; frozen: string }[];
   try {
     rows = await prepared(

@@ -7,6 +7,8 @@ import type { Publisher } from '../../events/publisher.ts';
 import { systemAccountId, userAccountId } from '../../store/accounts.ts';
 import type { Leg } from '../../store/ledger.ts';
 import { type NewEvent, type StateChange, commitChange, isClientTaskIdTaken } from '../../store/change.ts';
+import { shortfallOf } from '../../store/ledger.ts';
+import { createBatcher } from './batcher.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
 import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 import { jsonBytesOf, transactionEventView } from './views.ts';
@@ -35,7 +37,10 @@ const hoursMs = 60 * 60 * 1000;
  * (store/change.ts), and publish the events only after it committed. Every caller (REST,
  * JSON-RPC, sweeper, admin) goes through here.
  */
-export function createTransitions({ config, now }: EngineDependencies, publisher: Publisher) {
+export function createTransitions({ config, db, now }: EngineDependencies, publisher: Publisher) {
+  /** Changes written outside a database transaction share statements with concurrent ones (batcher.ts). */
+  const batcher = createBatcher(db);
+
   /** Who the mover is in this transaction; who may see it is declared in access/transactions.ts. */
   function roleOf(row: TransactionRow | undefined, mover: Mover): Actor {
     if (!row) throw notFound('transaction');
@@ -167,9 +172,13 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     if (claim) change.claim = { ...claim, responseBody: change.events.at(-1)!.payload.transaction };
     let outcome;
     try {
-      outcome = await commitChange(unit.trx, change);
+      // Single-statement work (the unit is the pool itself) goes through the batcher; work inside
+      // a database transaction of its own writes its change there.
+      outcome = unit.trx === db ? await batcher.submit(change) : await commitChange(unit.trx, change);
     } catch (error) {
       // Not enough money (InsufficientBalance) goes up to transactions.act, which answers it.
+      const shortfall = shortfallOf(error, change.legs);
+      if (shortfall) throw shortfall;
       if (isClientTaskIdTaken(error)) throw await taskIdTaken(unit);
       throw error;
     }
@@ -251,7 +260,7 @@ export function createTransitions({ config, now }: EngineDependencies, publisher
     return row;
   }
 
-  return { move, insert };
+  return { move, insert, batchStats: batcher.stats };
 }
 
 export type Transitions = ReturnType<typeof createTransitions>;

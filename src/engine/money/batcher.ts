@@ -1,0 +1,159 @@
+import type { Knex } from 'knex';
+import { limits } from '../../limits.ts';
+import { type ChangeOutcome, type StateChange, assertWritable, commitChanges } from '../../store/change.ts';
+
+/**
+ * Group commit (docs/decisions/money-and-escrow.md "Group commit"). State changes submitted while
+ * a batch is in the database wait in a queue; when it is done, everything waiting (up to
+ * moneyBatchChangesMax) goes as the next batch: ONE statement and ONE commit for all of them, one
+ * multi-row write per kind of row (store/change.ts). A change that arrives when nothing waits
+ * goes at the next turn of the event loop (or after moneyBatchLingerMs), with whatever arrived in
+ * the same turn. Under load batches grow by themselves; alone, a change waits for nothing.
+ *
+ * Each change is still answered on its own: its compare-and-set or its claim may fail while the
+ * others are written. When the statement itself fails on something a change brought (a balance
+ * that would go below zero, a unique or NOT NULL violation: SQLSTATE classes 22 and 23), nothing
+ * of the batch was written: the batch is split and each part tried again, down to the one change
+ * that fails, which alone gets the error. A failure of another kind (the connection, a deadlock)
+ * is every change's, and each caller retries as it would have without batching. A transaction is
+ * in a batch at most once: a second change of it waits for the next batch, since it was decided
+ * on a row the first may change.
+ *
+ * One batcher per instance: instances batch their own changes, and the database (row locks taken
+ * in sorted order, the compare-and-set) keeps them correct against each other.
+ */
+export interface BatcherOptions {
+  changesMax: number;
+  inFlightMax: number;
+  lingerMs: number;
+}
+
+export interface BatchStats {
+  batches: number;
+  changes: number;
+  /** Statements run again in parts after a change failed its batch. */
+  splits: number;
+  largest: number;
+  /** How many batches had 1, 2-3, 4-7, 8-15, … changes: keyed by the lower bound. */
+  sizes: Record<string, number>;
+}
+
+interface Waiting {
+  change: StateChange;
+  resolve(outcome: ChangeOutcome): void;
+  reject(error: unknown): void;
+}
+
+const defaults: BatcherOptions = {
+  changesMax: limits.moneyBatchChangesMax,
+  inFlightMax: limits.moneyBatchesInFlightMax,
+  lingerMs: limits.moneyBatchLingerMs,
+};
+
+/** A failure a change of the batch may have brought (data exception, integrity constraint violation). */
+export function isChangesOwnFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/** Whether a change takes money from an available balance: only such a change can fail the accounts CHECK. */
+const takesMoney = (change: StateChange) => change.legs.some((leg) => leg.bucket === 'available' && leg.amount < 0n);
+
+/**
+ * Two parts to try again: the changes that take money apart from the others when the batch has
+ * both (a shortfall is then found in the first part alone), else two halves.
+ */
+export function splitBatch<T extends { change: StateChange }>(batch: T[]): T[][] {
+  const taking = batch.filter((waiting) => takesMoney(waiting.change));
+  if (taking.length > 0 && taking.length < batch.length) return [taking, batch.filter((waiting) => !takesMoney(waiting.change))];
+  const half = Math.ceil(batch.length / 2);
+  return [batch.slice(0, half), batch.slice(half)];
+}
+
+export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
+  const queue: Waiting[] = [];
+  let inFlight = 0;
+  let scheduled = false;
+  const stats: BatchStats = { batches: 0, changes: 0, splits: 0, largest: 0, sizes: {} };
+
+  /** Writes `change` with the changes around it; answers its own outcome once the batch committed. */
+  function submit(change: StateChange): Promise<ChangeOutcome> {
+    assertWritable([change]);
+    return new Promise((resolve, reject) => {
+      queue.push({ change, resolve, reject });
+      schedule(options.lingerMs);
+    });
+  }
+
+  function schedule(waitMs: number) {
+    if (scheduled || queue.length === 0 || inFlight >= options.inFlightMax) return;
+    scheduled = true;
+    const go = () => {
+      scheduled = false;
+      dispatch();
+    };
+    if (waitMs > 0) setTimeout(go, waitMs);
+    else setImmediate(go);
+  }
+
+  function dispatch() {
+    while (queue.length > 0 && inFlight < options.inFlightMax) {
+      const batch = take();
+      inFlight++;
+      record(batch.length);
+      void write(batch).finally(() => {
+        inFlight--;
+        // What waited meanwhile has waited long enough: it goes at once.
+        schedule(0);
+      });
+    }
+  }
+
+  /** The oldest waiting changes, at most one per transaction; a second one keeps its place in the queue. */
+  function take(): Waiting[] {
+    const batch: Waiting[] = [];
+    const ids = new Set<string>();
+    for (let index = 0; index < queue.length && batch.length < options.changesMax;) {
+      const waiting = queue[index]!;
+      if (ids.has(waiting.change.transactionId)) {
+        index++;
+        continue;
+      }
+      ids.add(waiting.change.transactionId);
+      batch.push(waiting);
+      queue.splice(index, 1);
+    }
+    return batch;
+  }
+
+  function record(size: number) {
+    stats.batches++;
+    stats.changes += size;
+    stats.largest = Math.max(stats.largest, size);
+    const bucket = String(2 ** Math.floor(Math.log2(size)));
+    stats.sizes[bucket] = (stats.sizes[bucket] ?? 0) + 1;
+  }
+
+  async function write(batch: Waiting[]): Promise<void> {
+    let outcomes: ChangeOutcome[];
+    try {
+      outcomes = await commitChanges(
+        db,
+        batch.map((waiting) => waiting.change),
+      );
+    } catch (error) {
+      if (batch.length === 1 || !isChangesOwnFailure(error)) {
+        for (const waiting of batch) waiting.reject(error);
+        return;
+      }
+      stats.splits++;
+      await Promise.all(splitBatch(batch).map(write));
+      return;
+    }
+    batch.forEach((waiting, index) => waiting.resolve(outcomes[index]!));
+  }
+
+  return { submit, stats: (): BatchStats => structuredClone(stats) };
+}
+
+export type Batcher = ReturnType<typeof createBatcher>;
