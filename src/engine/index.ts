@@ -147,6 +147,8 @@ export async function createEngine(dependencies: EngineDependencies) {
     demands,
     matching,
     transactions,
+    /** The escrow moves themselves; tests and the benchmark read its batch sizes (batchStats). */
+    transitions,
     invoke,
     a2a,
     wallet,
