@@ -2,6 +2,7 @@
 import './node-support.ts';
 import cluster from 'node:cluster';
 import type { AddressInfo } from 'node:net';
+import { createAppServer } from '../rest/app-server.ts';
 import { attachRpcWebSocket } from '../rpc/index.ts';
 import { createApp } from './app.ts';
 import { openRuntime } from './bootstrap.ts';
@@ -50,7 +51,7 @@ async function runServer(config: Config, log: Logger) {
   runtime.engine.autoAcceptJobs.start();
   runtime.engine.embeddings.start();
 
-  const server = createApp(runtime.engine).listen(config.PORT, config.HOST);
+  const server = createAppServer(createApp(runtime.engine)).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const webSockets = attachRpcWebSocket(server, runtime.engine);
   const { port } = server.address() as AddressInfo;

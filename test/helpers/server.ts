@@ -1,11 +1,12 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventSource } from 'eventsource';
+import { createAppServer } from '../../rest/app-server.ts';
 import type { TestApp } from './app.ts';
 
 /** A real listening server for clients that need a URL (EventSource, WebSocket, fetch). */
 export async function listen(test: TestApp): Promise<{ server: Server; url: string; close(): Promise<void> }> {
-  const server = createServer(test.app);
+  const server = createAppServer(test.app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
