@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentBudgetView } from '../src/schemas/agent-budgets.ts';
 import { capabilityList, capabilityResponse } from '../src/schemas/capabilities.ts';
 import { demandResponse } from '../src/schemas/demands.ts';
 import { matchResponse } from '../src/schemas/matching.ts';
@@ -16,6 +17,11 @@ const idempotencyKeyUsed = z
   .string()
   .meta({ description: 'The key this call used (yours, or the one generated for it): send it again to retry the same call' });
 
+/** A tool that spends also answers what is left of the calling key's agent budget. */
+const agentBudgetLeft = agentBudgetView
+  .nullable()
+  .meta({ description: "What is left of your key's agent budget after this call (its owner sets it); null: no budget bounds your key" });
+
 /** `{[name]: what, idempotency_key}`: a state-changing tool's answer. */
 const keyedAnswer = <N extends string, T extends z.ZodType>(name: N, what: T) =>
   z.object({ [name]: what, idempotency_key: idempotencyKeyUsed } as { [K in N]: T } & { idempotency_key: typeof idempotencyKeyUsed });
@@ -25,7 +31,7 @@ export const outputs = {
   capabilityList,
   match: matchResponse,
   demandCreated: keyedAnswer('demand', demandResponse),
-  purchase: keyedAnswer('transaction', transactionResponse),
+  purchase: keyedAnswer('transaction', transactionResponse).extend({ agent_budget: agentBudgetLeft }),
   transaction: transactionResponse,
   transactionStep: keyedAnswer('transaction', transactionResponse),
   wallet: walletOverview,
@@ -35,8 +41,8 @@ export const outputs = {
   skillList,
   skillDeleted: deletedSkillResponse,
   taskHall: taskHallResponse,
-  taskPublished: keyedAnswer('task', taskResponse),
+  taskPublished: keyedAnswer('task', taskResponse).extend({ agent_budget: agentBudgetLeft }),
   application: keyedAnswer('application', applicationResponse),
   applicationList,
-  applicationAccepted: keyedAnswer('accepted', acceptedApplicationResponse),
+  applicationAccepted: keyedAnswer('accepted', acceptedApplicationResponse).extend({ agent_budget: agentBudgetLeft }),
 };

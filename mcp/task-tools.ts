@@ -50,7 +50,8 @@ export const taskTools: McpTool[] = [
       'wallet while the task is open, and is exactly what is held: it is its own ceiling. Accepting an application later freezes its ' +
       'agreed price instead (bound it with accept_application max_price). Too little balance: error 4020 and the task is kept as a draft, whose id is in the ' +
       'error. draft: true stores it unpublished and holds nothing. Pass an idempotency_key and reuse it when you retry: one key publishes ' +
-      'once; without one every call publishes a new task. Same as POST /api/v1/tasks/. Answers {task, idempotency_key}.',
+      'once; without one every call publishes a new task. A bounty beyond the agent budget its owner set on your key is refused with 4021 ' +
+      'and nothing is created. Same as POST /api/v1/tasks/. Answers {task, idempotency_key, agent_budget} (what is left of that budget; null: none).',
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     input: createTaskBody,
     output: outputs.taskPublished,
@@ -59,7 +60,7 @@ export const taskTools: McpTool[] = [
       const { key, command, request } = keyed('publish_task', input);
       const { data } = await engine.tasks.create(principal, command as never, request);
       if (data.shortfall) throw shortfallError(data);
-      return { task: data.task, idempotency_key: key };
+      return { task: data.task, idempotency_key: key, agent_budget: await engine.agentBudgets.left(principal) };
     },
   }),
   tool({
@@ -107,7 +108,9 @@ export const taskTools: McpTool[] = [
       'and the other applications are rejected. Pass max_price, the most you agree to pay as a decimal string: a higher agreed price is ' +
       'refused with 4093 and nothing changes. Without max_price the ceiling is the bounty the task holds (4093 naming price and bounty_held ' +
       'above it). A task past its expires_at is expired: 4090. Pass an idempotency_key and reuse it when you retry. Pay the worker later with confirm_transaction. ' +
-      'Same as POST /api/v1/tasks/{task_id}/applications/{app_id}/accept. Answers {accepted: {task, application_id, rejected_applications, transaction}, idempotency_key}.',
+      'Beyond the agent budget its owner set on your key: 4021, nothing changes. ' +
+      'Same as POST /api/v1/tasks/{task_id}/applications/{app_id}/accept. Answers {accepted: {task, application_id, rejected_applications, transaction}, ' +
+      'idempotency_key, agent_budget} (what is left of that budget; null: none).',
     annotations: irreversibleStep,
     input: z.strictObject({ task_id: uuid, app_id: uuid, ...acceptApplicationBody.shape }),
     output: outputs.applicationAccepted,
@@ -115,7 +118,7 @@ export const taskTools: McpTool[] = [
     handler: async (engine, principal, input) => {
       const { key, request } = keyed('accept_application', input);
       const accepted = await engine.tasks.applications.accept(principal, input.task_id, input.app_id, input.max_price, request);
-      return { accepted: accepted.data, idempotency_key: key };
+      return { accepted: accepted.data, idempotency_key: key, agent_budget: await engine.agentBudgets.left(principal) };
     },
   }),
   tool({

@@ -50,7 +50,9 @@ export const mcpTools: McpTool[] = [
       'Pass an idempotency_key (any unique string up to 64 printable characters) and reuse it when you retry the same purchase: one key ' +
       'buys once, and after a failed freeze (4020, insufficient balance; the error names the pending transaction) calling again with the ' +
       'same key after a top-up freezes that same transaction. Without a key a new one is generated, so every call is a new purchase; the ' +
-      'key used is returned. Answers {transaction, idempotency_key}; follow it with get_transaction.',
+      'key used is returned. A key whose owner set an agent budget is refused beyond it with 4021 agent_budget_exceeded (the error names the ' +
+      'bound and what is left today), nothing charged. Answers {transaction, idempotency_key, agent_budget}: agent_budget is what is left of ' +
+      "your key's budget (null: none); follow it with get_transaction.",
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     input: createTransactionBody,
     output: outputs.purchase,
@@ -64,7 +66,7 @@ export const mcpTools: McpTool[] = [
         const data = { ...(errorBody(failure).data ?? {}), transaction_id: view.id, status: view.status, idempotency_key: key };
         throw new AppError(failure.errorName, failure.detail, data);
       }
-      return { transaction: view, idempotency_key: key };
+      return { transaction: view, idempotency_key: key, agent_budget: await engine.agentBudgets.left(principal) };
     },
   }),
   tool({

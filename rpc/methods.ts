@@ -71,10 +71,18 @@ async function lookUp(engine: Engine, params: unknown, context: RpcContext) {
   return { task, name: nameFor(task, id), historyLength };
 }
 
+/** A send by a key whose owner set an agent budget answers what is left of it, in metadata.marketplace.agent_budget. */
+async function withBudgetLeft<T>(engine: Engine, context: RpcContext, rendered: T): Promise<T> {
+  const budget = await engine.agentBudgets.left(context.principal);
+  const marketplace = (rendered as { metadata?: { marketplace?: Record<string, unknown> } }).metadata?.marketplace;
+  if (budget && marketplace) marketplace.agent_budget = budget;
+  return rendered;
+}
+
 function sendMethods(engine: Engine, generation: SendGeneration): [Method, Method] {
   const plain: Method = async (params, context) => {
     const { task, name, historyLength } = await send(engine, params, context, generation, false);
-    const rendered = renderTask(task, generation, name, { historyLength });
+    const rendered = await withBudgetLeft(engine, context, renderTask(task, generation, name, { historyLength }));
     return generation === 'v1.0' ? { task: rendered } : rendered;
   };
   const streaming: Method = async (params, context) => {

@@ -21,6 +21,8 @@ export interface DemandRow {
   auto_accept_attempts: number;
   /** Why the last auto-accept attempt did not buy; null once one bought or none failed. */
   auto_accept_failure: AutoAcceptFailure | null;
+  /** The person's own key that made the demand, whose agent budget its auto-accept purchase is charged to (migration 040). */
+  budget_key_id?: string | null;
   /** Computed when the words are written (domain/term-vectors.ts); null for rows older than that. */
   term_vector?: StoredTermVector | null;
   /** The digest of the words (domain/term-vectors.ts wordsDigestOf), which a stored embedding must carry to be used. */
@@ -56,6 +58,7 @@ export const demandColumns = [
   'auto_accept_claimed_at',
   'auto_accept_attempts',
   'auto_accept_failure',
+  'budget_key_id',
   'term_vector',
   'words_sha',
   'cancelled_at',

@@ -27,7 +27,14 @@ const endedStatuses = ['pending_freeze', 'cancelled_by_buyer', 'rejected_by_sell
 type Attempt = 'bought' | 'skipped' | 'held';
 
 export function createAutoAccept({ db, now, log }: EngineDependencies, transactions: TransactionEngine, matching: MatchingEngine) {
-  const requesterOf = (demand: DemandRow): Principal => ({ user_id: demand.owner_user_id, caller_type: demand.owner_type, platform: null, api_key_id: null });
+  // The requester, spending within the agent budget of the key that made the demand, if a person's own.
+  const requesterOf = (demand: DemandRow): Principal => ({
+    user_id: demand.owner_user_id,
+    caller_type: demand.owner_type,
+    platform: null,
+    api_key_id: null,
+    budget_key_id: demand.budget_key_id ?? null,
+  });
   const eligible = (demand: DemandRow, capability: CapabilityMatchRow) =>
     unitPricedModels.has(capability.pricing_model) &&
     demand.max_price !== null &&

@@ -80,6 +80,8 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
         tags: JSON.stringify(input.tags ?? []),
         max_price: input.max_price_ut === undefined ? null : String(input.max_price_ut),
         auto_accept: input.auto_accept ?? false,
+        // What auto_accept buys later is charged to the agent budget of the key that asked for it.
+        budget_key_id: principal.budget_key_id ?? null,
         demand_type: input.demand_type ?? 'explicit',
         status: 'open',
         expires_at: input.expires_at ? new Date(input.expires_at) : null,

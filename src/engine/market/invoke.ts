@@ -6,6 +6,7 @@ import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
 import {
   assertBuyerCeiling,
+  chargeFreeze,
   takeCapabilityUsage,
   type Idempotency,
   type IdempotencyRequest,
@@ -123,6 +124,8 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
               invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
             };
             await transitions.insert(unit, row);
+            // A person's own key spends within its agent budget, decided here in the freeze's database transaction.
+            await chargeFreeze(unit.trx, principal, row.id, at);
             const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
             prepared.call = {
               transactionId: row.id,

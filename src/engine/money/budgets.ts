@@ -195,6 +195,24 @@ export async function chargeAcceptance(
 }
 
 /**
+ * A task's bounty hold moving from `held` to `wanted`: a rise is charged (the whole bounty is what
+ * per_purchase_max bounds), a fall gives back up to what the task was charged.
+ */
+export async function chargeBounty(
+  trx: Knex,
+  principal: Principal,
+  task: { id: string; bounty_currency: Currency; category: string | null },
+  held: bigint,
+  wanted: bigint,
+  at: Date,
+): Promise<void> {
+  if (wanted < held) return giveBackAgentBudget(trx, task.id, held - wanted);
+  if (wanted === held) return;
+  const charge = { amount: wanted - held, price: wanted, currency: task.bounty_currency, category: task.category, capabilityId: null, at };
+  await chargeAgentBudget(trx, principal, { ...charge, refId: task.id });
+}
+
+/**
  * Gives back what `refId` was charged: all of it (a purchase released, a task's hold ended), or
  * at most `amount` (a bounty lowered). A budget removed since changes nothing here.
  */

@@ -9,6 +9,7 @@ export {
   agentBudgetView,
   chargeAcceptance,
   chargeAgentBudget,
+  chargeBounty,
   chargeFreeze,
   checkAgentBudget,
   createAgentBudgets,

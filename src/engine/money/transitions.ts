@@ -12,6 +12,7 @@ import { createBatcher } from './batcher.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
 import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 import { jsonBytesOf, transactionEventView } from './views.ts';
+import { giveBackAgentBudget } from './budgets.ts';
 import { limits } from '../../limits.ts';
 import { authorizeAction, partyOf } from '../access/index.ts';
 
@@ -234,6 +235,8 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
       const { change, after } = planMove(row!, step, extra, at);
       if (await commit(unit, change)) {
         remember(unit, after);
+        // A release gives back to an agent budget what the purchase was charged (budgets.ts), once committed.
+        if (step.money === 'release') unit.afterCommit(() => giveBackAgentBudget(db, id));
         return after;
       }
       // Another request moved the transaction first, or the cached row was stale: read it again
