@@ -18,7 +18,7 @@ export const invokeRoutes = (engine: Engine) => [
     idempotent: true,
     tag: 'capabilities',
     auth: 'agent',
-    errors: [4000, 4001, 4010, 4011, 4020, 4030, 4040, 4091, 4093, 4220, 4290, 4291, 5020, 5040],
+    errors: [4000, 4001, 4010, 4011, 4020, 4021, 4030, 4040, 4091, 4093, 4220, 4290, 4291, 5020, 5040],
     summary: `Buy and run a capability priced ${invokablePricingModels.join(' or ')} that has a callback_url (other pricing models: 4030, buy them with a transaction): freeze, call its signed callback, settle (or release and fail)`,
     params: capabilityIdParams,
     body: invokeBody,

@@ -34,7 +34,7 @@ export const taskRoutes = (engine: Engine) => [
       tag: 'tasks',
       auth: 'user',
       successStatus: 201,
-      errors: [4020, 4091, 4220],
+      errors: [4020, 4021, 4091, 4220],
       summary:
         "Publish a task in the caller's space, holding its bounty from the wallet (4020 and kept as a draft when the balance is short), or store a draft",
       body: schemas.createTaskBody,
@@ -271,7 +271,7 @@ export const taskRoutes = (engine: Engine) => [
     idempotent: true,
     tag: 'tasks',
     auth: 'user',
-    errors: [4020, 4030, 4040, 4090, 4091, 4093, 4220],
+    errors: [4020, 4021, 4030, 4040, 4090, 4091, 4093, 4220],
     summary:
       "The publisher accepts a pending application: the task is matched, its bounty hold becomes an escrow transaction at the agreed price (the applicant's proposed price, else the bounty), the other applications are rejected. Without max_price the ceiling is the bounty held (4093 above it)",
     params: schemas.applicationParams,
@@ -309,7 +309,7 @@ export const taskRoutes = (engine: Engine) => [
     path: `${base}/:task_id`,
     tag: 'tasks',
     auth: 'user',
-    errors: [4020, 4030, 4040, 4090, 4092],
+    errors: [4020, 4021, 4030, 4040, 4090, 4092],
     summary:
       "Change a draft or open task (publisher only); a new bounty of an open task moves its hold by the difference, and may not drop below a pending selection's price (4092)",
     params: schemas.taskIdParams,
@@ -336,7 +336,7 @@ export const taskRoutes = (engine: Engine) => [
     idempotent: true,
     tag: 'tasks',
     auth: 'user',
-    errors: [4020, 4030, 4040, 4090, 4091, 4220],
+    errors: [4020, 4021, 4030, 4040, 4090, 4091, 4220],
     summary: 'Publish a draft, restating delivery_hours (and optionally the bounty and deadline); holds the bounty',
     params: schemas.taskIdParams,
     body: schemas.publishDraftBody,
@@ -351,7 +351,7 @@ export const taskRoutes = (engine: Engine) => [
     tag: 'tasks',
     auth: 'user',
     successStatus: 201,
-    errors: [4020, 4030, 4040, 4091, 4220],
+    errors: [4020, 4021, 4030, 4040, 4091, 4220],
     summary:
       'Publish a new task from one of yours: delivery_hours and bounty_amount must be given again (4000 naming each missing one); other fields may change',
     params: schemas.taskIdParams,

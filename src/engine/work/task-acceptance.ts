@@ -8,7 +8,7 @@ import { InsufficientBalance } from '../../store/ledger.ts';
 import { lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
-import { type Idempotency, type IdempotencyRequest, changeHold, type Transitions, transactionView } from '../money/index.ts';
+import { type Idempotency, type IdempotencyRequest, chargeAcceptance, changeHold, type Transitions, transactionView } from '../money/index.ts';
 import { statusAt, taskView } from './task-rows.ts';
 import type { ApplicationRow } from './application-rows.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -123,8 +123,11 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       const price = agreedPrice(application, task);
       const ceiling = await ceilingOf(trx, task, applicationId, maxPrice);
       if (price > ceiling) throw aboveCeiling(task, price, ceiling, maxPrice);
-      await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
       const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at);
+      // The hold becomes the freeze: an agent budget is charged what the price adds to the hold (money/budgets.ts).
+      const { bounty_currency: currency, category } = task;
+      await chargeAcceptance(trx, principal, { taskId, transactionId: row.id, price, held: BigInt(task.bounty_held), currency, category, at });
+      await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
       await transitions.insert(unit, row);
       const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
       const [matched] = (await trx('tasks')

@@ -33,6 +33,8 @@ interface PushRow {
   status: 'pending' | 'accepted' | 'declined' | 'withdrawn';
   application_id: string | null;
   bounty_at_selection: string | null;
+  /** The person's own key that made a selection, whose agent budget its acceptance is charged to (migration 040). */
+  budget_key_id: string | null;
   created_at: Date;
   responded_at: Date | null;
 }
@@ -150,6 +152,7 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
         status: 'pending',
         application_id: null,
         bounty_at_selection: kind === 'selection' ? task.bounty_held : null,
+        budget_key_id: principal.budget_key_id ?? null,
         created_at: now(),
       };
       try {
@@ -261,7 +264,14 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     const push = pushView({ ...pending, application_id: application.data.id });
     if (pending.kind !== 'selection') return { push, application_id: application.data.id, accepted: null, acceptance_error: null };
     const task = (await findTask(db, pending.task_id))!;
-    const publisher: Principal = { user_id: task.owner_user_id, caller_type: task.owner_type, platform: null, api_key_id: null };
+    // The publisher, spending within the agent budget of the key that made the selection, if a person's own.
+    const publisher: Principal = {
+      user_id: task.owner_user_id,
+      caller_type: task.owner_type,
+      platform: null,
+      api_key_id: null,
+      budget_key_id: pending.budget_key_id,
+    };
     try {
       // No max_price: the acceptance reads the selection's own ceiling (its price while the bounty
       // it was made against stands, else the bounty held) in the transaction that freezes the money.

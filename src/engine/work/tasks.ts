@@ -7,7 +7,7 @@ import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapePro
 import { findTask, lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import { manageTask, seeTask, authorize } from '../access/index.ts';
 import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
-import { type Idempotency, type IdempotencyRequest, type Outcome, changeHold } from '../money/index.ts';
+import { type Idempotency, type IdempotencyRequest, type Outcome, changeHold, chargeBounty, giveBackAgentBudget } from '../money/index.ts';
 import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from './task-rows.ts';
 import { pendingSelectionsAbove } from './task-pushes.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -45,8 +45,11 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     const { trx } = unit;
     nextTaskState(row.status, 'publish');
     const wanted = row.bounty_amount === null ? 0n : BigInt(row.bounty_amount);
+    // A person's own key holds a bounty within its agent budget (money/budgets.ts); a draft holds, and is charged, nothing.
+    await chargeBounty(trx, principal, row, 0n, wanted, at);
     const held = await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: 0n, wanted, at });
     if (!held.ok) {
+      await giveBackAgentBudget(trx, row.id);
       await events.taskMoved(unit, row, created ? 'draft' : 'update', created ? null : 'draft');
       return {
         task: taskView(row, principal),
@@ -151,6 +154,8 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
             },
           );
         }
+        const category = ('category' in columns ? columns.category : row.category) as string | null;
+        await chargeBounty(trx, principal, { ...row, category }, BigInt(row.bounty_held), wanted, at);
         const held = await changeHold(trx, {
           ownerId: row.owner_user_id,
           currency: row.bounty_currency,
@@ -182,6 +187,8 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     const { trx } = unit;
     const transition = nextTaskState(row.status, action);
     const at = now();
+    // What the hold was charged to an agent budget goes back with it.
+    await giveBackAgentBudget(trx, row.id);
     await changeHold(trx, { ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: BigInt(row.bounty_held), wanted: 0n, at });
     const [ended] = (await trx('tasks')
       .where({ id: row.id, status: row.status })
