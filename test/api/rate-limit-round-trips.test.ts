@@ -3,9 +3,11 @@ import { createAgent } from '../helpers/actors.ts';
 import { startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 
 /**
- * A request's rate-limit buckets cost one Redis round trip together (issue 15 point 10), not one
- * each: counted as the writes the shared connection makes to its socket while one request is
- * admitted. Needs Redis, which the run on real backends (CI) has.
+ * What a request's rate-limit buckets cost in Redis round trips, counted as the writes the shared
+ * connection makes to its socket while one request is admitted. A write's buckets (exact) cost one
+ * round trip together (issue 15 point 10), not one each; a read's (reconciled, issue 30 point 2)
+ * none on the request's way: the tokens reach Redis afterwards, every key in one write. Needs
+ * Redis, which the run on real backends (CI) has.
  */
 describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate limits on Redis', () => {
   let test: TestApp;
@@ -14,9 +16,7 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
   });
   afterAll(() => test.close());
 
-  it("takes an agent read's two buckets (credential and API key) in one round trip", async () => {
-    const agent = await createAgent(test);
-    await test.http.get('/api/v1/wallet/transactions').set(agent.headers).expect(200);
+  async function writesDuring(work: () => Promise<unknown>): Promise<number> {
     const redis = test.runtime.bus.shared!.redis;
     const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
     const write = stream.write.bind(stream);
@@ -26,13 +26,35 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
       return write(...args);
     };
     try {
-      await test.runtime.engine.admission.consume(['readsPerCredential', 'readsPerApiKey'], {
-        address: '127.0.0.1',
-        principal: { user_id: agent.userId, caller_type: 'agent', platform: null, api_key_id: agent.apiKeyId },
-      });
+      await work();
     } finally {
       stream.write = write;
     }
+    return writes;
+  }
+
+  it("takes an agent write's two buckets (credential and API key) in one round trip", async () => {
+    const agent = await createAgent(test);
+    await test.http.get('/api/v1/wallet/transactions').set(agent.headers).expect(200);
+    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const writes = await writesDuring(() =>
+      test.runtime.engine.admission.consume(['writesPerCredential', 'writesPerApiKey'], { address: '127.0.0.1', principal }),
+    );
     expect(writes).toBe(1);
+  });
+
+  it("takes an agent read's two buckets without a round trip, and tells Redis of both in one write afterwards", async () => {
+    const agent = await createAgent(test);
+    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const { admission } = test.runtime.engine;
+    await admission.reconcile();
+    const read = () => admission.consume(['readsPerCredential', 'readsPerApiKey'], { address: '127.0.0.1', principal });
+    expect(await writesDuring(read)).toBe(0);
+    expect(await writesDuring(read)).toBe(0);
+    expect(await writesDuring(() => admission.reconcile())).toBe(1);
+    const keyPrefix = test.runtime.bus.shared!.keyPrefix;
+    const redis = test.runtime.bus.shared!.redis;
+    expect(await redis.get(`${keyPrefix}rate:readsPerCredential:key:${agent.apiKeyId}:${agent.userId}`)).toBe('2');
+    expect(await redis.get(`${keyPrefix}rate:readsPerApiKey:api-key:${agent.apiKeyId}`)).toBe('2');
   });
 });

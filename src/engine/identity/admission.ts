@@ -4,6 +4,7 @@ import { type RateLimitName, type RateLimitSetting, rateLimitNames } from '../..
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
+import { type ReconciledBucket, type Reconciler, createReconciler } from './reconciled-buckets.ts';
 
 /**
  * Admission: whether a request, a stream or a connection may start at all (decisions section 6,
@@ -97,29 +98,52 @@ export const rateLimited = (retryAfterMs: number, detail: string) =>
 /** Redis failures are logged at most this often, so an outage is one line a minute, not one per request. */
 const outageLogIntervalMs = 60_000;
 
+/**
+ * The buckets that protect capacity rather than secrets, whose count across instances may be
+ * approximate (docs/decisions/limits-and-storage.md "Reconciled buckets"): taken in this
+ * instance's memory with no round trip, and reconciled with Redis in the background. Every
+ * other bucket is exact: each token is taken in Redis.
+ */
+export const reconciledBucketNames: ReadonlySet<RateLimitName> = new Set<RateLimitName>([
+  'readsPerCredential',
+  'readsPerApiKey',
+  'rpcCallsPerCredential',
+  'rpcCallsPerApiKey',
+]);
+
 interface Bucket {
   shared: RateLimiterAbstract | null;
   local: RateLimiterMemory;
+  /** Set for a reconciled bucket, which takes its tokens here instead. */
+  reconciled: ReconciledBucket | null;
 }
 
-function createBucket(name: RateLimitName, setting: RateLimitSetting, shared: EngineDependencies['bus']['shared']): Bucket {
+function createBucket(name: RateLimitName, setting: RateLimitSetting, shared: EngineDependencies['bus']['shared'], reconciler: Reconciler): Bucket {
   const options = { points: setting.requests, duration: setting.windowSeconds, keyPrefix: `${shared?.keyPrefix ?? ''}rate:${name}` };
   return {
     // Not ready (reconnecting) means refused at once and counted locally, instead of queueing.
     shared: shared ? new RateLimiterRedis({ ...options, storeClient: shared.redis, rejectIfRedisNotReady: true }) : null,
     local: new RateLimiterMemory(options),
+    // The same Redis key as rate-limiter-flexible's (its prefix, a colon, the key).
+    reconciled: reconciledBucketNames.has(name) ? reconciler.bucket(options.keyPrefix, setting.requests, setting.windowSeconds) : null,
   };
 }
 
 const loginFailureBuckets = ['loginFailuresPerAddress', 'loginFailuresPerAccountAndAddress', 'loginFailuresPerAccount'] as const;
 
 export function createAdmission({ bus, config, log }: EngineDependencies) {
+  let lastOutageLogAt = 0;
+  const logOutage = (error: unknown) => {
+    if (Date.now() - lastOutageLogAt <= outageLogIntervalMs) return;
+    lastOutageLogAt = Date.now();
+    log.warn('rate limits are counted per instance: Redis does not answer', { error });
+  };
+  const reconciler = createReconciler({ redis: bus.shared?.redis ?? null, onFailure: logOutage });
   const buckets = new Map<RateLimitName, Bucket>();
   for (const name of rateLimitNames) {
     const setting = config.rateLimits[name];
-    if (setting) buckets.set(name, createBucket(name, setting, bus.shared));
+    if (setting) buckets.set(name, createBucket(name, setting, bus.shared, reconciler));
   }
-  let lastOutageLogAt = 0;
 
   /**
    * With Redis unreachable, each instance keeps counting in its own memory: the limits still hold
@@ -131,10 +155,7 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
       return await operation(bucket.shared);
     } catch (outcome) {
       if (outcome instanceof RateLimiterRes) throw outcome;
-      if (Date.now() - lastOutageLogAt > outageLogIntervalMs) {
-        lastOutageLogAt = Date.now();
-        log.warn('rate limits are counted per instance: Redis does not answer', { error: outcome });
-      }
+      logOutage(outcome);
       return operation(bucket.local);
     }
   }
@@ -155,18 +176,47 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
   }
 
   /**
-   * Takes `points` from every named bucket at once: their Redis commands leave together (one
-   * round trip on the auto-pipelined connection) instead of one after another. If any is empty the
-   * request is refused with 4290 naming the first such bucket, and the points the others took are
-   * given back, so a refused request costs nothing.
+   * Takes `points` from every named bucket at once. Reconciled buckets are judged here, with no
+   * round trip (unless this instance has admitted all it may alone: then after one
+   * reconciliation); the exact ones' Redis commands leave together (one round trip on the
+   * auto-pipelined connection) instead of one after another. If any is empty the request is
+   * refused with 4290 naming it, and the points the others took are given back, so a refused
+   * request costs nothing.
    */
   async function consume(names: readonly RateLimitName[], requester: Requester, points = 1): Promise<void> {
-    const applying = names.flatMap((name) => {
+    const all = names.flatMap((name) => {
       // A bucket that is off costs nothing, not even its key (which parses the address).
       const bucket = buckets.get(name);
       const key = bucket ? keyFor(name, requester) : null;
       return bucket && key !== null ? [{ name, bucket, key }] : [];
     });
+    const taken = await takeReconciled(
+      all.flatMap(({ name, bucket, key }) => (bucket.reconciled ? [{ name, bucket: bucket.reconciled, key }] : [])),
+      points,
+    );
+    const applying = all.filter(({ bucket }) => !bucket.reconciled);
+    if (applying.length === 0) return;
+    try {
+      await consumeExact(applying, points);
+    } catch (error) {
+      for (const { bucket, key } of taken) bucket.giveBack(key, points);
+      throw error;
+    }
+  }
+
+  /** Refused (4290) if any of them is empty (which counts the attempt, as an exact bucket does), else a token from each. */
+  async function takeReconciled(reconciled: { name: RateLimitName; bucket: ReconciledBucket; key: string }[], points: number) {
+    const waiting = reconciled.filter(({ bucket, key }) => bucket.mustReconcile(key, points));
+    if (waiting.length > 0) await Promise.all(waiting.map(({ bucket, key }) => bucket.reconcile(key)));
+    const refusals = reconciled.map(({ bucket, key }) => bucket.refusedForMs(key, points));
+    const refusedAt = refusals.findIndex((refusal) => refusal !== null);
+    // As in the exact buckets, an empty bucket counts the refused attempt too; the others take nothing.
+    for (const [index, { bucket, key }] of reconciled.entries()) if (refusedAt < 0 || refusals[index] !== null) bucket.take(key, points);
+    if (refusedAt >= 0) throw rateLimited(refusals[refusedAt]!, `rate limit ${reconciled[refusedAt]!.name} reached`);
+    return reconciled;
+  }
+
+  async function consumeExact(applying: { name: RateLimitName; bucket: Bucket; key: string }[], points: number) {
     const outcomes = await Promise.allSettled(applying.map(({ bucket, key }) => inBucket(bucket, (limiter) => limiter.consume(key, points))));
     const refusedAt = outcomes.findIndex((outcome) => outcome.status === 'rejected');
     if (refusedAt < 0) return;
@@ -242,6 +292,8 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
 
   return {
     consume,
+    /** Reconciles every reconciled bucket with Redis now: sends what it took, hears the others (tests; see reconciled-buckets.ts). */
+    reconcile: reconciler.reconcileAll,
     underFailureLimits,
     underLoginLimits,
     authenticationFailures: createFailureGate(chargeAuthenticationFailure),
