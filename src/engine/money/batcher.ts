@@ -78,8 +78,9 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
 
   /** Writes `change` with the changes around it; answers its own outcome once the batch committed. */
   function submit(change: StateChange): Promise<ChangeOutcome> {
-    assertWritable([change]);
     return new Promise((resolve, reject) => {
+      // A change no statement may write is refused alone, before it can fail a batch.
+      assertWritable([change]);
       queue.push({ change, resolve, reject });
       schedule(options.lingerMs);
     });
@@ -147,7 +148,8 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
         return;
       }
       stats.splits++;
-      await Promise.all(splitBatch(batch).map(write));
+      // One part after the other: parts run at once would wait for each other's rows anyway.
+      for (const part of splitBatch(batch)) await write(part);
       return;
     }
     batch.forEach((waiting, index) => waiting.resolve(outcomes[index]!));
