@@ -111,7 +111,7 @@ whenSessionEnds(() => {
 });
 
 /** What a view needs: its address's parts, the signed-in person, and where to register its clean-up. */
-function context(route) {
+function context(route, turn) {
   return {
     params: route.params,
     query: route.query,
@@ -119,7 +119,8 @@ function context(route) {
     me: session.current(),
     navigate,
     announce,
-    onLeave: (cleanup) => leaving.push(cleanup),
+    // A view still finishing after the person moved on (an answer arriving late) is cleaned up at once.
+    onLeave: (cleanup) => (turn === rendering ? leaving.push(cleanup) : cleanup()),
   };
 }
 
@@ -138,7 +139,7 @@ async function render() {
   let content;
   try {
     const module = route.view === 'not-found' ? null : await import(`./views/${route.view}.js`);
-    content = module ? await module.render(context(route)) : h('section', null, h('h1', { tabindex: '-1' }, t('not-found.title')), h('p', null, h('a', { href: '#/' }, t('not-found.back'))));
+    content = module ? await module.render(context(route, turn)) : h('section', null, h('h1', { tabindex: '-1' }, t('not-found.title')), h('p', null, h('a', { href: '#/' }, t('not-found.back'))));
   } catch (error) {
     console.error(error);
     content = h('section', null, h('h1', { tabindex: '-1' }, t('error.page.title')), errorBox({ code: -3, data: null }));

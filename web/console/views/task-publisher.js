@@ -107,9 +107,10 @@ function applicationRow(ctx, task, application, name) {
               class: 'primary',
               'aria-describedby': termsId,
               onClick: async (event) => {
-                event.currentTarget.disabled = true;
+                const button = event.currentTarget;
+        button.disabled = true;
                 const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, { body: { max_price: terms.price }, idempotent: true });
-                event.currentTarget.disabled = false;
+                button.disabled = false;
                 if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope, 'accept'));
                 ctx.announce(t('accept.done'));
                 ctx.navigate(`/transactions/${envelope.data.transaction.id}`);

@@ -53,10 +53,11 @@ function actionButton(ctx, transaction, action, label, problem, className = 'pri
       type: 'button',
       class: className,
       onClick: async (event) => {
-        event.currentTarget.disabled = true;
+        const button = event.currentTarget;
+        button.disabled = true;
         const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/${action}`, { idempotent: true });
         if (envelope.code !== 0) {
-          event.currentTarget.disabled = false;
+          button.disabled = false;
           return problem.replaceChildren(errorBox(envelope, 'transaction'));
         }
         ctx.announce(t(`transaction.done.${action}`));
