@@ -28,30 +28,40 @@ export type NumberedClaim = ClaimCompletion & { ordinal: number };
  * in scope_hash order.
  */
 export function claimClauses(claims: NumberedClaim[], bindings: unknown[]): string[] {
-  bindings.push(JSON.stringify(claims.map((claim) => ({ ordinal: claim.ordinal, scope_hash: claim.scopeHash, token: claim.token, lock_id: claim.lockId }))));
+  const records = claims.map((claim) => ({
+    ordinal: claim.ordinal,
+    scope_hash: claim.scopeHash,
+    token: claim.token,
+    lock_id: claim.lockId,
+    response_status: claim.responseStatus,
+    response_body: claim.responseBody,
+  }));
+  bindings.push(JSON.stringify(records));
   return [
-    `claim_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS claim(ordinal int, scope_hash text, token uuid, lock_id bigint))`,
+    `claim_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb)
+      AS claim(ordinal int, scope_hash text, token uuid, lock_id bigint, response_status int, response_body jsonb))`,
     'claim_lock AS (SELECT count(pg_advisory_xact_lock(lock_id)) AS locks FROM (SELECT DISTINCT lock_id FROM claim_input ORDER BY lock_id) AS ids)',
+    // The keys as one array, looked up by the primary key (see store/change.ts, locked_transactions).
     `claim_held AS (SELECT claim.ordinal FROM idempotency_keys AS key JOIN claim_input AS claim ON claim.scope_hash = key.scope_hash
-      WHERE key.state = 'in_flight' AND key.claim_token = claim.token AND (SELECT locks FROM claim_lock) >= 0
+      WHERE key.scope_hash = ANY (ARRAY(SELECT scope_hash FROM claim_input)) AND key.state = 'in_flight' AND key.claim_token = claim.token
+        AND (SELECT locks FROM claim_lock) >= 0
       ORDER BY key.scope_hash FOR NO KEY UPDATE OF key)`,
   ];
 }
 
 /** `completed`: stores each claim's response, only if the CTE `onlyIf` (the changes, or claim_held) has its ordinal. */
-export function completionClause(claims: NumberedClaim[], bindings: unknown[], onlyIf: string): string {
-  const responses = claims.map((claim) => ({ scope_hash: claim.scopeHash, ordinal: claim.ordinal, status: claim.responseStatus, body: claim.responseBody }));
-  bindings.push(JSON.stringify(responses));
-  return `completed AS (UPDATE idempotency_keys AS key SET state = 'completed', response_status = response.status, response_body = response.body
-      FROM jsonb_to_recordset(?::jsonb) AS response(scope_hash text, ordinal int, status int, body jsonb)
-     WHERE key.scope_hash = response.scope_hash AND response.ordinal IN (SELECT ordinal FROM ${onlyIf}))`;
+export function completionClause(onlyIf: string): string {
+  return `completed AS (UPDATE idempotency_keys AS key SET state = 'completed', response_status = claim.response_status, response_body = claim.response_body
+      FROM claim_input AS claim
+     WHERE key.scope_hash = ANY (ARRAY(SELECT scope_hash FROM claim_input WHERE ordinal IN (SELECT ordinal FROM ${onlyIf})))
+       AND key.scope_hash = claim.scope_hash)`;
 }
 
 /** Completes the claim as one statement of the same clauses; false if another request owns it now. */
 export async function completeClaim(executor: Knex, claim: ClaimCompletion): Promise<boolean> {
   const bindings: unknown[] = [];
   const numbered = { ...claim, ordinal: 1 };
-  const clauses = [...claimClauses([numbered], bindings), completionClause([numbered], bindings, 'claim_held')];
+  const clauses = [...claimClauses([numbered], bindings), completionClause('claim_held')];
   const [row] = await prepared<{ held: number }>(executor, `WITH ${clauses.join(',\n')} SELECT (SELECT count(*) FROM claim_held)::int AS held`, bindings);
   return row?.held === 1;
 }
