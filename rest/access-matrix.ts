@@ -90,6 +90,8 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /api/v1/auth/oauth/requests/:request_id': humanOnly('oauth_request'),
   'POST /api/v1/auth/oauth/requests/:request_id/decision': humanOnly('oauth_request'),
   'GET /api/v1/auth/api-keys': humanOnly('self'),
+  'POST /api/v1/auth/api-keys': humanOnly('self'),
+  'GET /api/v1/auth/agent-transactions': humanOnly('self'),
   'DELETE /api/v1/auth/api-keys/:id': humanOnly('api_key'),
   // The key's owner as a person only: an agent never changes a budget, not even its own key's.
   'GET /api/v1/auth/api-keys/:id/budget': humanOnly('api_key'),

@@ -26,6 +26,7 @@ import { webhookRoutes } from '../rest/routes/webhooks.ts';
 import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
 import { publicMarketRoutes } from '../rest/routes/public-market.ts';
+import { ownKeyRoutes } from '../rest/routes/own-keys.ts';
 import { mcpRoutes } from '../mcp/index.ts';
 import { consentPage, consoleSite, verificationPage } from '../web/serve.ts';
 import { oauthRoutes } from '../rest/routes/oauth.ts';
@@ -64,6 +65,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
     ...pricingRoutes(engine),
     ...mcpRoutes(engine),
     ...publicMarketRoutes(engine),
+    ...ownKeyRoutes(engine),
   ];
   const document = servedOnce(() => buildOpenApiDocument([...routes, openApiRoute], engine.dependencies.config.publicBaseUrl));
   const openApiRoute = route({

@@ -35,6 +35,10 @@ export const limits = {
   rpcMessagePartsMax: 50,
   cursorPartLengthMax: 100,
   apiKeyNameLengthMax: 100,
+  /** Keys one person keeps live (not revoked), whatever made them; the next create is 4092. */
+  ownApiKeysPerUserMax: 50,
+  /** How often one instance writes a key's last_used_at at most: "last used" is told to the minute. */
+  apiKeyLastUsedResolutionMs: 60_000,
   /** The capabilities an agent budget may name (docs/decisions/money-and-escrow.md "Agent budgets"). */
   agentBudgetCapabilitiesMax: 100,
   jwtLifetimeSeconds: 24 * 60 * 60,

@@ -36,6 +36,7 @@ import * as subscriptionCaps from './migrations/032_subscription_caps.ts';
 import * as linearSearchText from './migrations/033_linear_search_text.ts';
 import * as webhookTurns from './migrations/035_webhook_turns.ts';
 import * as agentBudgets from './migrations/040_agent_budgets.ts';
+import * as apiKeyUse from './migrations/050_api_key_use.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -77,6 +78,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '033_linear_search_text': linearSearchText,
   '035_webhook_turns': webhookTurns,
   '040_agent_budgets': agentBudgets,
+  '050_api_key_use': apiKeyUse,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { agentPlatformTypes, deviceCodePattern, userCodeAlphabet, userCodeLength } from '../domain/device-codes.ts';
 import { agentBudgetView } from './agent-budgets.ts';
+import { limits } from '../limits.ts';
 import { uuid } from './common.ts';
 import { pagedList, pageQuery } from './pagination.ts';
 
@@ -59,10 +60,26 @@ export const apiKeyView = z
     key_prefix: z.string(),
     agent_platform_type: z.string(),
     name: z.string().nullable(),
+    origin: z
+      .enum(['device', 'mcp', 'console'])
+      .nullable()
+      .meta({ description: 'How the key came to be: a device sign-in, an MCP sign-in, or made by hand on the console' }),
     created_at: z.string(),
+    last_used_at: z.string().nullable().meta({ description: 'When the key last authenticated a request, to the minute; null: never' }),
     revoked_at: z.string().nullable(),
   })
   .meta({ id: 'ApiKey' });
+
+export const createApiKeyBody = z
+  .strictObject({ name: z.string().trim().min(1).max(limits.apiKeyNameLengthMax).meta({ description: 'What the person calls the agent' }) })
+  .meta({ id: 'OwnApiKeyCreate' });
+export const createdApiKey = z
+  .object({
+    key: apiKeyView,
+    api_key: z.string().meta({ description: 'The secret: shown in this answer only, never again' }),
+    user_id: uuid.meta({ description: 'The person the key acts for: send it as X-Platform-User-Id' }),
+  })
+  .meta({ id: 'OwnApiKeyCreated' });
 
 export const apiKeyListQuery = z.object({ page: pageQuery.page, page_size: pageQuery.page_size });
 export const apiKeyListItem = apiKeyView

@@ -18,6 +18,9 @@ export interface ApiKeyRow {
   auto_provision: boolean;
   /** The person who approved the device request that issued the key; null for the operator's keys. */
   owner_user_id: string | null;
+  /** How the key came to be: device, mcp or console (migration 050); null for the operator's keys. */
+  origin: string | null;
+  last_used_at: Date | null;
   created_at: Date;
   revoked_at: Date | null;
 }
@@ -34,8 +37,10 @@ export const findApiKeyById = (db: Knex, id: string) => db<ApiKeyRow>('api_keys'
  */
 export const findRevokedApiKeys = (db: Knex, ids: string[]) =>
   db<ApiKeyRow>('api_keys').whereIn('id', ids).whereNotNull('revoked_at').select('id', 'key_prefix');
-export const insertApiKey = (db: Knex, row: Omit<ApiKeyRow, 'created_at' | 'revoked_at' | 'owner_user_id'> & { owner_user_id?: string }) =>
-  db('api_keys').insert(row).returning('*') as Promise<ApiKeyRow[]>;
+export const insertApiKey = (
+  db: Knex,
+  row: Omit<ApiKeyRow, 'created_at' | 'revoked_at' | 'owner_user_id' | 'origin' | 'last_used_at'> & { owner_user_id?: string; origin?: string },
+) => db('api_keys').insert(row).returning('*') as Promise<ApiKeyRow[]>;
 
 export async function isLinked(db: Knex, apiKeyId: string, userId: string): Promise<boolean> {
   const row = await db('api_key_links').where({ api_key_id: apiKeyId, user_id: userId }).first('user_id');
@@ -45,6 +50,21 @@ export async function isLinked(db: Knex, apiKeyId: string, userId: string): Prom
 /** Inserting an existing link is not an error: linking is idempotent by nature. */
 export const insertLink = (db: Knex, apiKeyId: string, userId: string) =>
   db('api_key_links').insert({ api_key_id: apiKeyId, user_id: userId }).onConflict(['api_key_id', 'user_id']).ignore();
+
+/** The person's live (not revoked) keys, counted for ownApiKeysPerUserMax. */
+export async function countLiveOwnedApiKeys(db: Knex, ownerUserId: string): Promise<number> {
+  const [row] = await db('api_keys').where({ owner_user_id: ownerUserId }).whereNull('revoked_at').count<{ count: string | number }[]>({ count: '*' });
+  return Number(row?.count ?? 0);
+}
+
+/** Notes a use of the key, unless one at or after `since` is noted already (one write a minute at most). */
+export const touchApiKey = (db: Knex, id: string, at: Date, since: Date) =>
+  db('api_keys')
+    .where({ id })
+    .where((query) => {
+      void query.whereNull('last_used_at').orWhere('last_used_at', '<', since);
+    })
+    .update({ last_used_at: at });
 
 /** A person's own keys (issued by their device approvals), newest first, one page of them. */
 export async function listOwnedApiKeys(db: Knex, ownerUserId: string, offset: number, limit: number) {

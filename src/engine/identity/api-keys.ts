@@ -6,7 +6,7 @@ import { notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { ApiKeyView } from '../../schemas/device-authorization.ts';
 import * as store from '../../store/identity.ts';
-import type { EngineDependencies, Principal } from '../common/index.ts';
+import { capReached, lockAccount, type EngineDependencies, type Principal } from '../common/index.ts';
 import type { IdentityEngine } from './identity.ts';
 
 /**
@@ -22,7 +22,9 @@ export const apiKeyView = (row: store.ApiKeyRow): ApiKeyView => ({
   key_prefix: row.key_prefix,
   agent_platform_type: row.agent_platform_type,
   name: row.name,
+  origin: row.origin as ApiKeyView['origin'],
   created_at: iso(row.created_at)!,
+  last_used_at: iso(row.last_used_at),
   revoked_at: iso(row.revoked_at),
 });
 
@@ -40,6 +42,7 @@ export async function issueOwnedKey(trx: Knex, ownerUserId: string, platform: Ag
     key_hash: generated.hash,
     auto_provision: false,
     owner_user_id: ownerUserId,
+    origin: 'device',
   });
   await store.insertLink(trx, row!.id, ownerUserId);
   return { id: row!.id, api_key: generated.key };
@@ -68,7 +71,34 @@ export function createApiKeyEngine({ db, log, now }: EngineDependencies, identit
     return apiKeyView(row);
   }
 
-  return { list, revoke };
+  /**
+   * A key the person makes by hand on the console (issue 31): owned by them and linked to them
+   * only, like a device sign-in's; its secret is answered once, here, and never again. At most
+   * ownApiKeysPerUserMax live keys per person, counted under the account's lock.
+   */
+  async function create(principal: Principal, name: string) {
+    return db.transaction(async (trx) => {
+      await lockAccount(trx, principal.user_id);
+      if ((await store.countLiveOwnedApiKeys(trx, principal.user_id)) >= limits.ownApiKeysPerUserMax) {
+        throw capReached(`at most ${limits.ownApiKeysPerUserMax} live API keys per person; revoke one first`, { api_keys_max: limits.ownApiKeysPerUserMax });
+      }
+      const generated = generateApiKey();
+      const [row] = await store.insertApiKey(trx, {
+        id: randomUUID(),
+        agent_platform_type: 'custom_mcp',
+        name,
+        key_prefix: generated.prefix,
+        key_hash: generated.hash,
+        auto_provision: false,
+        owner_user_id: principal.user_id,
+        origin: 'console',
+      });
+      await store.insertLink(trx, row!.id, principal.user_id);
+      return { key: apiKeyView(row!), api_key: generated.key, user_id: principal.user_id };
+    });
+  }
+
+  return { list, revoke, create };
 }
 
 export type ApiKeyEngine = ReturnType<typeof createApiKeyEngine>;

@@ -7,6 +7,7 @@ import { ensureUserAccounts } from '../../store/accounts.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
 import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
+import { noteKeyUse } from './key-usage.ts';
 import { uuidPattern } from '../../domain/ids.ts';
 import { limits } from '../../limits.ts';
 import { createKeyRevocations } from './key-revocations.ts';
@@ -114,6 +115,7 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
       budget_key_id: key.owner_user_id === null ? null : key.id,
     };
     revocations.noteAuthenticated(principal, heardBefore);
+    noteKeyUse(dependencies, key.id);
     return principal;
   }
 

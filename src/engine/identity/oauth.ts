@@ -6,6 +6,7 @@ import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
+import { noteKeyUse } from './key-usage.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
 import { isMetadataDocumentId, type OAuthClient, type OAuthClients, redirectUriProblem } from './oauth-clients.ts';
 
@@ -98,7 +99,8 @@ export interface RequestContext {
   address: string;
 }
 
-export function createOAuth({ db, now, config }: EngineDependencies, clients: OAuthClients, admission: Admission) {
+export function createOAuth(dependencies: EngineDependencies, clients: OAuthClients, admission: Admission) {
+  const { db, now, config } = dependencies;
   const resource = resourceAt(config.publicBaseUrl);
   const issuer = issuerAt(config.publicBaseUrl);
 
@@ -271,6 +273,7 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
       key_hash: generated.hash,
       auto_provision: false,
       owner_user_id: userId,
+      origin: 'mcp',
     });
     await store.insertLink(trx, key!.id, userId);
     return key!.id;
@@ -365,6 +368,7 @@ export function createOAuth({ db, now, config }: EngineDependencies, clients: OA
       await admission.authenticationFailures.recordFailure(address);
       return null;
     }
+    noteKeyUse(dependencies, row.api_key_id);
     return {
       user_id: row.user_id,
       caller_type: 'agent',

@@ -7,9 +7,9 @@ import { money } from '../lib/money.js';
 import { transactionRow } from '../lib/transactions.js';
 
 // My agents: the API keys that act for the person (made here, by a device sign-in, or by an MCP
-// connection), when each was made and last used, revoking one, the transactions each made, and
-// its budget when the API has one for it (the budget's own fields; the slot stays hidden where
-// the key list carries no budget field).
+// connection), when each was made and last used, revoking one, each key's budget and what is left
+// of it today (the slot stays hidden where the key list carries no budget field), and the
+// transactions the person's agents made in the agent space.
 function kindOf(key) {
   if (key.origin) return key.origin;
   return / \(MCP sign-in\)$/.test(key.name || '') ? 'mcp' : 'device';
@@ -36,28 +36,24 @@ function budgetSlot(key) {
   return h('div', { class: 'budget' }, h('h4', null, t('budget.title')), body);
 }
 
-function transactionsOf(ctx, key) {
-  const holder = h('div', { class: 'agent-transactions' });
-  const button = h(
-    'button',
-    {
-      type: 'button',
-      class: 'link',
-      'aria-expanded': 'false',
-      onClick: async () => {
-        if (button.getAttribute('aria-expanded') === 'true') {
-          button.setAttribute('aria-expanded', 'false');
-          return holder.replaceChildren();
-        }
-        const envelope = await api('GET', `/api/v1/auth/api-keys/${key.id}/transactions`, { query: { page_size: 20 } });
-        button.setAttribute('aria-expanded', 'true');
-        if (envelope.code !== 0) return holder.replaceChildren(errorBox(envelope));
-        holder.replaceChildren(envelope.data.items.length ? h('ul', { class: 'rows' }, envelope.data.items.map(transactionRow)) : h('p', { class: 'hint' }, t('agents.no-transactions')));
-      },
-    },
-    t('agents.transactions', { name: key.name || key.key_prefix }),
-  );
-  return [button, holder];
+function agentTransactions() {
+  const list = h('ul', { class: 'rows' });
+  const problem = h('div');
+  const more = h('button', { type: 'button', class: 'secondary', hidden: true }, t('list.more'));
+  let cursor = null;
+  async function load(append) {
+    const envelope = await api('GET', '/api/v1/auth/agent-transactions', { query: { page_size: 10, cursor: append ? cursor : undefined } });
+    if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
+    if (!append) list.replaceChildren();
+    list.append(...envelope.data.items.map(transactionRow));
+    if (list.children.length === 0) list.append(h('li', { class: 'hint' }, t('agents.no-transactions')));
+    cursor = envelope.data.next_cursor;
+    more.hidden = !envelope.data.has_more;
+  }
+  more.addEventListener('click', () => load(true));
+  const section = h('section', { 'aria-labelledby': 'agent-transactions' }, h('h2', { id: 'agent-transactions' }, t('agents.transactions')), h('p', { class: 'hint' }, t('agents.transactions.lead')), problem, list, h('div', { class: 'actions' }, more));
+  section.ready = load(false);
+  return section;
 }
 
 function keyCard(ctx, key, reload) {
@@ -80,7 +76,6 @@ function keyCard(ctx, key, reload) {
       key.revoked_at && [h('dt', null, t('agents.revoked-at')), h('dd', null, when(key.revoked_at))],
     ),
     budgetSlot(key),
-    transactionsOf(ctx, key),
     !key.revoked_at &&
       h(
         'div',
@@ -140,7 +135,8 @@ export async function render(ctx) {
     if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
     list.replaceChildren(...(envelope.data.items.length ? envelope.data.items.map((key) => keyCard(ctx, key, reload)) : [h('li', { class: 'hint' }, t('agents.none'))]));
   }
-  await reload();
+  const transactions = agentTransactions();
+  await Promise.all([reload(), transactions.ready]);
   return h(
     'div',
     { class: 'page' },
@@ -148,5 +144,6 @@ export async function render(ctx) {
     h('p', { class: 'lead' }, t('agents.lead')),
     h('section', { 'aria-labelledby': 'create-key' }, h('h2', { id: 'create-key' }, t('agents.create')), secretHolder, createForm(ctx, reload, secretHolder)),
     h('section', { 'aria-labelledby': 'keys' }, h('h2', { id: 'keys' }, t('agents.keys')), h('p', { class: 'hint' }, t('agents.keys.lead'), ' ', h('a', { href: '/device' }, t('agents.device-page'))), problem, list),
+    transactions,
   );
 }

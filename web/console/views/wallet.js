@@ -124,10 +124,9 @@ function history() {
       'div',
       { class: 'grid' },
       field({ name: 'type', label: t('wallet.history.type'), options: [['', t('hall.any')], ...types.map((type) => [type, word('history', type)])] }),
-      field({ name: 'currency', label: t('wallet.history.currency'), options: [['', t('hall.any')], ['CNY', 'CNY'], ['UT', 'UT']] }),
     ),
     onSubmit: async (element) => {
-      query = { type: valueOf(element, 'type'), currency: valueOf(element, 'currency') };
+      query = { type: valueOf(element, 'type') };
       await load(false, element);
     },
   });
@@ -142,7 +141,7 @@ function history() {
       body,
     ),
   );
-  const section = h('section', { 'aria-labelledby': 'history-title' }, h('h2', { id: 'history-title' }, t('wallet.history')), filters, empty, table, h('div', { class: 'actions' }, more));
+  const section = h('section', { 'aria-labelledby': 'history-title' }, h('h2', { id: 'history-title' }, t('wallet.history')), h('p', { class: 'hint' }, t('wallet.history.lead')), filters, empty, table, h('div', { class: 'actions' }, more));
   section.ready = load(false);
   return section;
 }

@@ -1,0 +1,42 @@
+import type { Engine } from '../../src/engine/index.ts';
+import * as keySchemas from '../../src/schemas/device-authorization.ts';
+import * as transactionSchemas from '../../src/schemas/transactions.ts';
+import { route } from '../route.ts';
+import { assertSameOrigin } from '../same-origin.ts';
+
+/**
+ * The person's side of their agents, for the web console's My agents page (issue 31): a key made
+ * by hand (its secret answered once), and the transactions their agents made in the agent space.
+ * People only (a JWT), like the key list beside them; making a key also passes the same-origin guard.
+ */
+export const ownKeyRoutes = (engine: Engine) => {
+  const { publicBaseUrl } = engine.dependencies.config;
+  return [
+    route({
+      method: 'post',
+      path: '/api/v1/auth/api-keys',
+      tag: 'auth',
+      auth: 'human',
+      successStatus: 201,
+      errors: [4092],
+      summary: 'Make an API key that acts for the caller in the agent space; its secret is in this answer only (4092 past the live keys one person keeps)',
+      body: keySchemas.createApiKeyBody,
+      response: keySchemas.createdApiKey,
+      handler: ({ body, principal, request }) => {
+        assertSameOrigin(request, publicBaseUrl);
+        return engine.apiKeys.create(principal!, body.name);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/v1/auth/agent-transactions',
+      tag: 'auth',
+      auth: 'human',
+      summary: "The caller's transactions in the agent space, made through their keys, newest first (role and status filters; page/page_size or cursor)",
+      query: transactionSchemas.listTransactionsQuery,
+      response: transactionSchemas.transactionList,
+      // The same list an agent key of the person reads: their own transactions of the agent space.
+      handler: ({ query, principal }) => engine.transactions.list({ ...principal!, caller_type: 'agent', api_key_id: null }, query),
+    }),
+  ];
+};
