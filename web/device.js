@@ -67,6 +67,8 @@
     showTime('request-time', envelope.data.requested_at);
     showTime('request-expiry', envelope.data.expires_at);
     setText('request-error', '');
+    shared.clearBudget();
+    shared.attachBudget();
     show('request', true);
     $('request-title').focus();
   }
@@ -77,10 +79,14 @@
   }
 
   async function decide(decision) {
+    const body = { user_code: currentCode, decision };
+    const budget = decision === 'approve' ? shared.chosenBudget() : null;
+    if (budget) body.budget = budget;
     for (const id of ['approve', 'deny']) $(id).disabled = true;
-    const envelope = await call('POST', '/api/v1/auth/device-auth/confirm', { user_code: currentCode, decision });
+    const envelope = await call('POST', '/api/v1/auth/device-auth/confirm', body);
     for (const id of ['approve', 'deny']) $(id).disabled = false;
     if (envelope.code === 4010) return signedOut(explain(envelope));
+    if (envelope.code === 4000) return showErrors(envelope, shared.budgetFields, 'request-error', 'request');
     if (envelope.code !== 0) {
       setText('request-error', explain(envelope));
       return;
@@ -91,8 +97,9 @@
     show('request', false);
     const approved = envelope.data.status === 'approved';
     $('outcome-title').textContent = approved ? 'Approved' : 'Denied';
+    const bounded = budget ? ' It may spend ' + shared.budgetSentence({ ...budget, currency: 'UT' }) + '.' : '';
     $('outcome-text').textContent = approved
-      ? envelope.data.agent_platform_name + ' is connected. Return to the application: it receives its key within a few seconds, and the key then appears in your list below.'
+      ? envelope.data.agent_platform_name + ' is connected.' + bounded + ' Return to the application: it receives its key within a few seconds, and the key then appears in your list below.'
       : 'The request was denied. ' + envelope.data.agent_platform_name + ' gets no key.';
     show('outcome', true);
     $('outcome-title').focus();
@@ -122,7 +129,10 @@
     const detail = document.createElement('span');
     detail.className = 'hint';
     detail.textContent = 'mk_' + key.key_prefix + '… · created ' + new Date(key.created_at).toLocaleString();
-    about.append(name, detail);
+    const budget = document.createElement('span');
+    budget.className = 'hint';
+    budget.textContent = key.budget ? 'Budget: ' + shared.budgetSentence(key.budget) : 'No budget';
+    about.append(name, detail, budget);
     item.append(about);
     if (key.revoked_at) {
       const revoked = document.createElement('span');

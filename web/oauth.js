@@ -48,15 +48,20 @@
     $('request-expiry').dateTime = request.expires_at;
     $('request-expiry').textContent = new Date(request.expires_at).toLocaleString();
     setText('request-error', '');
+    shared.attachBudget();
     show('request', true);
     $('request-title').focus();
   }
 
   async function decide(decision) {
+    const body = { decision };
+    const budget = decision === 'approve' ? shared.chosenBudget() : null;
+    if (budget) body.budget = budget;
     for (const id of ['approve', 'deny']) $(id).disabled = true;
-    const envelope = await call('POST', '/api/v1/auth/oauth/requests/' + encodeURIComponent(requestId) + '/decision', { decision });
+    const envelope = await call('POST', '/api/v1/auth/oauth/requests/' + encodeURIComponent(requestId) + '/decision', body);
     for (const id of ['approve', 'deny']) $(id).disabled = false;
     if (envelope.code === 4010) return signedOut(explain(envelope));
+    if (envelope.code === 4000) return shared.showErrors(envelope, shared.budgetFields, 'request-error', 'request', explain);
     if (envelope.code !== 0) return setText('request-error', explain(envelope));
     finish(decision === 'approve' ? 'Allowed' : 'Denied', decision === 'approve'
       ? 'Returning you to the application. You can close this page once it says it is connected.'

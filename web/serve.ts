@@ -25,8 +25,14 @@ export const contentSecurityPolicy = [
 
 const directory = path.dirname(fileURLToPath(import.meta.url));
 const read = (name: string) => readFileSync(path.join(directory, name));
-/** A page with the shared sign-in form (web/sign-in.html) put in its place. */
-const withSignIn = (name: string) => Buffer.from(read(name).toString('utf8').replace('<!-- sign-in -->\n', read('sign-in.html').toString('utf8')));
+/** A page with the shared sign-in form (web/sign-in.html) and agent budget fields (web/budget.html) put in their places. */
+const withSignIn = (name: string) =>
+  Buffer.from(
+    read(name)
+      .toString('utf8')
+      .replace('<!-- sign-in -->\n', read('sign-in.html').toString('utf8'))
+      .replace('<!-- budget -->\n', read('budget.html').toString('utf8')),
+  );
 
 type PageFiles = Record<string, { body: Buffer; type: string }>;
 

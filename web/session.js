@@ -57,6 +57,7 @@ window.MarketplaceSession = (function () {
         case -1: return 'The server could not be reached. Check your connection and try again.';
         case 4010: return context === 'sign-in' ? 'Wrong email or password.' : 'Your session has ended. Please sign in again.';
         case 4092: return 'An account with this email already exists. Sign in instead.';
+        case 4000: return 'Some of what you entered is not valid: ' + ((data.errors || [])[0] || {}).message + '.';
         case 4290: return 'Too many attempts. Please wait ' + (data.retry_after_seconds || 60) + ' seconds and try again.';
         default: return data.detail || 'Something went wrong (code ' + envelope.code + '). Please try again.';
       }
@@ -114,5 +115,77 @@ window.MarketplaceSession = (function () {
     });
   }
 
-  return { $, call, show, setText, save, explainer, showErrors, attachSignIn, get current() { return session; } };
+  /** The optional agent budget of web/budget.html: the categories, from the API, as checkboxes (once). */
+  async function attachBudget() {
+    const box = $('budget-categories');
+    if (box.childElementCount > 0) return;
+    const envelope = await call('GET', '/api/v1/categories');
+    if (envelope.code !== 0 || !Array.isArray(envelope.data)) {
+      show('budget-categories-box', false);
+      return;
+    }
+    box.replaceChildren(...envelope.data.map((category) => {
+      const label = document.createElement('label');
+      const input = document.createElement('input');
+      input.type = 'checkbox';
+      input.name = 'categories';
+      input.value = category.code;
+      label.append(input, document.createTextNode(category.label_en + ' · ' + category.label));
+      return label;
+    }));
+  }
+
+  /** The budget the person chose: null when they left every box empty (the key then has none). */
+  function chosenBudget() {
+    const budget = {};
+    const perPurchase = $('budget-per-purchase').value.trim();
+    const daily = $('budget-daily').value.trim();
+    const categories = Array.from($('budget-categories').querySelectorAll('input:checked'), (input) => input.value);
+    if (perPurchase) budget.per_purchase_max = perPurchase;
+    if (daily) budget.daily_max = daily;
+    if (categories.length > 0) budget.categories = categories;
+    return Object.keys(budget).length > 0 ? budget : null;
+  }
+
+  function clearBudget() {
+    for (const id of ['budget-per-purchase', 'budget-daily']) {
+      $(id).value = '';
+      $(id).removeAttribute('aria-invalid');
+      setText(id + '-error', '');
+    }
+    for (const input of $('budget-categories').querySelectorAll('input:checked')) input.checked = false;
+  }
+
+  /** Where the API's validation errors of a budget go (showErrors' field map). */
+  const budgetFields = { 'budget.per_purchase_max': 'budget-per-purchase', 'budget.daily_max': 'budget-daily' };
+
+  /** A budget in words: "at most 5.00 UT a purchase, 20.00 UT a day (12.00 left today), only in 2 categories". */
+  function budgetSentence(budget) {
+    const parts = [];
+    if (budget.per_purchase_max) parts.push('at most ' + budget.per_purchase_max + ' ' + budget.currency + ' a purchase');
+    if (budget.daily_max) {
+      const left = budget.left_today === undefined ? '' : ' (' + budget.left_today + ' left today)';
+      parts.push((parts.length ? '' : 'at most ') + budget.daily_max + ' ' + budget.currency + ' a day' + left);
+    }
+    const only = (budget.categories || []).length + (budget.capability_ids || []).length;
+    if (only > 0) parts.push('only in ' + only + (only === 1 ? ' category or capability' : ' categories or capabilities'));
+    return parts.length ? parts.join(', ') : 'no limit (spending is counted)';
+  }
+
+  return {
+    $,
+    call,
+    show,
+    setText,
+    save,
+    explainer,
+    showErrors,
+    attachSignIn,
+    attachBudget,
+    chosenBudget,
+    clearBudget,
+    budgetFields,
+    budgetSentence,
+    get current() { return session; },
+  };
 })();

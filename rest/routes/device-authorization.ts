@@ -59,7 +59,7 @@ export const deviceAuthorizationRoutes = (engine: Engine) => {
       response: schemas.requestView,
       handler: ({ body, principal, request }) => {
         assertSameOrigin(request, publicBaseUrl);
-        return engine.deviceAuthorization.confirm(principal!, body.user_code, body.decision, clientAddress(request));
+        return engine.deviceAuthorization.confirm(principal!, body.user_code, body.decision, clientAddress(request), body.budget);
       },
     }),
     route({

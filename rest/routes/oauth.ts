@@ -37,7 +37,7 @@ export const oauthRoutes = (engine: Engine) => {
       response: schemas.oauthDecisionView,
       handler: ({ params, body, principal, request }) => {
         assertSameOrigin(request, publicBaseUrl);
-        return engine.oauth.decide(principal!, params.request_id, body.decision);
+        return engine.oauth.decide(principal!, params.request_id, body.decision, body.budget);
       },
     }),
   ];

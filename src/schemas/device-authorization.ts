@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { agentPlatformTypes, deviceCodePattern, userCodeAlphabet, userCodeLength } from '../domain/device-codes.ts';
-import { agentBudgetView } from './agent-budgets.ts';
+import { agentBudgetBody, agentBudgetView } from './agent-budgets.ts';
 import { limits } from '../limits.ts';
 import { uuid } from './common.ts';
 import { pagedList, pageQuery } from './pagination.ts';
@@ -41,7 +41,13 @@ const userCode = z
 
 export const lookupBody = z.strictObject({ user_code: userCode }).meta({ id: 'DeviceLookupRequest' });
 
-export const confirmBody = z.strictObject({ user_code: userCode, decision: z.enum(['approve', 'deny']) }).meta({ id: 'DeviceConfirmRequest' });
+export const confirmBody = z
+  .strictObject({
+    user_code: userCode,
+    decision: z.enum(['approve', 'deny']),
+    budget: agentBudgetBody.optional().meta({ description: 'With approve: the agent budget the issued key starts with (the person can change it later)' }),
+  })
+  .meta({ id: 'DeviceConfirmRequest' });
 
 export const requestView = z
   .object({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentBudgetBody } from './agent-budgets.ts';
 import { limits } from '../limits.ts';
 import { dateTime, uuid } from './common.ts';
 
@@ -22,7 +23,12 @@ export const oauthRequestView = z
   })
   .meta({ id: 'OAuthRequest' });
 
-export const oauthDecisionBody = z.strictObject({ decision: z.enum(['approve', 'deny']) }).meta({ id: 'OAuthDecision' });
+export const oauthDecisionBody = z
+  .strictObject({
+    decision: z.enum(['approve', 'deny']),
+    budget: agentBudgetBody.optional().meta({ description: "With approve: the agent budget the grant's key starts with (the person can change it later)" }),
+  })
+  .meta({ id: 'OAuthDecision' });
 
 export const oauthDecisionView = z
   .object({

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { AgentBudgetLimits } from '../domain/agent-budgets.ts';
 
 /** Device authorization queries as plain functions of a knex handle (the database or a transaction). */
 export type DeviceAuthorizationStatus = 'pending' | 'approved' | 'denied' | 'redeemed';
@@ -17,6 +18,8 @@ export interface DeviceAuthorizationRow {
   expires_at: Date;
   decided_at: Date | null;
   redeemed_at: Date | null;
+  /** The agent budget the person chose when approving, given to the key at redemption (migration 040). */
+  agent_budget: AgentBudgetLimits | null;
 }
 
 const table = 'device_authorizations';
@@ -24,7 +27,7 @@ const table = 'device_authorizations';
 /** False when the user code is taken already (a collision of random codes): the caller draws again. */
 export async function insertDeviceAuthorization(
   db: Knex,
-  row: Omit<DeviceAuthorizationRow, 'status' | 'last_polled_at' | 'user_id' | 'api_key_id' | 'decided_at' | 'redeemed_at'>,
+  row: Omit<DeviceAuthorizationRow, 'status' | 'last_polled_at' | 'user_id' | 'api_key_id' | 'decided_at' | 'redeemed_at' | 'agent_budget'>,
 ): Promise<boolean> {
   const inserted = await db(table).insert(row).onConflict('user_code_hash').ignore().returning('id');
   return inserted.length === 1;
@@ -61,11 +64,18 @@ export async function slowDown(db: Knex, id: string, now: Date, stepSeconds: num
 }
 
 /** Moves a pending, unexpired request to approved or denied; false when it is no longer pending. */
-export async function decide(db: Knex, id: string, decision: 'approved' | 'denied', userId: string, now: Date): Promise<boolean> {
+export async function decide(
+  db: Knex,
+  id: string,
+  decision: 'approved' | 'denied',
+  userId: string,
+  now: Date,
+  budget: AgentBudgetLimits | null = null,
+): Promise<boolean> {
   const updated = await db(table)
     .where({ id, status: 'pending' })
     .andWhere('expires_at', '>', now)
-    .update({ status: decision, user_id: userId, decided_at: now })
+    .update({ status: decision, user_id: userId, decided_at: now, agent_budget: budget === null ? null : JSON.stringify(budget) })
     .returning('id');
   return updated.length === 1;
 }

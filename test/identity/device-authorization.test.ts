@@ -126,7 +126,7 @@ describe('polling', () => {
     expect(response.body).toMatchObject({ code: 0, data: { status: 'approved', user_id: human.userId, agent_platform_type: 'claude_code' } });
     const apiKey = response.body.data.api_key as string;
     const me = await test.http.get('/api/v1/auth/me').set({ 'X-Api-Key': apiKey, 'X-Platform-User-Id': human.userId }).expect(200);
-    expect(me.body.data).toEqual({ user_id: human.userId, caller_type: 'agent', agent_platform_type: 'claude_code' });
+    expect(me.body.data).toEqual({ user_id: human.userId, caller_type: 'agent', agent_platform_type: 'claude_code', agent_budget: null });
     expect((await test.http.get('/api/v1/auth/me').set({ 'X-Api-Key': apiKey, 'X-Platform-User-Id': other.userId })).body.code).toBe(4010);
     expect((await test.http.get('/api/v1/auth/me').set({ 'X-Api-Key': apiKey, 'X-Platform-User-Id': randomUUID() })).body.code).toBe(4010);
 

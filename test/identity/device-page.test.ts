@@ -151,6 +151,16 @@ describe('the device verification page', () => {
 
     await eventually(() => focusedId(page)).toBe('request-title');
     expect(await page.locator('#request-platform').textContent()).toBe('Codex CLI');
+    // The optional budget comes first (docs/decisions/money-and-escrow.md "Agent budgets"), then Approve.
+    for (const [id, typed] of [
+      ['budget-per-purchase', '2'],
+      ['budget-daily', ''],
+      ['budget-categories-toggle', ''],
+    ] as const) {
+      await page.keyboard.press('Tab');
+      expect(await focusedId(page)).toBe(id);
+      if (typed) await page.keyboard.type(typed);
+    }
     await page.keyboard.press('Tab');
     expect(await focusedId(page)).toBe('approve');
     await page.keyboard.press('Enter');
@@ -159,7 +169,7 @@ describe('the device verification page', () => {
 
     const collected = await poll(flow.device_code);
     expect(collected.code).toBe(0);
-    expect((await whoAmI(collected.data.api_key!, human.userId)).data.caller_type).toBe('agent');
+    expect((await whoAmI(collected.data.api_key!, human.userId)).data).toMatchObject({ caller_type: 'agent', agent_budget: { per_purchase_max: '2.00' } });
     expect(problems).toEqual([]);
     await page.close();
   });

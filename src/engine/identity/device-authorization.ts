@@ -13,6 +13,8 @@ import {
 import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { RequestView, StartInput } from '../../schemas/device-authorization.ts';
+import { type AgentBudgetInput, agentBudgetLimits } from '../../domain/agent-budgets.ts';
+import { saveAgentBudget } from '../../store/agent-budgets.ts';
 import * as store from '../../store/device-authorizations.ts';
 import type { Admission } from './admission.ts';
 import { issueOwnedKey } from './api-keys.ts';
@@ -98,6 +100,8 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
       if (!taken) return null;
       const platform = taken.agent_platform_type as AgentPlatformType;
       const key = await issueOwnedKey(trx, taken.user_id!, platform);
+      // The budget the person chose on the page bounds the key from its first request.
+      if (taken.agent_budget) await saveAgentBudget(trx, { api_key_id: key.id, ...taken.agent_budget, updated_at: time });
       await store.recordIssuedKey(trx, taken.id, key.id);
       return { status: 'approved' as const, api_key: key.api_key, user_id: taken.user_id!, agent_platform_type: platform };
     });
@@ -147,11 +151,13 @@ export function createDeviceAuthorizationEngine({ db, config, now }: EngineDepen
     return view(row, code, 'pending');
   }
 
-  async function confirm(principal: Principal, typed: string, decision: 'approve' | 'deny', address: string) {
+  async function confirm(principal: Principal, typed: string, decision: 'approve' | 'deny', address: string, budget?: AgentBudgetInput) {
+    // Checked before the code is looked up, so that a mistyped amount costs no attempt.
+    const chosen = decision === 'approve' && budget ? agentBudgetLimits(budget, 'body.budget') : null;
     const { row, code } = await findPending(principal, typed, address);
     const status = decision === 'approve' ? 'approved' : 'denied';
     // Two answers at once (approve in one tab, deny in another): the first one stands.
-    if (!(await store.decide(db, row.id, status, principal.user_id, now())))
+    if (!(await store.decide(db, row.id, status, principal.user_id, now(), chosen)))
       throw new AppError('expired_token', 'this request was answered already or has expired');
     return view(row, code, status);
   }

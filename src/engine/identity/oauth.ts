@@ -4,6 +4,8 @@ import { generateApiKey } from '../../auth/api-keys.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
+import { type AgentBudgetInput, type AgentBudgetLimits, agentBudgetLimits } from '../../domain/agent-budgets.ts';
+import { saveAgentBudget } from '../../store/agent-budgets.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
 import { noteKeyUse } from './key-usage.ts';
@@ -51,6 +53,8 @@ interface RequestRow {
   status: 'pending' | 'approved' | 'denied';
   user_id: string | null;
   expires_at: Date;
+  /** The agent budget the person chose on the consent page, given to the grant's key (migration 040). */
+  agent_budget: AgentBudgetLimits | null;
 }
 
 interface TokenRow {
@@ -177,13 +181,17 @@ export function createOAuth(dependencies: EngineDependencies, clients: OAuthClie
    * The person's answer, once (a compare-and-set on the pending request): approve gives a code,
    * deny an access_denied error; either way the answer is where the browser goes next.
    */
-  async function decide(principal: Principal, id: string, decision: 'approve' | 'deny') {
+  async function decide(principal: Principal, id: string, decision: 'approve' | 'deny', budget?: AgentBudgetInput) {
+    const chosen = decision === 'approve' && budget ? agentBudgetLimits(budget, 'body.budget') : null;
     const row = await pendingRequest(id);
     const status = decision === 'approve' ? 'approved' : 'denied';
     const at = now();
     const target = new URL(row.redirect_uri);
     const moved = await withTransaction(db, async ({ trx }) => {
-      const changed = await trx('oauth_requests').where({ id, status: 'pending' }).where('expires_at', '>', at).update({ status, user_id: principal.user_id });
+      const changed = await trx('oauth_requests')
+        .where({ id, status: 'pending' })
+        .where('expires_at', '>', at)
+        .update({ status, user_id: principal.user_id, agent_budget: chosen === null ? null : JSON.stringify(chosen) });
       if (changed === 0) return false;
       if (decision === 'approve') {
         const code = secretOf('');
@@ -246,6 +254,8 @@ export function createOAuth(dependencies: EngineDependencies, clients: OAuthClie
         .update({ used_at: now() });
       if (used === 0) return { reused: row.id };
       const apiKeyId = await grantKey(trx, row.user_id!, client);
+      // The budget the person chose on the consent page bounds the grant from its first call.
+      if (row.agent_budget) await saveAgentBudget(trx, { api_key_id: apiKeyId, ...row.agent_budget, updated_at: now() });
       return {
         tokens: await issue(trx, {
           family_id: row.id,

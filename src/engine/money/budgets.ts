@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { agentBudgetLimits } from '../../domain/agent-budgets.ts';
 import { type Currency, currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import { usageWindow } from '../../domain/usage-windows.ts';
 import { AppError } from '../../errors.ts';
@@ -240,7 +241,7 @@ export function createAgentBudgets({ db, now }: EngineDependencies) {
   async function set(principal: Principal, keyId: string, input: AgentBudgetInput): Promise<AgentBudgetView> {
     const key = await ownedKey(principal, keyId);
     const at = now();
-    const saved = await store.saveAgentBudget(db, budgetRow(key.id, input, at));
+    const saved = await store.saveAgentBudget(db, { api_key_id: key.id, ...agentBudgetLimits(input), updated_at: at });
     return (await viewOf(saved, at))!;
   }
 
@@ -269,28 +270,6 @@ export function createAgentBudgets({ db, now }: EngineDependencies) {
   }
 
   return { get, set, clear, left, withBudgets };
-}
-
-/**
- * The row a budget input makes for a key. Every key a person owns spends in the agent space, so
- * its budget is in UT; naming another currency is a mistake the person should hear about.
- */
-export function budgetRow(keyId: string, input: AgentBudgetInput, at: Date): store.AgentBudgetRow {
-  const keyCurrency = currencyOfSpace('agent');
-  if (input.currency !== undefined && input.currency !== keyCurrency) {
-    throw new AppError('validation_error', `an agent key spends in ${keyCurrency}: its budget is in ${keyCurrency}`, {
-      errors: [{ path: 'body.currency', message: `must be ${keyCurrency}, the currency of the agent space` }],
-    });
-  }
-  return {
-    api_key_id: keyId,
-    currency: keyCurrency,
-    per_purchase_max: input.per_purchase_max == null ? null : String(input.per_purchase_max),
-    daily_max: input.daily_max == null ? null : String(input.daily_max),
-    categories: input.categories ?? null,
-    capability_ids: input.capability_ids ?? null,
-    updated_at: at,
-  };
 }
 
 export type AgentBudgets = ReturnType<typeof createAgentBudgets>;
