@@ -62,15 +62,6 @@ export const limits = {
   moneyBatchesInFlightMax: 1,
   /** How long the first change of a batch waits for others when no batch waits (0: the next turn of the event loop). */
   moneyBatchLingerMs: 0,
-  /**
-   * Group commit (engine/money/batcher.ts): state changes that arrive while a batch is in the
-   * database wait and are written together, at most this many in one statement and commit.
-   */
-  moneyBatchChangesMax: 64,
-  /** Batches one instance has in the database at once; changes arriving meanwhile wait for the next. */
-  moneyBatchesInFlightMax: 1,
-  /** How long the first change of a batch waits for others when no batch waits (0: the next turn of the event loop). */
-  moneyBatchLingerMs: 0,
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,
@@ -269,6 +260,8 @@ export const limits = {
   invokeClaimWaitMs: 10_000,
   /** Counts of capability usage windows are kept this long after the window started, then pruned. */
   capabilityUsageRetentionMs: 2 * 24 * 60 * 60 * 1000,
+  /** Agent budgets' usage and charges of a day are kept this long after it, then pruned (only today's usage is read). */
+  agentBudgetDaysRetentionMs: 30 * 24 * 60 * 60 * 1000,
   /**
    * AI provider, clarity and pricing suggestion (docs/decisions/matching.md "The AI
    * provider"). Calls to the OpenAI-compatible endpoint are never retried; a failed

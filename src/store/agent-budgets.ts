@@ -135,3 +135,26 @@ export async function giveBackPart(db: Knex, refId: string, amount: bigint): Pro
 export async function moveCharges(db: Knex, fromRefId: string, toRefId: string): Promise<void> {
   await db('agent_budget_charges').where({ ref_id: fromRefId }).update({ ref_id: toRefId });
 }
+
+/**
+ * Deletes the usage and charges of days before `beforeDay` (YYYY-MM-DD), at most `batchSize` rows
+ * of each a call: only today's usage is ever read, and a release that late gives back to a day
+ * that no longer matters.
+ */
+export async function pruneBudgetDays(db: Knex, beforeDay: string, batchSize: number): Promise<number> {
+  const usage = await prepared<{ day: string }>(
+    db,
+    `DELETE FROM agent_budget_usage WHERE (api_key_id, currency, day) IN (
+       SELECT api_key_id, currency, day FROM agent_budget_usage WHERE day < ? LIMIT ?)
+     RETURNING day`,
+    [beforeDay, batchSize],
+  );
+  const charges = await prepared<{ day: string }>(
+    db,
+    `DELETE FROM agent_budget_charges WHERE (ref_id, api_key_id, currency, day) IN (
+       SELECT ref_id, api_key_id, currency, day FROM agent_budget_charges WHERE day < ? LIMIT ?)
+     RETURNING day`,
+    [beforeDay, batchSize],
+  );
+  return usage.length + charges.length;
+}

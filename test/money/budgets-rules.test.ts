@@ -159,4 +159,19 @@ describe('the day and what comes back', () => {
     expect(await spent(agent)).toBe('1.00');
     expect((await buy(agent, capability.id)).body).toMatchObject({ code: 4021, data: { left_today: '0.50' } });
   });
+
+  it("a day's usage and charges are pruned by the sweeper once 30 days old; the budget itself stays", async () => {
+    const capability = await offer({ price_ut: '1.00' });
+    const agent = await buyer({ daily_max: '5.00' });
+    expect((await buy(agent, capability.id)).body.data.status).toBe('frozen');
+    const { db } = test.runtime.engine.dependencies;
+    const rowsOf = async (table: string) => Number((await db(table).where({ api_key_id: agent.apiKeyId }).count({ count: '*' }))[0]!.count);
+    expect([await rowsOf('agent_budget_usage'), await rowsOf('agent_budget_charges')]).toEqual([1, 1]);
+    await test.runtime.engine.sweeper.runOnce();
+    expect(await rowsOf('agent_budget_usage')).toBe(1);
+    test.clock.advanceMs(31 * 24 * 60 * 60 * 1000);
+    await test.runtime.engine.sweeper.runOnce();
+    expect([await rowsOf('agent_budget_usage'), await rowsOf('agent_budget_charges')]).toEqual([0, 0]);
+    expect(await budgetOf(test, agent.person, agent.apiKeyId)).toMatchObject({ daily_max: '5.00', spent_today: '0.00' });
+  });
 });

@@ -35,7 +35,8 @@ export interface BudgetCharge {
 
 type Bound = 'per_purchase' | 'daily' | 'allowed';
 
-const dayOf = (at: Date) => at.toISOString().slice(0, 10);
+/** The UTC day a charge counts in, as the usage rows name it (YYYY-MM-DD). */
+export const dayOf = (at: Date) => at.toISOString().slice(0, 10);
 const resetsAt = (at: Date) => usageWindow('day', at).end;
 const maybe = (value: string | null) => (value === null ? null : BigInt(value));
 const amountOrNull = (value: bigint | null) => (value === null ? null : formatAmount(value));

@@ -1,7 +1,9 @@
 import type { Database } from '../../db/database.ts';
 import type { Logger } from '../../logger.ts';
 import { periodic } from '../../periodic.ts';
+import { pruneBudgetDays } from '../../store/agent-budgets.ts';
 import { pruneUsage } from '../../store/capability-usage.ts';
+import { dayOf } from './budgets.ts';
 import type { TransactionEngine } from './transactions.ts';
 import { limits } from '../../limits.ts';
 
@@ -12,7 +14,7 @@ type Sweep = (skipIds: string[]) => Promise<{ id: string; error?: unknown } | nu
  * deadline passed while they were still frozen (their server died during the callback). Expired
  * idempotency keys are the retention job's (engine/common/retention.ts). Each move claims its row with
  * SKIP LOCKED, so several instances can sweep at once without moving anything twice or waiting
- * on each other. Old counts of capability usage windows are pruned here too, and open tasks past
+ * on each other. Old counts of capability usage windows and agent budgets' old days are pruned here too, and open tasks past
  * their deadline expire (their bounty released) the same way.
  */
 /** Open tasks past their deadline (engine/work/tasks.ts), expired one by one with their bounty released. */
@@ -35,6 +37,8 @@ export function createSweeper(
     const expired = tasks ? await sweepAll(tasks.expireNextDue, 'expiry of an open task') : 0;
     if (expired > 0) log.info('expired open tasks past their deadline, releasing their bounties', { expired });
     if (usage) await pruneUsage(usage.db, new Date(usage.now().getTime() - limits.capabilityUsageRetentionMs), limits.sweepBatchSizeMax);
+    // Agent budgets' days past their retention (budgets.ts): only today's usage is read.
+    if (usage) await pruneBudgetDays(usage.db, dayOf(new Date(usage.now().getTime() - limits.agentBudgetDaysRetentionMs)), limits.sweepBatchSizeMax);
     return settled + released + expired;
   }
 
