@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Request } from 'playwright-core';
+import { apiGet, cashOf, type ConsoleWorld, credit, eventually, openConsole, signUpOnPage, startConsole } from './harness.ts';
+
+/**
+ * Journey 3 (work) beyond applying, and journey 6 (live): a skill drawn from a pasted CV and one
+ * drafted by the ai-create stream shown as it writes; a publisher's selection answered on the
+ * Work page, which matches the task; and a transaction page that keeps following its stream
+ * after the connection drops, resuming with Last-Event-ID.
+ */
+let world: ConsoleWorld;
+let publisherContext: BrowserContext;
+let workerContext: BrowserContext;
+beforeAll(async () => {
+  world = await startConsole();
+  publisherContext = await world.context();
+  workerContext = await world.context();
+});
+afterAll(() => world?.close());
+
+const unique = () => Math.random().toString(36).slice(2, 8);
+const cv = `Senior illustrator with ten years of experience.
+I draw children's book illustrations in watercolour and digital ink.
+I also design logos and brand identities for small businesses.`;
+
+describe('working through the console', () => {
+  it('3: draws skills from a pasted CV, confirming one; drafts one with the ai-create stream shown as it writes', async () => {
+    const { page, problems } = await openConsole(workerContext, `${world.base}/`);
+    const worker = await signUpOnPage(page, `cv-${unique()}@example.com`);
+    await page.goto(`${world.base}/#/skills/new`);
+    await page.getByLabel('From my CV').check();
+    await page.getByLabel('Paste your CV, portfolio or service description').fill(cv);
+    await page.getByRole('button', { name: 'Find skills in it' }).click();
+    const first = page.locator('.cards .card').first();
+    await eventually(() => first.isVisible()).toBe(true);
+    const name = (await first.locator('h3').textContent())!;
+    await first.getByRole('button', { name: `Create “${name}”` }).click();
+    await eventually(() => first.getByText('Created.').isVisible()).toBe(true);
+    const skills = await apiGet(world, worker.token, '/api/v1/skills/');
+    expect(skills.data.items!.map((skill) => [skill.name, skill.source])).toContainEqual([name, 'extracted']);
+
+    await page.getByLabel('Draft it for me').check();
+    await page.getByLabel('Describe the skill in a sentence or two').fill('I translate product manuals from English to Chinese within two days.');
+    await page.getByRole('button', { name: 'Write the draft' }).click();
+    // What the stream wrote is on the page, field by field, and the draft fills the form to check.
+    await eventually(() => page.getByRole('heading', { name: 'Check the draft' }).isVisible()).toBe(true);
+    expect(await page.locator('.writing').textContent()).toContain('name: ');
+    expect(await page.getByRole('log', { name: 'Progress' }).textContent()).toContain('Draft ready');
+    const review = page.locator('section').filter({ has: page.getByRole('heading', { name: 'Check the draft' }) });
+    const drafted = await review.getByLabel('Name').inputValue();
+    expect(drafted.length).toBeGreaterThan(0);
+    await review.getByRole('button', { name: 'Create the skill' }).click();
+    await page.getByRole('heading', { name: 'Work', level: 1 }).waitFor();
+    expect(await page.getByText(drafted, { exact: true }).isVisible()).toBe(true);
+    expect(problems).toEqual([]);
+  });
+
+  it('3 and 6: a selection answered on the Work page matches the task; the transaction page resumes its stream after a drop', async () => {
+    const publisher = await openConsole(publisherContext, `${world.base}/`);
+    const publisherSession = await signUpOnPage(publisher.page, `selector-${unique()}@example.com`);
+    await credit(world, publisherSession.user_id, '200.00');
+    const worker = await openConsole(workerContext, `${world.base}/`);
+    const workerSession = await signUpOnPage(worker.page, `selected-${unique()}@example.com`);
+    const skill = await world.test.http
+      .post('/api/v1/skills/')
+      .set('Authorization', `Bearer ${workerSession.token}`)
+      .send({ name: 'Watercolour illustration', description: 'Children book illustrations in watercolour', category: 'illustration', ut_price: '90' })
+      .expect(201);
+
+    const { page } = publisher;
+    await page.goto(`${world.base}/#/tasks/new`);
+    await page.getByLabel('Title').fill('Watercolour illustrations for a children book');
+    await page.getByLabel('Description').fill('Twelve watercolour illustrations for a children book.');
+    await page.getByLabel('Category').selectOption('illustration');
+    await page.getByLabel('Bounty (CNY)').fill('100');
+    await page.getByRole('button', { name: 'Publish the task' }).click();
+    await eventually(() => page.getByText('Published. ¥100.00 is held for this task.').isVisible()).toBe(true);
+    const card = page.locator('.card').filter({ hasText: 'Watercolour illustration' });
+    await eventually(() => card.isVisible()).toBe(true);
+    await card.getByLabel('Price for Watercolour illustration (CNY)').fill('95');
+    await card.getByRole('button', { name: 'Select Watercolour illustration' }).click();
+    await eventually(() => page.getByText('selected at ¥95.00').isVisible()).toBe(true);
+
+    const work = worker.page;
+    await work.goto(`${world.base}/#/work`);
+    const answer = work.getByRole('button', { name: 'Accept the selection for “Watercolour illustrations for a children book”' });
+    await eventually(() => answer.isVisible()).toBe(true);
+    expect(await work.getByText('You are selected at ¥95.00').isVisible()).toBe(true);
+    await answer.click();
+    await work.getByRole('heading', { name: 'The work you do' }).waitFor();
+    const transactionId = /#\/transactions\/([0-9a-f-]{36})/.exec(work.url())![1]!;
+    expect((await apiGet(world, publisherSession.token, `/api/v1/transactions/${transactionId}`)).data).toMatchObject({ status: 'frozen', price_ut: '95.00' });
+    // 100.00 held by the task; 95.00 of it paid into escrow, 5.00 back.
+    expect(await cashOf(world, publisherSession.token)).toMatchObject({ available: '105.00', frozen: '95.00' });
+    expect(skill.body.data.id).toBeTruthy();
+
+    // The publisher follows the transaction; its connection drops; the worker accepts meanwhile.
+    await page.goto(`${world.base}/#/transactions/${transactionId}`);
+    await eventually(() => page.getByText('Waiting for the worker to accept').isVisible()).toBe(true);
+    await eventually(() => page.locator('#live').textContent()).toBe('Live');
+    const resumed: string[] = [];
+    const watch = (request: Request) => {
+      if (request.url().endsWith(`/transactions/${transactionId}/events`) && request.headers()['last-event-id'])
+        resumed.push(request.headers()['last-event-id']!);
+    };
+    page.on('request', watch);
+    world.server.closeAllConnections();
+    await world.test.http.post(`/api/v1/transactions/${transactionId}/accept`).set('Authorization', `Bearer ${workerSession.token}`).expect(200);
+    await eventually(() => page.getByText('The worker accepted and is working on it.').isVisible()).toBe(true);
+    expect(resumed.length).toBeGreaterThan(0);
+    expect(Number(resumed[0])).toBeGreaterThan(0);
+    page.off('request', watch);
+    expect(publisher.problems.filter((problem) => !problem.includes('ERR_'))).toEqual([]);
+  });
+});
