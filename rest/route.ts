@@ -4,6 +4,7 @@ import type { RateLimitName, Requester } from '../src/engine/identity/index.ts';
 import type { Principal } from '../src/engine/common/index.ts';
 import type { IdempotencyRequest } from '../src/engine/money/index.ts';
 import { idempotencyRequestOf } from './idempotency.ts';
+import type { RouteLookup } from './route-lookup.ts';
 import { AppError } from '../src/errors.ts';
 import { sendData } from './envelope.ts';
 import { validationError } from '../src/schemas/validation.ts';
@@ -113,10 +114,14 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'bod
   return result.data;
 }
 
-export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: Authenticator, limit: RateLimiter) {
+/**
+ * Mounts each route on the router, and registers it in `lookup` too, in the same order, so that
+ * the hot routes can be found without walking the router (rest/route-lookup.ts).
+ */
+export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: Authenticator, limit: RateLimiter, lookup?: RouteLookup) {
   for (const spec of routes) {
     const rateLimits = rateLimitsOf(spec);
-    router[spec.method](spec.path, async (request: Request, response: Response, next: NextFunction) => {
+    const handler = async (request: Request, response: Response, next: NextFunction) => {
       try {
         // Authentication comes first so an anonymous caller learns nothing from validation errors.
         const principal = await authenticate(request, spec.auth);
@@ -134,6 +139,9 @@ export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: A
       } catch (error) {
         next(error);
       }
-    });
+    };
+    const expressRoute = router.route(spec.path);
+    expressRoute[spec.method](handler);
+    lookup?.add(spec.method, spec.path, handler, expressRoute);
   }
 }

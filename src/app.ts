@@ -9,6 +9,7 @@ import { methodNotAllowed } from '../rest/method-not-allowed.ts';
 import { buildOpenApiDocument } from '../rest/openapi.ts';
 import { installRequestIds, requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, handled, mountRoutes, route } from '../rest/route.ts';
+import { createRouteLookup } from '../rest/route-lookup.ts';
 import { categoryRoutes } from '../rest/routes/categories.ts';
 import { healthRoutes } from '../rest/routes/health.ts';
 import { skillRoutes } from '../rest/routes/skills.ts';
@@ -130,12 +131,17 @@ export function createApp(engine: Engine) {
     if (request.path === '/mcp' || request.path === '/api/v1/rpc') guard(request.headers, request.hostname);
     next();
   });
+  // The hot routes (GET under /api/ without a body, JSON-RPC) are found in one lookup and run at
+  // once, past the middleware below, which would leave them alone (rest/route-lookup.ts).
+  const readsOwnBody = (path: string) => path.startsWith('/api/v1/rpc');
+  const lookup = createRouteLookup({ readsOwnBody });
+  app.use(lookup.dispatch);
   // MCP sign-in's OAuth endpoints read form bodies and answer CORS preflights in the protocol's
   // own terms (mcp/oauth.ts), so they come before the JSON parser and the OPTIONS guard.
   app.use(oauthRouter(engine));
   const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
-  app.use((request, response, next) => (request.path.startsWith('/api/v1/rpc') ? next() : jsonBody(request, response, next)));
+  app.use((request, response, next) => (readsOwnBody(request.path) ? next() : jsonBody(request, response, next)));
   // MCP answers in its protocol: a tool's arguments are checked when the tool is called, so that
   // text PostgreSQL cannot store is a tool error the model can read, not a failed HTTP exchange.
   app.use((request, _response, next) => {
@@ -152,7 +158,7 @@ export function createApp(engine: Engine) {
   });
 
   const router = express.Router({ caseSensitive: true, strict: true });
-  mountRoutes(router, routes, createAuthenticator(engine, config.ADMIN_TOKEN), engine.admission.consume);
+  mountRoutes(router, routes, createAuthenticator(engine, config.ADMIN_TOKEN), engine.admission.consume, lookup);
   app.use(router);
   app.use(wrongMethod);
 

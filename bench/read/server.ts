@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import pg from 'pg';
+import { createAppServer } from '../../rest/app-server.ts';
 import { createApp } from '../../src/app.ts';
 import { openRuntime } from '../../src/bootstrap.ts';
 import { loadConfig, rateLimitNames, rateLimitVariable } from '../../src/config.ts';
@@ -35,7 +36,7 @@ if (mode === 'app') {
     ...Object.fromEntries(rateLimitNames.map((name) => [rateLimitVariable(name), '100000000/60'])),
   });
   const runtime = await openRuntime(config, createLogger(config.LOG_LEVEL), { migrate: true });
-  const server = createServer(createApp(runtime.engine));
+  const server = createAppServer(createApp(runtime.engine));
   server.keepAliveTimeout = 120_000;
   announce(server);
   process.on('SIGTERM', () => {

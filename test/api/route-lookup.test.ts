@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Request, type Response } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allRoutes } from '../../src/app.ts';
+import { createRouteLookup } from '../../rest/route-lookup.ts';
+import type { Actor } from '../helpers/actors.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { agentMarket, buy } from '../helpers/market.ts';
+
+/**
+ * The hot routes' lookup (rest/route-lookup.ts) finds the route express's router would, for every
+ * route of the table and paths made to confuse them, and a request it serves answers exactly as
+ * the same request served through express's middleware and router.
+ */
+let test: TestApp;
+beforeAll(async () => {
+  test = await startTestApp();
+});
+afterAll(() => test.close());
+
+/** The router's choice: the index of the route whose handler runs, or null when none matches. */
+function routerChoice(router: express.Router, method: string, path: string): Promise<number | null> {
+  return new Promise((resolve) => {
+    // A matched route's handler resolves with its index; the router's final callback with null.
+    const request = { method, url: path, headers: {}, resolveWith: resolve } as unknown as Request;
+    const response = { locals: {} } as unknown as Response;
+    (router as unknown as { handle(request: Request, response: Response, done: () => void): void }).handle(request, response, () => resolve(null));
+  });
+}
+
+describe('the lookup', () => {
+  it('chooses the route the router chooses, for every route and for paths that confuse them', async () => {
+    const routes = allRoutes(test.runtime.engine);
+    const router = express.Router({ caseSensitive: true, strict: true });
+    const lookup = createRouteLookup({ readsOwnBody: () => false });
+    const indexOf = new Map<unknown, number>();
+    routes.forEach((spec, index) => {
+      const handler = (request: Request) => (request as unknown as { resolveWith(index: number): void }).resolveWith(index);
+      const expressRoute = router.route(spec.path);
+      expressRoute[spec.method](handler);
+      lookup.add(spec.method, spec.path, handler, expressRoute);
+      indexOf.set(handler, index);
+    });
+    // Every literal segment of the table, in every parameter's place.
+    const literals = [...new Set(routes.flatMap((spec) => spec.path.split('/').filter((part) => part !== '' && !part.startsWith(':'))))];
+    const values = ['x', randomUUID(), 'a.b', '', ...literals];
+    const paths = new Set<string>();
+    for (const spec of routes) {
+      const parts = spec.path.split('/');
+      const params = parts.flatMap((part, index) => (part.startsWith(':') ? [index] : []));
+      const fill = (at: number, value: string) => parts.map((part, index) => (index === at ? value : part.startsWith(':') ? 'x' : part)).join('/');
+      paths.add(fill(-1, ''));
+      paths.add(`${fill(-1, '')}/`);
+      paths.add(fill(-1, '').toUpperCase());
+      paths.add(fill(-1, '').replace(/\/$/, ''));
+      for (const at of params) for (const value of values) paths.add(fill(at, value));
+    }
+    const disagreements: string[] = [];
+    for (const method of ['get', 'post', 'put', 'delete']) {
+      for (const path of paths) {
+        const expected = await routerChoice(router, method.toUpperCase(), path);
+        const found = lookup.find(method.toUpperCase(), path);
+        const actual = found === null ? null : indexOf.get(found.entry.handle)!;
+        if (actual !== expected) disagreements.push(`${method} ${path}: router ${expected}, lookup ${actual}`);
+      }
+    }
+    expect(paths.size).toBeGreaterThan(500);
+    expect(disagreements).toEqual([]);
+  });
+
+  it('refuses a path it could not match as the router does', () => {
+    const lookup = createRouteLookup({ readsOwnBody: () => false });
+    expect(() => lookup.add('get', '/files/*rest', () => {}, null)).toThrow(/beyond literal segments/);
+    expect(() => lookup.add('get', '/a/:b.:c', () => {}, null)).toThrow(/beyond literal segments/);
+  });
+});
+
+describe('a hot read', () => {
+  let buyer: Actor;
+  let transactionId: string;
+  beforeAll(async () => {
+    const market = await agentMarket(test);
+    buyer = market.buyer;
+    transactionId = (await buy(test, buyer, market.capability.id)).id;
+  });
+
+  /** Status, the headers a client sees (without those that change per request) and the body without its timestamp. */
+  const answerOf = (response: { status: number; headers: Record<string, string>; body: Record<string, unknown> }) => {
+    const { date: _date, 'x-request-id': requestId, connection: _connection, 'keep-alive': _keepAlive, ...headers } = response.headers;
+    const { timestamp: _timestamp, ...body } = response.body;
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    return { status: response.status, headers, body };
+  };
+
+  it('answers the same whether the lookup serves it or express (a request with a body goes through express)', async () => {
+    const path = `/api/v1/transactions/${transactionId}`;
+    for (const [headers, what] of [
+      [buyer.headers, 'the buyer'],
+      [{ ...buyer.headers, 'X-Platform-User-Id': randomUUID() }, 'an unknown user'],
+      [{}, 'no credentials'],
+    ] as const) {
+      const fast = await test.http.get(path).set(headers);
+      const throughExpress = await test.http.get(path).set(headers).set('Content-Length', '0');
+      expect(answerOf(fast), what).toEqual(answerOf(throughExpress));
+    }
+    const missing = `/api/v1/transactions/${randomUUID()}`;
+    expect(answerOf(await test.http.get(missing).set(buyer.headers))).toEqual(
+      answerOf(await test.http.get(missing).set(buyer.headers).set('Content-Length', '0')),
+    );
+    const malformed = '/api/v1/transactions/not-a-uuid';
+    expect(answerOf(await test.http.get(malformed).set(buyer.headers))).toEqual(
+      answerOf(await test.http.get(malformed).set(buyer.headers).set('Content-Length', '0')),
+    );
+  });
+
+  it('keeps the client request id and leaves percent-encoded paths to the router', async () => {
+    const response = await test.http.get(`/api/v1/transactions/${transactionId}`).set(buyer.headers).set('X-Request-Id', 'client-chosen.1').expect(200);
+    expect(response.headers['x-request-id']).toBe('client-chosen.1');
+    const badEncoding = await test.http.get('/api/v1/transactions/%E0%A4%A').set(buyer.headers);
+    expect(badEncoding.body.code).toBe(4000);
+    const encoded = await test.http
+      .get(`/api/v1/transactions/${transactionId.replace('-', '%2D')}`)
+      .set(buyer.headers)
+      .expect(200);
+    expect(encoded.body.data.id).toBe(transactionId);
+  });
+});
