@@ -15,6 +15,8 @@ export interface RunMeasurement {
   foreignBefore: number;
   counters: DatabaseCounters;
   eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
+  /** The group commit during the run: state changes, the statements they shared, and statements by size. */
+  batches: { changes: number; statements: number; largest: number; splits: number; sizes: Record<string, number> } | null;
 }
 
 export interface RawMeasurement {

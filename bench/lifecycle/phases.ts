@@ -10,7 +10,7 @@ import type { Progress } from './load.ts';
 import type { RawMeasurement, RunMeasurement } from './measurements.ts';
 import { prepareRawTables, rawSingleStatementScript, runPgbench } from './pgbench.ts';
 import { type StepProfile, profileSteps } from './report.ts';
-import type { BenchServer } from './server.ts';
+import type { BatchStats, BenchServer } from './server.ts';
 import type { Pair } from './setup.ts';
 
 /** The phases of one benchmark run, each measuring what its own section of the report needs. */
@@ -60,6 +60,7 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
   const serverCpuBefore = server.cpuUsage();
   const systemBefore = sampleSystemCpu();
   const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  const batchesBefore = server.batchStats?.();
   loopDelay.enable();
   say(`run: ${options.lifecycles} lifecycles with ${options.concurrency} concurrent clients`);
   const load = await driver.run(
@@ -67,6 +68,8 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
     progressPrinter(say, 'run'),
   );
   loopDelay.disable();
+  const batches = batchesBefore ? batchesDuring(batchesBefore, server.batchStats!()) : null;
+  if (batches) say(describeBatches(batches));
   const serverCpuAfter = server.cpuUsage();
   const serverCpu = { user: serverCpuAfter.user - serverCpuBefore.user, system: serverCpuAfter.system - serverCpuBefore.system };
   const external = tracker.stop();
@@ -84,7 +87,33 @@ export async function measuredRun(context: PhaseContext): Promise<RunMeasurement
     counters,
     // With --workers this process only hands out connections: its event loop says nothing.
     eventLoopDelayMs: server.profiler ? { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) } : null,
+    batches,
   };
+}
+
+/** The batches between two readings of the batcher's counters (the largest is the server's whole life's). */
+function batchesDuring(before: BatchStats, after: BatchStats): NonNullable<RunMeasurement['batches']> {
+  const sizes = Object.fromEntries(
+    Object.entries(after.sizes)
+      .map(([size, count]) => [size, count - (before.sizes[size] ?? 0)] as const)
+      .filter(([, count]) => count > 0),
+  );
+  return {
+    changes: after.changes - before.changes,
+    statements: after.batches - before.batches,
+    largest: after.largest,
+    splits: after.splits - before.splits,
+    sizes,
+  };
+}
+
+function describeBatches(batches: NonNullable<RunMeasurement['batches']>): string {
+  const mean = batches.statements > 0 ? (batches.changes / batches.statements).toFixed(2) : '-';
+  const sizes = Object.entries(batches.sizes)
+    .sort(([a], [b]) => Number(a) - Number(b))
+    .map(([size, count]) => `${size === '1' ? '1' : `${size}-${Number(size) * 2 - 1}`}: ${count}`)
+    .join(', ');
+  return `group commit: ${batches.changes} state changes in ${batches.statements} statements (mean ${mean}, largest ${batches.largest}, splits ${batches.splits}); statements by size ${sizes}`;
 }
 
 /** Instrumented pass at one client: round trips and where a request's time goes, unloaded. */

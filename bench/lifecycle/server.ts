@@ -14,6 +14,9 @@ import { createProfiler, type Profiler } from './profiler.ts';
 export const benchJwtSecret = 'bench-jwt-secret-0123456789abcdef';
 export const benchAdminToken = 'bench-admin-token-0123456789abcdef';
 
+/** The group commit's counters (engine/money/batcher.ts), as the engine reports them. */
+export type BatchStats = ReturnType<Runtime['engine']['transitions']['batchStats']>;
+
 export interface BenchServer {
   baseUrl: string;
   describe: string;
@@ -21,6 +24,8 @@ export interface BenchServer {
   profiler: Profiler | null;
   /** CPU used by the server so far (this process, or the cluster primary and its workers). */
   cpuUsage(): NodeJS.CpuUsage;
+  /** The group commit's batches so far (engine/money/batcher.ts); absent when the server runs in other processes. */
+  batchStats?(): BatchStats;
   close(): Promise<void>;
 }
 
@@ -75,6 +80,7 @@ export async function startServer(
     runtime,
     profiler,
     cpuUsage: () => process.cpuUsage(),
+    batchStats: () => runtime.engine.transitions.batchStats(),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
