@@ -30,6 +30,35 @@ export const mutationGroups = {
     mutate: ["every route's declared auth in rest/routes/*.ts, rpc/card.ts and src/app.ts"],
     tests: ['test/access/access-matrix.test.ts'],
   },
+  /**
+   * The money path (issue 30): the group commit (the batcher and the statement it writes), the
+   * escrow moves, buyer ceilings, bounty holds and idempotency, with the tests that answer for them.
+   */
+  'money-path': {
+    mutate: [
+      'src/engine/money/batcher.ts',
+      'src/engine/money/transitions.ts',
+      'src/engine/money/ceilings.ts',
+      'src/engine/money/task-money.ts',
+      'src/engine/money/idempotency.ts',
+      'src/store/change.ts',
+      'src/store/ledger.ts',
+    ],
+    tests: [
+      'test/money/batcher-units.test.ts',
+      'test/money/group-commit.test.ts',
+      'test/money/transactions-lifecycle.test.ts',
+      'test/money/escrow-rules.test.ts',
+      'test/money/idempotency.test.ts',
+      'test/money/idempotency-claims.test.ts',
+      'test/money/price-ceiling.test.ts',
+      'test/money/concurrent-writes.test.ts',
+      'test/money/ledger-integrity.test.ts',
+      'test/money/wallet.test.ts',
+      'test/work/tasks.test.ts',
+      'test/market/invoke.test.ts',
+    ],
+  },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
     tests: ['test/money/idempotency-claims.test.ts', 'test/deliveries/callback-addresses.test.ts', 'test/deliveries/address-units.test.ts', 'test/market/invoke.test.ts'],
