@@ -3,8 +3,9 @@ import type { Principal } from '../../src/engine/common/index.ts';
 import type { Engine } from '../../src/engine/index.ts';
 import { AppError } from '../../src/errors.ts';
 import { eventJson } from '../../src/events/publisher.ts';
-import { type SseStream, frame, openSse, parseLastEventId } from '../../src/events/sse.ts';
+import { SseStream, frame, parseLastEventId } from '../../src/events/sse.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../../src/events/stream-types.ts';
+import type { ServerResponse } from 'node:http';
 import { transactionEventView, transactionIdParams } from '../../src/schemas/transactions.ts';
 import { type RouteInput, handled, route } from '../route.ts';
 
@@ -46,25 +47,6 @@ const streamItem = z.union([streamEvent, tooOldEvent]);
 
 export const lastEventQuery = z.object({ last_event_id: z.string().optional().meta({ description: 'Alternative to the Last-Event-ID header' }) });
 
-/**
- * Subscribers of one stream receive the same event with the same sequence: the frame is built
- * once per (event, sequence) and shared, instead of one copy per subscriber.
- */
-const frames = new WeakMap<object, Map<string, string>>();
-function sharedFrame(item: StreamEvent<{ type: string }>): string {
-  let bySequence = frames.get(item.event);
-  if (!bySequence) {
-    bySequence = new Map();
-    frames.set(item.event, bySequence);
-  }
-  let text = bySequence.get(item.sequence);
-  if (text === undefined) {
-    text = frame(eventJson(item.event), item.sequence, item.event.type);
-    bySequence.set(item.sequence, text);
-  }
-  return text;
-}
-
 type Opener<E extends { type: string }> = (principal: Principal, afterSequence: string | undefined, listener: StreamListener<E>) => Promise<Subscription>;
 
 function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, retentionHours: number, currentState: string): string {
@@ -77,6 +59,76 @@ function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, rete
     current_state: currentState,
   };
   return frame(JSON.stringify(data), gap.resumedAfter, 'too_old');
+}
+
+/**
+ * One open event stream: the SSE response and the listener of its subscription in one object,
+ * with no closure of its own. Events that arrive while the stream is being set up (the
+ * subscription comes first, so that a 4040 is still an envelope) wait in `early`.
+ */
+class EventStream<E extends { type: string }> extends SseStream implements StreamListener<E> {
+  private early: string[] | null = [];
+  private endWhenOpen = false;
+  private opened: Promise<void> | null = null;
+  private resolveOpened: (() => void) | null = null;
+  subscription: Subscription | null = null;
+  release: (() => void) | null = null;
+
+  constructor(
+    response: ServerResponse,
+    private readonly currentState: string,
+    private readonly retentionHours: number,
+  ) {
+    super(response);
+  }
+
+  /**
+   * Every subscriber of a stream gets the same StreamEvent for an event: the first one to send it
+   * builds the frame, and the others write that same string.
+   */
+  onEvent(item: StreamEvent<E>): boolean {
+    return this.write((item.sseFrame ??= frame(eventJson(item.event), item.sequence, item.event.type)));
+  }
+
+  onTooOld(gap: { requestedAfter: string; resumedAfter: string }) {
+    this.write(tooOldFrame(gap, this.retentionHours, this.currentState));
+  }
+
+  /** The subscription ended (shutdown, error), or the credential did (revoked, expired). */
+  onEnd() {
+    if (this.early) this.endWhenOpen = true;
+    else this.close();
+  }
+
+  /** Until the stream is open, events from the database wait for it rather than pile up in `early`. */
+  override ready(): Promise<void> | null {
+    if (this.early === null) return super.ready();
+    return (this.opened ??= new Promise((resolve) => (this.resolveOpened = resolve)));
+  }
+
+  private write(text: string): boolean {
+    if (this.early) {
+      this.early.push(text);
+      return true;
+    }
+    return this.sendFrame(text);
+  }
+
+  /** Starts the response and sends what came early; a subscription that ended meanwhile closes it. */
+  open() {
+    this.start();
+    const early = this.early ?? [];
+    this.early = null;
+    this.resolveOpened?.();
+    this.opened = this.resolveOpened = null;
+    for (const text of early) if (!this.sendFrame(text)) return;
+    if (this.endWhenOpen) this.close();
+  }
+
+  protected override whenClosed() {
+    this.release?.();
+    this.subscription?.close();
+  }
 }
 
 /**
@@ -93,38 +145,23 @@ export async function serveEventStream<E extends { type: string }>(
   if (afterSequence === null) {
     throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
   }
-  // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
-  let stream: SseStream | null = null;
-  const early: string[] = [];
-  const send = (text: string) => (stream ? stream.sendFrame(text) : (early.push(text), true));
-  // A subscription may end before the stream opens; it is then closed right after opening.
-  let ended = false;
-  const end = () => {
-    ended = true;
-    stream?.close();
-  };
+  const principal = input.principal!;
+  const stream = new EventStream<E>(input.response, currentState, engine.dependencies.config.OUTBOX_RETENTION_HOURS);
   // A stream over the caps is refused (4290) before it subscribes, so it costs nothing. A
   // revocation of its API key ends it, even one heard before it got here (refuseIfRevokedSince).
-  const release = engine.admission.sseStreams.open(input.principal!, end);
-  let subscription: Subscription;
+  const release = engine.admission.sseStreams.open(principal, () => stream.onEnd());
   try {
-    await engine.identity.refuseIfRevokedSince(input.principal!);
-    subscription = await open(input.principal!, afterSequence, {
-      onEvent: (item) => send(sharedFrame(item)),
-      onTooOld: (gap) => void send(tooOldFrame(gap, engine.dependencies.config.OUTBOX_RETENTION_HOURS, currentState)),
-      onEnd: end,
-    });
+    await engine.identity.refuseIfRevokedSince(principal);
+    // Subscribing first means a 4040 is still answered as an envelope, before any stream starts.
+    stream.subscription = await open(principal, afterSequence, stream);
   } catch (error) {
     release();
     throw error;
   }
-  stream = openSse(input.response, () => {
-    release();
-    subscription.close();
-  });
-  for (const text of early) stream.sendFrame(text);
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- ended is set by the end callback, which may have run during the awaits above
-  if (ended) stream.close();
+  stream.release = release;
+  // The request's routing is over: the router's continuation need not live as long as the stream.
+  input.request.next = undefined;
+  stream.open();
   return handled;
 }
 

@@ -1,30 +1,39 @@
 import type { Database } from '../db/database.ts';
 import { limits } from '../limits.ts';
 import type { Logger } from '../logger.ts';
-import type { OutboxRow } from '../store/outbox.ts';
 import type { EventBus } from './bus.ts';
-import { eventsChannel, type PublishedEvent, rememberJson, toPublishedEvent } from './publisher.ts';
-import type { StreamListener, StreamTarget, Subscription, SubscribeOptions } from './stream-types.ts';
-import { Subscriber, type SubscriberSource } from './subscriber.ts';
-import type { TaskEventRow } from '../store/task-events.ts';
-import { type PublishedTaskEvent, taskEventsChannel, toPublishedTaskEvent } from './task-feed.ts';
+import { eventsChannel, type PublishedEvent, rememberJson } from './publisher.ts';
+import { taskHead, taskSource, transactionSource, userHead, userSource } from './sources.ts';
+import { StreamEvent, type StreamListener, type StreamTarget, type Subscription, type SubscribeOptions } from './stream-types.ts';
+import { Subscriber, type SubscriberChannel, type SubscriberLimits, type Visibility } from './subscriber.ts';
+import { type PublishedTaskEvent, taskEventsChannel } from './task-feed.ts';
 
 /**
- * Each server instance listens once on the bus and hands every event to its own local
- * subscribers of that transaction and of its two parties. Subscribers fill gaps from the outbox
- * table, so a lost message (Redis restart, crash before publish) costs latency, never an event.
+ * Each server instance listens once on the bus per channel kind (transaction events, task events),
+ * however many streams it holds, and hands every event to its own local subscribers of that
+ * transaction and of its two parties. Each event is wrapped once per stream position and the
+ * same object goes to every subscriber of that stream (docs/decisions/streams-and-deliveries.md
+ * "Fan-out at the cost of a bare stream"). Subscribers fill gaps from the outbox table, so a lost
+ * message (Redis restart, crash before publish) costs latency, never an event.
  */
+const subscriberLimits: SubscriberLimits = { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize };
+
 export function createEventHub(bus: EventBus, db: Database, log: Logger) {
-  const byTransaction = new Map<string, Set<Subscriber>>();
-  const byUser = new Map<string, Set<Subscriber>>();
+  const transactions: SubscriberChannel<PublishedEvent> = { source: transactionSource(db), index: new Map() };
+  const users: SubscriberChannel<PublishedEvent> = { source: userSource(db), index: new Map() };
   /** Task streams (docs/tasks.md "Task events"), by recipient: every task event is one recipient's. */
-  const byTaskRecipient = new Map<string, Set<Subscriber<PublishedTaskEvent>>>();
+  const tasks: SubscriberChannel<PublishedTaskEvent> = { source: taskSource(db), index: new Map() };
+  const channels = [transactions, users, tasks] as SubscriberChannel<unknown>[];
   let stopListening: (() => Promise<void>) | null = null;
   let stopListeningToTasks: (() => Promise<void>) | null = null;
 
-  const deliver = (index: Map<string, Set<Subscriber>>, key: string, event: PublishedEvent) => {
-    for (const subscriber of index.get(key) ?? []) subscriber.offer(event);
-  };
+  /** Hands the event at `position` of stream `key` to its subscribers here, wrapped once for all of them. */
+  function deliver<E>(index: Map<string, Set<Subscriber<E>>>, key: string, event: E, position: string | number) {
+    const subscribers = index.get(key);
+    if (subscribers === undefined) return;
+    const item = new StreamEvent(event, BigInt(position));
+    for (const subscriber of subscribers) subscriber.offer(item);
+  }
 
   /** Waiters for a transaction's next event (a retry waiting for an invoke's outcome), woken once. */
   const watchers = new Map<string, Set<() => void>>();
@@ -52,34 +61,32 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     return { arrived, stop: wake };
   }
 
+  function parse<E>(message: string, what: string): E | null {
+    try {
+      const event = JSON.parse(message) as E & object;
+      rememberJson(event, message);
+      return event;
+    } catch (error) {
+      log.warn(`unreadable ${what} on the bus`, { error });
+      return null;
+    }
+  }
+
   function onMessage(message: string) {
     // An instance that holds no streams nor waiters (one serving only API calls) need not read the event.
-    if (byTransaction.size === 0 && byUser.size === 0 && watchers.size === 0) return;
-    let event: PublishedEvent;
-    try {
-      event = JSON.parse(message) as PublishedEvent;
-      rememberJson(event, message);
-    } catch (error) {
-      log.warn('unreadable event on the bus', { error });
-      return;
-    }
+    if (transactions.index.size === 0 && users.index.size === 0 && watchers.size === 0) return;
+    const event = parse<PublishedEvent>(message, 'event');
+    if (event === null) return;
     for (const wake of [...(watchers.get(event.transaction_id) ?? [])]) wake();
-    deliver(byTransaction, event.transaction_id, event);
-    deliver(byUser, event.buyer_user_id, event);
-    if (event.seller_user_id !== event.buyer_user_id) deliver(byUser, event.seller_user_id, event);
+    deliver(transactions.index, event.transaction_id, event, event.transaction_sequence);
+    deliver(users.index, event.buyer_user_id, event, event.buyer_sequence);
+    if (event.seller_user_id !== event.buyer_user_id) deliver(users.index, event.seller_user_id, event, event.seller_sequence);
   }
 
   function onTaskMessage(message: string) {
-    if (byTaskRecipient.size === 0) return;
-    let event: PublishedTaskEvent;
-    try {
-      event = JSON.parse(message) as PublishedTaskEvent;
-      rememberJson(event, message);
-    } catch (error) {
-      log.warn('unreadable task event on the bus', { error });
-      return;
-    }
-    for (const subscriber of byTaskRecipient.get(event.recipient_user_id) ?? []) subscriber.offer(event);
+    if (tasks.index.size === 0) return;
+    const event = parse<PublishedTaskEvent>(message, 'task event');
+    if (event !== null) deliver(tasks.index, event.recipient_user_id, event, event.sequence);
   }
 
   /**
@@ -88,9 +95,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
    * little after the connection is ready and a message can fall in between.
    */
   function catchUpEveryone() {
-    for (const index of [byTransaction, byUser, byTaskRecipient] as Map<string, Set<{ catchUp(): void }>>[]) {
-      for (const set of index.values()) for (const subscriber of set) subscriber.catchUp();
-    }
+    for (const { index } of channels) for (const set of index.values()) for (const subscriber of set) subscriber.catchUp();
   }
 
   async function start() {
@@ -104,134 +109,78 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     });
   }
 
-  function sourceFor(target: StreamTarget, visible: (event: PublishedEvent) => boolean): SubscriberSource {
-    if (target.kind === 'transaction') {
-      return {
-        sequenceOf: (event) => BigInt(event.transaction_sequence),
-        visible,
-        headSequence: async () => BigInt((await db('transactions').where({ id: target.transactionId }).first('event_sequence'))?.event_sequence ?? 0),
-        fetchAfter: async (after, limit) =>
-          (
-            (await db('outbox_events')
-              .where({ transaction_id: target.transactionId })
-              .where('transaction_sequence', '>', String(after))
-              .orderBy('transaction_sequence')
-              .limit(limit)) as OutboxRow[]
-          ).map(toPublishedEvent),
-      };
-    }
-    const { userId } = target;
-    return {
-      sequenceOf: (event) => BigInt(event.buyer_user_id === userId ? event.buyer_sequence : event.seller_sequence),
-      visible,
-      headSequence: async () => BigInt((await db('event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0),
-      fetchAfter: async (after, limit) => {
-        const result = await db.raw(
-          `SELECT * FROM (
-             SELECT *, buyer_sequence AS owner_sequence FROM outbox_events WHERE buyer_user_id = ? AND buyer_sequence > ?
-             UNION ALL
-             SELECT *, seller_sequence AS owner_sequence FROM outbox_events WHERE seller_user_id = ? AND seller_sequence > ?
-           ) AS mine ORDER BY owner_sequence LIMIT ?`,
-          [userId, String(after), userId, String(after), limit],
-        );
-        return (result.rows as OutboxRow[]).map(toPublishedEvent);
-      },
-    };
-  }
-
-  async function startingPoint(target: StreamTarget, options: SubscribeOptions): Promise<bigint> {
-    if (options.afterSequence !== undefined) return BigInt(options.afterSequence);
-    if (target.kind === 'transaction') return 0n;
-    const row = await db('event_streams').where({ owner_user_id: target.userId }).first('last_sequence');
-    return BigInt(row?.last_sequence ?? 0);
-  }
-
   /**
    * Registers first and reads the starting point second, so an event committed in between is
-   * either at or before the starting point (skipped) or after it (delivered): never lost.
+   * either at or before the starting point (skipped) or after it (delivered): never lost. The
+   * subscriber itself is the subscription (close() ends it).
    */
-  async function attach<E>(
-    index: Map<string, Set<Subscriber<E>>>,
+  async function attach<E, V>(
+    channel: SubscriberChannel<E>,
     key: string,
-    startingPoint: () => Promise<bigint>,
-    source: SubscriberSource<E>,
+    startingPoint: Promise<bigint> | (() => Promise<bigint>),
     listener: StreamListener<E>,
     fromRequestedPosition: boolean,
+    visible: Visibility<E, V> | null,
+    viewer: V | null,
   ): Promise<Subscription> {
-    const early: E[] = [];
+    const early: StreamEvent<E>[] = [];
     // Stands in while the starting point is read; the real subscriber catches up on its own.
-    const placeholder = { offer: (event: E) => early.push(event), catchUp: () => {} } as unknown as Subscriber<E>;
+    const placeholder = { offer: (item: StreamEvent<E>) => early.push(item), catchUp: () => {} } as unknown as Subscriber<E>;
+    const { index } = channel;
     const set = index.get(key) ?? new Set<Subscriber<E>>();
     index.set(key, set);
     set.add(placeholder);
     let subscriber: Subscriber<E>;
     try {
-      const start = await startingPoint();
-      subscriber = new Subscriber<E>(
-        start,
-        source,
-        listener,
-        { pendingEventsMax: limits.streamPendingEventsMax, catchUpBatchSize: limits.streamCatchUpBatchSize },
-        (ended) => {
-          set.delete(ended);
-          if (set.size === 0 && index.get(key) === set) index.delete(key);
-        },
-      );
+      const start = await (typeof startingPoint === 'function' ? startingPoint() : startingPoint);
+      subscriber = new Subscriber<E>(start, channel, key, listener, subscriberLimits, visible as Visibility<E, unknown> | null, viewer);
     } finally {
       set.delete(placeholder);
+      if (set.size === 0 && index.get(key) === set) index.delete(key);
     }
-    set.add(subscriber);
+    // The set may have been emptied and dropped meanwhile: register in the current one.
+    (index.get(key) ?? index.set(key, new Set()).get(key)!).add(subscriber);
     subscriber.catchUp(fromRequestedPosition);
-    for (const event of early) subscriber.offer(event);
-    return { close: () => subscriber.close() };
+    for (const item of early) subscriber.offer(item);
+    return subscriber;
   }
 
-  function subscribe(
+  /**
+   * A transaction's or a user's stream. `visible`, a rule shared by every subscriber of its kind,
+   * is asked with this subscriber's `viewer` whether an event may be shown (a user stream shows
+   * only the caller's space).
+   */
+  function subscribe<V>(
     target: StreamTarget,
     options: SubscribeOptions,
     listener: StreamListener,
-    visible: (event: PublishedEvent) => boolean = () => true,
+    visible: Visibility<PublishedEvent, V> | null = null,
+    viewer: V | null = null,
   ): Promise<Subscription> {
-    const index = target.kind === 'transaction' ? byTransaction : byUser;
-    const key = target.kind === 'transaction' ? target.transactionId : target.userId;
-    // A transaction stream starts at a position the client chose (its start, or Last-Event-ID);
-    // a user stream without Last-Event-ID starts at the head, which nothing can be older than.
-    return attach(
-      index,
-      key,
-      () => startingPoint(target, options),
-      sourceFor(target, visible),
-      listener,
-      target.kind === 'transaction' || options.afterSequence !== undefined,
-    );
+    const after = options.afterSequence === undefined ? undefined : BigInt(options.afterSequence);
+    if (target.kind === 'transaction') {
+      // A transaction stream starts at a position the client chose: its start, or Last-Event-ID.
+      return attach(transactions, target.transactionId, Promise.resolve(after ?? 0n), listener, true, visible, viewer);
+    }
+    // A user stream without Last-Event-ID starts at the head, which nothing can be older than.
+    const start = after === undefined ? () => userHead(db, target.userId) : Promise.resolve(after);
+    return attach(users, target.userId, start, listener, after !== undefined, visible, viewer);
   }
 
   /**
    * A user's task stream: the task events of which they are the recipient, after Last-Event-ID,
    * or from now on without it (as a user's transaction stream).
    */
-  function subscribeTaskEvents(
+  function subscribeTaskEvents<V>(
     userId: string,
     options: SubscribeOptions,
     listener: StreamListener<PublishedTaskEvent>,
-    visible: (event: PublishedTaskEvent) => boolean,
+    visible: Visibility<PublishedTaskEvent, V>,
+    viewer: V,
   ): Promise<Subscription> {
-    const head = async () => BigInt((await db('task_event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
-    const source: SubscriberSource<PublishedTaskEvent> = {
-      sequenceOf: (event) => BigInt(event.sequence),
-      visible,
-      headSequence: head,
-      fetchAfter: async (after, limit) =>
-        (
-          (await db('task_events')
-            .where({ recipient_user_id: userId })
-            .where('recipient_sequence', '>', String(after))
-            .orderBy('recipient_sequence')
-            .limit(limit)) as TaskEventRow[]
-        ).map(toPublishedTaskEvent),
-    };
-    const startingAt = () => (options.afterSequence === undefined ? head() : Promise.resolve(BigInt(options.afterSequence)));
-    return attach(byTaskRecipient, userId, startingAt, source, listener, options.afterSequence !== undefined);
+    const after = options.afterSequence === undefined ? undefined : BigInt(options.afterSequence);
+    const start = after === undefined ? () => taskHead(db, userId) : Promise.resolve(after);
+    return attach(tasks, userId, start, listener, after !== undefined, visible, viewer);
   }
 
   async function stop() {
@@ -240,8 +189,8 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     await Promise.allSettled([stopListening?.(), stopListeningToTasks?.()]);
     stopListening = null;
     stopListeningToTasks = null;
-    for (const index of [byTransaction, byUser, byTaskRecipient] as Map<string, Set<{ shutdown(): void }>>[]) {
-      for (const set of index.values()) for (const subscriber of [...set]) subscriber.shutdown();
+    for (const { index } of channels) {
+      for (const set of [...index.values()]) for (const subscriber of [...set]) subscriber.shutdown();
       index.clear();
     }
   }

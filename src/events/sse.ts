@@ -5,19 +5,17 @@ import { limits } from '../limits.ts';
  * Server-sent events over a plain response. Headers are chosen to survive proxies: no caching or
  * transformation, no buffering (nginx), no compression. One shared timer writes heartbeat
  * comments to every open stream, so a thousand streams cost one timer, not a thousand.
+ *
+ * A stream is one object with no closure of its own (one shared 'close' listener finds it on its
+ * response), since an instance may hold ten thousand of them. A client that stops reading is
+ * dropped once its unsent output passes limits.streamBufferedBytesMax: its connection is
+ * destroyed, which frees that output at once, and it resumes with Last-Event-ID.
  */
-export interface SseStream {
-  /** Writes one event; false when the client is too slow and the stream has been closed. */
-  send(data: string, id?: string, event?: string): boolean;
-  /** Writes a frame built by frame(); lets many streams share one frame string. */
-  sendFrame(frame: string): boolean;
-  close(): void;
-  readonly closed: boolean;
-}
-
-const openStreams = new Set<{ response: ServerResponse }>();
+const openStreams = new Set<SseStream>();
 let heartbeat: NodeJS.Timeout | null = null;
 let heartbeatMs: number = limits.streamHeartbeatMs;
+const heartbeatFrame = ': heartbeat\n\n';
+const streamOfResponse = Symbol('sse stream');
 
 /** Set from configuration (STREAM_HEARTBEAT_MS) when the app is built. */
 export function setHeartbeatInterval(intervalMs: number) {
@@ -29,7 +27,7 @@ export function setHeartbeatInterval(intervalMs: number) {
 
 function ensureHeartbeat() {
   heartbeat ??= setInterval(() => {
-    for (const stream of openStreams) stream.response.write(': heartbeat\n\n');
+    for (const stream of openStreams) stream.sendFrame(heartbeatFrame);
   }, heartbeatMs);
   heartbeat.unref();
 }
@@ -38,52 +36,114 @@ export function frame(data: string, id?: string, event?: string): string {
   return `${id === undefined ? '' : `id: ${id}\n`}${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`;
 }
 
+type TaggedResponse = ServerResponse & { [streamOfResponse]?: SseStream };
+
+/** The one 'close' listener of every stream's response (called with the response as `this`). */
+function onResponseClose(this: TaggedResponse) {
+  this[streamOfResponse]?.finish();
+}
+
+export class SseStream {
+  private state: 'new' | 'open' | 'closed' = 'new';
+
+  constructor(
+    readonly response: ServerResponse,
+    /** Called once when the stream is over, whoever ended it (the client, the server, a drop). */
+    private readonly onClose: (() => void) | null = null,
+  ) {}
+
+  /** Writes the head and the first comment; from now on the stream gets heartbeats. */
+  start() {
+    if (this.state !== 'new') return;
+    this.state = 'open';
+    const { response } = this;
+    response.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+      'Content-Encoding': 'identity',
+    });
+    response.flushHeaders();
+    response.write(': connected\n\n');
+    openStreams.add(this);
+    ensureHeartbeat();
+    (response as TaggedResponse)[streamOfResponse] = this;
+    response.on('close', onResponseClose);
+    // A client that left while the stream was being set up will never emit 'close' again.
+    if (response.destroyed) queueMicrotask(() => this.finish());
+  }
+
+  /** Writes one event; false when the stream is over or the client too slow (it has been dropped). */
+  send(data: string, id?: string, event?: string): boolean {
+    return this.sendFrame(frame(data, id, event));
+  }
+
+  /** Writes a frame built by frame(); lets many streams share one frame string. */
+  sendFrame(text: string): boolean {
+    if (this.state !== 'open') return false;
+    if (this.response.writableLength > limits.streamBufferedBytesMax) {
+      this.drop();
+      return false;
+    }
+    this.response.write(text);
+    return true;
+  }
+
+  /**
+   * null while the client reads as fast as it is written to; otherwise a promise that settles once
+   * what was written has gone to the socket, or the stream is over. For writers that can wait
+   * (events read from the database), where a burst of their own must not count as a slow client.
+   */
+  ready(): Promise<void> | null {
+    const { response } = this;
+    if (this.state !== 'open' || !response.writableNeedDrain) return null;
+    return new Promise((resolve) => {
+      const done = () => {
+        response.off('drain', done);
+        response.off('close', done);
+        resolve();
+      };
+      response.on('drain', done);
+      response.on('close', done);
+    });
+  }
+
+  /** Ends the stream after what was written (shutdown, a revoked key, an expired token, the last event). */
+  close() {
+    if (!this.response.writableEnded) this.response.end();
+    this.finish();
+  }
+
+  /** Cuts off a client that does not read: its connection is destroyed with its unsent output. */
+  drop() {
+    this.response.destroy();
+    this.finish();
+  }
+
+  get closed() {
+    return this.state === 'closed';
+  }
+
+  /** The stream is over: no more heartbeats, and its owner is told once. */
+  finish() {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    openStreams.delete(this);
+    this.whenClosed();
+  }
+
+  /** What the owner of the stream does when it is over; by default, the callback it was given. */
+  protected whenClosed() {
+    this.onClose?.();
+  }
+}
+
+/** A stream written from now on: head and first comment sent. */
 export function openSse(response: ServerResponse, onClose: () => void): SseStream {
-  response.writeHead(200, {
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache, no-transform',
-    Connection: 'keep-alive',
-    'X-Accel-Buffering': 'no',
-    'Content-Encoding': 'identity',
-  });
-  response.flushHeaders();
-  response.write(': connected\n\n');
-  const entry = { response };
-  openStreams.add(entry);
-  ensureHeartbeat();
-  let closed = false;
-  const finish = () => {
-    if (closed) return;
-    closed = true;
-    openStreams.delete(entry);
-    onClose();
-  };
-  response.on('close', finish);
-  // A client that left while the stream was being set up will never emit 'close' again.
-  if (response.destroyed) queueMicrotask(finish);
-  return {
-    send(data, id, event) {
-      return this.sendFrame(frame(data, id, event));
-    },
-    sendFrame(text) {
-      if (closed) return false;
-      // A client that stopped reading must not hold the server's memory: drop it, and let it
-      // resume from the database with Last-Event-ID.
-      if (response.writableLength > limits.streamBufferedBytesMax) {
-        this.close();
-        return false;
-      }
-      response.write(text);
-      return true;
-    },
-    close() {
-      if (!response.writableEnded) response.end();
-      finish();
-    },
-    get closed() {
-      return closed;
-    },
-  };
+  const stream = new SseStream(response, onClose);
+  stream.start();
+  return stream;
 }
 
 /** Last-Event-ID as a sequence number, or undefined; anything else is the caller's error. */

@@ -7,10 +7,27 @@ import type { PublishedEvent } from './publisher.ts';
  */
 export type StreamTarget = { kind: 'transaction'; transactionId: string } | { kind: 'user'; userId: string };
 
-export interface StreamEvent<E = PublishedEvent> {
-  /** The position in this stream: transaction_sequence for a transaction stream, the owner's sequence for a user stream. */
-  sequence: string;
-  event: E;
+/**
+ * One event at one position of a stream. A live event is wrapped once per position (the
+ * transaction's, the buyer's, the seller's, the recipient's) and the same object is handed to
+ * every local subscriber of that stream, so the fan-out allocates nothing per subscriber.
+ */
+export class StreamEvent<E = PublishedEvent> {
+  /** The position as text: the SSE `id`, what Last-Event-ID names. */
+  readonly sequence: string;
+  /**
+   * The REST SSE frame of this event at this position, built by the first subscriber that sends
+   * it and written as it is by the others: one frame per event, not one per subscriber.
+   */
+  sseFrame: string | undefined = undefined;
+
+  constructor(
+    readonly event: E,
+    /** The position in this stream: transaction_sequence for a transaction stream, the owner's sequence for a user stream. */
+    readonly position: bigint,
+  ) {
+    this.sequence = String(position);
+  }
 }
 
 export interface StreamListener<E = PublishedEvent> {
@@ -23,6 +40,13 @@ export interface StreamListener<E = PublishedEvent> {
   onTooOld?(gap: { requestedAfter: string; resumedAfter: string }): void;
   /** Called once when the subscription ends for a reason other than close(). */
   onEnd?(reason: 'slow_consumer' | 'shutdown' | 'error'): void;
+  /**
+   * null when the consumer can take more now; otherwise a promise that settles once it can (or is
+   * gone). Events read from the database (a resumed stream far behind) wait on it between events,
+   * so they go at the pace the client reads instead of in one burst that the bound on a
+   * subscriber's unsent output (which cuts off a client that stops reading) would take for a slow client.
+   */
+  ready?(): Promise<void> | null;
 }
 
 export interface Subscription {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { PublishedEvent } from '../../src/events/publisher.ts';
-import type { StreamEvent } from '../../src/events/stream-types.ts';
-import { Subscriber, type SubscriberSource } from '../../src/events/subscriber.ts';
+import { StreamEvent } from '../../src/events/stream-types.ts';
+import { Subscriber, type SubscriberChannel } from '../../src/events/subscriber.ts';
 
 /**
  * The subscriber's ordering rules, fed directly: the outbox here is an in-memory list standing in
  * for the table, so every interleaving of live and fetched events can be tried.
  */
-const event = (sequence: number): PublishedEvent => ({
+const published = (sequence: number): PublishedEvent => ({
   id: String(sequence),
   transaction_id: 't',
   transaction_sequence: sequence,
@@ -19,25 +19,30 @@ const event = (sequence: number): PublishedEvent => ({
   data: {},
   created_at: new Date(0).toISOString(),
 });
+/** A live event as the hub hands it over. */
+const event = (sequence: number) => new StreamEvent(published(sequence), BigInt(sequence));
 
 function harness(stored: number[], options: { acceptUntil?: number; pendingEventsMax?: number; batchSize?: number } = {}) {
   const delivered: string[] = [];
   const ended: string[] = [];
   let fetches = 0;
-  const source: SubscriberSource = {
-    sequenceOf: (item) => BigInt(item.transaction_sequence),
-    visible: () => true,
-    fetchAfter: async (after, limit) => {
-      fetches++;
-      return stored
-        .filter((sequence) => BigInt(sequence) > after)
-        .slice(0, limit)
-        .map(event);
+  const channel: SubscriberChannel = {
+    source: {
+      sequenceOf: (item) => BigInt(item.transaction_sequence),
+      fetchAfter: async (_key, after, limit) => {
+        fetches++;
+        return stored
+          .filter((sequence) => BigInt(sequence) > after)
+          .slice(0, limit)
+          .map(published);
+      },
     },
+    index: new Map(),
   };
   const subscriber = new Subscriber(
     0n,
-    source,
+    channel,
+    't',
     {
       onEvent: (item: StreamEvent) => {
         delivered.push(item.sequence);
@@ -46,7 +51,6 @@ function harness(stored: number[], options: { acceptUntil?: number; pendingEvent
       onEnd: (reason) => ended.push(reason),
     },
     { pendingEventsMax: options.pendingEventsMax ?? 100, catchUpBatchSize: options.batchSize ?? 2 },
-    () => {},
   );
   const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
   return { subscriber, delivered, ended, settle, fetches: () => fetches };
@@ -85,6 +89,27 @@ describe('a stream subscriber', () => {
     for (const sequence of [5, 6, 7, 8]) flooded.subscriber.offer(event(sequence));
     await flooded.settle();
     expect(flooded.ended).toEqual(['slow_consumer']);
+  });
+
+  it('sends what it reads from the database at the pace the listener takes it', async () => {
+    const delivered: string[] = [];
+    let release: () => void = () => {};
+    const channel: SubscriberChannel = {
+      source: { sequenceOf: (item) => BigInt(item.transaction_sequence), fetchAfter: async (_key, after) => [1, 2, 3].filter((n) => n > after).map(published) },
+      index: new Map(),
+    };
+    const listener = {
+      onEvent: (item: StreamEvent) => delivered.push(item.sequence) > 0,
+      // Busy after every event, until the test lets it go on.
+      ready: () => new Promise<void>((resolve) => (release = resolve)),
+    };
+    const subscriber = new Subscriber(0n, channel, 't', listener, { pendingEventsMax: 100, catchUpBatchSize: 10 });
+    subscriber.catchUp();
+    await expect.poll(() => delivered).toEqual(['1']);
+    release();
+    await expect.poll(() => delivered).toEqual(['1', '2']);
+    release();
+    await expect.poll(() => delivered).toEqual(['1', '2', '3']);
   });
 
   it('delivers nothing after close', async () => {

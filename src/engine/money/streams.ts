@@ -1,8 +1,12 @@
 import type { EventHub } from '../../events/hub.ts';
+import type { PublishedEvent } from '../../events/publisher.ts';
 import type { StreamListener, Subscription, SubscribeOptions } from '../../events/stream-types.ts';
 import type { Principal } from '../common/index.ts';
 import type { TransactionEngine } from './transactions.ts';
 import { canSeeEventOf } from '../access/index.ts';
+
+/** One rule for every user stream, asked with each stream's principal: no function per stream. */
+const seenBy = (event: PublishedEvent, principal: Principal) => canSeeEventOf(principal, (event.data.transaction ?? {}) as Record<string, string>);
 
 /**
  * Who may watch what, by the rules of access/transactions.ts. A transaction stream is open only to
@@ -21,8 +25,7 @@ export function createStreams(hub: EventHub, transactions: TransactionEngine) {
   }
 
   function subscribeUser(principal: Principal, options: SubscribeOptions, listener: StreamListener): Promise<Subscription> {
-    const visible = (event: { data: Record<string, unknown> }) => canSeeEventOf(principal, (event.data.transaction ?? {}) as Record<string, string>);
-    return hub.subscribe({ kind: 'user', userId: principal.user_id }, options, listener, visible);
+    return hub.subscribe({ kind: 'user', userId: principal.user_id }, options, listener, seenBy, principal);
   }
 
   return { subscribeTransaction, subscribeUser };

@@ -46,6 +46,9 @@ async function pendingApplicants(trx: Knex, taskId: string): Promise<string[]> {
   return rows.map((row) => row.applicant_id);
 }
 
+/** A task stream shows the caller's space only: one rule for every stream, asked with each stream's principal. */
+const inSpaceOf = (event: PublishedTaskEvent, principal: Principal) => event.space === principal.caller_type;
+
 export function createTaskEvents({ bus, asyncCommitDb, log, now }: EngineDependencies, hub: EventHub) {
   // As for transaction events: losing a published mark in a crash only makes the relay publish the row again.
   const publisher = createPublisher(bus, asyncCommitDb, log, taskFeed);
@@ -94,7 +97,7 @@ export function createTaskEvents({ bus, asyncCommitDb, log, now }: EngineDepende
 
   /** The caller's task stream, of the caller's space only (an event of the other space still advances the position). */
   function subscribe(principal: Principal, options: SubscribeOptions, listener: StreamListener<PublishedTaskEvent>): Promise<Subscription> {
-    return hub.subscribeTaskEvents(principal.user_id, options, listener, (event) => event.space === principal.caller_type);
+    return hub.subscribeTaskEvents(principal.user_id, options, listener, inSpaceOf, principal);
   }
 
   return { taskMoved, applicationsMoved, subscribe, flush: () => publisher.flush(), close: () => publisher.close() };

@@ -1,0 +1,72 @@
+import type { Database } from '../db/database.ts';
+import type { OutboxRow } from '../store/outbox.ts';
+import type { TaskEventRow } from '../store/task-events.ts';
+import { type PublishedEvent, toPublishedEvent } from './publisher.ts';
+import type { SubscriberSource } from './subscriber.ts';
+import { type PublishedTaskEvent, toPublishedTaskEvent } from './task-feed.ts';
+
+/**
+ * How a subscriber of each kind reads the outbox: one object per kind and instance, shared by
+ * every subscriber of that kind, each asking for its own stream by key.
+ */
+
+/** A transaction's stream, keyed by the transaction id: its transaction_sequence. */
+export function transactionSource(db: Database): SubscriberSource<PublishedEvent> {
+  return {
+    sequenceOf: (event) => BigInt(event.transaction_sequence),
+    headSequence: async (transactionId) => BigInt((await db('transactions').where({ id: transactionId }).first('event_sequence'))?.event_sequence ?? 0),
+    fetchAfter: async (transactionId, after, limit) =>
+      (
+        (await db('outbox_events')
+          .where({ transaction_id: transactionId })
+          .where('transaction_sequence', '>', String(after))
+          .orderBy('transaction_sequence')
+          .limit(limit)) as OutboxRow[]
+      ).map(toPublishedEvent),
+  };
+}
+
+/** The head of a user's transaction stream: where a stream without Last-Event-ID starts. */
+export async function userHead(db: Database, userId: string): Promise<bigint> {
+  return BigInt((await db('event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
+}
+
+/** A user's stream of all their transactions, keyed by the user id: their buyer or seller sequence. */
+export function userSource(db: Database): SubscriberSource<PublishedEvent> {
+  return {
+    sequenceOf: (event, userId) => BigInt(event.buyer_user_id === userId ? event.buyer_sequence : event.seller_sequence),
+    headSequence: (userId) => userHead(db, userId),
+    fetchAfter: async (userId, after, limit) => {
+      const result = await db.raw(
+        `SELECT * FROM (
+           SELECT *, buyer_sequence AS owner_sequence FROM outbox_events WHERE buyer_user_id = ? AND buyer_sequence > ?
+           UNION ALL
+           SELECT *, seller_sequence AS owner_sequence FROM outbox_events WHERE seller_user_id = ? AND seller_sequence > ?
+         ) AS mine ORDER BY owner_sequence LIMIT ?`,
+        [userId, String(after), userId, String(after), limit],
+      );
+      return (result.rows as OutboxRow[]).map(toPublishedEvent);
+    },
+  };
+}
+
+/** The head of a user's task stream. */
+export async function taskHead(db: Database, userId: string): Promise<bigint> {
+  return BigInt((await db('task_event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
+}
+
+/** A user's task stream (docs/tasks.md "Task events"), keyed by the recipient's user id. */
+export function taskSource(db: Database): SubscriberSource<PublishedTaskEvent> {
+  return {
+    sequenceOf: (event) => BigInt(event.sequence),
+    headSequence: (userId) => taskHead(db, userId),
+    fetchAfter: async (userId, after, limit) =>
+      (
+        (await db('task_events')
+          .where({ recipient_user_id: userId })
+          .where('recipient_sequence', '>', String(after))
+          .orderBy('recipient_sequence')
+          .limit(limit)) as TaskEventRow[]
+      ).map(toPublishedTaskEvent),
+  };
+}
