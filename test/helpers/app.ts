@@ -41,6 +41,8 @@ export interface TestAppOptions {
   database?: DatabaseHandle;
   /** Whether the app migrates at start; by default only a `database` of the test's own is migrated. */
   migrate?: boolean;
+  /** Wraps the bus the app is given (Redis or in-process), for a test that watches how it is used. */
+  wrapBus?: (bus: EventBus) => EventBus;
 }
 
 /**
@@ -69,7 +71,8 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
     : clone
       ? { database: await openPostgres(clone.url), migrated: true }
       : await openTestPglite();
-  const bus = config.REDIS_URL ? createRedisBus(config.REDIS_URL, `test:${randomBytes(4).toString('hex')}:`) : createInProcessBus();
+  const givenBus = config.REDIS_URL ? createRedisBus(config.REDIS_URL, `test:${randomBytes(4).toString('hex')}:`) : createInProcessBus();
+  const bus = options.wrapBus ? options.wrapBus(givenBus) : givenBus;
   const clock = {
     now: new Date(),
     advanceMs(ms: number) {
