@@ -17,7 +17,8 @@ export interface ConsoleWorld {
   server: Server;
   base: string;
   browser: Browser;
-  context(): Promise<BrowserContext>;
+  /** A person's browser context (closed with the world: the packaged Chromium runs in one process, where closing one early may end them all). */
+  context(locale?: string): Promise<BrowserContext>;
   close(): Promise<void>;
 }
 
@@ -35,8 +36,8 @@ export async function startConsole(environment: Record<string, string> = {}): Pr
     server,
     base,
     browser,
-    async context() {
-      const context = await browser.newContext({ locale: 'en-GB' });
+    async context(locale = 'en-GB') {
+      const context = await browser.newContext({ locale });
       contexts.push(context);
       return context;
     },

@@ -155,6 +155,11 @@ async function render() {
 }
 
 async function start() {
+  // The skip link moves the focus to the page's content; the hash of the address is the router's.
+  byId('skip').addEventListener('click', (event) => {
+    event.preventDefault();
+    byId('view').focus();
+  });
   await loadLanguage(chooseLanguage());
   window.addEventListener('hashchange', render);
   session.onChange(() => header(parse().view));

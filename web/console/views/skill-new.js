@@ -95,7 +95,7 @@ function cvPanel(ctx) {
 
 function aiPanel(ctx, useDraft) {
   const log = h('ol', { class: 'history', role: 'log', 'aria-label': t('ai.progress') });
-  const writing = h('pre', { class: 'writing', 'aria-label': t('ai.writing') });
+  const writing = h('pre', { class: 'writing' });
   return h(
     'div',
     null,
