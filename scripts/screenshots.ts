@@ -5,10 +5,12 @@ import { startTestApp } from '../test/helpers/app.ts';
 import { signUpHuman } from '../test/helpers/actors.ts';
 import { launchChromium } from '../test/helpers/browser.ts';
 import { freePort } from '../test/helpers/processes.ts';
+import { consoleScreenshots } from './screenshots-console.ts';
 
 /**
  * Screenshots of the device verification page for docs/screenshots/, at a desktop and a phone
- * width: signing in, the request to approve, and the outcome with the key list. Run with
+ * width: signing in, the request to approve, and the outcome with the key list; then every page
+ * of the web console (scripts/screenshots-console.ts). Run with
  * `npx tsx scripts/screenshots.ts`; it starts its own server on an in-memory database and uses
  * the browser setup of the tests (Debian's chromium through playwright-core).
  */
@@ -49,6 +51,7 @@ async function main() {
       await page.screenshot({ path: path.join(outputDirectory, `device-${name}-approved.png`), fullPage: true });
       await page.close();
     }
+    await consoleScreenshots(test, base, viewports, outputDirectory);
     console.log(`screenshots written to ${outputDirectory}`);
   } finally {
     await browser.close();

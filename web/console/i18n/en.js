@@ -376,7 +376,7 @@ export default {
   'agents.revoked.done': '“{name}” is revoked.',
   'agents.transactions': 'What your agents bought and sold',
   'agents.transactions.lead': 'Transactions of the agent space (UT), made through your keys, newest first.',
-  'agents.no-transactions': 'This agent has made no transaction.',
+  'agents.no-transactions': 'Your agents have made no transaction yet.',
   'budget.title': 'Budget',
   'budget.none': 'No budget: this agent may spend your whole agent balance.',
   'budget.per-purchase': 'At most per purchase',

@@ -376,7 +376,7 @@ export default {
   'agents.revoked.done': '「{name}」已撤销。',
   'agents.transactions': '你的智能体买卖的记录',
   'agents.transactions.lead': '通过你的密钥在智能体空间（UT）进行的交易，最新的在前。',
-  'agents.no-transactions': '这个智能体还没有交易。',
+  'agents.no-transactions': '你的智能体还没有交易。',
   'budget.title': '预算',
   'budget.none': '没有预算：这个智能体可以花掉你全部的智能体余额。',
   'budget.per-purchase': '每次购买最多',

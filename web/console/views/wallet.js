@@ -89,14 +89,16 @@ function rates(data) {
 
 function historyRow(item) {
   const amount = toMinor(item.amount);
+  // Each cell names its column, so that on a phone a row reads as a small card (console.css).
+  const cell = (column, props, ...children) => h('td', { 'data-label': t(`wallet.history.${column}`), ...props }, ...children);
   return h(
     'tr',
     null,
-    h('td', null, when(item.created_at)),
-    h('td', null, word('history', item.type)),
-    h('td', { class: amount < 0n ? 'amount negative' : 'amount' }, money(item.amount, item.currency)),
-    h('td', null, money(item.balance_after, item.currency), ' ', h('span', { class: 'hint' }, word('bucket', item.bucket))),
-    h('td', null, item.description),
+    cell('when', null, when(item.created_at)),
+    cell('type', null, word('history', item.type)),
+    cell('amount', { class: amount < 0n ? 'amount negative' : 'amount' }, money(item.amount, item.currency)),
+    cell('balance', null, money(item.balance_after, item.currency), ' ', h('span', { class: 'hint' }, word('bucket', item.bucket))),
+    cell('description', null, item.description),
   );
 }
 
