@@ -1,7 +1,8 @@
 import { type Currency, formatAmount } from '../../domain/money.ts';
 import { notFound } from '../../errors.ts';
 import type { CreditInput, HistoryInput } from '../../schemas/wallet.ts';
-import { systemAccountId, userAccountId } from '../../store/accounts.ts';
+import { type AccountRow, systemAccountId, userAccountId } from '../../store/accounts.ts';
+import { prepared } from '../../db/prepared.ts';
 import { applyMovement } from '../../store/ledger.ts';
 import { historyAccountIds, ownAccountIds } from '../access/index.ts';
 import { findUserById } from '../../store/identity.ts';
@@ -17,8 +18,13 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
     currency,
   });
 
+  /** Read on every wallet page and by agents polling their balance, so one prepared statement (db/prepared.ts). */
   async function overview(principal: Principal) {
-    const rows = await db('accounts').whereIn('id', ownAccountIds(principal));
+    const rows = await prepared<Pick<AccountRow, 'currency' | 'available' | 'frozen'>>(
+      db,
+      'SELECT currency, available, frozen FROM accounts WHERE id IN (?, ?)',
+      ownAccountIds(principal),
+    );
     const of = (currency: Currency) => {
       const row = rows.find((account) => account.currency === currency);
       return balanceView(currency, BigInt(row?.available ?? 0), BigInt(row?.frozen ?? 0));
