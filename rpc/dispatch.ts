@@ -1,7 +1,8 @@
 import { limits } from '../src/limits.ts';
-import type { JSONRPCID, JSONRPCRequest, JSONRPCResponse, JSONRPCServer } from 'json-rpc-2.0';
+import type { JSONRPCID, JSONRPCRequest, JSONRPCResponse } from 'json-rpc-2.0';
 import { errorResponse, invalidRequest, rpcCodes, unsupportedOperation } from './errors.ts';
 import type { RpcContext } from './context.ts';
+import type { RpcServer } from './methods.ts';
 import { streamingMethods } from './methods.ts';
 
 /**
@@ -38,7 +39,7 @@ export interface DispatchOptions {
 
 export type DispatchResult = JSONRPCResponse | JSONRPCResponse[] | null;
 
-export function createDispatcher(server: JSONRPCServer<RpcContext>) {
+export function createDispatcher(server: RpcServer) {
   async function single(entry: unknown, context: RpcContext, inBatch: boolean, options: DispatchOptions): Promise<JSONRPCResponse | null> {
     const problem = envelopeProblem(entry);
     if (problem) {
@@ -51,7 +52,16 @@ export function createDispatcher(server: JSONRPCServer<RpcContext>) {
       const error = unsupportedOperation(`${request.method} streams its answer and cannot be part of a batch; send it alone`);
       return errorResponse(request.id, { code: error.code, message: error.message, data: error.data });
     }
-    return server.receive(request, context);
+    // A call (not a notification) of a known method is answered here as the library would
+    // answer it, without its layers of promises (about a twentieth of a read's time); anything
+    // else is the library's.
+    const method = request.id === undefined ? undefined : server.methods.get(request.method);
+    if (method === undefined) return server.library.receive(request, context);
+    try {
+      return { jsonrpc: '2.0', id: request.id!, result: (await method(request.params, context)) ?? null };
+    } catch (error) {
+      return server.errorOf(request.id!, error);
+    }
   }
 
   /** Answers a parsed payload: one response, an array of them, or null when nothing is owed. */

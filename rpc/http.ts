@@ -15,7 +15,7 @@ import { streamingMethods } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
 import { clientAddress } from '../rest/route.ts';
-import { sendRetryAfter } from '../rest/envelope.ts';
+import { sendJson, sendRetryAfter } from '../rest/envelope.ts';
 
 /**
  * POST /api/v1/rpc. The order of checks, and the HTTP status of each answer:
@@ -98,9 +98,9 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false } {
 function reply(response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) {
   if (status >= 300 && !response.req.get('a2a-version') && !Array.isArray(body)) {
     const { jsonrpc: _jsonrpc, ...rest } = body;
-    return response.status(status).json(rest);
+    return sendJson(response, status, rest);
   }
-  return response.status(status).json(body);
+  return sendJson(response, status, body);
 }
 
 /** Answers one POST /api/v1/rpc exchange (see the order of checks above). */

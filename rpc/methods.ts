@@ -1,4 +1,4 @@
-import { JSONRPCServer } from 'json-rpc-2.0';
+import { type JSONRPCID, JSONRPCServer } from 'json-rpc-2.0';
 import type { Engine } from '../src/engine/index.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import type { RpcContext } from './context.ts';
@@ -153,11 +153,16 @@ export function createMethods(engine: Engine): Record<string, Method> {
   return table;
 }
 
-/** The JSON-RPC server: the method table, with errors rendered by rpc/errors.ts. */
+/**
+ * The JSON-RPC server: the method table, with errors rendered by rpc/errors.ts. `methods` is the
+ * same table for calling a method directly (rpc/dispatch.ts), and `errorOf` renders a failure as
+ * the library does.
+ */
 export function createRpcServer(engine: Engine) {
   const server = new JSONRPCServer<RpcContext>({ errorListener: () => {} });
   const { log } = engine.dependencies;
-  server.mapErrorToJSONRPCErrorResponse = (id, error) => errorResponse(id, toRpcError(error, log));
+  const errorOf = (id: JSONRPCID, error: unknown) => errorResponse(id, toRpcError(error, log));
+  server.mapErrorToJSONRPCErrorResponse = errorOf;
   // An unexpected error is logged here, where the exchange's own logger is known, and goes on as
   // the generic 5000 that mapErrorToJSONRPCErrorResponse renders.
   const logged =
@@ -170,6 +175,9 @@ export function createRpcServer(engine: Engine) {
         throw toAppError(error, (message, cause) => (context.log ?? log).error(`json-rpc: ${message}`, { error: cause }));
       }
     };
-  for (const [name, method] of Object.entries(createMethods(engine))) server.addMethod(name, logged(method));
-  return server;
+  const methods = new Map(Object.entries(createMethods(engine)).map(([name, method]) => [name, logged(method)]));
+  for (const [name, method] of methods) server.addMethod(name, method);
+  return { library: server, methods: methods as ReadonlyMap<string, Method>, errorOf };
 }
+
+export type RpcServer = ReturnType<typeof createRpcServer>;

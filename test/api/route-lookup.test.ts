@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
+import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allRoutes } from '../../src/app.ts';
+import { sendJson } from '../../rest/envelope.ts';
 import { createRouteLookup } from '../../rest/route-lookup.ts';
 import type { Actor } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -123,5 +125,28 @@ describe('a hot read', () => {
       .set(buyer.headers)
       .expect(200);
     expect(encoded.body.data.id).toBe(transactionId);
+  });
+});
+
+describe("the envelope's own JSON writer", () => {
+  it("sends what express's response.json sends: status, headers and body", async () => {
+    const app = express();
+    app.disable('x-powered-by');
+    app.set('etag', false);
+    const body = { code: 0, message: 'success', data: { text: 'ünïcödé and 漢字', amount: '1.00' }, timestamp: 1 };
+    app.get('/express', (_request, response) => response.status(201).json(body));
+    app.get('/own', (_request, response) => sendJson(response, 201, body));
+    app.get('/express-replayed', (_request, response) => response.setHeader('Idempotent-Replayed', 'true').status(200).json(body));
+    app.get('/own-replayed', (_request, response) => sendJson(response.setHeader('Idempotent-Replayed', 'true'), 200, body));
+    const http = supertest(app);
+    const seen = (response: supertest.Response) => {
+      const { date: _date, ...headers } = response.headers;
+      return { status: response.status, headers, text: response.text };
+    };
+    expect(seen(await http.get('/own'))).toEqual(seen(await http.get('/express')));
+    expect(seen(await http.get('/own-replayed'))).toEqual(seen(await http.get('/express-replayed')));
+    // Express answers these itself: a HEAD without a body, and a conditional request with 304.
+    expect(seen(await http.head('/own'))).toEqual(seen(await http.head('/express')));
+    expect(seen(await http.get('/own').set('If-None-Match', '*'))).toEqual(seen(await http.get('/express').set('If-None-Match', '*')));
   });
 });
