@@ -62,6 +62,7 @@ const steps: Step[] = [
   { name: 'create', args: ['bench/hall/create.ts', ...(quick ? ['--requests', '30'] : [])] },
   { name: 'dispatch', args: ['bench/dispatch/run.ts', ...(quick ? ['--events', '50', '--rounds', '1'] : [])] },
   { name: 'webhooks', args: ['bench/webhooks/run.ts', ...(quick ? ['--pings', '10'] : [])] },
+  { name: 'console', args: ['bench/console/run.ts', ...(quick ? ['--runs', '5'] : [])] },
 ];
 
 if (run) {
@@ -153,7 +154,7 @@ function lifecycleSection(): string[] {
   ];
 }
 
-const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'create', 'webhooks', 'dispatch', 'login', 'openapi'];
+const order = ['fanout', 'read', 'match', 'match-heavy', 'hall', 'task-hall', 'create', 'webhooks', 'dispatch', 'login', 'openapi', 'console'];
 const lines = [
   '# Benchmarks',
   '',
