@@ -49,12 +49,17 @@ export function claimClauses(claims: NumberedClaim[], bindings: unknown[]): stri
   ];
 }
 
-/** `completed`: stores each claim's response, only if the CTE `onlyIf` (the changes, or claim_held) has its ordinal. */
+/**
+ * `completed`: stores each claim's response, only if the CTE `onlyIf` (the changes, or
+ * claim_held) has its ordinal. Two claims of one key can share a statement (a request and the
+ * retry that took its claim over): the response stored is the one of the claim whose change was
+ * written, matched by ordinal and token, never another claim of the same key.
+ */
 export function completionClause(onlyIf: string): string {
   return `completed AS (UPDATE idempotency_keys AS key SET state = 'completed', response_status = claim.response_status, response_body = claim.response_body
       FROM claim_input AS claim
      WHERE key.scope_hash = ANY (ARRAY(SELECT scope_hash FROM claim_input WHERE ordinal IN (SELECT ordinal FROM ${onlyIf})))
-       AND key.scope_hash = claim.scope_hash)`;
+       AND claim.ordinal IN (SELECT ordinal FROM ${onlyIf}) AND key.scope_hash = claim.scope_hash AND key.claim_token = claim.token)`;
 }
 
 /** Completes the claim as one statement of the same clauses; false if another request owns it now. */

@@ -262,4 +262,39 @@ describe('one batch with a change that fails', () => {
     expect(seen.body.data.status).toBe('pending_freeze');
     expect(await checkBooks(test.runtime.database.db)).toEqual([]);
   });
+  it('completes a key with the change of the request that holds it, when the request it was taken from shares the batch', async () => {
+    const { capabilities, buyers } = await market(['10.00'], 1);
+    const buyer = buyers[0]!;
+    const { dependencies } = test.runtime.engine;
+    const transitions = await ownTransitions();
+    const capability = (await dependencies.db('capabilities').where({ id: capabilities[0]!.id }).first()) as CapabilityRow;
+    const [original, retry] = [randomUUID(), randomUUID()];
+    const scopeHash = randomUUID().replace(/-/g, '');
+    const at = dependencies.now();
+    // The retry took the claim over: the key's row names its token now.
+    await dependencies.db('idempotency_keys').insert({
+      scope_hash: scopeHash,
+      fingerprint: 'f'.repeat(64),
+      state: 'in_flight',
+      claim_token: retry,
+      created_at: at,
+      expires_at: new Date(at.getTime() + 60_000),
+    });
+    const create = (token: string) =>
+      withSingleStatement(
+        dependencies.db,
+        (unit) => transitions.insert(unit, newTransactionRow(principalOf(buyer), { capability_id: capability.id }, capability, price, at, 250)),
+        { claim: { scopeHash, token, lockId: '4242', responseStatus: 201, completed: false } },
+      );
+    const before = transitions.batchStats();
+    const [lost, won] = await Promise.allSettled([create(original), create(retry)]);
+
+    expect(transitions.batchStats().batches - before.batches).toBe(1);
+    expect((lost as PromiseRejectedResult).reason).toMatchObject({ code: 4091 });
+    const created = (won as PromiseFulfilledResult<{ id: string }>).value;
+    const key = await dependencies.db('idempotency_keys').where({ scope_hash: scopeHash }).first();
+    expect(key).toMatchObject({ state: 'completed', response_status: 201, response_body: { id: created.id } });
+    expect(await dependencies.db('transactions').where({ buyer_user_id: buyer.userId }).pluck('id')).toEqual([created.id]);
+    expect(await checkBooks(test.runtime.database.db)).toEqual([]);
+  });
 });
