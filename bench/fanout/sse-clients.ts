@@ -15,11 +15,12 @@ export interface ClientPool {
 
 const connectBatchSize = 500;
 
-export function openClients(
-  count: number,
-  target: (index: number) => { url: string; headers: Record<string, string> },
-  timestampOf: (data: string) => number,
-): ClientPool {
+export interface ClientTarget {
+  url: string;
+  headers: Record<string, string>;
+}
+
+export function openClients(count: number, target: (index: number) => ClientTarget, timestampOf: (data: string) => number): ClientPool {
   const latenciesMs: number[] = [];
   const requests = new Set<http.ClientRequest>();
   let connected = 0;
@@ -99,9 +100,17 @@ export function openClients(
   };
 }
 
-export function percentile(sorted: number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
+/** The value at `fraction` of a histogram (count per millisecond), as sorted[floor(fraction * n)] of the values. */
+export function percentileOf(histogram: number[], fraction: number): number {
+  const total = histogram.reduce((sum, count) => sum + count, 0);
+  if (total === 0) return Number.NaN;
+  const rank = Math.min(total - 1, Math.floor(fraction * total));
+  let seen = 0;
+  for (const [value, count] of histogram.entries()) {
+    seen += count;
+    if (seen > rank) return value;
+  }
+  return histogram.length - 1;
 }
 
 export function residentBytes(pid: number): number {
