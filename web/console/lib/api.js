@@ -26,13 +26,36 @@ function queryString(query) {
 }
 
 /**
+ * An Idempotency-Key kept for one form or button: sent again when the answer was lost (network,
+ * unreadable, still in progress), so a retry replays the first request instead of doing it twice;
+ * renewed after any other answer, so a changed form is a new request.
+ */
+export function retryKey() {
+  let value = randomKey();
+  return {
+    get value() {
+      return value;
+    },
+    settle(envelope) {
+      if (![-1, -2, 4091].includes(envelope.code)) value = randomKey();
+    },
+  };
+}
+
+/**
  * api('POST', '/api/v1/tasks', {body, query, idempotent: true}). An idempotent call sends a new
- * Idempotency-Key (a retry of the same click, `key`, sends the same one).
+ * Idempotency-Key; with `retry` (a retryKey()) the form's own.
  */
 export async function api(method, path, options = {}) {
   const extra = {};
   if (options.body !== undefined) extra['Content-Type'] = 'application/json';
-  if (options.idempotent || options.key) extra['Idempotency-Key'] = options.key || randomKey();
+  if (options.idempotent || options.retry) extra['Idempotency-Key'] = options.retry ? options.retry.value : randomKey();
+  const envelope = await send(method, path, options, extra);
+  if (options.retry) options.retry.settle(envelope);
+  return envelope;
+}
+
+async function send(method, path, options, extra) {
   let response;
   try {
     response = await fetch(path + queryString(options.query), {

@@ -1,4 +1,4 @@
-import { api } from '../lib/api.js';
+import { api, retryKey } from '../lib/api.js';
 import { categoryOptions, loadCategories } from '../lib/catalog.js';
 import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
@@ -64,6 +64,8 @@ export async function render(ctx) {
   showPreview('');
   const bountyField = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', hint: t('task.field.bounty.hint') });
   bountyField.input.addEventListener('input', () => showPreview(bountyField.input.value));
+  // One key for this form: a retry after a lost answer replays the publish instead of making a second task.
+  const key = retryKey();
   const element = form({
     label: t('publish.title'),
     submit: t('publish.submit'),
@@ -71,7 +73,7 @@ export async function render(ctx) {
     onSubmit: async (element) => {
       const body = taskBody(element);
       if (!body) return;
-      const envelope = await api('POST', '/api/v1/tasks/', { body, idempotent: true });
+      const envelope = await api('POST', '/api/v1/tasks/', { body, retry: key });
       if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
         ctx.announce(t('publish.kept-draft'));
         return ctx.navigate(`/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`);

@@ -1,4 +1,4 @@
-import { api } from '../lib/api.js';
+import { api, retryKey } from '../lib/api.js';
 import { word } from '../lib/catalog.js';
 import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
@@ -50,6 +50,7 @@ async function publishDraft(ctx, task, update) {
   const bounty = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', value: task.bounty_amount ?? '' });
   bounty.input.addEventListener('input', () => show(bounty.input.value));
   show(task.bounty_amount ?? '');
+  const key = retryKey();
   return h(
     'section',
     { 'aria-labelledby': 'publish-draft' },
@@ -63,7 +64,7 @@ async function publishDraft(ctx, task, update) {
         const amount = valueOf(element, 'bounty_amount');
         body.bounty_amount = amount === '' ? null : amount;
         if (amount !== '' && !isAmount(amount)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: t('money.invalid') }] } });
-        const envelope = await api('POST', `/api/v1/tasks/${task.id}/publish-draft`, { body, idempotent: true });
+        const envelope = await api('POST', `/api/v1/tasks/${task.id}/publish-draft`, { body, retry: key });
         if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
         ctx.announce(t('publish.done'));
         ctx.navigate(`/tasks/${task.id}?published=1`);
@@ -91,6 +92,7 @@ function acceptTerms(task, application) {
 function applicationRow(ctx, task, application, name) {
   const problem = h('div');
   const terms = acceptTerms(task, application);
+  const key = retryKey();
   const termsId = `terms-${application.id}`;
   const actions = [];
   if (application.status === 'pending' && task.status === 'open') {
@@ -109,7 +111,7 @@ function applicationRow(ctx, task, application, name) {
               onClick: async (event) => {
                 const button = event.currentTarget;
         button.disabled = true;
-                const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, { body: { max_price: terms.price }, idempotent: true });
+                const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, { body: { max_price: terms.price }, retry: key });
                 button.disabled = false;
                 if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope, 'accept'));
                 ctx.announce(t('accept.done'));

@@ -1,4 +1,4 @@
-import { api } from '../lib/api.js';
+import { api, retryKey } from '../lib/api.js';
 import { word } from '../lib/catalog.js';
 import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
@@ -47,6 +47,8 @@ function details(transaction) {
 }
 
 function actionButton(ctx, transaction, action, label, problem, className = 'primary') {
+  // One key per button: a retry after a lost answer replays the move instead of failing on the new state.
+  const key = retryKey();
   return h(
     'button',
     {
@@ -55,7 +57,7 @@ function actionButton(ctx, transaction, action, label, problem, className = 'pri
       onClick: async (event) => {
         const button = event.currentTarget;
         button.disabled = true;
-        const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/${action}`, { idempotent: true });
+        const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/${action}`, { retry: key });
         if (envelope.code !== 0) {
           button.disabled = false;
           return problem.replaceChildren(errorBox(envelope, 'transaction'));
@@ -69,6 +71,7 @@ function actionButton(ctx, transaction, action, label, problem, className = 'pri
 }
 
 function deliverForm(ctx, transaction) {
+  const key = retryKey();
   return form({
     label: t('deliver.title'),
     submit: t('deliver.submit'),
@@ -77,7 +80,7 @@ function deliverForm(ctx, transaction) {
       const payload = { text: valueOf(element, 'text') };
       if (!payload.text) return showProblem(element, { code: 4000, data: { errors: [{ path: 'text', message: t('deliver.text.missing') }] } });
       if (valueOf(element, 'link')) payload.link = valueOf(element, 'link');
-      const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/deliver`, { body: { result_payload: payload }, idempotent: true });
+      const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/deliver`, { body: { result_payload: payload }, retry: key });
       if (envelope.code !== 0) return showProblem(element, envelope, 'transaction');
       ctx.announce(t('transaction.done.deliver'));
       ctx.showTransaction(envelope.data);
