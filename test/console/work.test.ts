@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Request } from 'playwright-core';
+import { signUpHuman } from '../helpers/actors.ts';
 import { apiGet, cashOf, type ConsoleWorld, credit, eventually, openConsole, signUpOnPage, startConsole } from './harness.ts';
 
 /**
@@ -111,5 +112,48 @@ describe('working through the console', () => {
     expect(Number(resumed[0])).toBeGreaterThan(0);
     page.off('request', watch);
     expect(publisher.problems.filter((problem) => !problem.includes('ERR_'))).toEqual([]);
+  });
+
+  it('2: a delivery that is not what was agreed is disputed from the page; the money stays held', async () => {
+    const publisher = await openConsole(publisherContext, `${world.base}/`);
+    const buyer = await signUpOnPage(publisher.page, `disputer-${unique()}@example.com`);
+    await credit(world, buyer.user_id, '50.00');
+    const seller = await signUpHuman(world.test);
+    const as = (token: string) => ({ Authorization: `Bearer ${token}` });
+    const skill = (
+      await world.test.http.post('/api/v1/skills/').set(as(seller.token)).send({ name: 'Copywriting', description: 'Copy', category: 'copywriting' })
+    ).body.data as { id: string };
+    const task = (
+      await world.test.http
+        .post('/api/v1/tasks/')
+        .set(as(buyer.token))
+        .send({ title: 'A slogan', description: 'Five slogans for a café.', mode: 'online', bounty_amount: '30', delivery_hours: 24 })
+    ).body.data as { id: string };
+    const application = (await world.test.http.post(`/api/v1/tasks/${task.id}/applications`).set(as(seller.token)).send({ skill_id: skill.id })).body.data as {
+      id: string;
+    };
+    const accepted = (await world.test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/accept`).set(as(buyer.token)).send({})).body.data as {
+      transaction: { id: string };
+    };
+    const id = accepted.transaction.id;
+    await world.test.http.post(`/api/v1/transactions/${id}/accept`).set(as(seller.token)).expect(200);
+    await world.test.http
+      .post(`/api/v1/transactions/${id}/deliver`)
+      .set(as(seller.token))
+      .send({ result_payload: { text: 'One slogan.' } })
+      .expect(200);
+
+    const { page } = publisher;
+    await page.goto(`${world.base}/#/transactions/${id}`);
+    await eventually(() => page.getByText('One slogan.').isVisible()).toBe(true);
+    await page.getByLabel('Why (optional)').fill('Five were agreed, one was delivered.');
+    await page.getByRole('button', { name: 'Open a dispute' }).click();
+    await eventually(() => page.getByText('Disputed: the money stays held until the operator decides.').isVisible()).toBe(true);
+    expect((await apiGet(world, buyer.token, `/api/v1/transactions/${id}`)).data).toMatchObject({
+      status: 'disputed',
+      dispute_reason: 'Five were agreed, one was delivered.',
+    });
+    expect(await cashOf(world, buyer.token)).toMatchObject({ available: '20.00', frozen: '30.00' });
+    expect(publisher.problems).toEqual([]);
   });
 });
