@@ -26,16 +26,13 @@ async function market(test: TestApp) {
       .set(as(worker))
       .send({ name: 'English to Chinese translation', description: 'Manuals and documentation, 5,000 words a day.', category: 'translation', ut_price: '60' })
   ).body.data as { id: string };
-  await test.http
-    .post('/api/v1/skills/')
-    .set(as(worker))
-    .send({
-      name: 'Watercolour illustration',
-      description: 'Children book illustrations in watercolour.',
-      category: 'illustration',
-      ut_price: '90',
-      pricing_model: 'per_day',
-    });
+  await test.http.post('/api/v1/skills/').set(as(worker)).send({
+    name: 'Watercolour illustration',
+    description: 'Children book illustrations in watercolour.',
+    category: 'illustration',
+    ut_price: '90',
+    pricing_model: 'per_day',
+  });
   const publish = async (title: string, description: string, category: string, bounty: string) =>
     (
       await test.http
