@@ -156,4 +156,25 @@ describe('working through the console', () => {
     expect(await cashOf(world, buyer.token)).toMatchObject({ available: '20.00', frozen: '30.00' });
     expect(publisher.problems).toEqual([]);
   });
+
+  it('2: a task drafted from a sentence by the ai-create stream fills the form; its description made clearer with the changes listed', async () => {
+    const { page, problems } = await openConsole(publisherContext, `${world.base}/`);
+    await signUpOnPage(page, `drafter-${unique()}@example.com`);
+    await page.goto(`${world.base}/#/tasks/new`);
+    await page.getByLabel('What do you need done?').fill('Translate a 20-page manual into Chinese within 3 days, budget 300 CNY');
+    await page.getByRole('button', { name: 'Write the draft' }).click();
+    await eventually(() => page.getByText('Draft ready: the form below is filled in.').isVisible()).toBe(true);
+    expect(await page.locator('.writing').textContent()).toContain('title: ');
+    expect((await page.getByLabel('Title').inputValue()).length).toBeGreaterThan(0);
+    expect(await page.getByLabel('Delivery time (hours)').inputValue()).toBe('72');
+    expect(await page.getByLabel('Bounty (CNY)').inputValue()).toBe('300.00');
+    // The hold preview follows the bounty the draft filled in.
+    expect(await page.locator('#hold-preview').textContent()).toContain('¥300.00');
+
+    await page.getByLabel('Description').fill('translate my manual');
+    await page.getByRole('button', { name: 'Make the description clearer' }).click();
+    await eventually(() => page.getByText('The description was rewritten. What changed:').isVisible()).toBe(true);
+    expect((await page.getByLabel('Description').inputValue()).length).toBeGreaterThan('translate my manual'.length);
+    expect(problems).toEqual([]);
+  });
 });

@@ -1,4 +1,5 @@
 import { api, retryKey } from '../lib/api.js';
+import { postStream } from '../lib/stream.js';
 import { categoryOptions, loadCategories } from '../lib/catalog.js';
 import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
@@ -54,6 +55,71 @@ export function holdPreview(wallet, bountyText) {
   return [now, t('publish.after', { bounty: money(bounty, 'CNY'), available: money(fromMinor(available - bounty), 'CNY'), held: money(frozen + bounty, 'CNY') })];
 }
 
+/** Fills the publish form from a draft the ai-create stream wrote (the person still checks and sends it). */
+function fill(element, draft) {
+  for (const [name, value] of Object.entries(draft)) {
+    const input = element.elements.namedItem(name);
+    if (!input || value === null || value === undefined) continue;
+    input.value = Array.isArray(value) ? value.join(', ') : String(value);
+    input.dispatchEvent(new Event('input'));
+  }
+}
+
+/** "Draft it from a sentence": the task ai-create stream, shown as it writes, filling the form. */
+function draftHelper(target) {
+  const log = h('ol', { class: 'history', role: 'log', 'aria-label': t('ai.progress') });
+  const writing = h('pre', { class: 'writing', hidden: true });
+  const helper = form({
+    label: t('publish.ai'),
+    submit: t('publish.ai.submit'),
+    submitClass: 'secondary',
+    fields: [field({ name: 'prompt', label: t('publish.ai.prompt'), type: 'textarea', rows: 2, hint: t('publish.ai.hint') })],
+    onSubmit: async (element) => {
+      log.replaceChildren();
+      writing.textContent = '';
+      writing.hidden = false;
+      const answer = await postStream('/api/v1/tasks/ai-create', { prompt: valueOf(element, 'prompt') }, (event, data) => {
+        if (!data) return;
+        if (event === 'progress') log.append(h('li', null, t(`ai.stage.${data.stage}`)));
+        if (event === 'field') writing.textContent += `${data.field}: ${Array.isArray(data.value) ? data.value.join(', ') : String(data.value)}\n`;
+        if (event === 'delta') writing.textContent += data.text;
+        if (event === 'error') log.append(h('li', null, errorBox({ code: data.code, data: { detail: data.detail } })));
+        if (event === 'draft') {
+          fill(target(), data.draft);
+          log.append(h('li', null, t('publish.ai.done')));
+        }
+      });
+      if (answer.code !== 0) showProblem(element, answer);
+    },
+  });
+  return h('section', { 'aria-labelledby': 'ai-task' }, h('h2', { id: 'ai-task' }, t('publish.ai')), helper, writing, log);
+}
+
+/** "Make the description clearer": description-optimize, its changes listed, the text replaced for the person to check. */
+function clearerButton(target) {
+  const said = h('div', { 'aria-live': 'polite' });
+  const button = h(
+    'button',
+    {
+      type: 'button',
+      class: 'secondary',
+      onClick: async () => {
+        const element = target();
+        const description = valueOf(element, 'description');
+        if (!description) return showProblem(element, { code: 4000, data: { errors: [{ path: 'description', message: t('publish.clearer.empty') }] } });
+        const body = { description };
+        if (valueOf(element, 'title')) body.title = valueOf(element, 'title');
+        const envelope = await api('POST', '/api/v1/tasks/description-optimize', { body });
+        if (envelope.code !== 0) return said.replaceChildren(errorBox(envelope));
+        element.elements.namedItem('description').value = envelope.data.optimized_description;
+        said.replaceChildren(h('div', { class: 'notice' }, h('p', null, t('publish.clearer.done')), h('ul', null, envelope.data.changes.map((change) => h('li', null, change)))));
+      },
+    },
+    t('publish.clearer'),
+  );
+  return h('div', { class: 'field' }, button, said);
+}
+
 export async function render(ctx) {
   await loadCategories();
   const walletEnvelope = await api('GET', '/api/v1/wallet/');
@@ -66,10 +132,11 @@ export async function render(ctx) {
   bountyField.input.addEventListener('input', () => showPreview(bountyField.input.value));
   // One key for this form: a retry after a lost answer replays the publish instead of making a second task.
   const key = retryKey();
+  const fields = taskFields();
   const element = form({
     label: t('publish.title'),
     submit: t('publish.submit'),
-    fields: [...taskFields(), bountyField, preview],
+    fields: [...fields.slice(0, 2), clearerButton(() => element), ...fields.slice(2), bountyField, preview],
     onSubmit: async (element) => {
       const body = taskBody(element);
       if (!body) return;
@@ -83,5 +150,12 @@ export async function render(ctx) {
       ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
     },
   });
-  return h('div', { class: 'page narrow' }, h('h1', null, t('publish.title')), h('p', { class: 'lead' }, t('publish.lead')), h('section', null, element));
+  return h(
+    'div',
+    { class: 'page narrow' },
+    h('h1', null, t('publish.title')),
+    h('p', { class: 'lead' }, t('publish.lead')),
+    draftHelper(() => element),
+    h('section', { 'aria-labelledby': 'task-form' }, h('h2', { id: 'task-form' }, t('publish.form')), element),
+  );
 }
