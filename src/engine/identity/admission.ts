@@ -75,20 +75,21 @@ export function addressKeyOf(address: string): string {
 }
 
 function keyFor(name: RateLimitName, requester: Requester): string | null {
-  const address = `address:${addressKeyOf(requester.address)}`;
+  // Only the buckets that need it parse the address: a credential's reads never do.
+  const address = () => `address:${addressKeyOf(requester.address)}`;
   switch (rateLimitKeys[name]) {
     case 'account':
-      return requester.account === undefined ? address : `account:${requester.account.toLowerCase()}`;
+      return requester.account === undefined ? address() : `account:${requester.account.toLowerCase()}`;
     case 'accountAndAddress':
-      return requester.account === undefined ? address : `account:${requester.account.toLowerCase()}:${address}`;
+      return requester.account === undefined ? address() : `account:${requester.account.toLowerCase()}:${address()}`;
     case 'credential':
-      return requester.principal ? credentialOf(requester.principal) : address;
+      return requester.principal ? credentialOf(requester.principal) : address();
     case 'apiKey':
       return requester.principal?.api_key_id ? `api-key:${requester.principal.api_key_id}` : null;
     case 'userCode':
       return requester.userCode === undefined ? null : `user-code:${requester.userCode}`;
     case 'address':
-      return address;
+      return address();
   }
 }
 
@@ -127,6 +128,13 @@ function createBucket(name: RateLimitName, setting: RateLimitSetting, shared: En
     // The same Redis key as rate-limiter-flexible's (its prefix, a colon, the key).
     reconciled: reconciledBucketNames.has(name) ? reconciler.bucket(options.keyPrefix, setting.requests, setting.windowSeconds) : null,
   };
+}
+
+/** A bucket a request takes from, under the key its requester has there. */
+interface Taking<B> {
+  name: RateLimitName;
+  bucket: B;
+  key: string;
 }
 
 const loginFailureBuckets = ['loginFailuresPerAddress', 'loginFailuresPerAccountAndAddress', 'loginFailuresPerAccount'] as const;
@@ -184,39 +192,38 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
    * request costs nothing.
    */
   async function consume(names: readonly RateLimitName[], requester: Requester, points = 1): Promise<void> {
-    const all = names.flatMap((name) => {
-      // A bucket that is off costs nothing, not even its key (which parses the address).
+    const reconciled: Taking<ReconciledBucket>[] = [];
+    const exact: Taking<Bucket>[] = [];
+    for (const name of names) {
+      // A bucket that is off costs nothing, not even its key (which may parse the address).
       const bucket = buckets.get(name);
       const key = bucket ? keyFor(name, requester) : null;
-      return bucket && key !== null ? [{ name, bucket, key }] : [];
-    });
-    const taken = await takeReconciled(
-      all.flatMap(({ name, bucket, key }) => (bucket.reconciled ? [{ name, bucket: bucket.reconciled, key }] : [])),
-      points,
-    );
-    const applying = all.filter(({ bucket }) => !bucket.reconciled);
-    if (applying.length === 0) return;
+      if (key === null) continue;
+      if (bucket!.reconciled) reconciled.push({ name, bucket: bucket!.reconciled, key });
+      else exact.push({ name, bucket: bucket!, key });
+    }
+    const waiting = reconciled.filter(({ bucket, key }) => bucket.mustReconcile(key, points));
+    if (waiting.length > 0) await Promise.all(waiting.map(({ bucket, key }) => bucket.reconcile(key)));
+    takeReconciled(reconciled, points);
+    if (exact.length === 0) return;
     try {
-      await consumeExact(applying, points);
+      await consumeExact(exact, points);
     } catch (error) {
-      for (const { bucket, key } of taken) bucket.giveBack(key, points);
+      for (const { bucket, key } of reconciled) bucket.giveBack(key, points);
       throw error;
     }
   }
 
   /** Refused (4290) if any of them is empty (which counts the attempt, as an exact bucket does), else a token from each. */
-  async function takeReconciled(reconciled: { name: RateLimitName; bucket: ReconciledBucket; key: string }[], points: number) {
-    const waiting = reconciled.filter(({ bucket, key }) => bucket.mustReconcile(key, points));
-    if (waiting.length > 0) await Promise.all(waiting.map(({ bucket, key }) => bucket.reconcile(key)));
+  function takeReconciled(reconciled: Taking<ReconciledBucket>[], points: number) {
     const refusals = reconciled.map(({ bucket, key }) => bucket.refusedForMs(key, points));
     const refusedAt = refusals.findIndex((refusal) => refusal !== null);
     // As in the exact buckets, an empty bucket counts the refused attempt too; the others take nothing.
     for (const [index, { bucket, key }] of reconciled.entries()) if (refusedAt < 0 || refusals[index] !== null) bucket.take(key, points);
     if (refusedAt >= 0) throw rateLimited(refusals[refusedAt]!, `rate limit ${reconciled[refusedAt]!.name} reached`);
-    return reconciled;
   }
 
-  async function consumeExact(applying: { name: RateLimitName; bucket: Bucket; key: string }[], points: number) {
+  async function consumeExact(applying: Taking<Bucket>[], points: number) {
     const outcomes = await Promise.allSettled(applying.map(({ bucket, key }) => inBucket(bucket, (limiter) => limiter.consume(key, points))));
     const refusedAt = outcomes.findIndex((outcome) => outcome.status === 'rejected');
     if (refusedAt < 0) return;
