@@ -105,6 +105,12 @@ export const limits = {
   credentialCacheTtlMs: 10_000,
   credentialCacheEntriesMax: 10_000,
   /**
+   * How long revoking an API key waits for every instance to say it forgot the key before it
+   * answers anyway (engine/identity/key-revocations.ts); an instance that did not answer forgets
+   * it when its cache entry ends.
+   */
+  apiKeyRevocationAcknowledgementWaitMs: 2_000,
+  /**
    * Reconciled rate-limit buckets (reads and JSON-RPC calls; engine/identity/reconciled-buckets.ts)
    * send what this instance took to Redis this often, in one write for every key.
    */

@@ -174,13 +174,9 @@ describe('two instances', () => {
 
   it('announce a repeated revocation again only while an instance may still have the key cached', async () => {
     const { human } = await keyThroughBothInstances();
+    // Heard as every instance hears it; a DELETE answers once every listener has heard it.
     const announced: string[] = [];
-    const bus = test.runtime.bus;
-    const publish = bus.publish;
-    bus.publish = async (channel, message) => {
-      if (channel === apiKeyRevokedChannel) announced.push(message);
-      return publish.call(bus, channel, message);
-    };
+    const stopListening = await test.runtime.bus.subscribe(apiKeyRevokedChannel, (message) => announced.push(message));
     try {
       const first = await revokeOnlyKey(test.http, human);
       const again = () => test.http.delete(`/api/v1/auth/api-keys/${first.body.data.id}`).set(human.headers).expect(200);
@@ -192,7 +188,7 @@ describe('two instances', () => {
       expect((await again()).body.data.revoked_at).toBe(first.body.data.revoked_at);
       expect(announced).toHaveLength(2);
     } finally {
-      bus.publish = publish;
+      await stopListening();
     }
   });
 

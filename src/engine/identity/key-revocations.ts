@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { unauthenticated } from '../../errors.ts';
+import { limits } from '../../limits.ts';
 import { periodic } from '../../periodic.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
@@ -6,6 +8,8 @@ import type { EngineDependencies, Principal } from '../common/index.ts';
 
 /** Every instance hears on this channel which key was revoked, and forgets it at once. */
 export const apiKeyRevokedChannel = 'identity.api-key-revoked';
+/** Each instance says on this channel that it has forgotten a revoked key (the announcement's id). */
+export const apiKeyForgottenChannel = 'identity.api-key-forgotten';
 
 export interface RevokedKey {
   key_prefix: string;
@@ -27,6 +31,7 @@ export interface KeyCache {
  * keys its streams and sockets use are revoked, and ends those.
  */
 export function createKeyRevocations({ db, bus, log, config }: EngineDependencies, admission: Admission, cache: KeyCache) {
+  const acknowledgements = createAcknowledgements();
   // Counts the revocations heard (and the bus reconnections, after which any may have been
   // missed). Work that read a key before a revocation and ends after it compares the count.
   let heard = 0;
@@ -58,10 +63,17 @@ export function createKeyRevocations({ db, bus, log, config }: EngineDependencie
       cache.forgetAll();
       endRevokedInUse().catch((error: unknown) => log.error('revoked API key check failed', { error }));
     });
+    const stopAcknowledging = await bus.subscribe(apiKeyForgottenChannel, (message) => acknowledgements.heard(message));
     const unsubscribe = await bus.subscribe(apiKeyRevokedChannel, (message) => {
       try {
-        const revoked = JSON.parse(message) as { key_prefix: unknown; api_key_id: unknown };
+        const revoked = JSON.parse(message) as { key_prefix: unknown; api_key_id: unknown; announcement?: unknown };
         forget({ key_prefix: String(revoked.key_prefix), api_key_id: String(revoked.api_key_id) });
+        // Tells the announcing instance this one no longer accepts the key.
+        if (typeof revoked.announcement === 'string') {
+          bus
+            .publish(apiKeyForgottenChannel, revoked.announcement)
+            .catch((error: unknown) => log.warn('could not acknowledge an API key revocation', { error }));
+        }
       } catch (error) {
         log.warn('unreadable API key revocation on the bus', { error });
       }
@@ -71,13 +83,38 @@ export function createKeyRevocations({ db, bus, log, config }: EngineDependencie
       check.stop();
       await check.idle();
       await unsubscribe();
+      await stopAcknowledging();
     };
   }
 
-  /** Announces a committed revocation: here at once, elsewhere through the bus. */
+  /**
+   * Announces a committed revocation: here at once, elsewhere through the bus, and returns once
+   * every instance that heard it has said it forgot the key (docs/decisions/identity-and-access.md
+   * "A revocation holds everywhere when its DELETE answers"), or after
+   * limits.apiKeyRevocationAcknowledgementWaitMs: so when the revoking request is answered, no
+   * instance accepts the key any more. On Redis the publish says how many instances heard it;
+   * the in-process bus tells its listeners before publish returns.
+   */
   async function announce(revoked: RevokedKey) {
     forget(revoked);
-    await bus.publish(apiKeyRevokedChannel, JSON.stringify(revoked));
+    if (!bus.shared) {
+      await bus.publish(apiKeyRevokedChannel, JSON.stringify(revoked));
+      return;
+    }
+    const { redis, keyPrefix } = bus.shared;
+    const announcement = randomUUID();
+    const waiting = acknowledgements.expect(announcement);
+    try {
+      const listeners = await redis.publish(keyPrefix + apiKeyRevokedChannel, JSON.stringify({ ...revoked, announcement }));
+      if (!(await waiting.until(listeners, limits.apiKeyRevocationAcknowledgementWaitMs))) {
+        log.warn('an API key revocation was not acknowledged by every instance in time; those forget the key when their cache entry ends', {
+          api_key_id: revoked.api_key_id,
+          instances: listeners,
+        });
+      }
+    } finally {
+      waiting.done();
+    }
   }
 
   /**
@@ -106,3 +143,35 @@ export function createKeyRevocations({ db, bus, log, config }: EngineDependencie
 }
 
 export type KeyRevocations = ReturnType<typeof createKeyRevocations>;
+
+/** Counts the acknowledgements of each announcement this instance waits for. */
+function createAcknowledgements() {
+  const waiting = new Map<string, { count: number; wake: () => void }>();
+  return {
+    heard(announcement: string) {
+      const entry = waiting.get(announcement);
+      if (!entry) return;
+      entry.count += 1;
+      entry.wake();
+    },
+    expect(announcement: string) {
+      const entry = { count: 0, wake: () => {} };
+      waiting.set(announcement, entry);
+      return {
+        /** Whether `expected` acknowledgements arrived within `waitMs`. */
+        until(expected: number, waitMs: number): Promise<boolean> {
+          return new Promise((resolve) => {
+            const timer = setTimeout(() => resolve(entry.count >= expected), waitMs);
+            entry.wake = () => {
+              if (entry.count < expected) return;
+              clearTimeout(timer);
+              resolve(true);
+            };
+            entry.wake();
+          });
+        },
+        done: () => waiting.delete(announcement),
+      };
+    },
+  };
+}
