@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSingleStatement } from '../../src/db/transaction.ts';
 import { feeOf } from '../../src/domain/money.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
-import { createTransitions, newTransactionRow, type Transitions } from '../../src/engine/money/index.ts';
+import { type ActionExtra, createTransitions, newTransactionRow, type Transitions } from '../../src/engine/money/index.ts';
+import type { TransactionAction } from '../../src/domain/escrow.ts';
 import type { CapabilityRow } from '../../src/store/capabilities.ts';
 import { InsufficientBalance } from '../../src/store/ledger.ts';
 import { type Actor, createAgent, createApiKey } from '../helpers/actors.ts';
@@ -295,6 +296,45 @@ describe('one batch with a change that fails', () => {
     const key = await dependencies.db('idempotency_keys').where({ scope_hash: scopeHash }).first();
     expect(key).toMatchObject({ state: 'completed', response_status: 201, response_body: { id: created.id } });
     expect(await dependencies.db('transactions').where({ buyer_user_id: buyer.userId }).pluck('id')).toEqual([created.id]);
+    expect(await checkBooks(test.runtime.database.db)).toEqual([]);
+  });
+  it('writes moves of every kind in one batch, each row exactly as its move planned it and nothing else changed', async () => {
+    const { capabilities, buyers, sellers } = await market(['100.00'], 1);
+    const [buyer, seller] = [principalOf(buyers[0]!), principalOf(sellers[0]!)];
+    const { db } = test.runtime.engine.dependencies;
+    const transitions = await ownTransitions();
+    const rows = await pendingPurchases(transitions, buyers[0]!, capabilities[0]!.id, 6);
+    const [a, b, c, d, e, f] = rows.map((row) => row.id) as [string, string, string, string, string, string];
+    const move = (id: string, action: TransactionAction, mover: Principal, extra: ActionExtra = {}) =>
+      withSingleStatement(db, (unit) => transitions.move(unit, id, action, { principal: mover }, extra));
+    // Bring the purchases to the states the batch starts from, one stage at a time.
+    await Promise.all([b, c, d, e, f].map((id) => move(id, 'freeze', buyer)));
+    await Promise.all([c, d, e].map((id) => move(id, 'accept', seller)));
+    await Promise.all([d, e].map((id) => move(id, 'deliver', seller, { result_payload: { pages: 3 } })));
+    const before = transitions.batchStats();
+
+    const planned = await Promise.all([
+      move(a, 'freeze', buyer),
+      move(b, 'accept', seller),
+      move(c, 'deliver', seller, { result_payload: { summary: 'done' } }),
+      move(d, 'confirm', buyer),
+      move(e, 'dispute', buyer, { reason: 'not what was asked' }),
+      move(f, 'reject', seller),
+    ]);
+
+    expect(transitions.batchStats()).toMatchObject({ batches: before.batches + 1, largest: 6 });
+    expect(planned.map((row) => row.status)).toEqual(['frozen', 'accepted', 'delivered', 'settled', 'disputed', 'rejected_by_seller']);
+    // Every column of every row is what its move planned: what a move sets, and what it leaves alone.
+    const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+    for (const row of planned) {
+      const stored = plain(await db('transactions').where({ id: row.id }).first());
+      expect(Object.fromEntries(Object.keys(row).map((column) => [column, stored[column]]))).toEqual(plain(row));
+    }
+    expect(planned[2]).toMatchObject({ result_payload: { summary: 'done' } });
+    expect(planned[3]).toMatchObject({ result_payload: { pages: 3 }, status: 'settled' });
+    expect(planned[3]!.accepted_at).not.toBeNull();
+    expect(planned[4]).toMatchObject({ dispute_reason: 'not what was asked', result_payload: { pages: 3 } });
+    expect(await balance(test, buyers[0]!)).toMatchObject({ available: '95.00', frozen: '4.00' });
     expect(await checkBooks(test.runtime.database.db)).toEqual([]);
   });
 });
