@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -220,8 +221,10 @@ describe('the console as served', () => {
   });
 
   it('has one language file per language, with the same keys, covering every word the pages ask for', async () => {
-    const english = ((await import('../../web/console/i18n/en.js')) as { default: Record<string, string> }).default;
-    const chinese = ((await import('../../web/console/i18n/zh.js')) as { default: Record<string, string> }).default;
+    // Loaded by address: the language files are the browser's plain modules, without declarations for TypeScript.
+    const words = async (file: string) =>
+      ((await import(pathToFileURL(path.join(consoleDirectory, 'i18n', file)).href)) as { default: Record<string, string> }).default;
+    const [english, chinese] = await Promise.all([words('en.js'), words('zh.js')]);
     expect(Object.keys(chinese).sort()).toEqual(Object.keys(english).sort());
     for (const name of files.filter((file) => file.endsWith('.js') && !file.startsWith('i18n'))) {
       const text = readFileSync(path.join(consoleDirectory, name), 'utf8');

@@ -4,7 +4,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.ts';
 import { createEngine, type Engine } from '../../src/engine/index.ts';
-import { createReconciler } from '../../src/engine/identity/reconciled-buckets.ts';
+import { createReconciler } from '../../src/engine/identity/index.ts';
 import { createRedisBus, type EventBus } from '../../src/events/bus.ts';
 import { limits } from '../../src/limits.ts';
 import { createApiKey } from '../helpers/actors.ts';

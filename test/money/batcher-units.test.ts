@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from '../../src/engine/money/batcher.ts';
+import { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from '../../src/engine/money/index.ts';
 import type { ChangeOutcome, StateChange } from '../../src/store/change.ts';
 import type { Leg } from '../../src/store/ledger.ts';
 

@@ -11,3 +11,4 @@ export { createIdentityEngine } from './identity.ts';
 export { apiKeyRevokedChannel } from './key-revocations.ts';
 export { createOAuthClients, redirectUriProblem, type OAuthClient } from './oauth-clients.ts';
 export { OAuthProblem, accessTokenPrefix, createOAuth, issuerAt, oauthScope, resourceAt, type OAuthEngine } from './oauth.ts';
+export { createReconciler } from './reconciled-buckets.ts';

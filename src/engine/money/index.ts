@@ -36,3 +36,4 @@ export {
 export { createTransitions, type ActionExtra, type Transitions } from './transitions.ts';
 export { transactionView } from './views.ts';
 export { createWalletEngine } from './wallet.ts';
+export { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from './batcher.ts';
