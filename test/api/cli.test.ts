@@ -237,12 +237,12 @@ describe('CLI against the database', () => {
   it('what the CLI created works against the HTTP API', async () => {
     await withApp(async (http) => {
       const asAgent = await http.get('/api/v1/auth/me').set('X-Api-Key', apiKey.api_key).set('X-Platform-User-Id', userId).expect(200);
-      expect(asAgent.body.data).toEqual({ user_id: userId, caller_type: 'agent', agent_platform_type: 'custom_mcp' });
+      expect(asAgent.body.data).toEqual({ user_id: userId, caller_type: 'agent', agent_platform_type: 'custom_mcp', agent_budget: null });
       const wallet = await http.get('/api/v1/wallet').set('X-Api-Key', apiKey.api_key).set('X-Platform-User-Id', userId).expect(200);
       expect(wallet.body.data.ut).toMatchObject({ available: '25.50' });
 
       const asHuman = await http.get('/api/v1/auth/me').set('Authorization', `Bearer ${accessToken}`).expect(200);
-      expect(asHuman.body.data).toEqual({ user_id: userId, caller_type: 'human', agent_platform_type: null });
+      expect(asHuman.body.data).toEqual({ user_id: userId, caller_type: 'human', agent_platform_type: null, agent_budget: null });
 
       // The password given to create-user is the one the account signs in with.
       const login = await http.post('/api/v1/auth/login').send({ email, password }).expect(200);

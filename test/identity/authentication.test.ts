@@ -15,14 +15,14 @@ describe('GET /api/v1/auth/me', () => {
   it('resolves a bearer token to a human caller', async () => {
     const human = await signUpHuman(test);
     const response = await me(human.headers).expect(200);
-    expect(response.body.data).toEqual({ user_id: human.userId, caller_type: 'human', agent_platform_type: null });
+    expect(response.body.data).toEqual({ user_id: human.userId, caller_type: 'human', agent_platform_type: null, agent_budget: null });
   });
 
   it('resolves an API key and a linked user to an agent caller of that platform', async () => {
     const key = await createApiKey(test, 'custom_mcp');
     const agent = await createAgent(test, key);
     const response = await me(agent.headers).expect(200);
-    expect(response.body.data).toEqual({ user_id: agent.userId, caller_type: 'agent', agent_platform_type: 'custom_mcp' });
+    expect(response.body.data).toEqual({ user_id: agent.userId, caller_type: 'agent', agent_platform_type: 'custom_mcp', agent_budget: null });
   });
 
   it('refuses both credential kinds in one request with 4011 and HTTP 400', async () => {
