@@ -3,7 +3,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent } from '../helpers/actors.ts';
 import { type OwnedAgent, budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
-import { rpcCaller } from '../helpers/a2a.ts';
+import { candidatesOf, rpcCaller, v10Text } from '../helpers/a2a.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { startCallbackServer } from '../helpers/callback-server.ts';
 import { createDemand } from '../helpers/demands.ts';
@@ -133,6 +133,23 @@ describe('JSON-RPC (A2A)', () => {
       await expectUntouched(buyer, before);
       expect(await transactionCount(buyer)).toBe(1);
     }
+  });
+});
+
+describe('JSON-RPC (A2A) conversation', () => {
+  it('a pick beyond the budget is refused with nothing charged; the conversation keeps choosing', async () => {
+    const topic = `zk${randomBytes(4).toString('hex')}`;
+    const { buyer, capability } = await market({ per_purchase_max: '2.00' }, '3.00', {
+      title: `Translate ${topic} manuals into French`,
+      description: `French translations of ${topic} manuals`,
+    });
+    const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`Translate my ${topic} manual into French`))).task;
+    const candidate = candidatesOf(started).candidates.find((entry: Json) => entry.capability_id === capability.id)!;
+    const before = await balance(test, buyer);
+    const refused = await rpc.call(buyer, 'SendMessage', v10Text(String(candidate.number), { taskId: started.id }));
+    expect(refused.error).toMatchObject({ code: -32121, data: { code: 4021, data: { budget: 'per_purchase', price: '3.00' } } });
+    await expectUntouched(buyer, before);
+    expect((await rpc.ok(buyer, 'GetTask', { id: started.id })).metadata.marketplace).toMatchObject({ status: 'choosing', transaction_id: null });
   });
 });
 
