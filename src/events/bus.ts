@@ -15,7 +15,12 @@ export interface EventBus {
    */
   readonly shared: { redis: Redis; keyPrefix: string } | null;
   publish(channel: string, message: string): Promise<void>;
-  subscribe(channel: string, handler: (message: string) => void): Promise<() => Promise<void>>;
+  /**
+   * `ownAtOnce`: the handler also hears this instance's own messages as they are published,
+   * before the bus has carried them anywhere, and then again when the bus brings them back (a
+   * handler that asks for this tells duplicates apart itself; the event hub does by sequence).
+   */
+  subscribe(channel: string, handler: (message: string) => void, options?: { ownAtOnce?: boolean }): Promise<() => Promise<void>>;
   /**
    * Called each time the subscription connection comes back after a loss. Pub/sub keeps nothing,
    * so whatever was published meanwhile must be fetched from the outbox by the caller.
@@ -62,6 +67,8 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
   const publisher = new Redis(url, { ...options, enableAutoPipelining: true });
   const subscriber = new Redis(url, options);
   const handlers = new Map<string, Set<(message: string) => void>>();
+  /** Handlers that hear this instance's own messages at once, by channel (see EventBus.subscribe). */
+  const atOnce = new Map<string, Set<(message: string) => void>>();
   subscriber.on('message', (channel: string, message: string) => {
     for (const handler of handlers.get(channel) ?? []) handler(message);
   });
@@ -80,10 +87,21 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
     describe: `Redis at ${parsed.hostname}:${parsed.port || 6379}`,
     shared: { redis: publisher, keyPrefix: channelPrefix },
     async publish(channel, message) {
-      await publisher.publish(channelPrefix + channel, message);
+      const sent = publisher.publish(channelPrefix + channel, message);
+      // Local streams need not wait for the round trip through Redis (a millisecond on a quiet
+      // machine, ten and more on a loaded one); a handler's failure is not the publisher's.
+      for (const handler of atOnce.get(channelPrefix + channel) ?? []) {
+        try {
+          handler(message);
+        } catch {
+          // The same message comes back from Redis: the handler sees it again there.
+        }
+      }
+      await sent;
     },
-    async subscribe(channel, handler) {
+    async subscribe(channel, handler, options) {
       const fullChannel = channelPrefix + channel;
+      if (options?.ownAtOnce) (atOnce.get(fullChannel) ?? atOnce.set(fullChannel, new Set()).get(fullChannel)!).add(handler);
       let set = handlers.get(fullChannel);
       if (!set) {
         set = new Set();
@@ -92,6 +110,7 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
       }
       set.add(handler);
       return async () => {
+        atOnce.get(fullChannel)?.delete(handler);
         set.delete(handler);
         if (set.size === 0 && handlers.get(fullChannel) === set) {
           handlers.delete(fullChannel);

@@ -100,8 +100,10 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
 
   async function start() {
     if (stopListening) return;
-    stopListening = await bus.subscribe(eventsChannel, onMessage);
-    stopListeningToTasks = await bus.subscribe(taskEventsChannel, onTaskMessage);
+    // This instance's own events reach its streams as they are published; the bus's copy, which
+    // comes back a moment later, is then dropped by every subscriber as already seen.
+    stopListening = await bus.subscribe(eventsChannel, onMessage, { ownAtOnce: true });
+    stopListeningToTasks = await bus.subscribe(taskEventsChannel, onTaskMessage, { ownAtOnce: true });
     bus.onReconnect(() => {
       log.info('event bus reconnected; subscribers catch up from the outbox');
       catchUpEveryone();

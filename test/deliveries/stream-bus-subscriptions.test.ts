@@ -20,8 +20,8 @@ const count = (channel: string, change: number) => active.set(channel, (active.g
 /** The bus the app is given, counting the subscriptions open on it per channel. */
 function counting(bus: EventBus): EventBus {
   const subscribe = bus.subscribe.bind(bus);
-  bus.subscribe = async (channel, handler) => {
-    const unsubscribe = await subscribe(channel, handler);
+  bus.subscribe = async (channel, handler, options) => {
+    const unsubscribe = await subscribe(channel, handler, options);
     count(channel, 1);
     return async () => {
       count(channel, -1);
@@ -123,5 +123,18 @@ describe('bus subscriptions of an instance', () => {
     await expect.poll(() => test.runtime.engine.admission.sseStreams.openTotal).toBe(0);
     expect(active).toEqual(before);
     expect(await subscribedOnRedis()).toEqual(test.runtime.bus.shared ? [1, 1] : null);
+  });
+
+  it("hand the instance's own messages to a handler that asks as they are published, before the bus carries them", async () => {
+    const { bus } = test.runtime;
+    const heard: string[] = [];
+    const stop = await bus.subscribe('fan-out-test', (message) => heard.push(message), { ownAtOnce: true });
+    const sent = bus.publish('fan-out-test', 'one');
+    expect(heard).toEqual(['one']);
+    await sent;
+    // Redis brings the message back as well (the event hub drops that copy by sequence); the
+    // in-process bus has no second copy to bring.
+    await expect.poll(() => heard).toEqual(bus.kind === 'redis' ? ['one', 'one'] : ['one']);
+    await stop();
   });
 });
