@@ -181,6 +181,8 @@ describe('auto-accept', () => {
     const topic = `zq${randomBytes(4).toString('hex')}`;
     const words = { title: `Translate ${topic} manuals into Chinese`, description: `Chinese translations of ${topic} manuals`, category: 'translation' };
     const { buyer, seller } = await market({ daily_max: '5.00' }, '1.00');
+    // Only this test's offer is on the market, so that no other test's capability is the match bought.
+    await test.runtime.engine.dependencies.db('capabilities').update({ available: false });
     await createCapability(test, seller, { ...words, price_ut: '6.00' });
     const before = await balance(test, buyer);
     const refused = await createDemand(test, buyer, { description: `Translate my ${topic} manual into Chinese`, max_price_ut: '10.00', auto_accept: true });
