@@ -6,7 +6,7 @@ import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
 import {
   assertBuyerCeiling,
-  chargeFreeze,
+  chargePurchase,
   takeCapabilityUsage,
   type Idempotency,
   type IdempotencyRequest,
@@ -123,9 +123,9 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
               auto_accept: false,
               invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
             };
-            await transitions.insert(unit, row);
             // A person's own key spends within its agent budget, decided here in the freeze's database transaction.
-            await chargeFreeze(unit.trx, principal, row.id, at);
+            await chargePurchase(unit.trx, principal, row, capability, at);
+            await transitions.insert(unit, row);
             const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
             prepared.call = {
               transactionId: row.id,

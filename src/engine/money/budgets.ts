@@ -179,6 +179,24 @@ export async function chargeFreeze(trx: Knex, principal: Principal, transactionI
 }
 
 /**
+ * The charge of a purchase about to be written and frozen in this database transaction (an
+ * invoke's hold): taken before the transaction's row is inserted, so that the usage row is locked
+ * before the stream counters the insert locks, in the order every charging path takes them.
+ */
+export async function chargePurchase(
+  trx: Knex,
+  principal: Principal,
+  purchase: { id: string; price: string; currency: Currency },
+  capability: Pick<CapabilityRow, 'id' | 'category'>,
+  at: Date,
+): Promise<void> {
+  if (!principal.budget_key_id) return;
+  const price = BigInt(purchase.price);
+  const charge = { amount: price, price, currency: purchase.currency, category: capability.category, capabilityId: capability.id };
+  await chargeAgentBudget(trx, principal, { ...charge, refId: purchase.id, at });
+}
+
+/**
  * An application accepted: the bounty's hold becomes the transaction's freeze. What the task was
  * charged moves to the transaction (a released price gives it back), a price below the hold gives
  * back the difference, and only the part of the price beyond the hold is a new charge; the whole

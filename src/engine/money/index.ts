@@ -11,6 +11,7 @@ export {
   chargeAgentBudget,
   chargeBounty,
   chargeFreeze,
+  chargePurchase,
   checkAgentBudget,
   createAgentBudgets,
   giveBackAgentBudget,
