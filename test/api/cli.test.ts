@@ -101,7 +101,9 @@ async function emptyDataDirectory() {
   return { environment: { DATA_DIR: directory }, drop: () => rm(directory, { recursive: true, force: true }) };
 }
 
-describe('CLI help', () => {
+// Every test starts CLI processes (tsx, then the database): on a loaded 2-core machine several
+// together pass vitest's default 30 s. The tests are about what the processes print and exit with.
+describe('CLI help', { timeout: 120_000 }, () => {
   it('lists every command', async () => {
     const result = await runCli(['--help']);
     expect(result.code).toBe(0);
@@ -124,7 +126,7 @@ describe('CLI help', () => {
   }, 120_000);
 });
 
-describe('CLI usage errors', () => {
+describe('CLI usage errors', { timeout: 120_000 }, () => {
   it('exit with code 2 and say what is wrong on stderr', async () => {
     const [unknownCommand, noCommand, unknownOption, missingOption, invalidValue] = await Promise.all([
       runCli(['frobnicate']),
@@ -147,7 +149,7 @@ describe('CLI usage errors', () => {
   });
 });
 
-describe('CLI against the database', () => {
+describe('CLI against the database', { timeout: 120_000 }, () => {
   const email = `operator-${randomUUID()}@example.com`;
   const password = 'correct-horse-42';
   let userId = '';
