@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from '../../src/engine/money/index.ts';
-import type { ChangeOutcome, StateChange } from '../../src/store/change.ts';
-import type { Leg } from '../../src/store/ledger.ts';
+import { type ChangeOutcome, type StateChange, assertWritable, commitChanges } from '../../src/store/change.ts';
+import { InsufficientBalance, type Leg, applyMovement, shortfallOf } from '../../src/store/ledger.ts';
 
 /**
  * The group commit's own rules (engine/money/batcher.ts), without a database: a stand-in for the
@@ -241,5 +241,57 @@ describe('the rules a split follows', () => {
       ['a', 'b'],
       ['c', 'd'],
     ]);
+  });
+});
+
+describe('what no statement may write', () => {
+  it.each([
+    ['an unbalanced movement', change('a', false, [leg('available', -100n)]), 'unbalanced movement in UT: -100'],
+    ['a leg of zero', change('a', false, [leg('available', 0n)]), 'a ledger leg of zero'],
+    ['a change without an event', { ...change('a'), events: [] }, 'a state change without an event'],
+  ])('refuses %s, naming it', (_name, refused, message) => {
+    expect(() => assertWritable([refused])).toThrow(message);
+  });
+
+  it('refuses two changes of one transaction in one statement', () => {
+    expect(() => assertWritable([change('a'), change('b'), change('a')])).toThrow('two changes of one transaction in one statement');
+    expect(() => assertWritable([change('a'), change('b')])).not.toThrow();
+  });
+
+  it('refuses a column name that is not one (the names are written into the statement)', async () => {
+    const { db } = fakeDatabase(() => 'applied');
+    const injected = { ...change('a'), write: { kind: 'update' as const, fromStatus: 'frozen', fromSequence: 2, set: { 'status = 1; --': 'x' } } };
+    await expect(commitChanges(db, [injected])).rejects.toThrow('not a column name: status = 1; --');
+  });
+
+  it('refuses a movement without legs outside a change', async () => {
+    const { db } = fakeDatabase(() => 'applied');
+    await expect(applyMovement(db, [], null, new Date())).rejects.toThrow('a movement without legs');
+  });
+});
+
+describe('which account fell short', () => {
+  const constraint = Object.assign(new Error('check'), { code: '23514', constraint: 'accounts_available_not_negative' });
+  const debit = (accountId: string, amount: bigint): Leg => ({ accountId, currency: 'UT', bucket: 'available', amount, type: 'freeze', description: 'x' });
+
+  it('is the account the movement takes the most from, with what it takes net', () => {
+    const legs = [
+      debit('small', -100n),
+      debit('large', -300n),
+      debit('large', 50n),
+      debit('credit', 350n),
+      { ...debit('small', -900n), bucket: 'frozen' as const },
+    ];
+    const shortfall = shortfallOf(constraint, legs);
+    expect(shortfall).toBeInstanceOf(InsufficientBalance);
+    expect(shortfall).toMatchObject({ accountId: 'large', currency: 'UT', required: 250n });
+    expect(shortfallOf(constraint, [debit('b', -100n), debit('a', -200n), debit('c', -50n)])).toMatchObject({ accountId: 'a', required: 200n });
+    expect(shortfallOf(constraint, [debit('a', -200n), debit('b', -100n)])).toMatchObject({ accountId: 'a', required: 200n });
+  });
+
+  it('is nobody for another failure, or a movement that takes from no available balance', () => {
+    expect(shortfallOf(Object.assign(new Error('x'), { code: '23514', constraint: 'accounts_frozen_not_negative' }), [debit('a', -1n)])).toBeNull();
+    expect(shortfallOf(Object.assign(new Error('x'), { code: '23505', constraint: 'accounts_available_not_negative' }), [debit('a', -1n)])).toBeNull();
+    expect(shortfallOf(constraint, [debit('a', 100n)])).toBeNull();
   });
 });

@@ -136,6 +136,19 @@ describe('REST', () => {
     });
   });
 
+  it('purchase per_day: the agreed price is per day, a started day counting whole', async () => {
+    const daily = await market({ pricing_model: 'per_day', price_ut: '10.00' });
+    // 36 hours are two days: 20.00, so the day was agreed at 10.00.
+    expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 36 })).body).toMatchObject({ data: { price_ut: '20.00' } });
+    expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 72 })).body).toMatchObject({ data: { price_ut: '30.00' } });
+    await raisePrice(daily.seller, daily.capability.id, '12.00');
+    expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 24 })).body).toMatchObject({
+      code: 4093,
+      data: { price: '12.00', max_price: '10.00' },
+    });
+    expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 48, max_price: '24.00' })).body).toMatchObject({ data: { price_ut: '24.00' } });
+  });
+
   it('the OpenAPI document declares max_price and 4093 on invoke and purchase, and a required invoke body', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
     const invokeOperation = document.paths['/api/v1/capabilities/{cap_id}/invoke'].post;
