@@ -16,6 +16,10 @@ export default defineConfig({
   test: {
     include: group.tests,
     pool: 'forks',
+    // As in vitest.config.ts on the embedded database: the files of the worker share one module
+    // graph, so a mutant's run does not import the application and PGlite's WebAssembly again for
+    // every file it runs (Stryker switches mutants at run time, not by importing them).
+    isolate: false,
     globalSetup: ['test/helpers/global-setup.ts'],
     setupFiles: ['test/helpers/file-setup.ts'],
     testTimeout: 60_000,
