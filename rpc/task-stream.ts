@@ -1,6 +1,6 @@
 import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
-import type { StreamEvent, Subscription } from '../src/events/stream-types.ts';
+import type { StreamEvent, StreamListener, Subscription } from '../src/events/stream-types.ts';
 import type { OmittedField, TransactionEventView, TransactionView } from '../src/schemas/transactions.ts';
 import type { A2ATask } from '../src/engine/a2a/index.ts';
 import { type Generation, type TaskName, artifactEvent, closesStream, rankOf, statusEvent, taskEvent } from './shapes.ts';
@@ -38,52 +38,9 @@ export interface TaskStreamSink {
 }
 
 /**
- * An event leaves a large input or result_payload out; the stream reads it from the transaction
- * once (neither changes once set), so the client still gets the whole task and the delivered
- * artifact.
- */
-function completerOf(engine: Engine, principal: Principal) {
-  const filled = new Map<OmittedField['field'], unknown>();
-  return async (view: TransactionEventView): Promise<TransactionView> => {
-    const omitted = view.omitted_fields ?? [];
-    if (omitted.some(({ field }) => !filled.has(field))) {
-      const full = await engine.transactions.completeView(principal, view);
-      for (const { field } of omitted) filled.set(field, full[field]);
-    }
-    const { omitted_fields: _omitted, ...rest } = view;
-    return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, filled.get(field)])) };
-  };
-}
-
-/**
- * Runs work in call order: synchronously while nothing is pending (the common case costs no
- * promise), and behind the pending work once some had to wait for a read.
- */
-function orderedRunner(failed: (error: unknown) => void) {
-  let pending: Promise<void> | null = null;
-  return (work: () => Promise<void> | void) => {
-    let next: Promise<void>;
-    if (pending) {
-      next = pending.then(work);
-    } else {
-      try {
-        const result = work();
-        if (!result) return;
-        next = result;
-      } catch (error) {
-        failed(error);
-        return;
-      }
-    }
-    const settled: Promise<void> = next.catch(failed).finally(() => {
-      if (pending === settled) pending = null;
-    });
-    pending = settled;
-  };
-}
-
-/**
- * One task's stream, on top of the engine's transaction subscription:
+ * One task's stream, on top of the engine's transaction subscription, as one object that is also
+ * the subscription's listener (no closure of its own, like the REST streams: a client may watch
+ * many tasks at once):
  *
  * 1. The first event is the current task. Without `afterSequence` the subscription replays the
  *    transaction's history from its start and the task is sent with the sequence of the event
@@ -94,92 +51,156 @@ function orderedRunner(failed: (error: unknown) => void) {
  *    reflects are skipped by progress rank, so nothing is ever shown twice or out of order.
  * 3. The stream ends after a terminal or input-required state.
  */
+class TaskStream implements StreamListener {
+  private current: TransactionView | null = null;
+  subscription: Subscription | null = null;
+  finished = false;
+  /** Work waiting for a read (an omitted field), in call order; null while nothing waits. */
+  private pending: Promise<void> | null = null;
+  /** The omitted fields already read: neither input nor result_payload changes once set. */
+  private filled: Map<OmittedField['field'], unknown> | null = null;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly principal: Principal,
+    private readonly start: StreamStart & { view: TransactionView },
+    private readonly sink: TaskStreamSink,
+  ) {}
+
+  close() {
+    this.finish();
+  }
+
+  private finish(reason?: StreamEndReason) {
+    if (this.finished) return;
+    this.finished = true;
+    this.subscription?.close();
+    this.sink.end(reason);
+  }
+
+  private emit(result: unknown, sequence: string | undefined, final: boolean) {
+    if (this.finished) return;
+    if (!this.sink.emit(result, sequence, final)) this.finish('slow_consumer');
+    else if (final) this.finish();
+  }
+
+  sendTask(view: TransactionView, sequence: string | undefined) {
+    const { task, generation, name, options } = this.start;
+    this.current = view;
+    const history = historyOf(task, view, generation, name, options.historyLength);
+    this.emit(taskEvent(view, generation, name, { history: history.messages, historyCut: history.cut }), sequence, closesStream(view.status));
+  }
+
+  private sendUpdate(view: TransactionView, sequence: string) {
+    const { generation, name } = this.start;
+    const delivered = view.result_payload && !this.current?.result_payload ? artifactEvent(view, generation, name) : null;
+    this.current = view;
+    // Only the last event of a change carries the id: resuming after it cannot skip its sibling.
+    if (delivered) this.emit(delivered, undefined, false);
+    this.emit(statusEvent(view, generation, name), sequence, closesStream(view.status));
+  }
+
+  /**
+   * An event leaves a large input or result_payload out; the stream reads it from the transaction
+   * once, so the client still gets the whole task and the delivered artifact.
+   */
+  private async complete(view: TransactionEventView): Promise<TransactionView> {
+    const omitted = view.omitted_fields ?? [];
+    const filled = (this.filled ??= new Map());
+    if (omitted.some(({ field }) => !filled.has(field))) {
+      const full = await this.engine.transactions.completeView(this.principal, view);
+      for (const { field } of omitted) filled.set(field, full[field]);
+    }
+    const { omitted_fields: _omitted, ...rest } = view;
+    return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, filled.get(field)])) };
+  }
+
+  private handle(view: TransactionView, sequence: string) {
+    if (this.finished) return;
+    if (!this.current) {
+      // The event that produced the state the method saw (statuses never repeat in a transaction).
+      if (rankOf(view.status) >= rankOf(this.start.view.status)) this.sendTask(view, sequence);
+    } else if (rankOf(view.status) > rankOf(this.current.status)) {
+      this.sendUpdate(view, sequence);
+    }
+  }
+
+  private failed(error: unknown) {
+    // Delivery may run inside the fan-out loop: a failure here ends this stream only.
+    this.engine.dependencies.log.error('json-rpc task stream failed', { error });
+    this.finish('error');
+  }
+
+  /**
+   * Runs work in call order: synchronously while nothing is pending (the common case costs no
+   * promise), and behind the pending work once some had to wait for a read.
+   */
+  private inOrder(work: () => Promise<void> | void) {
+    let next: Promise<void>;
+    if (this.pending) {
+      next = this.pending.then(work);
+    } else {
+      try {
+        const result = work();
+        if (!result) return;
+        next = result;
+      } catch (error) {
+        this.failed(error);
+        return;
+      }
+    }
+    const settled: Promise<void> = next
+      .catch((error: unknown) => this.failed(error))
+      .finally(() => {
+        if (this.pending === settled) this.pending = null;
+      });
+    this.pending = settled;
+  }
+
+  onEvent({ sequence, event }: StreamEvent): boolean {
+    const view = event.data.transaction as TransactionEventView | undefined;
+    if (this.finished || !view) return true;
+    if (view.omitted_fields) this.inOrder(() => this.complete(view).then((full) => this.handle(full, sequence)));
+    else this.inOrder(() => this.handle(view, sequence));
+    return true;
+  }
+
+  /**
+   * The history before the current state was deleted by the retention job: without it the task
+   * would never be sent, so the task as the method read it is sent instead (no id). A resumed
+   * stream (Last-Event-ID) has sent the current task first already.
+   */
+  onTooOld() {
+    this.inOrder(() => {
+      if (!this.current && !this.finished) this.sendTask(this.start.view, undefined);
+    });
+  }
+
+  onEnd(reason: StreamEndReason) {
+    this.inOrder(() => {
+      // Cut short before the first event: the client still gets the task as the method saw it.
+      if (!this.current && !this.finished) this.sendTask(this.start.view, undefined);
+      this.finish(reason);
+    });
+  }
+}
+
+/**
+ * Opens a task's stream (see TaskStream). A task without a transaction (a conversation before its
+ * pick) is a stream of one event, the task: nothing more can happen to it without the buyer's
+ * next message.
+ */
 export async function openTaskStream(engine: Engine, principal: Principal, start: StreamStart, afterSequence: string | undefined, sink: TaskStreamSink) {
-  const { generation, name } = start;
   if (start.transactionId === null || start.view === null) {
-    // Nothing more can happen to it without the buyer's next message: it waits for input, or ended.
-    if (sink.emit(renderTaskEvent(start.task, generation, name, start.options), undefined, true)) sink.end();
+    if (sink.emit(renderTaskEvent(start.task, start.generation, start.name, start.options), undefined, true)) sink.end();
     else sink.end('slow_consumer');
     return { close: () => {} };
   }
-  const startView = start.view;
-  const transactionId = start.transactionId;
-  let current: TransactionView | null = null;
-  let subscription: Subscription | null = null;
-  let finished = false;
-
-  const finish = (reason?: StreamEndReason) => {
-    if (finished) return;
-    finished = true;
-    subscription?.close();
-    sink.end(reason);
-  };
-  const emit = (result: unknown, sequence: string | undefined, final: boolean) => {
-    if (finished) return;
-    if (!sink.emit(result, sequence, final)) finish('slow_consumer');
-    else if (final) finish();
-  };
-  const sendTask = (view: TransactionView, sequence: string | undefined) => {
-    current = view;
-    const history = historyOf(start.task, view, generation, name, start.options.historyLength);
-    emit(taskEvent(view, generation, name, { history: history.messages, historyCut: history.cut }), sequence, closesStream(view.status));
-  };
-  const sendUpdate = (view: TransactionView, sequence: string) => {
-    const delivered = view.result_payload && !current?.result_payload ? artifactEvent(view, generation, name) : null;
-    current = view;
-    // Only the last event of a change carries the id: resuming after it cannot skip its sibling.
-    if (delivered) emit(delivered, undefined, false);
-    emit(statusEvent(view, generation, name), sequence, closesStream(view.status));
-  };
-
-  const complete = completerOf(engine, principal);
-  const handle = (view: TransactionView, sequence: string) => {
-    if (finished) return;
-    if (!current) {
-      // The event that produced the state the method saw (statuses never repeat in a transaction).
-      if (rankOf(view.status) >= rankOf(startView.status)) sendTask(view, sequence);
-    } else if (rankOf(view.status) > rankOf(current.status)) {
-      sendUpdate(view, sequence);
-    }
-  };
-  const failed = (error: unknown) => {
-    // Delivery may run inside the fan-out loop: a failure here ends this stream only.
-    engine.dependencies.log.error('json-rpc task stream failed', { error });
-    finish('error');
-  };
-  const inOrder = orderedRunner(failed);
-
-  if (afterSequence !== undefined) sendTask(startView, undefined);
-  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- finished is set by a callback that may have run during the awaits above
-  if (finished) return { close: () => {} };
-  const onEvent = ({ sequence, event }: StreamEvent) => {
-    const view = event.data.transaction as TransactionEventView | undefined;
-    if (finished || !view) return true;
-    inOrder(() => (view.omitted_fields ? complete(view).then((full) => handle(full, sequence)) : handle(view, sequence)));
-    return true;
-  };
-  subscription = await engine.streams.subscribeTransaction(
-    principal,
-    transactionId,
-    { afterSequence },
-    {
-      onEvent,
-      // The history before the current state was deleted by the retention job: without it the
-      // task would never be sent, so the task as the method read it is sent instead (no id).
-      // A resumed stream (Last-Event-ID) has sent the current task first already.
-      onTooOld: () =>
-        inOrder(() => {
-          if (!current && !finished) sendTask(startView, undefined);
-        }),
-      onEnd: (reason) =>
-        inOrder(() => {
-          // Cut short before the first event: the client still gets the task as the method saw it.
-          if (!current && !finished) sendTask(startView, undefined);
-          finish(reason);
-        }),
-    },
-  );
+  const stream = new TaskStream(engine, principal, start as StreamStart & { view: TransactionView }, sink);
+  if (afterSequence !== undefined) stream.sendTask(start.view, undefined);
+  if (stream.finished) return stream;
+  stream.subscription = await engine.streams.subscribeTransaction(principal, start.transactionId, { afterSequence }, stream);
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- finished is set by a callback that may have run during the subscribe
-  if (finished) subscription.close();
-  return { close: () => finish() };
+  if (stream.finished) stream.subscription.close();
+  return stream;
 }
