@@ -16,7 +16,7 @@ import { authenticateHeaders } from './http.ts';
 import { compileTrustProxy, peerAddress } from '../rest/client-address.ts';
 import type { RpcContext } from './context.ts';
 import { generationOfHeader } from './shapes.ts';
-import { type StreamEndReason, StreamStart, openTaskStream } from './task-stream.ts';
+import { type StreamEndReason, StreamStart, type TaskStreamSink, openTaskStream } from './task-stream.ts';
 
 /**
  * JSON-RPC over WebSocket at /api/v1/rpc/ws: the same methods, batches and errors as HTTP.
@@ -75,6 +75,63 @@ function send(connection: Connection, message: unknown): boolean {
   }
   socket.send(JSON.stringify(message));
   return true;
+}
+
+/**
+ * One subscription of a socket: the task stream's sink, as one object (a client may hold up to
+ * limits.rpcSubscriptionsPerSocketMax of them on every socket). Notifications wait in `queued`
+ * until the answer that names the subscription has been sent (flush()).
+ */
+class SocketSubscription implements TaskStreamSink {
+  private queued: unknown[] | null = [];
+  private lastWasFinal = false;
+  ended = false;
+  stream: { close(): void } | null = null;
+  release: () => void = () => {};
+
+  constructor(
+    private readonly connection: Connection,
+    readonly id: string,
+  ) {}
+
+  emit(result: unknown, sequence: string | undefined, final: boolean): boolean {
+    this.lastWasFinal = final;
+    return this.notify({ ...(sequence ? { sequence } : {}), final, result });
+  }
+
+  end(reason?: StreamEndReason) {
+    this.ended = true;
+    this.release();
+    this.connection.subscriptions.delete(this.id);
+    if (!this.lastWasFinal && reason && reason !== 'slow_consumer') this.notify({ final: true, reason });
+  }
+
+  private notify(params: Record<string, unknown>): boolean {
+    const message = { jsonrpc: '2.0', method: updateMethod, params: { subscription: this.id, ...params } };
+    if (this.queued === null) return send(this.connection, message);
+    this.queued.push(message);
+    return true;
+  }
+
+  /** The answer naming the subscription is sent: what came meanwhile goes out now. */
+  flush() {
+    const queued = this.queued ?? [];
+    this.queued = null;
+    for (const message of queued) send(this.connection, message);
+  }
+
+  /** Unsubscribed, or its socket closed. */
+  close() {
+    this.stream?.close();
+    this.release();
+  }
+
+  /** Its API key was revoked. */
+  revoke() {
+    this.stream?.close();
+    this.release();
+    this.connection.subscriptions.delete(this.id);
+  }
 }
 
 class RpcSockets {
@@ -192,24 +249,24 @@ class RpcSockets {
     const context = this.contextOf(connection);
     const result = await this.dispatcher.dispatch(payload, context, { streamsInBatch: true });
     if (result === null) return;
-    const flushes: (() => void)[] = [];
+    const opened: SocketSubscription[] = [];
     const settle = async (response: JSONRPCResponse): Promise<JSONRPCResponse> => {
       if (!(response.result instanceof StreamStart)) return response;
       try {
-        const { subscription, flush } = await this.subscribe(connection, context, response.result);
-        flushes.push(flush);
-        return { jsonrpc: '2.0', id: response.id, result: { subscription } };
+        const subscription = await this.subscribe(connection, context, response.result);
+        opened.push(subscription);
+        return { jsonrpc: '2.0', id: response.id, result: { subscription: subscription.id } };
       } catch (error) {
         return errorResponse(response.id, toRpcError(error, this.log));
       }
     };
     send(connection, Array.isArray(result) ? await Promise.all(result.map(settle)) : await settle(result));
     // Notifications queued meanwhile go out only now, after the answer that names their subscription.
-    for (const flush of flushes) flush();
+    for (const subscription of opened) subscription.flush();
   }
 
   /** Turns a StreamStart answer into a subscription whose events become `tasks/update` notifications. */
-  private async subscribe(connection: Connection, context: RpcContext, start: StreamStart) {
+  private async subscribe(connection: Connection, context: RpcContext, start: StreamStart): Promise<SocketSubscription> {
     if (connection.subscriptions.size >= subscriptionsPerSocketMax) {
       throw new AppError('conflict', `at most ${subscriptionsPerSocketMax} subscriptions per connection`);
     }
@@ -217,56 +274,17 @@ class RpcSockets {
     // A subscription is a stream like an SSE one: it counts against the same per-credential,
     // per-key and per-instance caps (so sockets times subscriptions cannot multiply them), and is
     // given back when it ends, is unsubscribed or its socket closes.
-    let stream: { close(): void } | undefined;
-    let ended = false;
-    const subscription = randomUUID();
-    const release = this.engine.admission.sseStreams.open(context.principal, () => {
-      stream?.close();
-      release();
-      connection.subscriptions.delete(subscription);
-    });
-    const queued: unknown[] = [];
-    let attached = false;
-    let lastWasFinal = false;
-    const notify = (params: Record<string, unknown>) => {
-      const message = { jsonrpc: '2.0', method: updateMethod, params: { subscription, ...params } };
-      if (attached) return send(connection, message);
-      queued.push(message);
-      return true;
-    };
+    const subscription = new SocketSubscription(connection, randomUUID());
+    subscription.release = this.engine.admission.sseStreams.open(context.principal, () => subscription.revoke());
     try {
-      stream = await openTaskStream(this.engine, context.principal, start, undefined, {
-        emit: (result, sequence, final) => {
-          lastWasFinal = final;
-          return notify({ ...(sequence ? { sequence } : {}), final, result });
-        },
-        end: (reason?: StreamEndReason) => {
-          ended = true;
-          release();
-          connection.subscriptions.delete(subscription);
-          if (!lastWasFinal && reason && reason !== 'slow_consumer') notify({ final: true, reason });
-        },
-      });
+      subscription.stream = await openTaskStream(this.engine, context.principal, start, undefined, subscription);
     } catch (error) {
-      release();
+      subscription.release();
       throw error;
     }
-    const opened = stream;
-    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- ended is set by the close callback, which may have run during the awaits above
-    if (ended) release();
-    else {
-      connection.subscriptions.set(subscription, {
-        close: () => {
-          opened.close();
-          release();
-        },
-      });
-    }
-    const flush = () => {
-      attached = true;
-      for (const message of queued.splice(0)) send(connection, message);
-    };
-    return { subscription, flush };
+    if (subscription.ended) subscription.release();
+    else connection.subscriptions.set(subscription.id, subscription);
+    return subscription;
   }
 
   /** A ping per heartbeat; a peer that did not answer the previous one is gone. */
