@@ -186,22 +186,25 @@ const findTaskStatement = `
      WHERE kind = 'conversation' AND owner_user_id = ?::uuid AND owner_type = ? AND (client_task_id = ? OR id = ?::uuid)
      LIMIT 1
   ), direct AS (
-    SELECT id, CASE WHEN buyer_user_id = ?::uuid AND client_task_id = ? THEN 'client_id' ELSE 'id' END AS via
-      FROM transactions
-     WHERE NOT EXISTS (SELECT 1 FROM conversation) AND ((buyer_user_id = ?::uuid AND client_task_id = ?) OR id = ?::uuid)
-     LIMIT 2
-  ), found AS (
-    SELECT 'conversation' AS via, c.transaction_id, to_jsonb(c) AS task, c.id AS task_id FROM conversation c
+    SELECT 'client_id' AS via, t AS transaction FROM transactions t
+     WHERE t.buyer_user_id = ?::uuid AND t.client_task_id = ? AND NOT EXISTS (SELECT 1 FROM conversation)
     UNION ALL
-    SELECT d.via, d.id, to_jsonb(a), a.id
+    SELECT CASE WHEN t.buyer_user_id = ?::uuid AND t.client_task_id = ? THEN 'client_id' ELSE 'id' END, t FROM transactions t
+     WHERE t.id = ?::uuid AND NOT EXISTS (SELECT 1 FROM conversation)
+       AND (t.buyer_user_id IS DISTINCT FROM ?::uuid OR t.client_task_id IS DISTINCT FROM ?)
+  ), found AS (
+    SELECT 'conversation' AS via, to_jsonb(c) AS task, c.id AS task_id, (SELECT t FROM transactions t WHERE t.id = c.transaction_id) AS transaction
+      FROM conversation c
+    UNION ALL
+    SELECT d.via, to_jsonb(a), a.id, d.transaction
       FROM direct d
-      LEFT JOIN LATERAL (SELECT * FROM a2a_tasks WHERE transaction_id = d.id ORDER BY kind = 'purchase' DESC, id LIMIT 1) a ON true
+      LEFT JOIN LATERAL (SELECT * FROM a2a_tasks WHERE transaction_id = (d.transaction).id ORDER BY kind = 'purchase' DESC, id LIMIT 1) a ON true
   )
   SELECT found.via AS found_via, found.task AS found_task,
          (SELECT COALESCE(jsonb_agg(to_jsonb(m) ORDER BY m.created_at, m.sequence), '[]'::jsonb)
             FROM (SELECT * FROM a2a_messages WHERE task_id = found.task_id ORDER BY created_at DESC, sequence DESC LIMIT ?) m) AS found_messages,
-         t.*
-    FROM found LEFT JOIN transactions t ON t.id = found.transaction_id`;
+         (found.transaction).*
+    FROM found`;
 
 export async function findTask(db: Knex, owner: { user_id: string; caller_type: string }, id: string, historyMax: number): Promise<FoundTask[]> {
   const uuid = isUuid(id) ? id.toLowerCase() : null;
@@ -215,6 +218,8 @@ export async function findTask(db: Knex, owner: { user_id: string; caller_type: 
     owner.user_id,
     id,
     uuid,
+    owner.user_id,
+    id,
     historyMax,
   ]);
   return rows.map(({ found_via: via, found_task: task, found_messages: messages, ...transaction }) => ({
