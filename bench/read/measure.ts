@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import type pg from 'pg';
 import type { createHttpClient } from '../lifecycle/http.ts';
 
 /** One read the benchmark sends: to which server, and how one request of it is made and judged. */
@@ -17,6 +18,8 @@ export interface Measurement {
   failed: number;
   /** CPU (user + system) the target's server process spent per request, in microseconds. */
   serverCpuUsPerRequest: number;
+  /** CPU the database's backend processes spent per request, in microseconds. */
+  databaseCpuUsPerRequest: number;
 }
 
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ; 100 on every Linux this runs on). */
@@ -44,10 +47,12 @@ export async function measure(
   ids: readonly string[],
   seconds: number,
   serverPid: number,
+  databaseCpuUs: () => Promise<number>,
 ): Promise<Measurement> {
   await Promise.all(ids.map((id) => target.send(client, id))); // warm: connections, prepared statements, caches
   const latencies: number[] = [];
   let failed = 0;
+  const databaseBefore = await databaseCpuUs();
   const cpuBefore = processCpuUs(serverPid);
   const startedAt = performance.now();
   const endAt = startedAt + seconds * 1000;
@@ -62,9 +67,23 @@ export async function measure(
   );
   const elapsedS = (performance.now() - startedAt) / 1000;
   const cpuUs = processCpuUs(serverPid) - cpuBefore;
-  return { perSecond: latencies.length / elapsedS, latencies, failed, serverCpuUsPerRequest: cpuUs / Math.max(1, latencies.length) };
+  const databaseUs = (await databaseCpuUs()) - databaseBefore;
+  const count = Math.max(1, latencies.length);
+  return { perSecond: latencies.length / elapsedS, latencies, failed, serverCpuUsPerRequest: cpuUs / count, databaseCpuUsPerRequest: databaseUs / count };
 }
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 export const percentile = (values: number[], share: number) =>
   [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil(values.length * share) - 1)]!;
+
+/**
+ * CPU of the database's backends so far (every connection to it but `client`'s own), in
+ * microseconds: PostgreSQL runs on this machine, one process per connection, and the servers'
+ * pools keep theirs open, so the difference over a measurement is what its statements cost.
+ */
+export function databaseCpu(client: pg.Client): () => Promise<number> {
+  return async () => {
+    const { rows } = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+    return rows.reduce((sum, { pid }) => sum + (processCpuUs(pid) || 0), 0);
+  };
+}

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { recreateDatabase } from '../lifecycle/database.ts';
 import { createHttpClient } from '../lifecycle/http.ts';
 import { benchAdminToken } from '../lifecycle/server.ts';
-import { type Measurement, type Target, measure, median, percentile } from './measure.ts';
+import pg from 'pg';
+import { type Measurement, type Target, databaseCpu, measure, median, percentile } from './measure.ts';
 
 /**
  * The hot read paths against bare servers doing the same SELECT, in the same run (issue 15,
@@ -15,7 +16,8 @@ import { type Measurement, type Target, measure, median, percentile } from './me
  * sends from C keep-alive connections for `--seconds` per target, for each C of `--clients`, the
  * targets taking turns over `--rounds` rounds (each round in another order), so that drift of
  * the machine spreads over all of them. Besides requests/s it reports each server's CPU per
- * request (from /proc), which a loaded machine disturbs far less than throughput.
+ * request and the CPU PostgreSQL's backends spent per request (both from /proc), which a loaded
+ * machine disturbs far less than throughput.
  *
  *   npm run bench:read
  *   tsx bench/read/run.ts [--clients 16,128] [--seconds 3] [--rounds 3] [--only REGEX]
@@ -123,26 +125,33 @@ const targets = (
   ] satisfies Target[]
 ).filter((target) => only.test(target.name) || target.name === target.baseline);
 
+// Reads the database's backends' CPU (measure.ts databaseCpu) over a connection of its own.
+const databaseClient = new pg.Client({ connectionString: databaseUrl });
+await databaseClient.connect();
+const databaseCpuUs = databaseCpu(databaseClient);
+
 interface Tally {
   perSecond: number[];
   cpuUs: number[];
+  databaseCpuUs: number[];
   latencies: number[];
   failed: number;
 }
 const results = new Map<string, Tally>();
 const tallyOf = (clients: number, name: string) => results.get(`${clients} ${name}`)!;
 for (const clients of clientCounts) {
-  for (const target of targets) results.set(`${clients} ${target.name}`, { perSecond: [], cpuUs: [], latencies: [], failed: 0 });
+  for (const target of targets) results.set(`${clients} ${target.name}`, { perSecond: [], cpuUs: [], databaseCpuUs: [], latencies: [], failed: 0 });
   const ids = transactionIds.slice(0, clients);
   for (let round = 0; round < rounds; round++) {
     const order = targets.map((_, index) => targets[(index + round) % targets.length]!);
     for (const target of order) {
       const client = createHttpClient(servers[target.server].url, clients);
-      const measured: Measurement = await measure(target, client, ids, seconds, servers[target.server].pid);
+      const measured: Measurement = await measure(target, client, ids, seconds, servers[target.server].pid, databaseCpuUs);
       client.close();
       const tally = tallyOf(clients, target.name);
       tally.perSecond.push(measured.perSecond);
       tally.cpuUs.push(measured.serverCpuUsPerRequest);
+      tally.databaseCpuUs.push(measured.databaseCpuUsPerRequest);
       tally.latencies.push(...measured.latencies);
       tally.failed += measured.failed;
       progress(`${clients} clients, round ${round + 1}/${rounds}: ${target.name}: ${Math.round(measured.perSecond)} requests/s`);
@@ -164,18 +173,22 @@ await Promise.all(
 
 for (const clients of clientCounts) {
   console.log(`\nHot reads: ${clients} keep-alive clients, ${seconds} s per target and round, ${rounds} rounds; PostgreSQL and Redis on this machine`);
-  console.log('| target | requests/s (median of rounds) | vs bare express | server CPU per request | vs bare express | p50 | p99 | failed |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log(
+    '| target | requests/s (median of rounds) | vs bare express | server CPU per request | vs bare express | PostgreSQL CPU per request | vs bare express | p50 | p99 | failed |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const target of targets) {
     const tally = tallyOf(clients, target.name);
     const base = tallyOf(clients, target.baseline);
-    const [rate, cpu] = [median(tally.perSecond), median(tally.cpuUs)];
+    const [rate, cpu, database] = [median(tally.perSecond), median(tally.cpuUs), median(tally.databaseCpuUs)];
     console.log(
       `| ${target.name} | ${Math.round(rate)} | ${(rate / median(base.perSecond)).toFixed(2)}x | ${Math.round(cpu)} µs | ${(cpu / median(base.cpuUs)).toFixed(2)}x | ` +
+        `${Math.round(database)} µs | ${(database / median(base.databaseCpuUs)).toFixed(2)}x | ` +
         `${percentile(tally.latencies, 0.5).toFixed(2)} ms | ${percentile(tally.latencies, 0.99).toFixed(2)} ms | ${tally.failed} |`,
     );
   }
 }
+await databaseClient.end();
 if (saving)
   saveResult({
     benchmark: 'read',
