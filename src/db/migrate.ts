@@ -37,6 +37,7 @@ import * as linearSearchText from './migrations/033_linear_search_text.ts';
 import * as webhookTurns from './migrations/035_webhook_turns.ts';
 import * as agentBudgets from './migrations/040_agent_budgets.ts';
 import * as apiKeyUse from './migrations/050_api_key_use.ts';
+import * as transactionApiKey from './migrations/060_transaction_api_key.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -79,6 +80,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '035_webhook_turns': webhookTurns,
   '040_agent_budgets': agentBudgets,
   '050_api_key_use': apiKeyUse,
+  '060_transaction_api_key': transactionApiKey,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

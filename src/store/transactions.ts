@@ -13,6 +13,12 @@ export interface TransactionRow {
   skill_id?: string | null;
   application_id?: string | null;
   demand_id: string | null;
+  /**
+   * The person's own key (API key, device or MCP grant) that made the transaction, whose agent
+   * budget it counts against; null for a person's session, an operator's key and the system.
+   * Shown to the buyer only (docs/decisions/money-and-escrow.md "Agent budgets").
+   */
+  api_key_id?: string | null;
   context_id: string;
   space: 'agent' | 'human';
   currency: Currency;

@@ -56,6 +56,8 @@ export function newTransactionRow(
     seller_user_id: capability.owner_user_id,
     capability_id: capability.id,
     demand_id: command.demand_id ?? null,
+    // The key whose budget the purchase counts against is the key that made it (null: no own key).
+    api_key_id: principal.budget_key_id ?? null,
     context_id: command.context_id ?? randomUUID(),
     space: principal.caller_type,
     currency: currencyOfSpace(principal.caller_type),

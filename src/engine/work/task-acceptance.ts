@@ -62,7 +62,7 @@ function aboveCeiling(task: TaskRow, price: bigint, ceiling: bigint, maxPrice: b
   });
 }
 
-function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: bigint, feeBps: number, at: Date): TransactionRow {
+function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: bigint, feeBps: number, at: Date, apiKeyId: string | null): TransactionRow {
   return {
     id: randomUUID(),
     buyer_user_id: task.owner_user_id,
@@ -72,6 +72,7 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
     skill_id: application.skill_id,
     application_id: application.id,
     demand_id: null,
+    api_key_id: apiKeyId,
     context_id: randomUUID(),
     space: task.owner_type,
     currency: currencyOfSpace(task.owner_type),
@@ -123,7 +124,8 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       const price = agreedPrice(application, task);
       const ceiling = await ceilingOf(trx, task, applicationId, maxPrice);
       if (price > ceiling) throw aboveCeiling(task, price, ceiling, maxPrice);
-      const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at);
+      // The key that accepted (or made the selection) is the key that made the purchase, as for a buy.
+      const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at, principal.budget_key_id ?? null);
       // The hold becomes the freeze: an agent budget is charged what the price adds to the hold (money/budgets.ts).
       const { bounty_currency: currency, category } = task;
       await chargeAcceptance(trx, principal, { taskId, transactionId: row.id, price, held: BigInt(task.bounty_held), currency, category, at });
