@@ -17,6 +17,7 @@ export function explain(envelope, context) {
     price: data.price !== undefined ? money(data.price, data.currency) : '',
     ceiling: data.max_price !== undefined ? money(data.max_price, data.currency) : '',
     status: data.status ?? '',
+    left: data.left_today !== undefined ? (data.left_today === null ? t('budget.no-bound') : money(data.left_today, data.currency)) : '',
   };
   const todoKey = `${key}.todo`;
   return {
