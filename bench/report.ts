@@ -19,38 +19,45 @@ import { lifecycleChart } from './chart.ts';
  *   npm run bench -- --no-run          only write the report from the last results
  */
 const argv = process.argv.slice(2);
+const lifecycleFile = (concurrency: number, workers: number) => `lifecycle-${workers > 1 ? `w${workers}-` : ''}c${concurrency}.json`;
 const quick = argv.includes('--quick');
 const only = argv.includes('--only') ? new Set(argv[argv.indexOf('--only') + 1]!.split(',')) : null;
 const run = !argv.includes('--no-run');
-const concurrencies = [1, 2, 4, 8, 16];
+const concurrencies = [1, 8, 64, 256];
+/** The server as WORKERS=2 runs it (two processes behind one port), at this many clients. */
+const workersConcurrency = 64;
 
 interface Step {
   name: string;
   args: string[];
 }
+const lifecycleStep = (concurrency: number, workers: number): Step => ({
+  name: 'lifecycle',
+  args: [
+    'bench/lifecycle/run.ts',
+    '--concurrency',
+    String(concurrency),
+    '--lifecycles',
+    String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
+    '--warmup',
+    String(Math.max(50, concurrency)),
+    '--profile',
+    '0',
+    '--cost-model',
+    '0',
+    '--cpu-profile',
+    '0',
+    '--pgbench-seconds',
+    quick ? '3' : '10',
+    '--workers',
+    String(workers),
+    '--out',
+    `${resultsDirectory}/${lifecycleFile(concurrency, workers)}`,
+  ],
+});
 const steps: Step[] = [
-  ...concurrencies.map((concurrency) => ({
-    name: 'lifecycle',
-    args: [
-      'bench/lifecycle/run.ts',
-      '--concurrency',
-      String(concurrency),
-      '--lifecycles',
-      String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
-      '--warmup',
-      '50',
-      '--profile',
-      '0',
-      '--cost-model',
-      '0',
-      '--cpu-profile',
-      '0',
-      '--pgbench-seconds',
-      quick ? '3' : '10',
-      '--out',
-      `${resultsDirectory}/lifecycle-c${concurrency}.json`,
-    ],
-  })),
+  ...concurrencies.map((concurrency) => lifecycleStep(concurrency, 1)),
+  lifecycleStep(workersConcurrency, 2),
   { name: 'fanout', args: ['bench/fanout/run.ts', ...(quick ? ['--subscribers', '300', '--changes', '60'] : [])] },
   { name: 'login', args: ['bench/login/run.ts'] },
   { name: 'openapi', args: ['bench/openapi/run.ts', ...(quick ? ['50', '2'] : [])] },
@@ -79,17 +86,35 @@ const results: BenchResult[] = existsSync(resultsDirectory)
       .filter((file) => file.endsWith('.json') && !file.startsWith('lifecycle-'))
       .map((file) => JSON.parse(readFileSync(path.join(resultsDirectory, file), 'utf8')) as BenchResult)
   : [];
-const lifecycle = concurrencies
-  .map((concurrency) => `${resultsDirectory}/lifecycle-c${concurrency}.json`)
+const lifecycle = [...concurrencies.map((concurrency) => [concurrency, 1] as const), [workersConcurrency, 2] as const]
+  .map(([concurrency, workers]) => `${resultsDirectory}/${lifecycleFile(concurrency, workers)}`)
   .filter((file) => existsSync(file))
   .map((file) => JSON.parse(readFileSync(file, 'utf8')) as LifecycleResult);
 
 interface LifecycleResult {
-  meta: { date: string; command: string; postgres: { version?: string }; cores: number; cpuModel: string; memoryGb: number; node: string; kernel?: string };
-  run: { concurrency: number; lifecyclesPerS: number; stateChangesPerS: number; latencyMs: Record<string, { p50: number; p99: number }> };
-  raw: { tps: number };
-  ratio: number;
-  aims: { ratio: { min: number; met: boolean }; lifecycleP99Ms: { max: number; atConcurrency: number; met: boolean | null } };
+  meta: {
+    date: string;
+    command: string;
+    postgres: { version?: string };
+    cores: number;
+    cpuModel: string;
+    memoryGb: number;
+    node: string;
+    kernel?: string;
+    options: { workers: number };
+  };
+  run: {
+    concurrency: number;
+    lifecyclesPerS: number;
+    stateChangesPerS: number;
+    latencyMs: Record<string, { p50: number; p99: number }>;
+    stateChangeLatencyMs: { p50: number; p99: number };
+    batches: { changes: number; statements: number; largest: number } | null;
+    cpu: { serverMsPerStateChange: number; postgresMsPerStateChange: number };
+  };
+  raw: { tps: number | null; clients: number; clientsWhy: string | null; postgresCpuMsPerStateChange: number; pgbenchCpuMsPerStateChange: number };
+  ratio: number | null;
+  aims: { ratio: { min: number | null; met: boolean | null }; stateChangeP99Ms: { max: number; atConcurrency: number; met: boolean | null } };
 }
 
 const machine = machineDescription();
@@ -117,38 +142,43 @@ function section(result: Pick<BenchResult, 'title' | 'command' | 'date' | 'metri
   ];
 }
 
+/** The lifecycle's own table: one row per client count (and the WORKERS=2 run), every column measured in that run. */
 function lifecycleSection(): string[] {
   if (lifecycle.length === 0) return [];
-  const main = lifecycle.find((each) => each.run.concurrency === 8) ?? lifecycle.at(-1)!;
-  const metrics: Metric[] = [
-    {
-      metric: `state changes per second at ${main.run.concurrency} clients`,
-      value: main.run.stateChangesPerS,
-      unit: '/s',
-      higherIsBetter: true,
-      baseline: { name: 'pgbench of the same SQL', value: main.raw.tps },
-      aim: { text: `at least ${main.aims.ratio.min}x pgbench`, met: main.aims.ratio.met },
-    },
-    {
-      metric: `lifecycle p99 at ${main.run.concurrency} clients`,
-      value: main.run.latencyMs.lifecycle!.p99,
-      unit: 'ms',
-      aim: { text: `under ${main.aims.lifecycleP99Ms.max} ms at ${main.aims.lifecycleP99Ms.atConcurrency} clients`, met: main.aims.lifecycleP99Ms.met },
-    },
-    ...lifecycle.map((each): Metric => ({
-      metric: `lifecycles per second at ${each.run.concurrency} client${each.run.concurrency === 1 ? '' : 's'} (lifecycle p50 ${each.run.latencyMs.lifecycle!.p50} ms, p99 ${each.run.latencyMs.lifecycle!.p99} ms)`,
-      value: each.run.lifecyclesPerS,
-      unit: '/s',
-      higherIsBetter: true,
-    })),
-  ];
-  const command =
-    'npm run bench:lifecycle -- --concurrency C --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0 (C = 1, 2, 4, 8, 16; as npm run bench runs it)';
+  const main = lifecycle.find((each) => each.run.concurrency === 8) ?? lifecycle[0]!;
+  const verdict = (met: boolean | null) => (met === null ? '' : met ? 'met' : '**not met**');
+  const rows = lifecycle.map((each) => {
+    const { run, raw } = each;
+    const aim = each.aims.ratio.min === null ? '' : `>= ${each.aims.ratio.min}x: ${verdict(each.aims.ratio.met)}`;
+    const p99Aim = each.aims.stateChangeP99Ms.met === null ? '' : ` (aim <= ${each.aims.stateChangeP99Ms.max} ms: ${verdict(each.aims.stateChangeP99Ms.met)})`;
+    const batches =
+      run.batches && run.batches.statements > 0
+        ? `${(run.batches.changes / run.batches.statements).toFixed(1)} (largest ${run.batches.largest})`
+        : 'not counted (other processes)';
+    // A pgbench that processed nothing (its connections still opening when its time was up) saves null.
+    const ratioText = typeof each.ratio === 'number' ? `${each.ratio.toFixed(2)}x` : 'no baseline';
+    const pgbench = `${typeof raw.tps === 'number' ? number(raw.tps) : 'pgbench processed nothing'}${raw.clients === run.concurrency ? '' : ` (${raw.clients} clients: ${raw.clientsWhy ?? ''})`}`;
+    return (
+      `| ${run.concurrency} | ${each.meta.options.workers} | ${number(run.stateChangesPerS)} | ${pgbench} | ${ratioText} | ${aim} | ` +
+      `${run.stateChangeLatencyMs.p50} / ${run.stateChangeLatencyMs.p99} ms${p99Aim} | ${run.cpu.serverMsPerStateChange} ms | ${run.cpu.postgresMsPerStateChange} ms | ` +
+      `${raw.postgresCpuMsPerStateChange} ms | ${batches} |`
+    );
+  });
   const { meta } = main;
   const lifecycleMachine = `${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB, ${meta.kernel ?? `${os.type()} ${os.release()}`}, Node ${meta.node}, PostgreSQL ${meta.postgres.version ?? 'unknown'}`;
   const sameMachine = machine.startsWith(`${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB`);
+  const where = sameMachine ? '' : ` · on ${lifecycleMachine}`;
   return [
-    ...section({ title: 'Escrow lifecycle: `bench/lifecycle`', command, date: meta.date, metrics, machine: sameMachine ? machine : lifecycleMachine }),
+    '## Escrow state changes over HTTP against pgbench: `bench/lifecycle`',
+    '',
+    `Command: \`npm run bench:lifecycle -- --concurrency C --workers W --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0\` (C = ${concurrencies.join(', ')} with one server process; C = ${workersConcurrency} with WORKERS=2) · measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC${where}`,
+    '',
+    "A state change is one HTTP request (create, freeze, accept, deliver, confirm); pgbench runs one escrow step (guarded UPDATE, two balance UPDATEs, two ledger INSERTs, one outbox INSERT) per transaction at the same client count, on the same machine, in the same run. CPU per state change is from /proc: the server process(es), and PostgreSQL's backends during the run and during pgbench. Statements: mean state changes per group-commit statement.",
+    '',
+    '| clients | server processes | state changes/s | pgbench changes/s | ratio | aim | state change p50 / p99 | server CPU per change | PostgreSQL CPU per change | PostgreSQL CPU per pgbench change | changes per statement |',
+    '|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|',
+    ...rows,
+    '',
     '![Lifecycle latency against offered load](benchmarks-lifecycle.svg)',
     '',
   ];
@@ -171,12 +201,14 @@ if (lifecycle.length > 0)
   writeFileSync(
     'docs/benchmarks-lifecycle.svg',
     lifecycleChart(
-      lifecycle.map((each) => ({
-        concurrency: each.run.concurrency,
-        throughput: each.run.lifecyclesPerS,
-        p50: each.run.latencyMs.lifecycle!.p50,
-        p99: each.run.latencyMs.lifecycle!.p99,
-      })),
+      lifecycle
+        .filter((each) => each.meta.options.workers === 1)
+        .map((each) => ({
+          concurrency: each.run.concurrency,
+          throughput: each.run.lifecyclesPerS,
+          p50: each.run.latencyMs.lifecycle!.p50,
+          p99: each.run.latencyMs.lifecycle!.p99,
+        })),
     ),
   );
 process.stderr.write(

@@ -29,4 +29,8 @@ export interface RawMeasurement {
   machineCores: number;
   foreignBefore: number;
   walBytes: number;
+  /** pgbench's clients: the run's own count, unless the database's max_connections leaves fewer. */
+  clients: number;
+  /** Why clients is fewer than the run's count; null when it is the same. */
+  clientsWhy: string | null;
 }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -150,7 +151,10 @@ export async function cpuProfilePass({ options, server, driver, pairs, say }: Ph
 export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement> {
   const { options, say } = context;
   const outDirectory = path.dirname(path.resolve(options.out));
-  say(`raw ceiling: pgbench -c ${options.concurrency} -j ${Math.min(2, options.concurrency)} -T ${options.pgbenchSeconds} on bench_* copies of the tables`);
+  const { clients, clientsWhy } = await pgbenchClients(options.databaseUrl, options.concurrency);
+  say(
+    `raw ceiling: pgbench -c ${clients} -j ${Math.min(2, clients)} -T ${options.pgbenchSeconds} on bench_* copies of the tables${clientsWhy ? ` (${clientsWhy})` : ''}`,
+  );
   await prepareRawTables(options.databaseUrl);
   const foreignBefore = await waitForQuiet(context, 'pgbench');
   const countersBefore = await databaseCounters(options.databaseUrl);
@@ -158,7 +162,7 @@ export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement>
   const pgbenchCpuBefore = reapedChildrenCpuMs();
   const systemBefore = sampleSystemCpu();
   const at = performance.now();
-  const raw = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory);
+  const raw = await runPgbench(options.databaseUrl, clients, options.pgbenchSeconds, outDirectory);
   const elapsedMs = performance.now() - at;
   const postgresCpuMs = tracker.stop().postgres;
   const machineCores = busyCores(systemBefore, sampleSystemCpu(), elapsedMs);
@@ -166,15 +170,37 @@ export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement>
   const walBytes = (await databaseCounters(options.databaseUrl)).walBytes - countersBefore.walBytes;
   // For reference only: named prepared statements (parsed and planned once per connection), and
   // the same writes sent as one autocommit statement.
-  const prepared = await runPgbench(options.databaseUrl, options.concurrency, options.pgbenchSeconds, outDirectory, 'prepared');
+  const prepared = await runPgbench(options.databaseUrl, clients, options.pgbenchSeconds, outDirectory, 'prepared');
   const singleStatement = await runPgbench(
     options.databaseUrl,
-    options.concurrency,
+    clients,
     options.pgbenchSeconds,
     outDirectory,
     'extended',
     rawSingleStatementScript(),
     'raw-single-statement',
   );
-  return { raw, prepared, singleStatement, postgresCpuMs, pgbenchCpuMs, elapsedMs, machineCores, foreignBefore, walBytes };
+  return { raw, prepared, singleStatement, postgresCpuMs, pgbenchCpuMs, elapsedMs, machineCores, foreignBefore, walBytes, clients, clientsWhy };
+}
+
+/**
+ * pgbench opens one connection per client: at 256 clients that is more than PostgreSQL's usual
+ * max_connections (100). The baseline then runs with as many clients as the database has free
+ * connections (less a few for superusers and the bench's own), and says so; on 2 cores pgbench is
+ * saturated long before that many clients.
+ */
+async function pgbenchClients(databaseUrl: string, concurrency: number): Promise<{ clients: number; clientsWhy: string | null }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ max: number; used: number; reserved: number }>(
+      "SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS reserved, (SELECT count(*)::int FROM pg_stat_activity) AS used",
+    );
+    const { max, used, reserved } = rows[0]!;
+    const free = Math.max(1, max - used - reserved - 5);
+    if (concurrency <= free) return { clients: concurrency, clientsWhy: null };
+    return { clients: free, clientsWhy: `${concurrency} clients would pass max_connections ${max}; ${free} were free` };
+  } finally {
+    await client.end();
+  }
 }
