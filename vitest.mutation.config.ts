@@ -12,9 +12,14 @@ const group = mutationGroups[process.env.MUTATION_GROUP as keyof typeof mutation
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the variable may name no group at all
 if (!group) throw new Error('MUTATION_GROUP must name a group of test/mutation/groups.mjs');
 
+// MUTATION_TESTS (comma-separated files) narrows a run to some of the group's tests, for a run of
+// one file with its own unit tests (`MUTATION_TESTS=test/money/batcher-units.test.ts npm run mutate
+// -- money-path --mutate src/engine/money/batcher.ts`), when the whole group cannot run in the time there is.
+const tests = process.env.MUTATION_TESTS ? process.env.MUTATION_TESTS.split(',') : group.tests;
+
 export default defineConfig({
   test: {
-    include: group.tests,
+    include: tests,
     pool: 'forks',
     // As in vitest.config.ts on the embedded database: the files of the worker share one module
     // graph, so a mutant's run does not import the application and PGlite's WebAssembly again for

@@ -46,6 +46,7 @@ export const mutationGroups = {
     ],
     tests: [
       'test/money/batcher-units.test.ts',
+      'test/money/money-path-mutants.test.ts',
       'test/money/group-commit.test.ts',
       'test/money/idempotency-claims.test.ts',
       'test/money/idempotency-takeover.test.ts',
@@ -58,6 +59,15 @@ export const mutationGroups = {
       'test/work/tasks.test.ts',
       'test/market/invoke.test.ts',
     ],
+  },
+  /**
+   * Agent budgets (issue 31): the bounds a person sets on a key, checked in the database
+   * transaction of every charge, and the usage and charge rows they are counted on. The race tests
+   * (test/money/budgets-concurrency.test.ts) are left out: whether a mutant's race shows depends on timing.
+   */
+  budgets: {
+    mutate: ['src/engine/money/budgets.ts', 'src/store/agent-budgets.ts'],
+    tests: ['test/money/budgets-rules.test.ts', 'test/money/budgets-tasks.test.ts', 'test/money/budgets-routes.test.ts', 'test/money/budgets-paths.test.ts'],
   },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
