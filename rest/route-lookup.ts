@@ -8,11 +8,14 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
  * first registered that matches: strict about a trailing slash, case-sensitive, a `:param` being
  * one or more characters other than `/`) by comparing segments, and runs its handler at once.
  *
- * Only routes that the middleware between this lookup and the router would leave alone are
- * dispatched here: GET requests under /api/ without a body (the JSON parser and the body checks
- * have nothing to do; the OAuth endpoints live elsewhere), and the endpoints that read their own
- * body (JSON-RPC). Anything else, and any path with a percent-encoding (the router decodes
- * parameters and answers a bad encoding), goes on to express unchanged.
+ * Only routes whose requests the middleware between this lookup and the router would leave
+ * alone, or would only hand to the body parser, are dispatched here: GET requests under /api/
+ * without a body (the JSON parser and the body checks have nothing to do; the OAuth endpoints
+ * live elsewhere), the endpoints that read their own body (JSON-RPC), and POST requests under
+ * /api/ (the state changes), whose body goes through `parseBody`, the same JSON parser and body
+ * checks the middleware would run, before the handler. Anything else, and any path with a
+ * percent-encoding (the router decodes parameters and answers a bad encoding), goes on to
+ * express unchanged.
  */
 interface Entry {
   /** Literal segments, and null where a parameter goes. */
@@ -22,17 +25,24 @@ interface Entry {
   /** What express would set as request.route (its Route object). */
   route: unknown;
   fast: boolean;
+  /** The body goes through `parseBody` before the handler runs. */
+  parsesBody: boolean;
   order: number;
 }
 
 export interface RouteLookupOptions {
   /** Paths whose POST body the endpoint reads itself (the JSON parser skips them). */
   readsOwnBody(path: string): boolean;
+  /**
+   * What the middleware between the lookup and the router does with a POST body under /api/ (the
+   * JSON parser, then the body checks), as one middleware. Without it such a POST goes to express.
+   */
+  parseBody?(request: Request, response: Response, next: (error?: unknown) => void): void;
 }
 
 const segmentsOf = (path: string) => path.slice(1).split('/');
 
-export function createRouteLookup({ readsOwnBody }: RouteLookupOptions) {
+export function createRouteLookup({ readsOwnBody, parseBody }: RouteLookupOptions) {
   // By method, then by number of segments, in the order the routes were registered.
   const table = new Map<string, Map<number, Entry[]>>();
   let order = 0;
@@ -44,12 +54,15 @@ export function createRouteLookup({ readsOwnBody }: RouteLookupOptions) {
     if (!path.startsWith('/') || parts.some((part) => /[*?{}()]/.test(part) || (part.includes(':') && !/^:\w+$/.test(part)))) {
       throw new Error(`route-lookup: the path ${path} uses syntax beyond literal segments and :params`);
     }
+    const ownBody = upper === 'POST' && readsOwnBody(path);
+    const parsesBody = upper === 'POST' && !ownBody && path.startsWith('/api/') && parseBody !== undefined;
     const entry: Entry = {
       segments: parts.map((part) => (part.startsWith(':') ? null : part)),
       names: parts.filter((part) => part.startsWith(':')).map((part) => part.slice(1)),
       handle,
       route,
-      fast: (upper === 'GET' && path.startsWith('/api/')) || (upper === 'POST' && readsOwnBody(path)),
+      fast: (upper === 'GET' && path.startsWith('/api/')) || ownBody || parsesBody,
+      parsesBody,
       order: order++,
     };
     const byLength = table.get(upper) ?? table.set(upper, new Map()).get(upper)!;
@@ -92,7 +105,11 @@ export function createRouteLookup({ readsOwnBody }: RouteLookupOptions) {
     request.originalUrl ||= request.url;
     request.params = found.params;
     (request as { route?: unknown }).route = found.entry.route;
-    return found.entry.handle(request, response, (error?: unknown) => next(error ?? new Error('a route handler passed control on')));
+    const handle = found.entry.handle;
+    const run = () => handle(request, response, (error?: unknown) => next(error ?? new Error('a route handler passed control on')));
+    if (!found.entry.parsesBody) return run();
+    // A body the parser refuses (bad JSON, too large, …) goes to the error handler, as from the middleware.
+    parseBody!(request, response, (error?: unknown) => (error === undefined || error === null ? run() : next(error)));
   }
 
   return { add, find, dispatch };

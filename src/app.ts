@@ -131,21 +131,36 @@ export function createApp(engine: Engine) {
     if (request.path === '/mcp' || request.path === '/api/v1/rpc') guard(request.headers, request.hostname);
     next();
   });
-  // The hot routes (GET under /api/ without a body, JSON-RPC) are found in one lookup and run at
+  // The hot routes (GET under /api/ without a body, POST under /api/, JSON-RPC) are found in one lookup and run at
   // once, past the middleware below, which would leave them alone (rest/route-lookup.ts).
   const readsOwnBody = (path: string) => path.startsWith('/api/v1/rpc');
-  const lookup = createRouteLookup({ readsOwnBody });
+  const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
+  // MCP answers in its protocol: a tool's arguments are checked when the tool is called, so that
+  // text PostgreSQL cannot store is a tool error the model can read, not a failed HTTP exchange.
+  const checkBody = (request: Request) => {
+    if (request.body !== undefined && request.path !== '/mcp') assertSafeJson(request.body, 'body');
+  };
+  // The JSON parser and the body checks below as one step, for the POST routes the lookup runs
+  // at once (a POST under /api/ passes the OAuth router and the OPTIONS answer untouched).
+  const parseBody = (request: Request, response: Response, next: (error?: unknown) => void) =>
+    jsonBody(request, response, (error?: unknown) => {
+      if (error !== undefined && error !== null) return next(error);
+      try {
+        checkBody(request);
+      } catch (refusal) {
+        return next(refusal);
+      }
+      next();
+    });
+  const lookup = createRouteLookup({ readsOwnBody, parseBody });
   app.use(lookup.dispatch);
   // MCP sign-in's OAuth endpoints read form bodies and answer CORS preflights in the protocol's
   // own terms (mcp/oauth.ts), so they come before the JSON parser and the OPTIONS guard.
   app.use(oauthRouter(engine));
-  const jsonBody = express.json({ limit: limits.requestBodyBytesMax, strict: true, type: ['application/json', 'application/*+json'] });
   // JSON-RPC reads its own body: a parse error there is -32700 with HTTP 200, not the REST 4001.
   app.use((request, response, next) => (readsOwnBody(request.path) ? next() : jsonBody(request, response, next)));
-  // MCP answers in its protocol: a tool's arguments are checked when the tool is called, so that
-  // text PostgreSQL cannot store is a tool error the model can read, not a failed HTTP exchange.
   app.use((request, _response, next) => {
-    if (request.body !== undefined && request.path !== '/mcp') assertSafeJson(request.body, 'body');
+    checkBody(request);
     next();
   });
   const routes = allRoutes(engine);

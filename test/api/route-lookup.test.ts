@@ -7,7 +7,7 @@ import { sendJson } from '../../rest/envelope.ts';
 import { createRouteLookup } from '../../rest/route-lookup.ts';
 import type { Actor } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { agentMarket, buy } from '../helpers/market.ts';
+import { act, agentMarket, buy } from '../helpers/market.ts';
 
 /**
  * The hot routes' lookup (rest/route-lookup.ts) finds the route express's router would, for every
@@ -125,6 +125,84 @@ describe('a hot read', () => {
       .set(buyer.headers)
       .expect(200);
     expect(encoded.body.data.id).toBe(transactionId);
+  });
+});
+
+describe('a hot write', () => {
+  let buyer: Actor;
+  let seller: Actor;
+  let capabilityId: string;
+  beforeAll(async () => {
+    const market = await agentMarket(test, '100.00');
+    buyer = market.buyer;
+    seller = market.seller;
+    capabilityId = market.capability.id;
+  });
+
+  /** Status, the headers a client sees (without those that change per request) and the body without its timestamp. */
+  const answerOf = (response: { status: number; headers: Record<string, string>; body: Record<string, unknown> }) => {
+    const { date: _date, 'x-request-id': _requestId, connection: _connection, 'keep-alive': _keepAlive, ...headers } = response.headers;
+    const { timestamp: _timestamp, ...body } = response.body;
+    return { status: response.status, headers, body };
+  };
+  // A percent-encoded path goes through express's middleware and router; the same path spelled plainly is the lookup's.
+  const throughExpress = (id: string) => id.replace('-', '%2D');
+
+  it('answers refusals the same whether the lookup serves it or express', async () => {
+    const { id } = await buy(test, buyer, capabilityId);
+    const post = (path: string) => test.http.post(path);
+    const cases: [string, (path: string) => supertest.Test][] = [
+      ['no credentials', (path) => post(path)],
+      ['bad JSON', (path) => post(path).set(buyer.headers).set('Content-Type', 'application/json').send('{"reason":')],
+      ['not JSON', (path) => post(path).set(buyer.headers).set('Content-Type', 'text/plain').send('reason')],
+      ['a JSON array', (path) => post(path).set(buyer.headers).send([1])],
+      ['text PostgreSQL cannot store', (path) => post(path).set(buyer.headers).send({ reason: 'nul \u0000 here' })],
+      [
+        'too large',
+        (path) =>
+          post(path)
+            .set(buyer.headers)
+            .send({ reason: 'x'.repeat(2_000_000) }),
+      ],
+      ['a party that may not', (path) => post(path).set(seller.headers)],
+      ['a step the state does not allow', (path) => post(path.replace('/freeze', '/confirm')).set(buyer.headers)],
+      ['a bad idempotency key', (path) => post(path).set(buyer.headers).set('Idempotency-Key', ' ')],
+    ];
+    for (const [what, send] of cases) {
+      const fast = await send(`/api/v1/transactions/${id}/freeze`);
+      const slow = await send(`/api/v1/transactions/${throughExpress(id)}/freeze`);
+      expect(fast.status, what).toBeGreaterThanOrEqual(400);
+      expect(answerOf(fast), what).toEqual(answerOf(slow));
+    }
+    const missing = randomUUID();
+    expect(answerOf(await act(test, buyer, missing, 'freeze'))).toEqual(answerOf(await act(test, buyer, throughExpress(missing), 'freeze')));
+  });
+
+  it('moves a transaction the same whether the lookup serves it or express', async () => {
+    const viaLookup = await buy(test, buyer, capabilityId);
+    const viaExpress = await buy(test, buyer, capabilityId);
+    const key = randomUUID();
+    for (const [actor, action] of [
+      [buyer, 'freeze'],
+      [seller, 'accept'],
+      [seller, 'deliver'],
+    ] as const) {
+      const body = action === 'deliver' ? { result_payload: { answer: 42 } } : undefined;
+      const fast = await act(test, actor, viaLookup.id, action, body).set('Idempotency-Key', `${key}-${action}-fast`);
+      const slow = await act(test, actor, throughExpress(viaExpress.id), action, body).set('Idempotency-Key', `${key}-${action}-slow`);
+      // The two transactions differ only in their own ids (the transaction's, its context's) and times.
+      const same = (answer: ReturnType<typeof answerOf>, id: string) => {
+        const own = [id, (answer.body.data as { context_id: string }).context_id];
+        const text = own.reduce((json, value) => json.replaceAll(value, 'OWN'), JSON.stringify(answer));
+        return JSON.parse(text.replace(/"\d{4}-\d\d-\d\dT[^"]+"/g, '"TIME"')) as unknown;
+      };
+      expect(fast.status, action).toBe(200);
+      expect(same(answerOf(fast), viaLookup.id), action).toEqual(same(answerOf(slow), viaExpress.id));
+      // A replay under the same key is answered from the stored response, by either way.
+      const replayed = await act(test, actor, viaLookup.id, action, body).set('Idempotency-Key', `${key}-${action}-fast`);
+      expect(replayed.headers['idempotent-replayed'], action).toBe('true');
+      expect(replayed.body.data, action).toEqual(fast.body.data);
+    }
   });
 });
 
