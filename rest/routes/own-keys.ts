@@ -32,11 +32,12 @@ export const ownKeyRoutes = (engine: Engine) => {
       path: '/api/v1/auth/agent-transactions',
       tag: 'auth',
       auth: 'human',
-      summary: "The caller's transactions in the agent space, made through their keys, newest first (role and status filters; page/page_size or cursor)",
-      query: transactionSchemas.listTransactionsQuery,
-      response: transactionSchemas.transactionList,
-      // The same list an agent key of the person reads: their own transactions of the agent space.
-      handler: ({ query, principal }) => engine.transactions.list({ ...principal!, caller_type: 'agent', api_key_id: null }, query),
+      errors: [4040],
+      summary:
+        "The caller's transactions in the agent space, made through their keys, newest first, each with the key that made it (api_key_id: one key's only, 4040 for a key not the caller's; role and status filters; page/page_size or cursor)",
+      query: transactionSchemas.agentTransactionsQuery,
+      response: transactionSchemas.agentTransactionList,
+      handler: ({ query, principal }) => engine.transactions.agentTransactions(principal!, query),
     }),
   ];
 };

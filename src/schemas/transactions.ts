@@ -108,8 +108,25 @@ export const listTransactionsQuery = z.object({
 
 export const transactionList = pagedList(transactionResponse).meta({ id: 'TransactionList' });
 
+/** The person's agent-space transactions (the console's My agents), optionally of one of their keys. */
+export const agentTransactionsQuery = listTransactionsQuery.extend({
+  api_key_id: uuid
+    .optional()
+    .meta({ description: "Only the transactions this key of the caller's made (an API key, device or MCP grant); 4040 for a key not the caller's" }),
+});
+
+export const agentTransactionList = pagedList(
+  transactionResponse.extend({
+    api_key_id: uuid.nullable().meta({
+      description: "The caller's key that made the transaction (as its buyer); null when their own session made it, or when the caller is its seller",
+    }),
+  }),
+).meta({ id: 'AgentTransactionList' });
+
 export type CreateTransactionInput = z.output<typeof createTransactionBody>;
 export type TransactionView = z.infer<typeof transactionResponse>;
 export type TransactionEventView = z.infer<typeof transactionEventView>;
 export type OmittedField = z.infer<typeof omittedField>;
 export type ListTransactionsInput = z.output<typeof listTransactionsQuery>;
+export type AgentTransactionsInput = z.output<typeof agentTransactionsQuery>;
+export type AgentTransactionList = z.infer<typeof agentTransactionList>;

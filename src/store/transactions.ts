@@ -63,6 +63,8 @@ export interface ListFilter {
   role?: 'buyer' | 'seller' | '';
   status?: TransactionStatus;
   contextId?: string;
+  /** Only those this key made (transactions.api_key_id). */
+  apiKeyId?: string;
 }
 
 export function listQuery(db: Knex, filter: ListFilter) {
@@ -75,5 +77,6 @@ export function listQuery(db: Knex, filter: ListFilter) {
     });
   if (filter.status) query.where({ status: filter.status });
   if (filter.contextId) query.where({ context_id: filter.contextId });
+  if (filter.apiKeyId) query.where({ api_key_id: filter.apiKeyId });
   return query;
 }

@@ -18,3 +18,16 @@ export const manageAgentBudget: readonly Rule<BudgetedKey>[] = [
     otherwise: { forbidden: "an agent cannot change an agent budget, not even its own key's: the person who owns the key sets it" },
   },
 ];
+
+/**
+ * Who may list the transactions one key made (GET /api/v1/auth/agent-transactions?api_key_id=):
+ * the person who owns the key, as for its budget; a revoked key's stay readable.
+ */
+export const listKeyTransactions: readonly Rule<BudgetedKey>[] = [
+  { says: "the key is one of the caller's own", holds: (caller, key) => key.owner_user_id === caller.user_id, otherwise: 'not_found' },
+  {
+    says: 'the caller is the person, not an agent',
+    holds: (caller) => caller.caller_type === 'human',
+    otherwise: { forbidden: "an agent cannot list its keys' transactions: the person who owns the key does" },
+  },
+];

@@ -3,7 +3,7 @@
  * Caller, Rule and authorize(); one file per resource holds its policies). Every room asks here and
  * nowhere else, and this room imports nothing from the others but the common room's types.
  */
-export { manageAgentBudget } from './budgets.ts';
+export { listKeyTransactions, manageAgentBudget } from './budgets.ts';
 export { buyCapability, manageCapability, ownerTypeOf, seeCapability } from './capabilities.ts';
 export { alignWith, discoverFor, linkPurchaseTo, ownDemand, seeDemand } from './demands.ts';
 export { invokablePricingModels, invokeCapability } from './invoke.ts';

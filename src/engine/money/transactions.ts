@@ -5,10 +5,11 @@ import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
 import { prepared } from '../../db/prepared.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { AppError, notFound } from '../../errors.ts';
-import { buyCapability, linkPurchaseTo, authorize, canSee, partyOf, visibleScope } from '../access/index.ts';
-import type { ListTransactionsInput, TransactionEventView, TransactionView } from '../../schemas/transactions.ts';
-import { type TransactionRow, findTransaction, listQuery } from '../../store/transactions.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
+import { buyCapability, linkPurchaseTo, authorize, canSee, partyOf } from '../access/index.ts';
+import type { TransactionEventView, TransactionView } from '../../schemas/transactions.ts';
+import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
+import { createTransactionLists } from './transaction-lists.ts';
+import type { EngineDependencies, Principal } from '../common/index.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf } from './idempotency.ts';
 import { type ActionExtra, type Transitions, taskIdTaken } from './transitions.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
@@ -289,35 +290,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     return transactionView(partyOf(principal, await findTransaction(db, id)).row);
   }
 
-  /** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
-  async function list(principal: Principal, query: ListTransactionsInput) {
-    const filter = { ...visibleScope(principal), role: query.role, status: query.status, contextId: query.context_id };
-    const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
-    const page = listQuery(db, filter)
-      .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const rows = (await page) as TransactionRow[];
-    const items = rows.slice(0, query.page_size);
-    const last = items.at(-1);
-    const hasMore = rows.length > query.page_size;
-    return {
-      items: items.map(transactionView),
-      total: Number(countRow[0]?.count ?? 0),
-      page: query.page,
-      page_size: query.page_size,
-      has_more: hasMore,
-      next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
-    };
-  }
+  const { list, agentTransactions } = createTransactionLists(db);
 
   /**
    * Used by the sweeper: claims one due row with SKIP LOCKED (another instance takes another row)
@@ -365,7 +338,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       skipIds,
     );
 
-  return { create, purchase, act, resolve, fail, get, list, findForCaller, completeView, autoConfirmNextDue, failNextOverdueInvoke };
+  return { create, purchase, act, resolve, fail, get, list, agentTransactions, findForCaller, completeView, autoConfirmNextDue, failNextOverdueInvoke };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;

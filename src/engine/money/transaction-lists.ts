@@ -1,0 +1,68 @@
+import type { Knex } from 'knex';
+import type { AgentTransactionList, AgentTransactionsInput, ListTransactionsInput, TransactionView } from '../../schemas/transactions.ts';
+import { findApiKeyById } from '../../store/identity.ts';
+import { type TransactionRow, listQuery } from '../../store/transactions.ts';
+import { authorize, listKeyTransactions, visibleScope } from '../access/index.ts';
+import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type Principal } from '../common/index.ts';
+import { transactionView } from './views.ts';
+
+interface ListOptions<Item> {
+  /** Only the transactions this key made. */
+  apiKeyId?: string;
+  view: (row: TransactionRow) => Item;
+}
+
+/** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
+async function listRows<Item>(db: Knex, principal: Principal, query: ListTransactionsInput, options: ListOptions<Item>) {
+  const filter = { ...visibleScope(principal), role: query.role, status: query.status, contextId: query.context_id, apiKeyId: options.apiKeyId };
+  const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
+  const page = listQuery(db, filter)
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(query.page_size + 1);
+  if (query.cursor) {
+    const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
+    page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
+  } else {
+    page.offset((query.page - 1) * query.page_size);
+  }
+  const rows = (await page) as TransactionRow[];
+  const items = rows.slice(0, query.page_size);
+  const last = items.at(-1);
+  const hasMore = rows.length > query.page_size;
+  return {
+    items: items.map(options.view),
+    total: Number(countRow[0]?.count ?? 0),
+    page: query.page,
+    page_size: query.page_size,
+    has_more: hasMore,
+    next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
+  };
+}
+
+/**
+ * The transaction lists: a caller's own (GET /api/v1/transactions and the JSON-RPC list), and a
+ * person's agent-space transactions with the key that made each (the console's My agents;
+ * docs/decisions/money-and-escrow.md "Agent budgets").
+ */
+export function createTransactionLists(db: Knex) {
+  const list = (principal: Principal, query: ListTransactionsInput) => listRows<TransactionView>(db, principal, query, { view: transactionView });
+
+  /**
+   * The key is shown to the buyer only: a seller must not learn which of the buyer's keys bought,
+   * so a sale carries null. Filtering by a key that is not the caller's is 4040, as for its budget.
+   */
+  async function agentTransactions(person: Principal, query: AgentTransactionsInput): Promise<AgentTransactionList> {
+    if (query.api_key_id) authorize(listKeyTransactions, person, await findApiKeyById(db, query.api_key_id), 'API key');
+    // The same transactions an agent key of the person reads: their own of the agent space.
+    const asAgent: Principal = { ...person, caller_type: 'agent', api_key_id: null };
+    return listRows(db, asAgent, query, {
+      apiKeyId: query.api_key_id,
+      view: (row) => ({ ...transactionView(row), api_key_id: row.buyer_user_id === person.user_id ? (row.api_key_id ?? null) : null }),
+    });
+  }
+
+  return { list, agentTransactions };
+}
