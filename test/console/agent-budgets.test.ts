@@ -204,4 +204,47 @@ describe('agent budgets in the console', () => {
     expect(problems).toEqual([]);
     await page.close();
   });
+
+  it("5: each key's transactions are listed under that key, the other key's left out", async () => {
+    const { page, problems } = await openConsole(context, `${world.base}/`);
+    const me = await signUpOnPage(page, `per-key-${unique()}@example.com`);
+    await creditIn(world.test, me.user_id, '40.00');
+    const make = async (name: string) =>
+      (await world.test.http.post('/api/v1/auth/api-keys').set('Authorization', `Bearer ${me.token}`).set('Origin', world.base).send({ name }).expect(201)).body
+        .data as { api_key: string; key: { id: string } };
+    const reader = await make('Reader bot');
+    const painter = await make('Painter bot');
+    const seller = await createAgent(world.test);
+    const cheap = await createCapability(world.test, seller, { price_ut: '3.00' });
+    const dear = await createCapability(world.test, seller, { price_ut: '5.00' });
+    expect((await agentBuys(reader.api_key, me.user_id, cheap.id)).code).toBe(0);
+    expect((await agentBuys(painter.api_key, me.user_id, dear.id)).code).toBe(0);
+    expect((await agentBuys(painter.api_key, me.user_id, dear.id)).code).toBe(0);
+    expect(await agentWallet(me.token)).toMatchObject({ available: '27.00', frozen: '13.00' });
+    const ofKey = async (id: string) =>
+      (await world.test.http.get(`/api/v1/auth/agent-transactions?api_key_id=${id}`).set('Authorization', `Bearer ${me.token}`).expect(200)).body.data
+        .items as { api_key_id: string; price_ut: string }[];
+    expect((await ofKey(reader.key.id)).map((item) => [item.api_key_id, item.price_ut])).toEqual([[reader.key.id, '3.00']]);
+    expect((await ofKey(painter.key.id)).map((item) => item.api_key_id)).toEqual([painter.key.id, painter.key.id]);
+
+    await page.goto(`${world.base}/#/agents`);
+    await page.getByRole('heading', { name: 'My agents' }).waitFor();
+    const readerCard = page.locator('.card').filter({ hasText: 'Reader bot' });
+    const painterCard = page.locator('.card').filter({ hasText: 'Painter bot' });
+    // Opened with the keyboard.
+    await readerCard.getByText('Transactions through Reader bot').focus();
+    await page.keyboard.press('Enter');
+    await eventually(() => readerCard.locator('.key-transactions .row').count()).toBe(1);
+    expect(await readerCard.locator('.key-transactions').textContent()).toContain('3.00 UT');
+    expect(await readerCard.locator('.key-transactions').textContent()).not.toContain('5.00 UT');
+    await painterCard.getByText('Transactions through Painter bot').click();
+    await eventually(() => painterCard.locator('.key-transactions .row').count()).toBe(2);
+    expect(await painterCard.locator('.key-transactions').textContent()).not.toContain('3.00 UT');
+    // All the agents' transactions together below.
+    const all = page.locator('section').filter({ has: page.getByRole('heading', { name: 'What your agents bought and sold' }) });
+    await eventually(() => all.locator('.row').count()).toBe(3);
+    await checkPhoneAndAxe(page);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
 });
