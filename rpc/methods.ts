@@ -87,7 +87,8 @@ function sendMethods(engine: Engine, generation: SendGeneration): [Method, Metho
   };
   const streaming: Method = async (params, context) => {
     const { task, name, historyLength } = await send(engine, params, context, generation, true);
-    return new StreamStart(name, generation, task, { historyLength });
+    // The first event carries what is left of the key's budget, as the answer of a plain send does.
+    return new StreamStart(name, generation, task, { historyLength }, await engine.agentBudgets.left(context.principal));
   };
   return [plain, streaming];
 }

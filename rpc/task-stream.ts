@@ -1,6 +1,7 @@
 import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../src/events/stream-types.ts';
+import type { AgentBudgetView } from '../src/schemas/agent-budgets.ts';
 import type { OmittedField, TransactionEventView, TransactionView } from '../src/schemas/transactions.ts';
 import type { A2ATask } from '../src/engine/a2a/index.ts';
 import { type Generation, type TaskName, artifactEvent, closesStream, rankOf, statusEvent, taskEvent } from './shapes.ts';
@@ -10,7 +11,9 @@ import { type RenderOptions, historyOf, renderTaskEvent } from './tasks.ts';
  * A streaming method's answer, produced by the method and delivered by the transport (SSE over
  * HTTP, notifications over WebSocket). A task without a transaction (a conversation before its
  * pick) is a stream of one event, the task; otherwise the transaction's states follow. With
- * `task`, the first event carries the task's history.
+ * `task`, the first event carries the task's history. A send by a key with an agent budget gives
+ * `agentBudget`: the first event carries what is left in metadata.marketplace.agent_budget, as a
+ * send's answer does (read once the send has charged it; later events do not repeat it).
  */
 export class StreamStart {
   readonly transactionId: string | null;
@@ -21,10 +24,21 @@ export class StreamStart {
     readonly generation: Generation,
     readonly task: A2ATask,
     readonly options: RenderOptions = {},
+    readonly agentBudget: AgentBudgetView | null = null,
   ) {
     this.view = task.transaction;
     this.transactionId = task.transaction?.id ?? null;
   }
+}
+
+/** The first event with the send's agent budget in its marketplace metadata (a v1.0 event wraps the task). */
+function withAgentBudget<T>(event: T, budget: AgentBudgetView | null): T {
+  if (!budget) return event;
+  const wrapped = event as { task?: unknown };
+  const task = (wrapped.task ?? event) as { metadata?: { marketplace?: Record<string, unknown> } };
+  const marketplace = task.metadata?.marketplace;
+  if (marketplace) marketplace.agent_budget = budget;
+  return event;
 }
 
 export type StreamEndReason = 'slow_consumer' | 'shutdown' | 'error';
@@ -85,10 +99,11 @@ class TaskStream implements StreamListener {
   }
 
   sendTask(view: TransactionView, sequence: string | undefined) {
-    const { task, generation, name, options } = this.start;
+    const { task, generation, name, options, agentBudget } = this.start;
     this.current = view;
     const history = historyOf(task, view, generation, name, options.historyLength);
-    this.emit(taskEvent(view, generation, name, { history: history.messages, historyCut: history.cut }), sequence, closesStream(view.status));
+    const event = taskEvent(view, generation, name, { history: history.messages, historyCut: history.cut });
+    this.emit(withAgentBudget(event, agentBudget), sequence, closesStream(view.status));
   }
 
   private sendUpdate(view: TransactionView, sequence: string) {
@@ -192,7 +207,8 @@ class TaskStream implements StreamListener {
  */
 export async function openTaskStream(engine: Engine, principal: Principal, start: StreamStart, afterSequence: string | undefined, sink: TaskStreamSink) {
   if (start.transactionId === null || start.view === null) {
-    if (sink.emit(renderTaskEvent(start.task, start.generation, start.name, start.options), undefined, true)) sink.end();
+    const event = withAgentBudget(renderTaskEvent(start.task, start.generation, start.name, start.options), start.agentBudget);
+    if (sink.emit(event, undefined, true)) sink.end();
     else sink.end('slow_consumer');
     return { close: () => {} };
   }
