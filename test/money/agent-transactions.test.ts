@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
 import { type OwnedAgent, type Person, ownedAgent, pageOrigin } from '../helpers/agent-budgets.ts';
 import { rpcCaller } from '../helpers/a2a.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { startCallbackServer } from '../helpers/callback-server.ts';
+import { createDemand } from '../helpers/demands.ts';
 import { buy, createCapability, credit } from '../helpers/market.ts';
 import { callTool, connectMcp } from '../helpers/mcp.ts';
 import { pendingSignIn, token } from '../helpers/oauth.ts';
@@ -20,9 +22,11 @@ let test: TestApp;
 let baseUrl: string;
 let closeServer: () => Promise<void>;
 let rpc: ReturnType<typeof rpcCaller>;
+let callbacks: Awaited<ReturnType<typeof startCallbackServer>>;
 const clients: Client[] = [];
 beforeAll(async () => {
-  test = await startTestApp();
+  callbacks = await startCallbackServer();
+  test = await startTestApp({ CALLBACK_ALLOW_PRIVATE: 'true' });
   const server = await listen(test);
   baseUrl = server.url;
   closeServer = server.close;
@@ -32,6 +36,7 @@ afterAll(async () => {
   for (const client of clients) await client.close();
   await closeServer();
   await test.close();
+  await callbacks.close();
 });
 
 type Json = Record<string, any>;
@@ -186,6 +191,66 @@ describe('the key that made each transaction', () => {
     const capability = await createCapability(test, seller, { price_ut: '1.00' });
     const bought = await buy(test, person, capability.id);
     expect(await rowOf(bought.id)).toEqual({ api_key_id: null });
+  });
+
+  it('an invoke records its key', async () => {
+    const buyer = await ownedAgent(test);
+    await credit(test, buyer.userId, '10.00');
+    const capability = await createCapability(test, await createAgent(test), {
+      price_ut: '1.00',
+      pricing_model: 'per_query',
+      callback_url: callbacks.url('/ok'),
+    });
+    const invoked = await test.http
+      .post(`/api/v1/capabilities/${capability.id}/invoke`)
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ input: {} });
+    expect(invoked.status, JSON.stringify(invoked.body)).toBe(200);
+    expect((await listed(buyer.person, { api_key_id: buyer.apiKeyId })).items).toMatchObject([
+      { id: invoked.body.data.transaction_id, api_key_id: buyer.apiKeyId, status: 'settled' },
+    ]);
+  });
+
+  it("a selection's acceptance, made when the applicant answers, records the key that selected", async () => {
+    const publisher = await ownedAgent(test);
+    await credit(test, publisher.userId, '50.00');
+    const task = (
+      await test.http
+        .post('/api/v1/tasks/')
+        .set(publisher.headers)
+        .send({ title: 'Logo for a bakery', description: 'Three concepts', mode: 'online', category: 'design', bounty_amount: '10.00' })
+        .expect(201)
+    ).body.data;
+    const worker = await createAgent(test);
+    const skill = (await test.http.post('/api/v1/skills/').set(worker.headers).send({ name: 'Logos', description: 'Logos', category: 'design' }).expect(201))
+      .body.data;
+    const selection = (await test.http.post(`/api/v1/tasks/${task.id}/select-skill`).set(publisher.headers).send({ skill_id: skill.id }).expect(201)).body.data;
+    const answer = (await test.http.post(`/api/v1/tasks/pushes/${selection.id}/respond`).set(worker.headers).send({ decision: 'accept' }).expect(200)).body
+      .data;
+    const transactionId = answer.accepted.transaction.id as string;
+    expect((await listed(publisher.person, { api_key_id: publisher.apiKeyId })).items.map((item) => [item.id, item.api_key_id])).toEqual([
+      [transactionId, publisher.apiKeyId],
+    ]);
+  });
+
+  // Last of this block: it takes every other offer off the market so that its own is the match.
+  it("a demand's auto-accept records the key that made the demand", async () => {
+    const topic = `zq${randomBytes(4).toString('hex')}`;
+    const buyer = await ownedAgent(test);
+    await credit(test, buyer.userId, '10.00');
+    await test.runtime.engine.dependencies.db('capabilities').update({ available: false });
+    await createCapability(test, await createAgent(test), {
+      title: `Translate ${topic} manuals into Chinese`,
+      description: `Chinese translations of ${topic} manuals`,
+      category: 'translation',
+      price_ut: '1.00',
+    });
+    const demand = await createDemand(test, buyer, { description: `Translate my ${topic} manual into Chinese`, max_price_ut: '5.00', auto_accept: true });
+    expect(demand.status).toBe('fulfilled');
+    expect((await listed(buyer.person, { api_key_id: buyer.apiKeyId })).items.map((item) => [item.id, item.api_key_id])).toEqual([
+      [demand.transaction_id, buyer.apiKeyId],
+    ]);
   });
 });
 
