@@ -193,4 +193,14 @@ describe('the group commit', () => {
     // 5, 5 and 2 changes: two batches in 4-7, one in 2-3.
     expect(batcher.stats()).toEqual({ batches: 3, changes: 12, splits: 0, largest: 5, sizes: { '4': 2, '2': 1 } });
   });
+
+  it('sends one statement for one change even when another batch could be in the database beside it', async () => {
+    const { db, statements } = fakeDatabase(() => [changed(1), event(1, 1, 'e1')]);
+    const batcher = createBatcher(db, options({ inFlightMax: 2 }));
+    expect((await batcher.submit(change('a'))).kind).toBe('applied');
+    await new Promise((resolve) => setImmediate(resolve));
+    // No empty batch goes after it: nothing else waits.
+    expect(statements).toHaveLength(1);
+    expect(batcher.stats()).toEqual({ batches: 1, changes: 1, splits: 0, largest: 1, sizes: { '1': 1 } });
+  });
 });

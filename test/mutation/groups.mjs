@@ -47,6 +47,7 @@ export const mutationGroups = {
     tests: [
       'test/money/batcher-units.test.ts',
       'test/money/money-path-mutants.test.ts',
+      'test/money/money-path-mutants-api.test.ts',
       'test/money/group-commit.test.ts',
       'test/money/idempotency-claims.test.ts',
       'test/money/idempotency-takeover.test.ts',
