@@ -14,7 +14,8 @@ if (!group || group.script) throw new Error(`MUTATION_GROUP must name one of: ${
 
 export default {
   testRunner: 'vitest',
-  vitest: { configFile: 'vitest.mutation.config.ts' },
+  // MUTATION_UNITS: the tests named by MUTATION_TESTS need no database (vitest.mutation-units.config.ts).
+  vitest: { configFile: process.env.MUTATION_UNITS ? 'vitest.mutation-units.config.ts' : 'vitest.mutation.config.ts' },
   mutate: group.mutate,
   coverageAnalysis: 'perTest',
   // Static mutants (a change to a module-level table, evaluated once at import) are not tested:

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { changeHold } from '../../src/engine/money/index.ts';
+import { withSingleStatement } from '../../src/db/transaction.ts';
+import type { Principal } from '../../src/engine/common/index.ts';
+import { changeHold, createTransitions, newTransactionRow } from '../../src/engine/money/index.ts';
+import type { CapabilityRow } from '../../src/store/capabilities.ts';
+import { checkBooks } from '../helpers/books.ts';
 import { balance, createCapability, credit } from '../helpers/market.ts';
 
 /**
@@ -98,5 +102,39 @@ describe("a task's bounty held and released", () => {
     const hold = { ownerId: publisher.userId, currency: 'UT' as const, taskId: 'x'.repeat(65), held: 0n, wanted: 100n, at: now() };
     await expect(changeHold(db, hold)).rejects.toMatchObject({ code: '22001' });
     expect(await balance(test, publisher)).toMatchObject({ available: '10.00', frozen: '0.00' });
+  });
+});
+
+describe('a create and a move in one batch', () => {
+  it('writes both in one statement: the new purchase and the freeze of the earlier one', async () => {
+    const buyer = await createAgent(test);
+    const seller = await createAgent(test);
+    await credit(test, buyer.userId, '10.00');
+    const offered = (await createCapability(test, seller, { price_ut: '1.00' })) as Json;
+    const { dependencies } = test.runtime.engine;
+    // A transitions instance of the test's own, as test/money/group-commit.test.ts uses: its row
+    // cache decides the freeze without a read, so the freeze and the create are submitted together.
+    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+    const principal: Principal = { user_id: buyer.userId, caller_type: 'agent', platform: 'custom_mcp', api_key_id: null };
+    const capability = (await dependencies.db('capabilities').where({ id: offered.id }).first()) as CapabilityRow;
+    const create = () =>
+      withSingleStatement(dependencies.db, (unit) =>
+        transitions.insert(unit, newTransactionRow(principal, { capability_id: capability.id }, capability, 100n, dependencies.now(), 250)),
+      );
+    const first = await create();
+    const before = transitions.batchStats();
+    const [frozen, second] = await Promise.all([
+      withSingleStatement(dependencies.db, (unit) => transitions.move(unit, first.id, 'freeze', { principal })),
+      create(),
+    ]);
+    expect(transitions.batchStats()).toMatchObject({ batches: before.batches + 1, changes: before.changes + 2 });
+    expect(frozen.status).toBe('frozen');
+    expect(second.status).toBe('pending_freeze');
+    expect(await dependencies.db('transactions').where({ buyer_user_id: buyer.userId }).orderBy('status').pluck('status')).toEqual([
+      'frozen',
+      'pending_freeze',
+    ]);
+    expect(await balance(test, buyer)).toMatchObject({ available: '9.00', frozen: '1.00' });
+    expect(await checkBooks(test.runtime.database.db)).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { type BatcherOptions, createBatcher } from '../../src/engine/money/index.ts';
-import { type StateChange, commitChange, commitChanges } from '../../src/store/change.ts';
+import { type StateChange, commitChange, commitChanges, isClientTaskIdTaken } from '../../src/store/change.ts';
 import { InsufficientBalance, type Leg } from '../../src/store/ledger.ts';
 
 /**
@@ -150,6 +150,20 @@ describe('the outcome of each change of a statement', () => {
     expect(statements[0]!.text).toContain('UNION ALL SELECT ordinal FROM claim_held');
   });
 
+  it('answers stale, not claim_lost, to a change whose claim held but whose row had moved on', async () => {
+    const claimed = change('moved-on', { claim: { scopeHash: 'hash', token: 't', lockId: '1', responseStatus: 200, responseBody: {} } });
+    const held: Row = { kind: 'held', ordinal: 1, position: null, id: null, buyer_sequence: null, seller_sequence: null };
+    const { db } = fakeDatabase(() => [held, changed(2), event(2, 1, 'e2')]);
+    expect((await commitChanges(db, [claimed, change('other')])).map((outcome) => outcome.kind)).toEqual(['stale', 'applied']);
+  });
+
+  it('refuses a change without an event before any statement, also when it is written alone', async () => {
+    const { db, statements } = fakeDatabase(() => []);
+    await expect(commitChanges(db, [change('a', { events: [] })])).rejects.toThrow('a state change without an event');
+    await expect(commitChange(db, change('a', { events: [] }))).rejects.toThrow('a state change without an event');
+    expect(statements).toHaveLength(0);
+  });
+
   it('runs no claim clauses for changes without a claim', async () => {
     const { db, statements } = fakeDatabase(() => [changed(1), event(1, 1, 'e1')]);
     await commitChanges(db, [change('a')]);
@@ -170,6 +184,20 @@ describe('one change alone', () => {
     const error: unknown = await commitChange(db, freeze).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(InsufficientBalance);
     expect(error).toMatchObject({ accountId: buyerAccount, currency: 'UT', required: 250n });
+  });
+
+  it('answers the outcome of the one change', async () => {
+    const { db } = fakeDatabase(() => [changed(1), event(1, 1, 'e1')]);
+    expect(await commitChange(db, change('a'))).toMatchObject({ kind: 'applied', events: [{ id: 'e1', transaction_id: 'a' }] });
+  });
+
+  it('takes only the unique violation of (buyer, client task id) for a client task id taken', () => {
+    const violation = (code: string, constraint: string) => Object.assign(new Error('duplicate'), { code, constraint });
+    expect(isClientTaskIdTaken(violation('23505', 'transactions_buyer_user_id_client_task_id_unique'))).toBe(true);
+    expect(isClientTaskIdTaken(violation('23505', 'transactions_pkey'))).toBe(false);
+    expect(isClientTaskIdTaken(violation('23514', 'transactions_buyer_user_id_client_task_id_unique'))).toBe(false);
+    expect(isClientTaskIdTaken(new Error('terminating connection'))).toBe(false);
+    expect(isClientTaskIdTaken(null)).toBe(false);
   });
 
   it('throws any other failure as it came', async () => {
