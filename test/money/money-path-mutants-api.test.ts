@@ -11,8 +11,10 @@ import { balance, createCapability, credit } from '../helpers/market.ts';
 
 /**
  * The money path's rules that its mutation run (test/mutation/groups.mjs, money-path;
- * docs/decisions/operations-and-testing.md "Mutation testing") found no test for and that only
- * the API shows: each case is what a client is told.
+ * docs/decisions/operations-and-testing.md "Mutation testing") found no test for and that need a
+ * database: through the API where it can arrange the case (what a client is told, what its wallet
+ * shows), else at the engine's door (a hold failing on something other than money; a create and a
+ * move that must share one batch).
  */
 let test: TestApp;
 beforeAll(async () => {

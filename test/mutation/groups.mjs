@@ -68,7 +68,7 @@ export const mutationGroups = {
    */
   budgets: {
     mutate: ['src/engine/money/budgets.ts', 'src/store/agent-budgets.ts'],
-    tests: ['test/money/budgets-rules.test.ts', 'test/money/budgets-tasks.test.ts', 'test/money/budgets-routes.test.ts', 'test/money/budgets-paths.test.ts'],
+    tests: ['test/money/budgets-rules.test.ts', 'test/money/budgets-tasks.test.ts', 'test/money/budgets-routes.test.ts', 'test/money/budgets-paths.test.ts', 'test/money/budgets-mutants.test.ts'],
   },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
