@@ -4,6 +4,9 @@ import { prepared } from '../db/prepared.ts';
 import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger.ts';
 import type { OutboxRow } from './outbox.ts';
 import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClause } from './claims.ts';
+import { type BudgetTake, budgetChargedClause, budgetClauses, usageRowOf } from './change-budgets.ts';
+
+export { type BudgetTake, usageRowOf } from './change-budgets.ts';
 
 /**
  * State changes of marketplace transactions as ONE SQL statement: the writes to the transaction
@@ -20,7 +23,8 @@ import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClaus
  * is its own atomic commit: one commit for all its changes. Row locks are taken in one fixed
  * order, the same in every change statement (PostgreSQL runs the CTEs the final SELECT reads
  * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
- * claim rows, the transaction rows, the stream counters, then the accounts. Two statements
+ * claim rows, the transaction rows, the agent budgets' usage rows (change-budgets.ts), the stream
+ * counters, then the accounts. Two statements
  * therefore never wait for each other in a circle.
  */
 export interface NewEvent {
@@ -41,13 +45,15 @@ export interface StateChange {
   at: Date;
   /** An idempotency claim to complete in the same statement, with the response to store. */
   claim?: ClaimCompletion;
+  /** An agent budget charge taken in the same statement (a move only; see budgetClauses). */
+  budget?: BudgetTake;
 }
 
 /**
  * Applied with the outbox rows written; stale when the compare-and-set found the row changed; or
  * claim_lost when another request took over the idempotency claim, so nothing was written.
  */
-export type ChangeOutcome = { kind: 'applied'; events: OutboxRow[] } | { kind: 'stale' } | { kind: 'claim_lost' };
+export type ChangeOutcome = { kind: 'applied'; events: OutboxRow[] } | { kind: 'stale' } | { kind: 'claim_lost' } | { kind: 'over_budget' };
 
 const columnName = /^[a-z_]+$/;
 
@@ -68,7 +74,13 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   const clauses: string[] = [];
   const sources: string[] = [];
   if (updates.length > 0) {
-    clauses.push(...updateClauses(updates, bindings));
+    clauses.push(
+      ...updateClauses(
+        updates,
+        bindings,
+        updates.some(({ change }) => change.budget),
+      ),
+    );
     sources.push('SELECT ordinal, id FROM updated');
   }
   if (inserts.length > 0) {
@@ -93,7 +105,7 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
  * so two statements never wait for each other in a circle. A column some moves set and others do
  * not is set to itself where the move leaves it alone.
  */
-function updateClauses(updates: Numbered[], bindings: unknown[]): string[] {
+function updateClauses(updates: Numbered[], bindings: unknown[], budgeted: boolean): string[] {
   const sets = updates.map(({ change }) => (change.write as { set: Record<string, unknown> }).set);
   const columns = [...new Set(sets.flatMap((set) => Object.keys(set)))].sort();
   assertColumns(columns);
@@ -117,19 +129,25 @@ function updateClauses(updates: Numbered[], bindings: unknown[]): string[] {
       }),
     ),
   );
-  return [
+  const [input, locked, updated] = [
     `update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_sequence int, bump int, patch jsonb)
       WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
     // `= ANY (ARRAY(...))`: the ids as one array, which the planner looks up by the primary key
     // (a join with the JSON input, which it guesses at 100 rows, would scan the table); the array
     // of locked ids is made before the UPDATE reads any row, so every lock is taken in id order.
-    'locked_transactions AS (SELECT id FROM transactions WHERE id = ANY (ARRAY(SELECT id FROM update_input)) ORDER BY id FOR NO KEY UPDATE)',
+    'locked_transactions AS (SELECT id, status, event_sequence FROM transactions WHERE id = ANY (ARRAY(SELECT id FROM update_input)) ORDER BY id FOR NO KEY UPDATE)',
     `updated AS (UPDATE transactions AS target SET ${assignments.join(', ')}, event_sequence = target.event_sequence + input.bump
        FROM update_input AS input CROSS JOIN LATERAL jsonb_populate_record(NULL::transactions, input.patch) AS patched
       WHERE target.id = ANY (ARRAY(SELECT id FROM locked_transactions))
         AND target.id = input.id AND target.status = input.from_status AND target.event_sequence = input.from_sequence
+        ${budgeted ? 'AND (input.ordinal NOT IN (SELECT ordinal FROM budget_input) OR input.ordinal IN (SELECT ordinal FROM budget_taken))' : ''}
       RETURNING input.ordinal, target.id)`,
   ];
+  // The budget clauses read the locked rows and gate the UPDATE: they go between, bound in that order.
+  if (!budgeted) return [input!, locked!, updated!];
+  const budget = budgetClauses(updates, bindings);
+  // The JSON of the update input was pushed first; the budget's next: the texts are in that order.
+  return [input!, locked!, ...budget, updated!];
 }
 
 /**
@@ -182,7 +200,7 @@ function eventClauses(numbered: Numbered[], bindings: unknown[]): string[] {
 }
 
 interface ResultRow {
-  kind: 'held' | 'changed' | 'event';
+  kind: 'held' | 'changed' | 'event' | 'budget_due' | 'budget_taken';
   ordinal: number;
   position: number | null;
   id: string | null;
@@ -190,14 +208,22 @@ interface ResultRow {
   seller_sequence: string | null;
 }
 
-/** Refuses what no statement may write: an unbalanced movement, a change without an event, a transaction twice. */
+/**
+ * Refuses what no statement may write: an unbalanced movement, a change without an event, a
+ * transaction twice, a budget take on a create or two on one usage row.
+ */
 export function assertWritable(changes: StateChange[]) {
   const ids = new Set<string>();
+  const usageRows = new Set<string>();
   for (const change of changes) {
     assertBalanced(change.legs);
     if (change.events.length === 0) throw new Error('a state change without an event');
     if (ids.has(change.transactionId)) throw new Error('two changes of one transaction in one statement');
     ids.add(change.transactionId);
+    if (!change.budget) continue;
+    if (change.write.kind !== 'update') throw new Error('a budget take on a create');
+    if (usageRows.has(usageRowOf(change.budget))) throw new Error('two budget takes of one usage row in one statement');
+    usageRows.add(usageRowOf(change.budget));
   }
 }
 
@@ -212,6 +238,7 @@ export function assertWritable(changes: StateChange[]) {
 export async function commitChanges(executor: Knex, changes: StateChange[]): Promise<ChangeOutcome[]> {
   assertWritable(changes);
   const numbered = changes.map((change, index) => ({ change, ordinal: index + 1 }));
+  const budgeted = changes.some((change) => change.budget);
   const claims: NumberedClaim[] = numbered.flatMap(({ change, ordinal }) => (change.claim ? [{ ...change.claim, ordinal }] : []));
   const bindings: unknown[] = [];
   const clauses = claims.length > 0 ? claimClauses(claims, bindings) : [];
@@ -227,21 +254,27 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
     ),
     ...eventClauses(numbered, bindings),
     ...(claims.length > 0 ? [completionClause('changed')] : []),
+    ...(budgeted ? [budgetChargedClause] : []),
   );
   // The outcome of every change: whether its claim held, whether it was written, and its events.
   const text = `WITH ${clauses.join(',\n')}
     SELECT 'changed' AS kind, ordinal, NULL::int AS position, NULL::text AS id, NULL::text AS buyer_sequence, NULL::text AS seller_sequence FROM changed
     UNION ALL SELECT 'event', event_input.ordinal, event_input.position, events.id::text, events.buyer_sequence::text, events.seller_sequence::text
       FROM events JOIN event_input ON event_input.transaction_id = events.transaction_id AND event_input.transaction_sequence = events.transaction_sequence
-    ${claims.length > 0 ? "UNION ALL SELECT 'held', ordinal, NULL, NULL, NULL, NULL FROM claim_held" : ''}`;
+    ${claims.length > 0 ? "UNION ALL SELECT 'held', ordinal, NULL, NULL, NULL, NULL FROM claim_held" : ''}
+    ${budgeted ? "UNION ALL SELECT 'budget_due', ordinal, NULL, NULL, NULL, NULL FROM budget_due UNION ALL SELECT 'budget_taken', ordinal, NULL, NULL, NULL, NULL FROM budget_taken" : ''}`;
   return outcomesOf(numbered, await prepared<ResultRow>(executor, text, bindings));
 }
 
 function outcomesOf(numbered: Numbered[], rows: ResultRow[]): ChangeOutcome[] {
   const held = new Set(rows.filter((row) => row.kind === 'held').map((row) => row.ordinal));
   const changed = new Set(rows.filter((row) => row.kind === 'changed').map((row) => row.ordinal));
+  const due = new Set(rows.filter((row) => row.kind === 'budget_due').map((row) => row.ordinal));
+  const taken = new Set(rows.filter((row) => row.kind === 'budget_taken').map((row) => row.ordinal));
   return numbered.map(({ change, ordinal }): ChangeOutcome => {
     if (change.claim && !held.has(ordinal)) return { kind: 'claim_lost' };
+    // Its row still matched, so only the day's bound can have kept its take, and the move, from being written.
+    if (change.budget && due.has(ordinal) && !taken.has(ordinal)) return { kind: 'over_budget' };
     if (!changed.has(ordinal)) return { kind: 'stale' };
     const events = rows.filter((row) => row.kind === 'event' && row.ordinal === ordinal).sort((a, b) => a.position! - b.position!);
     return { kind: 'applied', events: events.map((row, index) => outboxRow(change, row, index)) };

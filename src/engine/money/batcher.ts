@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { limits } from '../../limits.ts';
-import { type ChangeOutcome, type StateChange, assertWritable, commitChanges } from '../../store/change.ts';
+import { type ChangeOutcome, type StateChange, assertWritable, commitChanges, usageRowOf } from '../../store/change.ts';
 
 /**
  * Group commit (docs/decisions/money-and-escrow.md "Group commit"). State changes submitted while
@@ -110,17 +110,24 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
     }
   }
 
-  /** The oldest waiting changes, at most one per transaction; a second one keeps its place in the queue. */
+  /**
+   * The oldest waiting changes, at most one per transaction and one per agent budget's usage row
+   * (a take is decided on the sum the previous one left, which one statement cannot show it); a
+   * second one keeps its place in the queue.
+   */
   function take(): Waiting[] {
     const batch: Waiting[] = [];
     const ids = new Set<string>();
+    const usageRows = new Set<string>();
     for (let index = 0; index < queue.length && batch.length < options.changesMax;) {
       const waiting = queue[index]!;
-      if (ids.has(waiting.change.transactionId)) {
+      const usageRow = waiting.change.budget ? usageRowOf(waiting.change.budget) : undefined;
+      if (ids.has(waiting.change.transactionId) || (usageRow !== undefined && usageRows.has(usageRow))) {
         index++;
         continue;
       }
       ids.add(waiting.change.transactionId);
+      if (usageRow !== undefined) usageRows.add(usageRow);
       batch.push(waiting);
       queue.splice(index, 1);
     }

@@ -7,6 +7,7 @@ import type { AgentBudgetInput, AgentBudgetView } from '../../schemas/agent-budg
 import * as store from '../../store/agent-budgets.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
 import { findApiKeyById } from '../../store/identity.ts';
+import type { BudgetTake } from '../../store/change.ts';
 import { authorize, manageAgentBudget } from '../access/index.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
 
@@ -17,8 +18,10 @@ import type { EngineDependencies, Principal } from '../common/index.ts';
  * or capabilities allowed on the budget row, the day's bound by a compare-and-set on the key's
  * usage row for the UTC day, which stays locked until that transaction ends, so parallel charges
  * of one key are decided one after the other on the sum each left. A refusal (4021) throws, the
- * database transaction rolls back, and nothing moves. What each purchase or task was charged is
- * recorded, so a release gives back exactly that, to the day it was charged to.
+ * database transaction rolls back, and nothing moves. A party's freeze instead takes its charge in
+ * the freeze's own statement, which group commit batches (planFreezeCharge; "Group commit and
+ * agent budgets"). What each purchase or task was charged is recorded, so a release gives back
+ * exactly that, to the day it was charged to.
  */
 export interface BudgetCharge {
   /** What the charge adds to the day's spending (at an accept: the part of the price beyond the bounty held). */
@@ -149,12 +152,15 @@ export async function chargeAgentBudget(trx: Knex, principal: Principal, charge:
 }
 
 /**
- * The charge of a buyer's freeze of a transaction in pending_freeze. Anything else (not the
- * buyer's, not waiting for its freeze) is left to the move, which refuses it in its own words.
+ * A freeze's budget charge taken in the statement of the freeze itself (store/change.ts, so that
+ * it can share a group commit): the take of the day's usage row, and the 4021 to answer when the
+ * day's bound refuses it there. Checked here, on the budget row: what the budget allows and
+ * per_purchase_max (4021 at once). Only a buyer's freeze of a transaction in pending_freeze is
+ * charged; anything else is left to the move, which refuses it in its own words.
  */
-export async function chargeFreeze(trx: Knex, principal: Principal, transactionId: string, at: Date): Promise<void> {
-  if (!principal.budget_key_id) return;
-  const [row] = (await trx('transactions as t')
+export async function planFreezeCharge(db: Knex, principal: Principal, transactionId: string, at: Date): Promise<FreezeCharge | undefined> {
+  if (!principal.budget_key_id) return undefined;
+  const [row] = (await db('transactions as t')
     .leftJoin('capabilities as c', 'c.id', 't.capability_id')
     .where('t.id', transactionId)
     .select('t.price', 't.currency', 't.status', 't.buyer_user_id', 't.capability_id', 'c.category')) as {
@@ -165,17 +171,24 @@ export async function chargeFreeze(trx: Knex, principal: Principal, transactionI
     capability_id: string | null;
     category: string | null;
   }[];
-  if (row?.status !== 'pending_freeze' || row.buyer_user_id !== principal.user_id) return;
+  if (row?.status !== 'pending_freeze' || row.buyer_user_id !== principal.user_id) return undefined;
   const price = BigInt(row.price);
-  await chargeAgentBudget(trx, principal, {
-    amount: price,
-    price,
-    currency: row.currency,
-    category: row.category,
-    capabilityId: row.capability_id,
-    refId: transactionId,
-    at,
-  });
+  const charge = { amount: price, price, currency: row.currency, category: row.category, capabilityId: row.capability_id, refId: transactionId, at };
+  const budget = await budgetFor(db, principal, charge.currency);
+  if (!budget) return undefined;
+  const usage = { keyId: budget.api_key_id, currency: budget.currency, day: dayOf(at) };
+  await assertPerCharge(db, budget, charge, usage);
+  if (price === 0n) return undefined;
+  return {
+    take: { ...usage, amount: price, dailyMax: maybe(budget.daily_max), refId: transactionId },
+    refuse: async () => refusal('daily', budget, charge, await store.spentOn(db, usage)),
+  };
+}
+
+export interface FreezeCharge {
+  take: BudgetTake;
+  /** The 4021 of the day's bound, with what is left as it is when answered. */
+  refuse(): Promise<AppError>;
 }
 
 /**

@@ -16,7 +16,7 @@ import { InsufficientBalance } from '../../store/ledger.ts';
 import { transactionView, withOmittedFields } from './views.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
 import { assertBuyerCeiling } from './ceilings.ts';
-import { chargeFreeze, checkPurchase } from './budgets.ts';
+import { checkPurchase, planFreezeCharge } from './budgets.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { limits } from '../../limits.ts';
 import type { Knex } from 'knex';
@@ -225,7 +225,8 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
 
   /** A party's action (freeze, accept, reject, deliver, confirm, cancel, dispute). */
   async function act(principal: Principal, id: string, action: PartyAction, extra: ActionExtra, request: IdempotencyRequest | null) {
-    // A freeze by a person's own key is charged to its agent budget in the freeze's database transaction (budgets.ts).
+    // A freeze by a person's own key is charged to its agent budget in the freeze's own statement,
+    // which can share a group commit with others (budgets.ts planFreezeCharge, store/change.ts).
     const budgeted = action === 'freeze' && Boolean(principal.budget_key_id);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -235,10 +236,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
             request,
             200,
             async (unit) => {
-              if (budgeted) await chargeFreeze(unit.trx, principal, id, now());
-              return transactionView(await transitions.move(unit, id, action, { principal }, extra));
+              const budget = budgeted ? await planFreezeCharge(unit.trx, principal, id, now()) : undefined;
+              return transactionView(await transitions.move(unit, id, action, { principal }, budget ? { ...extra, budget } : extra));
             },
-            budgeted ? 'several statements' : 'one statement',
+            'one statement',
           ),
         );
       } catch (error) {

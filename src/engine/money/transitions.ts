@@ -12,7 +12,7 @@ import { createBatcher } from './batcher.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
 import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 import { jsonBytesOf, transactionEventView } from './views.ts';
-import { giveBackAgentBudget } from './budgets.ts';
+import { type FreezeCharge, giveBackAgentBudget } from './budgets.ts';
 import { limits } from '../../limits.ts';
 import { authorizeAction, partyOf } from '../access/index.ts';
 
@@ -28,6 +28,8 @@ export interface ActionExtra {
     error_detail: string | null;
     result: Record<string, unknown> | null;
   };
+  /** A freeze's agent budget charge, taken in the freeze's own statement (budgets.ts planFreezeCharge). */
+  budget?: FreezeCharge;
 }
 
 const hoursMs = 60 * 60 * 1000;
@@ -158,6 +160,7 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
       legs,
       events,
       at,
+      ...(extra.budget && step.money === 'freeze' ? { budget: extra.budget.take } : {}),
     };
     return { change, after: current };
   }
@@ -166,7 +169,7 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
    * Runs the change and schedules its events for publishing once it is committed. Under an
    * idempotency key the same statement stores the response.
    */
-  async function commit(unit: UnitOfWork, change: StateChange): Promise<boolean> {
+  async function commit(unit: UnitOfWork, change: StateChange, budget?: FreezeCharge): Promise<boolean> {
     const { claim } = unit;
     // The last event carries the view of the row after the change: the response, computed once.
     // Like the event, it references a large input or result_payload; a replay fills them in.
@@ -185,6 +188,8 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     }
     if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
     if (outcome.kind === 'stale') return false;
+    // The day's bound refused the budget charge: nothing of the change was written.
+    if (outcome.kind === 'over_budget') throw await budget!.refuse();
     if (claim) claim.completed = true;
     for (const event of outcome.events) unit.afterCommit(() => publisher.publish(event));
     return true;
@@ -233,7 +238,7 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
         continue;
       }
       const { change, after } = planMove(row!, step, extra, at);
-      if (await commit(unit, change)) {
+      if (await commit(unit, change, extra.budget)) {
         remember(unit, after);
         // A release gives back to an agent budget what the purchase was charged (budgets.ts), once committed.
         if (step.money === 'release') unit.afterCommit(() => giveBackAgentBudget(db, id));
