@@ -111,6 +111,36 @@ describe('budgeted freezes in known batches', () => {
     expect(recorded.map((row: { amount: string }) => row.amount)).toEqual(Array<string>(6).fill('100'));
     expect(await checkBooks(dependencies.db)).toEqual([]);
   });
+
+  it(raceTest('two instances batching takes of one key at once: never beyond its day, each refused one 4021'), async () => {
+    const { dependencies } = test.runtime.engine;
+    const silent = { publish: () => {}, flush: async () => {}, close: async () => {} };
+    const instances = [createTransitions(dependencies, silent), createTransitions(dependencies, silent)];
+    const capability = await createCapability(test, await createAgent(test), { price_ut: '1.00' });
+    const agent = await ownedAgent(test);
+    await credit(test, agent.userId, '100.00');
+    await setBudget(test, agent.person, agent.apiKeyId, { daily_max: '5.00' }).expect(200);
+    const principal = principalOf(agent);
+    // Each instance wrote six pending purchases and so moves them without a read: its takes of
+    // the key go one batch after the other, racing the other instance's for the same usage row,
+    // which none of them has yet.
+    const pending = await Promise.all(instances.map((transitions) => pendingCached(transitions, principal, capability.id, 6)));
+    const charges = await Promise.all(pending.map((ids) => Promise.all(ids.map((id) => planFreezeCharge(dependencies.db, principal, id, dependencies.now())))));
+    const answers = await Promise.allSettled(
+      pending.flatMap((ids, instance) =>
+        ids.map((id, index) =>
+          withSingleStatement(dependencies.db, (unit) => instances[instance]!.move(unit, id, 'freeze', { principal }, { budget: charges[instance]![index]! })),
+        ),
+      ),
+    );
+    expect(answers.filter((answer) => answer.status === 'fulfilled')).toHaveLength(5);
+    for (const answer of answers.filter((each) => each.status === 'rejected')) {
+      expect((answer as PromiseRejectedResult).reason).toMatchObject({ code: 4021, data: { budget: 'daily', left_today: '0.00', spent_today: '5.00' } });
+    }
+    expect(await budgetOf(test, agent.person, agent.apiKeyId)).toMatchObject({ spent_today: '5.00', left_today: '0.00' });
+    expect(await balance(test, agent)).toMatchObject({ available: '95.00', frozen: '5.00' });
+    expect(await checkBooks(dependencies.db)).toEqual([]);
+  });
 });
 
 describe('many budgeted and unbudgeted freezes at once over HTTP', () => {
