@@ -93,6 +93,11 @@ export const limits = {
   databasePoolSizeMax: 10,
   /** Connections for writes that need no durable commit (idempotency claims, published marks). */
   asyncCommitPoolSizeMax: 4,
+  /**
+   * Connections for the named statements of db/prepared.ts (the hot path: change statements,
+   * point reads), each planned once per connection (`plan_cache_mode = force_generic_plan`).
+   */
+  statementPoolSizeMax: 10,
   /** How long a request waits for a database connection before it is answered 503 (knex's default is 60 s). */
   databaseAcquireTimeoutMs: 5_000,
   /** How long opening one connection to PostgreSQL may take. */

@@ -5,6 +5,7 @@ import knex, { type Knex } from 'knex';
 import pg from 'pg';
 import { limits } from '../limits.ts';
 import { acquireLockfile } from './lockfile.ts';
+import { attachStatementPool } from './prepared.ts';
 import { PgliteClient } from './pglite-dialect.ts';
 
 // pg parses int8 to a string by default; numeric too. Money is carried as strings of integer
@@ -50,6 +51,19 @@ export async function openPostgres(connectionString: string, poolSizeMax: number
     log: knexLog,
     ...waits,
   });
+  // The named statements of db/prepared.ts get connections of their own that plan each of them
+  // once: with the default plan_cache_mode a statement is planned afresh on its first five runs
+  // per connection and per text, and the change statement has a text per mix of moves in a batch
+  // (docs/benchmark-history.md "Planned once"). Other queries keep planning per run, where a
+  // parameter's value may choose the index (a partial index, a selective filter).
+  const statementDb = knex({
+    client: 'pg',
+    connection: { connectionString, options: '-c plan_cache_mode=force_generic_plan', ...connecting },
+    pool: { min: 0, max: Math.min(poolSizeMax, limits.statementPoolSizeMax) },
+    log: knexLog,
+    ...waits,
+  });
+  attachStatementPool(db, statementDb);
   const url = new URL(connectionString);
   return {
     db,
@@ -57,7 +71,7 @@ export async function openPostgres(connectionString: string, poolSizeMax: number
     kind: 'postgres',
     describe: `PostgreSQL at ${url.hostname}:${url.port || 5432}${url.pathname}`,
     close: async () => {
-      await Promise.all([db.destroy(), asyncCommitDb.destroy()]);
+      await Promise.all([db.destroy(), asyncCommitDb.destroy(), statementDb.destroy()]);
     },
   };
 }

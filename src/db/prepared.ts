@@ -29,6 +29,15 @@ interface PooledClient {
 }
 
 const statements = new Map<string, Statement>();
+/** The pool whose connections plan each named statement once (db/database.ts), by the pool it serves. */
+const statementPools = new WeakMap<Knex, Knex>();
+
+export function attachStatementPool(db: Knex, statementDb: Knex) {
+  statementPools.set(db, statementDb);
+}
+
+/** The pool the named statements on `db` run on: its statement pool, or `db` itself (PGlite, tests' own pools). */
+export const statementPoolOf = (db: Knex): Knex => statementPools.get(db) ?? db;
 let generation = 0;
 
 function statementOf(text: string): Statement {
@@ -77,7 +86,7 @@ export async function prepared<Row>(executor: Knex, text: string, bindings: read
 async function run<Row>(executor: Knex, text: string, bindings: readonly unknown[]): Promise<Row[]> {
   const statement = statementOf(text);
   if (isPostgresPool(executor)) {
-    const client = executor.client as PooledClient;
+    const client = statementPoolOf(executor).client as PooledClient;
     const connection = await client.acquireConnection();
     try {
       const result = await connection.query({ name: statement.name, text: statement.positional, values: bindings as unknown[] });

@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcCaller, v03Text } from '../helpers/a2a.ts';
+import { statementPoolOf } from '../../src/db/prepared.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentMarket, createCapability } from '../helpers/market.ts';
 
@@ -41,13 +42,18 @@ beforeAll(async () => {
     }),
   );
   rpc = rpcCaller({ ...test, http });
-  const client = test.runtime.engine.dependencies.db.client as { acquireConnection: (...args: unknown[]) => Promise<unknown> };
-  const acquire = client.acquireConnection.bind(client);
-  client.acquireConnection = (...args: unknown[]) => {
-    const mark = measured.getStore();
-    if (mark !== undefined) checkouts.set(mark, (checkouts.get(mark) ?? 0) + 1);
-    return acquire(...args);
-  };
+  // Named statements run on the database's statement pool (db/prepared.ts), the rest on its main
+  // pool: a connection taken from either is a round trip.
+  const db = test.runtime.engine.dependencies.db;
+  for (const pool of new Set([db, statementPoolOf(db)])) {
+    const client = pool.client as { acquireConnection: (...args: unknown[]) => Promise<unknown> };
+    const acquire = client.acquireConnection.bind(client);
+    client.acquireConnection = (...args: unknown[]) => {
+      const mark = measured.getStore();
+      if (mark !== undefined) checkouts.set(mark, (checkouts.get(mark) ?? 0) + 1);
+      return acquire(...args);
+    };
+  }
 });
 afterAll(() => test.close());
 
