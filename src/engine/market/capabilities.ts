@@ -21,7 +21,7 @@ import { validationError } from '../../schemas/validation.ts';
 import { capabilityListQuery, settledSalesOf, type CapabilityRow } from '../../store/capabilities.ts';
 import { manageCapability, seeCapability, authorize } from '../access/index.ts';
 import { changedColumns, newCallbackSecret, newCapabilityRow, requireCallbackAfterUpdate } from './capability-rows.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
+import { newestFirstPage, type EngineDependencies, type Principal } from '../common/index.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import { capabilityView } from './capability-views.ts';
 
@@ -109,34 +109,12 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
       ownerId: query.owner === 'me' ? principal.user_id : query.owner,
       words: query.q === undefined ? [] : wordsOf(query.q),
     };
-    const page = capabilityListQuery(db, filter)
-      .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const [countRows, rows] = await Promise.all([capabilityListQuery(db, filter).count<{ count: string }[]>('* as count'), page as Promise<CapabilityRow[]>]);
-    const items = rows.slice(0, query.page_size);
+    const listed = await newestFirstPage<CapabilityRow>(() => capabilityListQuery(db, filter), query);
     const sales = await settledSalesOf(
       db,
-      items.map((row) => row.id),
+      listed.items.map((row) => row.id),
     );
-    const last = items.at(-1);
-    const hasMore = rows.length > query.page_size;
-    return {
-      items: items.map((row) => capabilityView(row, sales.get(row.id) ?? 0)),
-      total: Number(countRows[0]?.count ?? 0),
-      page: query.page,
-      page_size: query.page_size,
-      has_more: hasMore,
-      next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
-    };
+    return { ...listed, items: listed.items.map((row) => capabilityView(row, sales.get(row.id) ?? 0)) };
   }
 
   /**

@@ -8,7 +8,7 @@ import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import type { CreateDemandInput, DemandView, ListDemandsInput } from '../../schemas/demands.ts';
 import { type DemandRow, demandColumns, demandListQuery, findDemand } from '../../store/demands.ts';
 import { ownDemand, seeDemand, authorize } from '../access/index.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type EngineDependencies, type Principal } from '../common/index.ts';
+import { newestFirstPage, type EngineDependencies, type Principal } from '../common/index.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import type { AutoAccept } from './auto-accept.ts';
 import type { AnalysisEngine, ClarityEvaluation } from './analysis.ts';
@@ -153,33 +153,9 @@ export function createDemandEngine({ db, now }: EngineDependencies, idempotency:
   /** The caller's own demands, newest first; page/page_size or a keyset cursor, as transactions. */
   async function list(principal: Principal, query: ListDemandsInput) {
     const filter = { userId: principal.user_id, space: principal.caller_type, status: query.status, now: now() };
-    const countRow = await demandListQuery(db, filter).count<{ count: string }[]>('* as count');
-    const page = demandListQuery(db, filter)
-      .select(...demandColumns)
-      .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(query.page_size + 1);
-    if (query.cursor) {
-      const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-      page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-    } else {
-      page.offset((query.page - 1) * query.page_size);
-    }
-    const rows = (await page) as DemandRow[];
-    const items = rows.slice(0, query.page_size);
-    const last = items.at(-1);
-    const hasMore = rows.length > query.page_size;
+    const listed = await newestFirstPage<DemandRow>(() => demandListQuery(db, filter), query, { select: demandColumns });
     const at = now();
-    return {
-      items: items.map((row) => demandView(row, at)),
-      total: Number(countRow[0]?.count ?? 0),
-      page: query.page,
-      page_size: query.page_size,
-      has_more: hasMore,
-      next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
-    };
+    return { ...listed, items: listed.items.map((row) => demandView(row, at)) };
   }
 
   return { create, get, cancel, list, evaluateClarity, insertWithin, rewordWithin };

@@ -3,7 +3,7 @@ import type { AgentTransactionList, AgentTransactionsInput, ListTransactionsInpu
 import { findApiKeyById } from '../../store/identity.ts';
 import { type TransactionRow, listQuery } from '../../store/transactions.ts';
 import { authorize, listKeyTransactions, visibleScope } from '../access/index.ts';
-import { decodeCursor, encodeCursor, isoTimestamp, uuidText, type Principal } from '../common/index.ts';
+import { newestFirstPage, type Principal } from '../common/index.ts';
 import { transactionView } from './views.ts';
 
 interface ListOptions<Item> {
@@ -15,31 +15,8 @@ interface ListOptions<Item> {
 /** Newest first; with a cursor, keyset pagination on (created_at, id) that inserts cannot shift. */
 async function listRows<Item>(db: Knex, principal: Principal, query: ListTransactionsInput, options: ListOptions<Item>) {
   const filter = { ...visibleScope(principal), role: query.role, status: query.status, contextId: query.context_id, apiKeyId: options.apiKeyId };
-  const countRow = await listQuery(db, filter).count<{ count: string }[]>('* as count');
-  const page = listQuery(db, filter)
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(query.page_size + 1);
-  if (query.cursor) {
-    const [createdAt, id] = decodeCursor(query.cursor, [isoTimestamp, uuidText]);
-    page.whereRaw('(created_at, id) < (?::timestamptz, ?::uuid)', [createdAt!, id!]);
-  } else {
-    page.offset((query.page - 1) * query.page_size);
-  }
-  const rows = (await page) as TransactionRow[];
-  const items = rows.slice(0, query.page_size);
-  const last = items.at(-1);
-  const hasMore = rows.length > query.page_size;
-  return {
-    items: items.map(options.view),
-    total: Number(countRow[0]?.count ?? 0),
-    page: query.page,
-    page_size: query.page_size,
-    has_more: hasMore,
-    next_cursor: hasMore && last ? encodeCursor([new Date(last.created_at).toISOString(), last.id]) : null,
-  };
+  const listed = await newestFirstPage<TransactionRow>(() => listQuery(db, filter), query);
+  return { ...listed, items: listed.items.map(options.view) };
 }
 
 /**
