@@ -22,17 +22,22 @@ export interface BudgetTake {
 export const usageRowOf = (take: BudgetTake) => `${take.keyId}:${take.currency}:${take.day}`;
 
 /**
- * The agent budget takes of the moves (`budget_input`, `budget_due`, `budget_usage`, `budget_taken`; `budget_charged` after the writes).
+ * The agent budget takes of the moves and of the inserts already frozen (an invoke's hold) (`budget_input`, `budget_due`, `budget_usage`, `budget_taken`; `budget_charged` after the writes).
  * A take is tried only for a move whose claim held and whose row, locked by locked_transactions
  * (which sees its latest version, and keeps it so until the commit), still has the status and
  * sequence the move was decided on: so the UPDATE will match, and a stale move takes nothing. The
  * usage rows are upserted in key order with the compare-and-set `spent + amount <= daily_max`
  * (ON CONFLICT decides on the latest committed row, waiting for a concurrent charge of the key),
- * and a move is written only if its take was (updateClauses). The batcher puts at most one take
+ * and a move or insert is written only if its take was (writeClauses). An insert's take is due
+ * once its claim held: its row is new, so there is nothing it could have been decided on. The batcher puts at most one take
  * per usage row in a statement, so no row is upserted twice. Lock order: claims, transaction rows,
  * usage rows, stream counters, accounts.
  */
-export function budgetClauses(numbered: { change: { budget?: BudgetTake }; ordinal: number }[], bindings: unknown[]): string[] {
+export function budgetClauses(
+  numbered: { change: { budget?: BudgetTake }; ordinal: number }[],
+  bindings: unknown[],
+  writes: { updates: boolean; inserts: boolean },
+): string[] {
   const takes = numbered.flatMap(({ change, ordinal }) => {
     const take = change.budget;
     if (!take) return [];
@@ -40,14 +45,23 @@ export function budgetClauses(numbered: { change: { budget?: BudgetTake }; ordin
     return [{ ordinal, api_key_id: take.keyId, currency: take.currency, day: take.day, amount: String(take.amount), daily_max: dailyMax, ref_id: take.refId }];
   });
   bindings.push(JSON.stringify(takes));
+  const due = [
+    ...(writes.updates
+      ? [
+          `SELECT take.* FROM budget_input AS take
+       JOIN update_input AS input ON input.ordinal = take.ordinal
+       JOIN locked_transactions AS row ON row.id = input.id AND row.status = input.from_status AND row.event_sequence = input.from_sequence`,
+        ]
+      : []),
+    // A new row has nothing to match: an insert whose claim held (insert_input) is due its take.
+    ...(writes.inserts ? ['SELECT take.* FROM budget_input AS take JOIN insert_input AS input ON input.ordinal = take.ordinal'] : []),
+  ];
   const bound = `(SELECT due.daily_max FROM budget_due AS due
       WHERE due.api_key_id = excluded.api_key_id AND due.currency = excluded.currency AND due.day = excluded.day)`;
   return [
     `budget_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb)
       AS take(ordinal int, api_key_id uuid, currency text, day text, amount bigint, daily_max bigint, ref_id uuid))`,
-    `budget_due AS (SELECT take.* FROM budget_input AS take
-       JOIN update_input AS input ON input.ordinal = take.ordinal
-       JOIN locked_transactions AS row ON row.id = input.id AND row.status = input.from_status AND row.event_sequence = input.from_sequence)`,
+    `budget_due AS (${due.join(' UNION ALL ')})`,
     `budget_usage AS (INSERT INTO agent_budget_usage (api_key_id, currency, day, spent)
        SELECT api_key_id, currency, day, amount FROM budget_due WHERE daily_max IS NULL OR amount <= daily_max
         ORDER BY api_key_id, currency, day

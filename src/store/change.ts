@@ -45,7 +45,7 @@ export interface StateChange {
   at: Date;
   /** An idempotency claim to complete in the same statement, with the response to store. */
   claim?: ClaimCompletion;
-  /** An agent budget charge taken in the same statement (a move only; see budgetClauses). */
+  /** An agent budget charge taken in the same statement (a freeze, or an insert already frozen; see budgetClauses). */
   budget?: BudgetTake;
 }
 
@@ -67,45 +67,53 @@ interface Numbered {
   ordinal: number;
 }
 
-/** The changes' transaction rows: the compare-and-set updates and the inserts, as `changed` (ordinal, id). */
+/**
+ * The changes' transaction rows: the compare-and-set updates and the inserts, as `changed`
+ * (ordinal, id). The inputs come first, then the agent budgets' takes (they read the locked rows
+ * and the inputs), then the writes, which a budgeted change passes only if its take was made.
+ */
 function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   const updates = numbered.filter(({ change }) => change.write.kind === 'update');
   const inserts = numbered.filter(({ change }) => change.write.kind === 'insert');
-  const clauses: string[] = [];
+  const budgeted = numbered.some(({ change }) => change.budget);
+  // A budgeted change is written only if its take returned (budget_taken).
+  const gate = (ordinal: string) =>
+    budgeted ? `AND (${ordinal} NOT IN (SELECT ordinal FROM budget_input) OR ${ordinal} IN (SELECT ordinal FROM budget_taken))` : '';
+  const reads: string[] = [];
+  const writes: string[] = [];
   const sources: string[] = [];
   if (updates.length > 0) {
-    clauses.push(
-      ...updateClauses(
-        updates,
-        bindings,
-        updates.some(({ change }) => change.budget),
-      ),
-    );
+    const update = updateClauses(updates, bindings, gate('input.ordinal'));
+    reads.push(...update.reads);
+    writes.push(update.write);
     sources.push('SELECT ordinal, id FROM updated');
   }
   if (inserts.length > 0) {
     const columns = [...new Set(inserts.flatMap(({ change }) => Object.keys((change.write as { values: object }).values)))].sort();
     assertColumns(columns);
     bindings.push(JSON.stringify(inserts.map(({ change, ordinal }) => ({ ordinal, fields: (change.write as { values: object }).values }))));
-    clauses.push(
+    reads.push(
       `insert_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, fields jsonb) WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
-      `inserted AS (INSERT INTO transactions (${columns.join(', ')})
+    );
+    writes.push(`inserted AS (INSERT INTO transactions (${columns.join(', ')})
         SELECT ${columns.map((column) => `fresh.${column}`).join(', ')}
           FROM insert_input CROSS JOIN LATERAL jsonb_populate_record(NULL::transactions, insert_input.fields) AS fresh
-         ORDER BY insert_input.ordinal RETURNING id)`,
-    );
+         WHERE true ${gate('insert_input.ordinal')}
+         ORDER BY insert_input.ordinal RETURNING id)`);
     sources.push("SELECT insert_input.ordinal, inserted.id FROM inserted JOIN insert_input ON (insert_input.fields->>'id')::uuid = inserted.id");
   }
-  return [...clauses, `changed AS (${sources.join(' UNION ALL ')})`];
+  // The budget clauses read the locked rows and the inputs and gate the writes: they go between, bound in that order.
+  const budget = budgeted ? budgetClauses(numbered, bindings, { updates: updates.length > 0, inserts: inserts.length > 0 }) : [];
+  return [...reads, ...budget, ...writes, `changed AS (${sources.join(' UNION ALL ')})`];
 }
 
 /**
  * The compare-and-set of every move, as one UPDATE: a row is changed only if its status and
  * event_sequence are still those the move was decided on. The rows are locked first, in id order,
  * so two statements never wait for each other in a circle. A column some moves set and others do
- * not is set to itself where the move leaves it alone.
+ * not is set to itself where the move leaves it alone. `gate` keeps a budgeted move whose take was refused.
  */
-function updateClauses(updates: Numbered[], bindings: unknown[], budgeted: boolean): string[] {
+function updateClauses(updates: Numbered[], bindings: unknown[], gate: string): { reads: string[]; write: string } {
   const sets = updates.map(({ change }) => (change.write as { set: Record<string, unknown> }).set);
   const columns = [...new Set(sets.flatMap((set) => Object.keys(set)))].sort();
   assertColumns(columns);
@@ -129,25 +137,22 @@ function updateClauses(updates: Numbered[], bindings: unknown[], budgeted: boole
       }),
     ),
   );
-  const [input, locked, updated] = [
-    `update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_sequence int, bump int, patch jsonb)
+  return {
+    reads: [
+      `update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_sequence int, bump int, patch jsonb)
       WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
-    // `= ANY (ARRAY(...))`: the ids as one array, which the planner looks up by the primary key
-    // (a join with the JSON input, which it guesses at 100 rows, would scan the table); the array
-    // of locked ids is made before the UPDATE reads any row, so every lock is taken in id order.
-    'locked_transactions AS (SELECT id, status, event_sequence FROM transactions WHERE id = ANY (ARRAY(SELECT id FROM update_input)) ORDER BY id FOR NO KEY UPDATE)',
-    `updated AS (UPDATE transactions AS target SET ${assignments.join(', ')}, event_sequence = target.event_sequence + input.bump
+      // `= ANY (ARRAY(...))`: the ids as one array, which the planner looks up by the primary key
+      // (a join with the JSON input, which it guesses at 100 rows, would scan the table); the array
+      // of locked ids is made before the UPDATE reads any row, so every lock is taken in id order.
+      'locked_transactions AS (SELECT id, status, event_sequence FROM transactions WHERE id = ANY (ARRAY(SELECT id FROM update_input)) ORDER BY id FOR NO KEY UPDATE)',
+    ],
+    write: `updated AS (UPDATE transactions AS target SET ${assignments.join(', ')}, event_sequence = target.event_sequence + input.bump
        FROM update_input AS input CROSS JOIN LATERAL jsonb_populate_record(NULL::transactions, input.patch) AS patched
       WHERE target.id = ANY (ARRAY(SELECT id FROM locked_transactions))
         AND target.id = input.id AND target.status = input.from_status AND target.event_sequence = input.from_sequence
-        ${budgeted ? 'AND (input.ordinal NOT IN (SELECT ordinal FROM budget_input) OR input.ordinal IN (SELECT ordinal FROM budget_taken))' : ''}
+        ${gate}
       RETURNING input.ordinal, target.id)`,
-  ];
-  // The budget clauses read the locked rows and gate the UPDATE: they go between, bound in that order.
-  if (!budgeted) return [input!, locked!, updated!];
-  const budget = budgetClauses(updates, bindings);
-  // The JSON of the update input was pushed first; the budget's next: the texts are in that order.
-  return [input!, locked!, ...budget, updated!];
+  };
 }
 
 /**
@@ -210,7 +215,8 @@ interface ResultRow {
 
 /**
  * Refuses what no statement may write: an unbalanced movement, a change without an event, a
- * transaction twice, a budget take on a create or two on one usage row.
+ * transaction twice, or two budget takes of one usage row. A create may take from a budget: an
+ * invoke's hold inserts its transaction already frozen (engine/money/transitions.ts insertMoved).
  */
 export function assertWritable(changes: StateChange[]) {
   const ids = new Set<string>();
@@ -221,7 +227,6 @@ export function assertWritable(changes: StateChange[]) {
     if (ids.has(change.transactionId)) throw new Error('two changes of one transaction in one statement');
     ids.add(change.transactionId);
     if (!change.budget) continue;
-    if (change.write.kind !== 'update') throw new Error('a budget take on a create');
     if (usageRows.has(usageRowOf(change.budget))) throw new Error('two budget takes of one usage row in one statement');
     usageRows.add(usageRowOf(change.budget));
   }

@@ -1,13 +1,16 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type CallbackOutcome, callCallback, privateAddressRefusal, privateAddressSetting } from '../../callbacks/client.ts';
+import { prepared as preparedQuery } from '../../db/prepared.ts';
 import { withSingleStatement } from '../../db/transaction.ts';
 import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
 import {
   assertBuyerCeiling,
-  chargePurchase,
+  giveBackCapabilityUsage,
+  planPurchaseCharge,
   takeCapabilityUsage,
+  type TakenUsage,
   type Idempotency,
   type IdempotencyRequest,
   type Outcome,
@@ -32,8 +35,9 @@ import type { CapabilityRow } from '../../store/capabilities.ts';
  * Invoke (decisions section 7, docs/decisions/money-and-escrow.md "Invoke"): buy and run a per-query capability in
  * one call. Three steps, and no database connection or lock is held while the seller's server
  * works:
- * 1. one database transaction creates the transaction, counts the capability's limits, freezes
- *    the price and stores the idempotency key's claim with the transaction's id;
+ * 1. one statement inserts the transaction already frozen (with its agent budget take) and
+ *    completes the idempotency key's claim with the transaction's id, after reads and the count of
+ *    the capability's limits; the batcher may write it with other changes (group commit);
  * 2. the signed callback runs (src/callbacks/), bounded by the capability's timeout;
  * 3. one statement settles (a good answer) or fails and releases (anything else), as a
  *    compare-and-set from frozen, so a sweeper that released an overdue invoke wins over a late answer.
@@ -49,7 +53,7 @@ export interface InvokeCommand {
   note?: string;
   /** The A2A conversation buying (unique: a conversation buys once). */
   conversation_id?: string;
-  /** The most the buyer will pay, checked on the price read inside the hold's transaction (4093 above it). */
+  /** The most the buyer will pay, checked on the price the hold read and writes (4093 above it). */
   max_price?: bigint;
 }
 
@@ -99,45 +103,12 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
     return { data: await run(prepared.call, startedAt), status: 200, replayed: false };
   }
 
-  /** Step 1, retried while another request holds the key's claim (4091) for a bounded time. */
+  /** Step 1, retried while another request holds the key's claim (4091) for a bounded time, or while a shortfall turns out not to be one. */
   async function hold(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest, prepared: { call?: PreparedCall }) {
     const waitUntil = performance.now() + limits.invokeClaimWaitMs;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await idempotency.run(
-          principal,
-          request,
-          200,
-          async (unit) => {
-            const [read] = await unit.trx<CapabilityRow>('capabilities').where({ id: capabilityId });
-            const capability = authorize(invokeCapability, principal, read, 'capability');
-            if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
-            const at = now();
-            const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
-            await assertBuyerCeiling(unit.trx, principal, capability, price, command);
-            await takeCapabilityUsage(unit.trx, capability, at);
-            const timeoutMs = capability.callback_timeout_sec * 1000;
-            const row: TransactionRow = {
-              ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),
-              // The system settles an invoke; an auto-accept step would only get in its way.
-              auto_accept: false,
-              invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
-            };
-            // A person's own key spends within its agent budget, decided here in the freeze's database transaction.
-            await chargePurchase(unit.trx, principal, row, capability, at);
-            await transitions.insert(unit, row);
-            const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
-            prepared.call = {
-              transactionId: row.id,
-              url: capability.callback_url!,
-              secret: capability.callback_secret ?? '',
-              timeoutMs,
-              payload: { transaction_id: row.id, capability_id: capability.id, input: command.input ?? {}, buyer_user_id: principal.user_id },
-            };
-            return transactionView(frozen);
-          },
-          'several statements',
-        );
+        return await holdOnce(principal, capabilityId, command, request, prepared);
       } catch (error) {
         if (error instanceof InsufficientBalance) {
           const refusal = await balanceRefusal(db, error);
@@ -149,6 +120,62 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
         await sleep(limits.invokeWaitPollMs);
       }
     }
+  }
+
+  /**
+   * The hold as ONE write statement, which the batcher can group with other changes (decisions
+   * "Group commit for invoke holds"): the capability is read in the claim's statement, the demand
+   * link, the buyer's ceiling and the agent budget's per-purchase bounds are reads, the capability's
+   * usage is counted by its own upsert (given back when the purchase is not written), and one
+   * change inserts the transaction already frozen with its budget take.
+   */
+  async function holdOnce(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest, prepared: { call?: PreparedCall }) {
+    const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [capabilityId] };
+    let taken: TakenUsage | undefined;
+    return idempotency.run(
+      principal,
+      request,
+      200,
+      async (unit) => {
+        const read = unit.prefetched
+          ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
+          : (await preparedQuery<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
+        const capability = authorize(invokeCapability, principal, read, 'capability');
+        if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
+        const at = now();
+        const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
+        await assertBuyerCeiling(unit.trx, principal, capability, price, command);
+        const timeoutMs = capability.callback_timeout_sec * 1000;
+        const row: TransactionRow = {
+          ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),
+          // The system settles an invoke; an auto-accept step would only get in its way.
+          auto_accept: false,
+          invoke_deadline: new Date(at.getTime() + timeoutMs + limits.invokeDeadlineMarginMs),
+        };
+        // A person's own key spends within its agent budget: its bounds read here, the day's taken in the statement.
+        const budget = await planPurchaseCharge(unit.trx, principal, row, capability, at);
+        // Counted once even if the statement is retried; given back if the purchase is not written.
+        taken ??= await takeCapabilityUsage(db, capability, at);
+        let frozen: TransactionRow;
+        try {
+          frozen = await transitions.insertMoved(unit, row, 'freeze', { principal }, budget ? { budget } : {});
+        } catch (error) {
+          await giveBackCapabilityUsage(db, taken);
+          taken = undefined;
+          throw error;
+        }
+        prepared.call = {
+          transactionId: row.id,
+          url: capability.callback_url!,
+          secret: capability.callback_secret ?? '',
+          timeoutMs,
+          payload: { transaction_id: row.id, capability_id: capability.id, input: command.input ?? {}, buyer_user_id: principal.user_id },
+        };
+        return transactionView(frozen);
+      },
+      'one statement',
+      capabilityRead,
+    );
   }
 
   /** Steps 2 and 3: the call, then its outcome, recorded as a compare-and-set from frozen. */

@@ -173,14 +173,26 @@ export async function planFreezeCharge(db: Knex, principal: Principal, transacti
   }[];
   if (row?.status !== 'pending_freeze' || row.buyer_user_id !== principal.user_id) return undefined;
   const price = BigInt(row.price);
-  const charge = { amount: price, price, currency: row.currency, category: row.category, capabilityId: row.capability_id, refId: transactionId, at };
+  return planCharge(db, principal, {
+    amount: price,
+    price,
+    currency: row.currency,
+    category: row.category,
+    capabilityId: row.capability_id,
+    refId: transactionId,
+    at,
+  });
+}
+
+/** The per-charge bounds checked on the budget row (4021 at once), and the take the statement decides on the day's bound. */
+async function planCharge(db: Knex, principal: Principal, charge: BudgetCharge): Promise<FreezeCharge | undefined> {
   const budget = await budgetFor(db, principal, charge.currency);
   if (!budget) return undefined;
-  const usage = { keyId: budget.api_key_id, currency: budget.currency, day: dayOf(at) };
+  const usage = { keyId: budget.api_key_id, currency: budget.currency, day: dayOf(charge.at) };
   await assertPerCharge(db, budget, charge, usage);
-  if (price === 0n) return undefined;
+  if (charge.amount === 0n) return undefined;
   return {
-    take: { ...usage, amount: price, dailyMax: maybe(budget.daily_max), refId: transactionId },
+    take: { ...usage, amount: charge.amount, dailyMax: maybe(budget.daily_max), refId: charge.refId },
     refuse: async () => refusal('daily', budget, charge, await store.spentOn(db, usage)),
   };
 }
@@ -192,21 +204,29 @@ export interface FreezeCharge {
 }
 
 /**
- * The charge of a purchase about to be written and frozen in this database transaction (an
- * invoke's hold): taken before the transaction's row is inserted, so that the usage row is locked
- * before the stream counters the insert locks, in the order every charging path takes them.
+ * The charge of a purchase about to be inserted already frozen (an invoke's hold), taken in the
+ * insert's own statement like a freeze's (store/change.ts): checked here, on the budget row, for
+ * what the budget allows and per_purchase_max (4021 at once); the day's bound is decided in the
+ * statement. Undefined when no budget bounds the caller or the purchase is free.
  */
-export async function chargePurchase(
-  trx: Knex,
+export async function planPurchaseCharge(
+  db: Knex,
   principal: Principal,
   purchase: { id: string; price: string; currency: Currency },
   capability: Pick<CapabilityRow, 'id' | 'category'>,
   at: Date,
-): Promise<void> {
-  if (!principal.budget_key_id) return;
+): Promise<FreezeCharge | undefined> {
+  if (!principal.budget_key_id) return undefined;
   const price = BigInt(purchase.price);
-  const charge = { amount: price, price, currency: purchase.currency, category: capability.category, capabilityId: capability.id };
-  await chargeAgentBudget(trx, principal, { ...charge, refId: purchase.id, at });
+  return planCharge(db, principal, {
+    amount: price,
+    price,
+    currency: purchase.currency,
+    category: capability.category,
+    capabilityId: capability.id,
+    refId: purchase.id,
+    at,
+  });
 }
 
 /**

@@ -8,8 +8,8 @@ import type { CapabilityRow } from '../../store/capabilities.ts';
  * A capability's own limits (decisions section 6): `rate_limit_per_min` and `daily_limit` bound
  * its purchases and invokes together, across all buyers and all server instances. The database
  * counts (store/capability-usage.ts) rather than Redis: the count is then exact on every backend
- * and every number of instances, and an invoke takes it inside the database transaction that
- * freezes the money, so a failed freeze undoes the count with it (docs/decisions/limits-and-storage.md
+ * and every number of instances. A purchase and an invoke's hold take it before their one write
+ * statement and give it back when that is not written (docs/decisions/limits-and-storage.md
  * "A capability's own limits").
  */
 export interface TakenUsage {

@@ -12,14 +12,14 @@ export {
   chargeBounty,
   planFreezeCharge,
   type FreezeCharge,
-  chargePurchase,
+  planPurchaseCharge,
   checkAgentBudget,
   createAgentBudgets,
   giveBackAgentBudget,
   type AgentBudgets,
   type BudgetCharge,
 } from './budgets.ts';
-export { takeCapabilityUsage } from './capability-limits.ts';
+export { giveBackCapabilityUsage, takeCapabilityUsage, type TakenUsage } from './capability-limits.ts';
 export { assertBuyerCeiling } from './ceilings.ts';
 export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';
 export { createStreams } from './streams.ts';

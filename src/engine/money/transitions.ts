@@ -268,7 +268,24 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     return row;
   }
 
-  return { move, insert, batchStats: batcher.stats };
+  /**
+   * Inserts a new transaction already moved by `action` (an invoke's hold: created and frozen) as
+   * ONE change, which the batcher can group with others: the row as it is after the move, the
+   * creation event and the move's, the move's legs and its agent budget take. Decided on the new
+   * row as a move of it would be; not enough money fails the statement as a freeze's does
+   * (InsufficientBalance), and nothing of the purchase is written.
+   */
+  async function insertMoved(unit: UnitOfWork, row: TransactionRow, action: TransactionAction, mover: Mover, extra: ActionExtra = {}): Promise<TransactionRow> {
+    const step = decide(row, action, mover, row.created_at);
+    const { change: moved, after } = planMove(row, step, extra, row.created_at);
+    const change: StateChange = { ...moved, write: { kind: 'insert', values: { ...after } }, events: [eventOf('create', null, row), ...moved.events] };
+    // An insert has no compare-and-set to lose: anything but applied or over_budget is a failure of its own.
+    if (!(await commit(unit, change, extra.budget))) throw new Error('a transaction insert wrote nothing');
+    remember(unit, after);
+    return after;
+  }
+
+  return { move, insert, insertMoved, batchStats: batcher.stats };
 }
 
 export type Transitions = ReturnType<typeof createTransitions>;
