@@ -1,3 +1,4 @@
+import { prepared } from '../db/prepared.ts';
 import { createEventHub } from '../events/hub.ts';
 import {
   createAutoAcceptJobs,
@@ -116,8 +117,13 @@ export async function createEngine(dependencies: EngineDependencies) {
       Promise.race([work.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), limits.readinessCheckTimeoutMs).unref())]).catch(
         () => false,
       );
-    const [database, bus] = await Promise.all([within(dependencies.db.raw('select 1')), within(dependencies.bus.ping())]);
-    return { database, bus };
+    // The named statements (every state change, the point reads) have a pool of their own (db/prepared.ts): both must answer.
+    const [main, statements, bus] = await Promise.all([
+      within(dependencies.db.raw('select 1')),
+      within(prepared(dependencies.db, 'SELECT 1 AS ready', [])),
+      within(dependencies.bus.ping()),
+    ]);
+    return { database: main && statements, bus };
   }
 
   async function close() {

@@ -7,7 +7,7 @@ import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
 import {
   assertBuyerCeiling,
-  giveBackCapabilityUsage,
+  giveBackUnlessWritten,
   planPurchaseCharge,
   takeCapabilityUsage,
   type TakenUsage,
@@ -154,14 +154,15 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
         };
         // A person's own key spends within its agent budget: its bounds read here, the day's taken in the statement.
         const budget = await planPurchaseCharge(unit.trx, principal, row, capability, at);
-        // Counted once even if the statement is retried; given back if the purchase is not written.
+        // Taken before the write; given back if the write certainly wrote nothing (a retry takes again).
         taken ??= await takeCapabilityUsage(db, capability, at);
         let frozen: TransactionRow;
         try {
           frozen = await transitions.insertMoved(unit, row, 'freeze', { principal }, budget ? { budget } : {});
         } catch (error) {
-          await giveBackCapabilityUsage(db, taken);
+          const given = taken;
           taken = undefined;
+          await giveBackUnlessWritten(db, given, error, log);
           throw error;
         }
         prepared.call = {

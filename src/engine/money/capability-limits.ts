@@ -3,6 +3,8 @@ import { secondsUntilEnd, type UsageWindow, usageWindow } from '../../domain/usa
 import { AppError } from '../../errors.ts';
 import { giveBackUsage, takeUsage } from '../../store/capability-usage.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
+import { InsufficientBalance } from '../../store/ledger.ts';
+import type { Logger } from '../../logger.ts';
 
 /**
  * A capability's own limits (decisions section 6): `rate_limit_per_min` and `daily_limit` bound
@@ -53,4 +55,36 @@ export async function takeCapabilityUsage(executor: Knex, capability: Limited, a
 
 export async function giveBackCapabilityUsage(executor: Knex, taken: TakenUsage): Promise<void> {
   for (const window of taken.windows) await giveBackUsage(executor, taken.capabilityId, window);
+}
+
+/**
+ * Whether a failed write certainly wrote nothing: the engine refused it (an AppError: a lost
+ * compare-and-set, a claim taken over, the day's budget), the money was short, PostgreSQL
+ * answered with an error (the statement is its own transaction: it rolled back), or no connection
+ * was ever had. Any other failure, a connection lost while the statement ran, may have lost the
+ * answer of a commit. SQLSTATE codes are five digits or capitals and no class starts with E; the
+ * socket's codes (EPIPE, ECONNRESET) all do.
+ */
+export function wroteNothing(error: unknown): boolean {
+  if (error instanceof AppError || error instanceof InsufficientBalance) return true;
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
+  return (typeof code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code)) || name === 'KnexTimeoutError';
+}
+
+/**
+ * After the write that was to use `taken` failed with `error`: gives the units back when the write
+ * certainly wrote nothing, else keeps them counted (the limit then errs on the side of refusing,
+ * never on the side of passing). A give-back that fails is logged, never thrown: the caller's own
+ * error is the answer.
+ */
+export async function giveBackUnlessWritten(executor: Knex, taken: TakenUsage, error: unknown, log: Logger): Promise<void> {
+  if (!wroteNothing(error)) {
+    log.warn('capability usage kept counted: the write may have committed', { capability_id: taken.capabilityId, error });
+    return;
+  }
+  try {
+    await giveBackCapabilityUsage(executor, taken);
+  } catch (failure) {
+    log.warn('capability usage could not be given back', { capability_id: taken.capabilityId, error: failure });
+  }
 }

@@ -20,7 +20,7 @@ import { checkPurchase, planFreezeCharge } from './budgets.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { limits } from '../../limits.ts';
 import type { Knex } from 'knex';
-import { giveBackCapabilityUsage, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
+import { giveBackUnlessWritten, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
 
 /** The use cases of marketplace transactions, shared by REST and every JSON-RPC generation. */
 export interface CreateTransactionCommand {
@@ -179,15 +179,16 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
             // (unless a retry took this request's claim over and made it: then 4091).
             throw await taskIdTaken(unit);
           }
-          // Counted once even if the statement is retried; given back if the purchase is not written.
+          // Taken before the write; given back if the write certainly wrote nothing (a retry takes again).
           taken ??= await takeCapabilityUsage(db, capability, at);
           try {
             return transactionView(
               await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS)),
             );
           } catch (error) {
-            await giveBackCapabilityUsage(db, taken);
+            const given = taken;
             taken = undefined;
+            await giveBackUnlessWritten(db, given, error, dependencies.log);
             throw error;
           }
         },
