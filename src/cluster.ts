@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config.ts';
-import { openPostgres } from './db/database.ts';
+import { connectionBudgetProblem, openPostgres } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { limits } from './limits.ts';
 import type { Logger } from './logger.ts';
@@ -17,6 +17,9 @@ export async function runPrimary(config: Config, log: Logger): Promise<void> {
   const database = await openPostgres(config.DATABASE_URL!);
   try {
     await migrateToLatest(database.db, (line) => log.info(line));
+    const [setting] = ((await database.db.raw('SHOW max_connections')) as { rows: { max_connections: string }[] }).rows;
+    const problem = connectionBudgetProblem(config.WORKERS, Number(setting?.max_connections));
+    if (problem) log.warn(problem);
   } finally {
     await database.close();
   }

@@ -38,6 +38,20 @@ const knexLog = {
   debug: () => {},
 };
 
+/** The most connections one instance's pools open together (main, statement, asynchronous commit). */
+export const connectionsPerInstanceMax = (poolSizeMax: number = limits.databasePoolSizeMax) =>
+  poolSizeMax + Math.min(poolSizeMax, limits.statementPoolSizeMax) + Math.min(poolSizeMax, limits.asyncCommitPoolSizeMax);
+
+/**
+ * What to warn of when `workers` instances could together open more connections than PostgreSQL's
+ * `max_connections` allows: under load the last ones would be refused ("too many clients").
+ */
+export function connectionBudgetProblem(workers: number, maxConnections: number): string | null {
+  const needed = workers * connectionsPerInstanceMax();
+  if (needed <= maxConnections) return null;
+  return `${workers} workers may open up to ${needed} connections (${connectionsPerInstanceMax()} each), more than PostgreSQL's max_connections ${maxConnections}: raise max_connections or run fewer workers`;
+}
+
 export async function openPostgres(connectionString: string, poolSizeMax: number = limits.databasePoolSizeMax): Promise<DatabaseHandle> {
   // While PostgreSQL cannot be reached, a request waits at most databaseAcquireTimeoutMs for a
   // connection and is then answered 503 (src/dependency-failures.ts), not after knex's 60 s.

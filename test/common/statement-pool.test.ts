@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectionBudgetProblem, connectionsPerInstanceMax } from '../../src/db/database.ts';
 import { prepared, statementPoolOf } from '../../src/db/prepared.ts';
 import { startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 
@@ -29,5 +30,15 @@ describe('the statement pool', () => {
     const [written] = (await db.raw('SELECT count(*)::int AS users FROM users')).rows as { users: number }[];
     const [read] = await prepared<{ users: number }>(db, 'SELECT count(*)::int AS users FROM users WHERE ? = ?', [1, 1]);
     expect(read).toEqual(written);
+  });
+});
+
+describe('the connections of several workers', () => {
+  it("warns when the workers' pools together could pass PostgreSQL's max_connections", () => {
+    const each = connectionsPerInstanceMax();
+    expect(each).toBe(24);
+    expect(connectionBudgetProblem(4, 100)).toBeNull();
+    expect(connectionBudgetProblem(5, 100)).toMatch(/5 workers may open up to 120 connections \(24 each\), more than PostgreSQL's max_connections 100/);
+    expect(connectionBudgetProblem(5, 200)).toBeNull();
   });
 });
