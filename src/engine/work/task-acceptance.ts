@@ -129,8 +129,11 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       // The hold becomes the freeze: an agent budget is charged what the price adds to the hold (money/budgets.ts).
       const { bounty_currency: currency, category } = task;
       await chargeAcceptance(trx, principal, { taskId, transactionId: row.id, price, held: BigInt(task.bounty_held), currency, category, at });
-      await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
+      // The insert locks the parties' stream counters, the release the publisher's account: in this
+      // order, the order of every change statement, so a batch holding a counter never waits for
+      // the account in a circle with us (a deadlock; money-and-escrow.md "Task money and group commit").
       await transitions.insert(unit, row);
+      await changeHold(trx, { ownerId: task.owner_user_id, currency: task.bounty_currency, taskId, held: BigInt(task.bounty_held), wanted: 0n, at });
       const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
       const [matched] = (await trx('tasks')
         .where({ id: taskId, status: 'open' })
