@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statementPoolOf } from '../../src/db/prepared.ts';
-import { wroteNothing } from '../../src/engine/money/capability-limits.ts';
+import { wroteNothing } from '../../src/engine/money/index.ts';
 import { AppError } from '../../src/errors.ts';
 import { InsufficientBalance } from '../../src/store/ledger.ts';
 import { createAgent } from '../helpers/actors.ts';

@@ -19,7 +19,7 @@ export {
   type AgentBudgets,
   type BudgetCharge,
 } from './budgets.ts';
-export { giveBackUnlessWritten, takeCapabilityUsage, type TakenUsage } from './capability-limits.ts';
+export { giveBackUnlessWritten, takeCapabilityUsage, type TakenUsage, wroteNothing } from './capability-limits.ts';
 export { assertBuyerCeiling } from './ceilings.ts';
 export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';
 export { createStreams } from './streams.ts';
