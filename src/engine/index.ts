@@ -96,7 +96,7 @@ export async function createEngine(dependencies: EngineDependencies) {
     ...createTaskAcceptance(dependencies, idempotency, transitions, taskEvents),
   };
   const tasks = {
-    ...createTaskEngine(dependencies, idempotency, taskEvents),
+    ...createTaskEngine(dependencies, idempotency, taskEvents, transitions),
     events: taskEvents,
     ...createTaskHall(dependencies),
     applications,

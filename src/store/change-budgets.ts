@@ -36,7 +36,7 @@ export const usageRowOf = (take: BudgetTake) => `${take.keyId}:${take.currency}:
 export function budgetClauses(
   numbered: { change: { budget?: BudgetTake }; ordinal: number }[],
   bindings: unknown[],
-  writes: { updates: boolean; inserts: boolean },
+  writes: { updates: boolean; inserts: boolean; taskInserts?: boolean },
 ): string[] {
   const takes = numbered.flatMap(({ change, ordinal }) => {
     const take = change.budget;
@@ -55,6 +55,8 @@ export function budgetClauses(
       : []),
     // A new row has nothing to match: an insert whose claim held (insert_input) is due its take.
     ...(writes.inserts ? ['SELECT take.* FROM budget_input AS take JOIN insert_input AS input ON input.ordinal = take.ordinal'] : []),
+    // So is a task inserted open with its bounty held (change-tasks.ts).
+    ...(writes.taskInserts ? ['SELECT take.* FROM budget_input AS take JOIN task_insert_input AS input ON input.ordinal = take.ordinal'] : []),
   ];
   const bound = `(SELECT due.daily_max FROM budget_due AS due
       WHERE due.api_key_id = excluded.api_key_id AND due.currency = excluded.currency AND due.day = excluded.day)`;

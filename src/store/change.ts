@@ -5,6 +5,8 @@ import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger
 import type { OutboxRow } from './outbox.ts';
 import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClause } from './claims.ts';
 import { type BudgetTake, budgetChargedClause, budgetClauses, usageRowOf } from './change-budgets.ts';
+import { taskEventClauses, taskEventResultClause, taskEventRowsOf, taskInsertClauses } from './change-tasks.ts';
+import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 export { type BudgetTake, usageRowOf } from './change-budgets.ts';
 
@@ -16,6 +18,8 @@ export { type BudgetTake, usageRowOf } from './change-budgets.ts';
  * change's parts after its row write run only if that write matched, so a lost compare-and-set
  * changes nothing of that change, and the other changes of the statement are written. One change
  * alone is a statement of the same form; engine/money/batcher.ts gathers concurrent changes into one.
+ * A new task published with its bounty held is such a change too (change-tasks.ts): the task row
+ * instead of a transaction's, its events in the task outbox.
  *
  * Why one statement: a move used to be BEGIN, SELECT, UPDATE, account UPDATEs, ledger INSERT,
  * outbox INSERT, COMMIT: up to eight round trips, each costing the server's only thread more than
@@ -24,7 +28,7 @@ export { type BudgetTake, usageRowOf } from './change-budgets.ts';
  * order, the same in every change statement (PostgreSQL runs the CTEs the final SELECT reads
  * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
  * claim rows, the transaction rows, the agent budgets' usage rows (change-budgets.ts), the stream
- * counters, then the accounts. Two statements
+ * counters, the accounts, then the task stream counters (change-tasks.ts). Two statements
  * therefore never wait for each other in a circle.
  */
 export interface NewEvent {
@@ -32,10 +36,14 @@ export interface NewEvent {
   payload: Record<string, unknown>;
 }
 
+/** A transaction inserted or moved, or a task inserted open with its bounty held (change-tasks.ts). */
 export type RowWrite =
-  { kind: 'insert'; values: Record<string, unknown> } | { kind: 'update'; fromStatus: string; fromSequence: number; set: Record<string, unknown> };
+  | { kind: 'insert'; values: Record<string, unknown> }
+  | { kind: 'update'; fromStatus: string; fromSequence: number; set: Record<string, unknown> }
+  | { kind: 'insert_task'; values: Record<string, unknown> };
 
 export interface StateChange {
+  /** The row the change writes: a transaction's id, or a task's (insert_task; its legs refer to it). */
   transactionId: string;
   buyerUserId: string;
   sellerUserId: string;
@@ -47,13 +55,16 @@ export interface StateChange {
   claim?: ClaimCompletion;
   /** An agent budget charge taken in the same statement (a freeze, or an insert already frozen; see budgetClauses). */
   budget?: BudgetTake;
+  /** A task's events (its own outbox, numbered per recipient), written with the change. */
+  taskEvents?: NewTaskEvent[];
 }
 
 /**
  * Applied with the outbox rows written; stale when the compare-and-set found the row changed; or
  * claim_lost when another request took over the idempotency claim, so nothing was written.
  */
-export type ChangeOutcome = { kind: 'applied'; events: OutboxRow[] } | { kind: 'stale' } | { kind: 'claim_lost' } | { kind: 'over_budget' };
+export type ChangeOutcome =
+  { kind: 'applied'; events: OutboxRow[]; taskEvents?: TaskEventRow[] } | { kind: 'stale' } | { kind: 'claim_lost' } | { kind: 'over_budget' };
 
 const columnName = /^[a-z_]+$/;
 
@@ -75,6 +86,7 @@ interface Numbered {
 function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   const updates = numbered.filter(({ change }) => change.write.kind === 'update');
   const inserts = numbered.filter(({ change }) => change.write.kind === 'insert');
+  const taskInserts = numbered.filter(({ change }) => change.write.kind === 'insert_task');
   const budgeted = numbered.some(({ change }) => change.budget);
   // A budgeted change is written only if its take returned (budget_taken).
   const gate = (ordinal: string) =>
@@ -102,8 +114,16 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
          ORDER BY insert_input.ordinal RETURNING id)`);
     sources.push("SELECT insert_input.ordinal, inserted.id FROM inserted JOIN insert_input ON (insert_input.fields->>'id')::uuid = inserted.id");
   }
+  if (taskInserts.length > 0) {
+    const task = taskInsertClauses(taskInserts, bindings);
+    reads.push(...task.reads);
+    writes.push(task.write(gate('task_insert_input.ordinal')));
+    sources.push(task.source);
+  }
   // The budget clauses read the locked rows and the inputs and gate the writes: they go between, bound in that order.
-  const budget = budgeted ? budgetClauses(numbered, bindings, { updates: updates.length > 0, inserts: inserts.length > 0 }) : [];
+  const budget = budgeted
+    ? budgetClauses(numbered, bindings, { updates: updates.length > 0, inserts: inserts.length > 0, taskInserts: taskInserts.length > 0 })
+    : [];
   return [...reads, ...budget, ...writes, `changed AS (${sources.join(' UNION ALL ')})`];
 }
 
@@ -164,7 +184,7 @@ function updateClauses(updates: Numbered[], bindings: unknown[], gate: string): 
  */
 function eventClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   const records = numbered.flatMap(({ change, ordinal }) => {
-    const first = change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1;
+    const first = change.write.kind === 'update' ? change.write.fromSequence + 1 : 1;
     return change.events.map((event, index) => ({
       ordinal,
       position: index + 1,
@@ -204,8 +224,9 @@ function eventClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   ];
 }
 
+/** For a task_event: id, then the recipient in buyer_sequence and its number in seller_sequence. */
 interface ResultRow {
-  kind: 'held' | 'changed' | 'event' | 'budget_due' | 'budget_taken';
+  kind: 'held' | 'changed' | 'event' | 'budget_due' | 'budget_taken' | 'task_event';
   ordinal: number;
   position: number | null;
   id: string | null;
@@ -223,7 +244,7 @@ export function assertWritable(changes: StateChange[]) {
   const usageRows = new Set<string>();
   for (const change of changes) {
     assertBalanced(change.legs);
-    if (change.events.length === 0) throw new Error('a state change without an event');
+    if (change.events.length === 0 && !change.taskEvents?.length) throw new Error('a state change without an event');
     if (ids.has(change.transactionId)) throw new Error('two changes of one transaction in one statement');
     ids.add(change.transactionId);
     if (!change.budget) continue;
@@ -244,6 +265,7 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
   assertWritable(changes);
   const numbered = changes.map((change, index) => ({ change, ordinal: index + 1 }));
   const budgeted = changes.some((change) => change.budget);
+  const taskEvents = changes.some((change) => change.taskEvents?.length);
   const claims: NumberedClaim[] = numbered.flatMap(({ change, ordinal }) => (change.claim ? [{ ...change.claim, ordinal }] : []));
   const bindings: unknown[] = [];
   const clauses = claims.length > 0 ? claimClauses(claims, bindings) : [];
@@ -258,6 +280,8 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
       'changed',
     ),
     ...eventClauses(numbered, bindings),
+    // A task's events lock their recipients' counters after the accounts (change-tasks.ts).
+    ...(taskEvents ? taskEventClauses(numbered, bindings, changes.some((change) => change.legs.length > 0) ? 'balances' : null) : []),
     ...(claims.length > 0 ? [completionClause('changed')] : []),
     ...(budgeted ? [budgetChargedClause] : []),
   );
@@ -267,7 +291,8 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
     UNION ALL SELECT 'event', event_input.ordinal, event_input.position, events.id::text, events.buyer_sequence::text, events.seller_sequence::text
       FROM events JOIN event_input ON event_input.transaction_id = events.transaction_id AND event_input.transaction_sequence = events.transaction_sequence
     ${claims.length > 0 ? "UNION ALL SELECT 'held', ordinal, NULL, NULL, NULL, NULL FROM claim_held" : ''}
-    ${budgeted ? "UNION ALL SELECT 'budget_due', ordinal, NULL, NULL, NULL, NULL FROM budget_due UNION ALL SELECT 'budget_taken', ordinal, NULL, NULL, NULL, NULL FROM budget_taken" : ''}`;
+    ${budgeted ? "UNION ALL SELECT 'budget_due', ordinal, NULL, NULL, NULL, NULL FROM budget_due UNION ALL SELECT 'budget_taken', ordinal, NULL, NULL, NULL, NULL FROM budget_taken" : ''}
+    ${taskEvents ? `UNION ALL ${taskEventResultClause}` : ''}`;
   return outcomesOf(numbered, await prepared<ResultRow>(executor, text, bindings));
 }
 
@@ -276,13 +301,18 @@ function outcomesOf(numbered: Numbered[], rows: ResultRow[]): ChangeOutcome[] {
   const changed = new Set(rows.filter((row) => row.kind === 'changed').map((row) => row.ordinal));
   const due = new Set(rows.filter((row) => row.kind === 'budget_due').map((row) => row.ordinal));
   const taken = new Set(rows.filter((row) => row.kind === 'budget_taken').map((row) => row.ordinal));
+  const taskEventRows = rows
+    .filter((row) => row.kind === 'task_event')
+    .map((row) => ({ id: row.id!, recipient: row.buyer_sequence!, sequence: row.seller_sequence! }));
+  const taskEvents = taskEventRowsOf(numbered, changed, taskEventRows);
   return numbered.map(({ change, ordinal }): ChangeOutcome => {
     if (change.claim && !held.has(ordinal)) return { kind: 'claim_lost' };
     // Its row still matched, so only the day's bound can have kept its take, and the move, from being written.
     if (change.budget && due.has(ordinal) && !taken.has(ordinal)) return { kind: 'over_budget' };
     if (!changed.has(ordinal)) return { kind: 'stale' };
     const events = rows.filter((row) => row.kind === 'event' && row.ordinal === ordinal).sort((a, b) => a.position! - b.position!);
-    return { kind: 'applied', events: events.map((row, index) => outboxRow(change, row, index)) };
+    const applied = events.map((row, index) => outboxRow(change, row, index));
+    return change.taskEvents ? { kind: 'applied', events: applied, taskEvents: taskEvents.get(ordinal) ?? [] } : { kind: 'applied', events: applied };
   });
 }
 
@@ -312,7 +342,7 @@ function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRo
   return {
     id: row.id!,
     transaction_id: change.transactionId,
-    transaction_sequence: (change.write.kind === 'insert' ? 1 : change.write.fromSequence + 1) + index,
+    transaction_sequence: (change.write.kind === 'update' ? change.write.fromSequence + 1 : 1) + index,
     buyer_user_id: change.buyerUserId,
     buyer_sequence: row.buyer_sequence!,
     seller_user_id: change.sellerUserId,

@@ -230,6 +230,30 @@ export async function planPurchaseCharge(
 }
 
 /**
+ * The charge of a task published with its bounty held in one statement (engine/work/task-publish.ts):
+ * the whole bounty, bounded by per_purchase_max here (4021 at once) and by the day in the statement.
+ */
+export function planBountyCharge(
+  db: Knex,
+  principal: Principal,
+  task: { id: string; bounty_currency: Currency; category: string | null },
+  bounty: bigint,
+  at: Date,
+): Promise<FreezeCharge | undefined> {
+  // Without a bounty nothing is held, so nothing is charged or refused (as chargeBounty).
+  if (!principal.budget_key_id || bounty === 0n) return Promise.resolve(undefined);
+  return planCharge(db, principal, {
+    amount: bounty,
+    price: bounty,
+    currency: task.bounty_currency,
+    category: task.category,
+    capabilityId: null,
+    refId: task.id,
+    at,
+  });
+}
+
+/**
  * An application accepted: the bounty's hold becomes the transaction's freeze. What the task was
  * charged moves to the transaction (a released price gives it back), a price below the hold gives
  * back the difference, and only the part of the price beyond the hold is a new charge; the whole

@@ -13,6 +13,7 @@ export {
   planFreezeCharge,
   type FreezeCharge,
   planPurchaseCharge,
+  planBountyCharge,
   checkAgentBudget,
   createAgentBudgets,
   giveBackAgentBudget,

@@ -285,7 +285,8 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     return after;
   }
 
-  return { move, insert, insertMoved, batchStats: batcher.stats };
+  // submit: other single-statement changes (a task's publish, engine/work/task-publish.ts) share the same batches.
+  return { move, insert, insertMoved, submit: batcher.submit, batchStats: batcher.stats };
 }
 
 export type Transitions = ReturnType<typeof createTransitions>;

@@ -13,6 +13,8 @@ export { createTaskAi } from './task-ai.ts';
 export { createTaskApplications } from './task-applications.ts';
 export { createTaskEvents } from './task-events.ts';
 export { createTaskHall } from './task-hall.ts';
+export { createTaskPublish } from './task-publish.ts';
 export { createTaskPushes } from './task-pushes.ts';
 export { createTaskRating } from './task-rating.ts';
+export { newTaskRow } from './task-rows.ts';
 export { createTaskEngine, shortfallError, type TaskOutcome } from './tasks.ts';

@@ -6,7 +6,7 @@ import type { EventHub } from '../../events/hub.ts';
 import { createPublisher } from '../../events/publisher.ts';
 import type { StreamListener, SubscribeOptions, Subscription } from '../../events/stream-types.ts';
 import { type PublishedTaskEvent, taskFeed } from '../../events/task-feed.ts';
-import { type NewTaskEvent, writeTaskEvents } from '../../store/task-events.ts';
+import { type NewTaskEvent, type TaskEventRow, writeTaskEvents } from '../../store/task-events.ts';
 import type { TaskRow } from '../../store/tasks.ts';
 import type { z } from 'zod';
 import type { taskEventSummary as taskEventSummarySchema } from '../../schemas/tasks.ts';
@@ -40,6 +40,19 @@ export function taskEventSummary(task: TaskRow): z.infer<typeof taskEventSummary
   };
 }
 
+/** The events of a task's move: one for its publisher and one for each applicant named. */
+export function taskMovedEvents(task: TaskRow, action: TaskEventAction, previousStatus: string | null, applicants: string[]): NewTaskEvent[] {
+  const payload = { action, previous_status: previousStatus, task: taskEventSummary(task) };
+  return [task.owner_user_id, ...applicants].map((recipientUserId) => ({
+    recipientUserId,
+    space: task.owner_type,
+    taskId: task.id,
+    applicationId: null,
+    type: taskEventTypes[action],
+    payload,
+  }));
+}
+
 /** The applicants who hear a task's moves: those with a pending application (at most taskPendingApplicationsMax). */
 async function pendingApplicants(trx: Knex, taskId: string): Promise<string[]> {
   const rows = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).distinct('applicant_id')) as { applicant_id: string }[];
@@ -60,19 +73,7 @@ export function createTaskEvents({ bus, asyncCommitDb, log, now }: EngineDepende
 
   /** A task's move, heard by its publisher and its pending applicants (read in the move's transaction). */
   async function taskMoved(unit: UnitOfWork, task: TaskRow, action: TaskEventAction, previousStatus: string | null) {
-    const recipients = [task.owner_user_id, ...(await pendingApplicants(unit.trx, task.id))];
-    const payload = { action, previous_status: previousStatus, task: taskEventSummary(task) };
-    await record(
-      unit,
-      recipients.map((recipientUserId) => ({
-        recipientUserId,
-        space: task.owner_type,
-        taskId: task.id,
-        applicationId: null,
-        type: taskEventTypes[action],
-        payload,
-      })),
-    );
+    await record(unit, taskMovedEvents(task, action, previousStatus, await pendingApplicants(unit.trx, task.id)));
   }
 
   /** Moves of applications of one task, each heard by the publisher and its applicant. */
@@ -100,7 +101,12 @@ export function createTaskEvents({ bus, asyncCommitDb, log, now }: EngineDepende
     return hub.subscribeTaskEvents(principal.user_id, options, listener, inSpaceOf, principal);
   }
 
-  return { taskMoved, applicationsMoved, subscribe, flush: () => publisher.flush(), close: () => publisher.close() };
+  /** Events a change statement wrote (engine/work/task-publish.ts), published once it is committed. */
+  function written(unit: UnitOfWork, rows: TaskEventRow[]) {
+    for (const row of rows) unit.afterCommit(() => publisher.publish(row));
+  }
+
+  return { taskMoved, applicationsMoved, written, subscribe, flush: () => publisher.flush(), close: () => publisher.close() };
 }
 
 export type TaskEvents = ReturnType<typeof createTaskEvents>;

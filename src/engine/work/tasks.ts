@@ -7,10 +7,12 @@ import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapePro
 import { findTask, lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import { manageTask, seeTask, authorize } from '../access/index.ts';
 import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
-import { type Idempotency, type IdempotencyRequest, type Outcome, changeHold, chargeBounty, giveBackAgentBudget } from '../money/index.ts';
+import { type Idempotency, type IdempotencyRequest, type Outcome, type Transitions, changeHold, chargeBounty, giveBackAgentBudget } from '../money/index.ts';
+import { InsufficientBalance } from '../../store/ledger.ts';
 import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from './task-rows.ts';
 import { pendingSelectionsAbove } from './task-pushes.ts';
 import type { TaskEvents } from './task-events.ts';
+import { createTaskPublish } from './task-publish.ts';
 
 /** A publish that found too little money: the task stays a draft, and the answer says by how much. */
 export interface Shortfall {
@@ -35,7 +37,39 @@ export function shortfallError(outcome: TaskOutcome): AppError {
 }
 
 /** Tasks (docs/tasks.md): publish with a held bounty, drafts, update, close, reuse, expiry. */
-export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents) {
+export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents, transitions: Pick<Transitions, 'submit'>) {
+  const { publishNew } = createTaskPublish(transitions, events);
+
+  /**
+   * A new task published in one statement that shares group commits (task-publish.ts); when the
+   * money is short, the same request again on the transaction path, which keeps the task a draft
+   * with its event and answers 4020 (a failed statement wrote nothing, its claim was let go).
+   */
+  async function publishNewTask(
+    principal: Principal,
+    request: IdempotencyRequest | null,
+    rowAt: (at: Date) => ReturnType<typeof newTaskRow>,
+  ): Promise<Outcome<TaskOutcome>> {
+    try {
+      return await idempotency.run(
+        principal,
+        request,
+        201,
+        (unit) => {
+          const at = now();
+          return publishNew(unit, principal, rowAt(at), at, (task) => ({ task: taskView(task, principal) }));
+        },
+        'one statement',
+      );
+    } catch (error) {
+      if (!(error instanceof InsufficientBalance)) throw error;
+      return idempotency.run(principal, request, 201, async (unit) => {
+        const at = now();
+        return publishRow(unit, principal, await insertRow(unit.trx, rowAt(at)), at, true);
+      });
+    }
+  }
+
   /**
    * draft -> open: holds the bounty; with too little money the task stays a draft (compare-and-set
    * on draft). `created`: the draft was written by this same request, so its stream hears of it
@@ -81,11 +115,10 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
 
   /** Creates and publishes (holding the bounty), or stores a draft; keyed like every state-changing POST. */
   function create(principal: Principal, input: CreateTaskInput, request: IdempotencyRequest | null): Promise<Outcome<TaskOutcome>> {
+    const { draft, ...fields } = input;
+    if (!draft) return publishNewTask(principal, request, (at) => newTaskRow(principal, fields, at));
     return idempotency.run(principal, request, 201, async (unit) => {
-      const { draft, ...fields } = input;
-      const at = now();
-      const row = await insertRow(unit.trx, newTaskRow(principal, fields, at));
-      if (!draft) return publishRow(unit, principal, row, at, true);
+      const row = await insertRow(unit.trx, newTaskRow(principal, fields, now()));
       await events.taskMoved(unit, row, 'draft', null);
       return { task: taskView(row, principal) };
     });

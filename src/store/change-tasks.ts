@@ -1,0 +1,125 @@
+import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
+
+/**
+ * A task published with its bounty held, inside a change statement (store/change.ts;
+ * docs/decisions/money-and-escrow.md "Task money and group commit"): the task row inserted open,
+ * the hold's legs (the change's, referring to the task) and the task's events, numbered per
+ * recipient in task_event_streams, so that a publish shares group commits with every other change
+ * and its row, money and events commit or fail together.
+ */
+export interface TaskChangeParts {
+  write: { kind: 'insert_task'; values: Record<string, unknown> } | { kind: string };
+  taskEvents?: NewTaskEvent[];
+  at: Date;
+}
+
+interface Numbered {
+  change: TaskChangeParts;
+  ordinal: number;
+}
+
+/**
+ * The new task rows (`task_insert_input`, `task_inserted`), written only for an allowed change
+ * (its claim held) and, for a budgeted one, only if its take was (`gate`). A new row locks nothing
+ * another statement waits for.
+ */
+export function taskInsertClauses(numbered: Numbered[], bindings: unknown[]): { reads: string[]; write: (gate: string) => string; source: string } {
+  const inserts = numbered.filter(({ change }) => change.write.kind === 'insert_task');
+  const columns = [...new Set(inserts.flatMap(({ change }) => Object.keys((change.write as { values: object }).values)))].sort();
+  for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
+  bindings.push(JSON.stringify(inserts.map(({ change, ordinal }) => ({ ordinal, fields: (change.write as { values: object }).values }))));
+  return {
+    reads: [
+      `task_insert_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, fields jsonb) WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
+    ],
+    write: (gate) => `task_inserted AS (INSERT INTO tasks (${columns.join(', ')})
+        SELECT ${columns.map((column) => `fresh.${column}`).join(', ')}
+          FROM task_insert_input CROSS JOIN LATERAL jsonb_populate_record(NULL::tasks, task_insert_input.fields) AS fresh
+         WHERE true ${gate}
+         ORDER BY task_insert_input.ordinal RETURNING id)`,
+    source:
+      "SELECT task_insert_input.ordinal, task_inserted.id FROM task_inserted JOIN task_insert_input ON (task_insert_input.fields->>'id')::uuid = task_inserted.id",
+  };
+}
+
+/**
+ * The task events of the written changes, numbered per recipient as store/task-events.ts does:
+ * each recipient's counter is bumped once by its events of the statement (created at its first),
+ * in recipient order, and its events take the numbers before the new value in the order of
+ * ordinal, then event. The counters are locked after the accounts (`after`, the balances CTE, is
+ * read first), the order of the task paths that still run in a transaction of their own (the hold,
+ * then the events), so that neither waits for the other in a circle.
+ */
+export function taskEventClauses(numbered: Numbered[], bindings: unknown[], after: string | null): string[] {
+  const records = numbered.flatMap(({ change, ordinal }) =>
+    (change.taskEvents ?? []).map((event, index) => ({
+      ordinal,
+      position: index + 1,
+      recipient_user_id: event.recipientUserId,
+      space: event.space,
+      task_id: event.taskId,
+      application_id: event.applicationId,
+      event_type: event.type,
+      payload: event.payload,
+      created_at: change.at,
+    })),
+  );
+  bindings.push(JSON.stringify(records));
+  return [
+    `task_event_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS event(ordinal int, position int, recipient_user_id uuid, space text, task_id uuid,
+        application_id uuid, event_type text, payload jsonb, created_at timestamptz)
+      WHERE event.ordinal IN (SELECT ordinal FROM changed)${after ? ` AND (SELECT count(*) FROM ${after}) >= 0` : ''})`,
+    `task_streams AS (INSERT INTO task_event_streams (owner_user_id, last_sequence)
+        SELECT recipient_user_id, count(*) FROM task_event_input GROUP BY recipient_user_id ORDER BY recipient_user_id
+      ON CONFLICT (owner_user_id) DO UPDATE SET last_sequence = task_event_streams.last_sequence + EXCLUDED.last_sequence
+      RETURNING owner_user_id, last_sequence)`,
+    `task_events_written AS (INSERT INTO task_events (recipient_user_id, recipient_sequence, space, task_id, application_id, event_type, payload, created_at)
+      SELECT event.recipient_user_id,
+             stream.last_sequence + 1 - row_number() OVER (PARTITION BY event.recipient_user_id ORDER BY event.ordinal DESC, event.position DESC),
+             event.space, event.task_id, event.application_id, event.event_type, event.payload, event.created_at
+        FROM task_event_input AS event JOIN task_streams AS stream ON stream.owner_user_id = event.recipient_user_id
+       ORDER BY event.ordinal, event.position
+      RETURNING id, recipient_user_id, recipient_sequence)`,
+  ];
+}
+
+/** The final SELECT's rows of the task events written: (ordinal, position) found again by (recipient, sequence). */
+export const taskEventResultClause = `SELECT 'task_event', NULL::int, NULL::int, task_events_written.id::text,
+    task_events_written.recipient_user_id::text, task_events_written.recipient_sequence::text FROM task_events_written`;
+
+/**
+ * The written task events of one change, as task-events.ts answers them. Rows come as (id,
+ * recipient, sequence); a change's events are its recipients' numbers in its order, matched by
+ * recipient and the order of numbers (RETURNING promises no order).
+ */
+export function taskEventRowsOf(
+  numbered: Numbered[],
+  written: Set<number>,
+  rows: { id: string; recipient: string; sequence: string }[],
+): Map<number, TaskEventRow[]> {
+  // Each recipient's numbers in ascending order belong to the events in (ordinal, position) order.
+  const byRecipient = new Map<string, { id: string; sequence: string }[]>();
+  for (const row of rows) byRecipient.set(row.recipient, [...(byRecipient.get(row.recipient) ?? []), row]);
+  for (const list of byRecipient.values()) list.sort((a, b) => (BigInt(a.sequence) < BigInt(b.sequence) ? -1 : 1));
+  const result = new Map<number, TaskEventRow[]>();
+  for (const { change, ordinal } of numbered.filter((each) => written.has(each.ordinal))) {
+    const events: TaskEventRow[] = [];
+    for (const event of change.taskEvents ?? []) {
+      const row = byRecipient.get(event.recipientUserId)?.shift();
+      if (!row) break;
+      events.push({
+        id: row.id,
+        recipient_user_id: event.recipientUserId,
+        recipient_sequence: row.sequence,
+        space: event.space,
+        task_id: event.taskId,
+        application_id: event.applicationId,
+        event_type: event.type,
+        payload: event.payload,
+        created_at: change.at,
+      });
+    }
+    result.set(ordinal, events);
+  }
+  return result;
+}
