@@ -176,6 +176,26 @@ describe('publishing tasks in group commits', () => {
   });
 });
 
+describe('reusing a task in one statement', () => {
+  it('publishes the new task with its hold; short of money it keeps a draft, and the same key answers the same 4020', async () => {
+    const publisher = await funded('12.00');
+    const old = (await publish(publisher)).body.data as { id: string };
+    const reuse = (key: string, bounty: string) =>
+      test.http.post(`/api/v1/tasks/${old.id}/reuse`).set(publisher.headers).set('Idempotency-Key', key).send({ delivery_hours: 6, bounty_amount: bounty });
+    const reused = (await reuse(randomUUID(), '2.00').expect(201)).body.data;
+    expect(reused).toMatchObject({ status: 'open', bounty_held: '2.00', reused_from: old.id });
+    expect(await balance(test, publisher)).toMatchObject({ available: '0.00', frozen: '12.00' });
+    const key = randomUUID();
+    const short = await reuse(key, '3.00').expect(402);
+    expect(short.body).toMatchObject({ code: 4020, data: { status: 'draft', available: '0.00', required: '3.00' } });
+    const again = await reuse(key, '3.00').expect(402);
+    expect(again.body.data.task_id).toBe(short.body.data.task_id);
+    expect((await tasksOf(publisher)).filter((task) => task.status === 'draft')).toHaveLength(1);
+    expect(await balance(test, publisher)).toMatchObject({ available: '0.00', frozen: '12.00' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
 describe.runIf(usingRealBackends())("a publish and a task path holding the publisher's account", () => {
   it('lock in one order: the account, then the task stream counter (no deadlock)', async () => {
     const publisher = await funded('50.00');

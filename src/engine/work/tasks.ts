@@ -48,16 +48,16 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
   async function publishNewTask(
     principal: Principal,
     request: IdempotencyRequest | null,
-    rowAt: (at: Date) => ReturnType<typeof newTaskRow>,
+    rowAt: (trx: Knex, at: Date) => ReturnType<typeof newTaskRow> | Promise<ReturnType<typeof newTaskRow>>,
   ): Promise<Outcome<TaskOutcome>> {
     try {
       return await idempotency.run(
         principal,
         request,
         201,
-        (unit) => {
+        async (unit) => {
           const at = now();
-          return publishNew(unit, principal, rowAt(at), at, (task) => ({ task: taskView(task, principal) }));
+          return publishNew(unit, principal, await rowAt(unit.trx, at), at, (task) => ({ task: taskView(task, principal) }));
         },
         'one statement',
       );
@@ -65,7 +65,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       if (!(error instanceof InsufficientBalance)) throw error;
       return idempotency.run(principal, request, 201, async (unit) => {
         const at = now();
-        return publishRow(unit, principal, await insertRow(unit.trx, rowAt(at)), at, true);
+        return publishRow(unit, principal, await insertRow(unit.trx, await rowAt(unit.trx, at)), at, true);
       });
     }
   }
@@ -116,7 +116,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
   /** Creates and publishes (holding the bounty), or stores a draft; keyed like every state-changing POST. */
   function create(principal: Principal, input: CreateTaskInput, request: IdempotencyRequest | null): Promise<Outcome<TaskOutcome>> {
     const { draft, ...fields } = input;
-    if (!draft) return publishNewTask(principal, request, (at) => newTaskRow(principal, fields, at));
+    if (!draft) return publishNewTask(principal, request, (_trx, at) => newTaskRow(principal, fields, at));
     return idempotency.run(principal, request, 201, async (unit) => {
       const row = await insertRow(unit.trx, newTaskRow(principal, fields, now()));
       await events.taskMoved(unit, row, 'draft', null);
@@ -275,9 +275,9 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     body: Omit<UpdateTaskInput, 'bounty_amount' | 'delivery_hours'> & { delivery_hours: number; bounty_amount: bigint | null },
     request: IdempotencyRequest | null,
   ) {
-    return idempotency.run(principal, request, 201, async (unit) => {
-      const old = authorize(manageTask, principal, await findTask(unit.trx, id), 'task');
-      const at = now();
+    // The old task is read in the publish's own round (the pool, or the fallback's transaction).
+    return publishNewTask(principal, request, async (trx, at) => {
+      const old = authorize(manageTask, principal, await findTask(trx, id), 'task');
       const input: Omit<CreateTaskInput, 'draft'> = {
         title: body.title ?? old.title,
         description: body.description ?? old.description,
@@ -299,8 +299,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
         throw new AppError('validation_error', problems[0]!.message, {
           errors: problems.map((problem) => ({ path: `body.${problem.path}`, message: problem.message })),
         });
-      const row = await insertRow(unit.trx, newTaskRow(principal, input, at, old.id));
-      return publishRow(unit, principal, row, at, true);
+      return newTaskRow(principal, input, at, old.id);
     });
   }
 
