@@ -77,6 +77,25 @@ describe("the claim's statement", () => {
     await expect(idempotency.run(caller, request(), 201, work, 'several statements', read(existing.fingerprint))).rejects.toThrow('only looking');
     expect(seen).toEqual([{ row: { scope_hash: expect.any(String), fingerprint: existing.fingerprint, state: 'completed' } }, { row: null }, undefined]);
   });
+  it("reads again once when a migration changed the table its read returns (the claim's prepared statement is renewed)", async () => {
+    const table = `read_${randomUUID().replace(/-/g, '')}`;
+    await db().raw(`CREATE TABLE ${table} (id int)`);
+    await db()(table).insert({ id: 1 });
+    const seen: unknown[] = [];
+    const work = async (unit: UnitOfWork) => {
+      seen.push(unit.prefetched);
+      throw new Error('only looking');
+    };
+    const read = { text: `SELECT * FROM ${table} WHERE id = ?`, bindings: [1] };
+    try {
+      await expect(idempotency.run(principal(), request(), 201, work, 'one statement', read)).rejects.toThrow('only looking');
+      await db().raw(`ALTER TABLE ${table} ADD COLUMN extra int DEFAULT 7`);
+      await expect(idempotency.run(principal(), request(), 201, work, 'one statement', read)).rejects.toThrow('only looking');
+      expect(seen).toEqual([{ row: { id: 1 } }, { row: { id: 1, extra: 7 } }]);
+    } finally {
+      await db().raw(`DROP TABLE ${table}`);
+    }
+  });
 });
 
 describe('work without a key', () => {
