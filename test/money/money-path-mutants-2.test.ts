@@ -181,12 +181,14 @@ describe("a move's own transitions instance", () => {
     expect(published.map((row) => [row.transaction_id, row.event_type])).toEqual([[id, 'transaction.frozen']]);
   });
 
-  it('answers 4040 for a transaction that does not exist, whoever moves it', async () => {
+  it('answers 4040 for a transaction that does not exist, whoever moves it (a party or the operator)', async () => {
     const { buyer } = await agentMarket(test, '0');
     const transitions = ownTransitions();
     const { db } = test.runtime.engine.dependencies;
     const move = withSingleStatement(db, (unit) => transitions.move(unit, randomUUID(), 'freeze', { principal: principalOf(buyer) }));
     await expect(move).rejects.toMatchObject({ code: 4040, detail: 'transaction not found' });
+    const resolve = withSingleStatement(db, (unit) => transitions.move(unit, randomUUID(), 'resolve_refund', { system: 'admin' }));
+    await expect(resolve).rejects.toMatchObject({ code: 4040, detail: 'transaction not found' });
   });
 
   it('answers 4091 when the idempotency claim its statement completes is no longer its own', async () => {
