@@ -25,7 +25,7 @@ export { assertBuyerCeiling } from './ceilings.ts';
 export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';
 export { createStreams } from './streams.ts';
 export { createSweeper } from './sweeper.ts';
-export { changeHold } from './task-money.ts';
+export { bountyHoldLegs, changeHold } from './task-money.ts';
 export {
   balanceRefusal,
   checkDemandLink,

@@ -23,7 +23,8 @@ export interface HoldChange {
 
 export type HoldOutcome = { ok: true } | { ok: false; available: bigint; required: bigint };
 
-function legsOf(change: HoldChange): Leg[] {
+/** The movement from what is held to what should be: a freeze of the difference, or its release. */
+export function bountyHoldLegs(change: Pick<HoldChange, 'ownerId' | 'currency' | 'taskId' | 'held' | 'wanted'>): Leg[] {
   const delta = change.wanted - change.held;
   const account = userAccountId(change.ownerId, change.currency);
   const type = delta > 0n ? 'freeze' : 'unfreeze';
@@ -39,7 +40,7 @@ export async function changeHold(trx: Knex, change: HoldChange): Promise<HoldOut
   await ensureUserAccounts(trx, [change.ownerId]);
   try {
     await trx.transaction(async (savepoint) => {
-      await applyMovement(savepoint, legsOf(change), change.taskId, change.at);
+      await applyMovement(savepoint, bountyHoldLegs(change), change.taskId, change.at);
     });
     return { ok: true };
   } catch (error) {

@@ -1,11 +1,10 @@
 import type { UnitOfWork } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
-import { userAccountId } from '../../store/accounts.ts';
 import type { StateChange } from '../../store/change.ts';
-import { type Leg, shortfallOf } from '../../store/ledger.ts';
+import { shortfallOf } from '../../store/ledger.ts';
 import type { TaskRow } from '../../store/tasks.ts';
 import type { Principal } from '../common/index.ts';
-import { planBountyCharge, type Transitions } from '../money/index.ts';
+import { bountyHoldLegs, planBountyCharge, type Transitions } from '../money/index.ts';
 import { deadlineOf, type newTaskRow, taskView } from './task-rows.ts';
 import { type TaskEvents, taskMovedEvents } from './task-events.ts';
 
@@ -22,16 +21,6 @@ import { type TaskEvents, taskMovedEvents } from './task-events.ts';
 type NewTaskRow = ReturnType<typeof newTaskRow>;
 
 const parsed = (value: string | null) => (value === null ? null : (JSON.parse(value) as unknown));
-
-function holdLegs(row: NewTaskRow, bounty: bigint): Leg[] {
-  if (bounty === 0n) return [];
-  const accountId = userAccountId(row.owner_user_id, row.bounty_currency);
-  const description = `bounty of task ${row.id} held`;
-  return [
-    { accountId, currency: row.bounty_currency, bucket: 'available', amount: -bounty, type: 'freeze', description },
-    { accountId, currency: row.bounty_currency, bucket: 'frozen', amount: bounty, type: 'freeze', description },
-  ];
-}
 
 /** The task as inserted open, as a SELECT would read it: JSON columns parsed, times as dates. */
 function openRow(row: NewTaskRow, bounty: bigint, at: Date): TaskRow {
@@ -70,7 +59,8 @@ export function createTaskPublish(transitions: Pick<Transitions, 'submit'>, even
       buyerUserId: task.owner_user_id,
       sellerUserId: task.owner_user_id,
       write: { kind: 'insert_task', values },
-      legs: holdLegs(row, bounty),
+      // The same movement a bounty hold in a transaction of its own writes (money/task-money.ts).
+      legs: bounty === 0n ? [] : bountyHoldLegs({ ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held: 0n, wanted: bounty }),
       events: [],
       taskEvents: taskMovedEvents(task, 'publish', null, []),
       at,
