@@ -69,10 +69,14 @@ export async function openPostgres(connectionString: string, poolSizeMax: number
   // once: with the default plan_cache_mode a statement is planned afresh on its first five runs
   // per connection and per text, and the change statement has a text per mix of moves in a batch
   // (docs/benchmark-history.md "Planned once"). Other queries keep planning per run, where a
-  // parameter's value may choose the index (a partial index, a selective filter).
+  // parameter's value may choose the index (a partial index, a selective filter). A plan made
+  // once is kept for the connection's life, so it must not be a sequential scan chosen while a
+  // table was small: every statement here finds rows by key, and with seqscans priced out it
+  // uses the key's index however few rows the table had when the plan was made
+  // (docs/decisions/limits-and-storage.md "Database connections: three pools").
   const statementDb = knex({
     client: 'pg',
-    connection: { connectionString, options: '-c plan_cache_mode=force_generic_plan', ...connecting },
+    connection: { connectionString, options: '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off', ...connecting },
     pool: { min: 0, max: Math.min(poolSizeMax, limits.statementPoolSizeMax) },
     log: knexLog,
     ...waits,

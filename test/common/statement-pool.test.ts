@@ -14,8 +14,29 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-const planCacheMode = async (pool: ReturnType<typeof statementPoolOf>) =>
-  ((await pool.raw('SHOW plan_cache_mode')) as { rows: { plan_cache_mode: string }[] }).rows[0]!.plan_cache_mode;
+const setting = async (pool: ReturnType<typeof statementPoolOf>, name: 'plan_cache_mode' | 'enable_seqscan') =>
+  ((await pool.raw(`SHOW ${name}`)) as { rows: Record<string, string>[] }).rows[0]![name];
+const planCacheMode = (pool: ReturnType<typeof statementPoolOf>) => setting(pool, 'plan_cache_mode');
+
+/**
+ * The generic plan a statement that finds rows by an array of keys (as the change statement does)
+ * gets on a connection of `pool`, over a table of 200 rows: the size at which the benchmark's
+ * fresh database made its plans. A temporary table, so the test sees no other test's rows.
+ */
+async function keyLookupPlanOn(pool: ReturnType<typeof statementPoolOf>): Promise<string> {
+  return pool.transaction(async (trx) => {
+    await trx.raw('SET LOCAL plan_cache_mode = force_generic_plan');
+    await trx.raw('CREATE TEMPORARY TABLE plan_probe (id uuid PRIMARY KEY, status text) ON COMMIT DROP');
+    await trx.raw("INSERT INTO plan_probe SELECT gen_random_uuid(), 'frozen' FROM generate_series(1, 200)");
+    await trx.raw('ANALYZE plan_probe');
+    await trx.raw('PREPARE plan_probe_lookup(uuid[]) AS SELECT id, status FROM plan_probe WHERE id = ANY ($1)');
+    const explained = (await trx.raw("EXPLAIN EXECUTE plan_probe_lookup(ARRAY['00000000-0000-4000-8000-000000000000']::uuid[])")) as {
+      rows: { 'QUERY PLAN': string }[];
+    };
+    await trx.raw('DEALLOCATE plan_probe_lookup');
+    return explained.rows.map((row) => row['QUERY PLAN']).join('\n');
+  });
+}
 
 describe('the statement pool', () => {
   it.runIf(usingRealBackends())('plans named statements once and leaves other queries planned for their values', async () => {
@@ -23,6 +44,15 @@ describe('the statement pool', () => {
     expect(statementPoolOf(db)).not.toBe(db);
     expect(await planCacheMode(statementPoolOf(db))).toBe('force_generic_plan');
     expect(await planCacheMode(db)).toBe('auto');
+  });
+
+  it.runIf(usingRealBackends())('finds rows by their key even in a plan made while the table was small', async () => {
+    // A plan made once is kept for the connection's life: a sequential scan chosen over a table of
+    // a few hundred rows would read the whole table on every run once it has grown.
+    const db = test.runtime.engine.dependencies.db;
+    expect(await keyLookupPlanOn(db)).toMatch(/Seq Scan on plan_probe/);
+    expect(await setting(statementPoolOf(db), 'enable_seqscan')).toBe('off');
+    expect(await keyLookupPlanOn(statementPoolOf(db))).toMatch(/Index (Only )?Scan (using|on) plan_probe_pkey/);
   });
 
   it('answers a named statement with the rows of the database the engine writes to', async () => {
