@@ -50,6 +50,7 @@ export const mutationGroups = {
       'test/money/money-path-mutants-api.test.ts',
       'test/money/money-path-mutants-2.test.ts',
       'test/money/money-path-mutants-3.test.ts',
+      'test/money/money-path-mutants-4.test.ts',
       'test/money/group-commit.test.ts',
       'test/money/idempotency-claims.test.ts',
       'test/money/idempotency-takeover.test.ts',
