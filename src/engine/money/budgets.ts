@@ -1,15 +1,11 @@
 import type { Knex } from 'knex';
-import { agentBudgetLimits } from '../../domain/agent-budgets.ts';
-import { type Currency, currencyOfSpace, formatAmount } from '../../domain/money.ts';
-import { usageWindow } from '../../domain/usage-windows.ts';
-import { AppError } from '../../errors.ts';
-import type { AgentBudgetInput, AgentBudgetView } from '../../schemas/agent-budgets.ts';
+import { type Currency, currencyOfSpace } from '../../domain/money.ts';
+import type { AppError } from '../../errors.ts';
 import * as store from '../../store/agent-budgets.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
-import { findApiKeyById } from '../../store/identity.ts';
 import type { BudgetTake } from '../../store/change.ts';
-import { authorize, manageAgentBudget } from '../access/index.ts';
-import type { EngineDependencies, Principal } from '../common/index.ts';
+import type { Principal } from '../common/index.ts';
+import { assertPerCharge, type BudgetCharge, budgetFor, dayOf, leftOf, maybe, refusal } from './budget-bounds.ts';
 
 /**
  * Agent budgets (docs/decisions/money-and-escrow.md "Agent budgets"): what a person lets one of
@@ -23,97 +19,6 @@ import type { EngineDependencies, Principal } from '../common/index.ts';
  * agent budgets"). What each purchase or task was charged is recorded, so a release gives back
  * exactly that, to the day it was charged to.
  */
-export interface BudgetCharge {
-  /** What the charge adds to the day's spending (at an accept: the part of the price beyond the bounty held). */
-  amount: bigint;
-  /** The purchase's price, or the bounty: what per_purchase_max bounds. */
-  price: bigint;
-  currency: Currency;
-  category: string | null;
-  capabilityId: string | null;
-  /** The transaction or task the charge is for (what a release of it gives back). */
-  refId: string;
-  at: Date;
-}
-
-type Bound = 'per_purchase' | 'daily' | 'allowed';
-
-/** The UTC day a charge counts in, as the usage rows name it (YYYY-MM-DD). */
-export const dayOf = (at: Date) => at.toISOString().slice(0, 10);
-const resetsAt = (at: Date) => usageWindow('day', at).end;
-const maybe = (value: string | null) => (value === null ? null : BigInt(value));
-const amountOrNull = (value: bigint | null) => (value === null ? null : formatAmount(value));
-
-function leftOf(row: store.AgentBudgetRow, spent: bigint): bigint | null {
-  const daily = maybe(row.daily_max);
-  if (daily === null) return null;
-  return daily > spent ? daily - spent : 0n;
-}
-
-export function agentBudgetView(row: store.AgentBudgetRow, spent: bigint, at: Date): AgentBudgetView {
-  return {
-    api_key_id: row.api_key_id,
-    currency: row.currency as Currency,
-    per_purchase_max: row.per_purchase_max === null ? null : formatAmount(row.per_purchase_max),
-    daily_max: row.daily_max === null ? null : formatAmount(row.daily_max),
-    categories: row.categories,
-    capability_ids: row.capability_ids,
-    spent_today: formatAmount(spent),
-    left_today: amountOrNull(leftOf(row, spent)),
-    resets_at: resetsAt(at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
-  };
-}
-
-/** Whether a charge is of what the budget allows: no list set, or its capability or category named. */
-function allows(row: store.AgentBudgetRow, charge: Pick<BudgetCharge, 'category' | 'capabilityId'>): boolean {
-  if (row.categories === null && row.capability_ids === null) return true;
-  if (charge.capabilityId !== null && (row.capability_ids ?? []).includes(charge.capabilityId)) return true;
-  return charge.category !== null && (row.categories ?? []).includes(charge.category);
-}
-
-const sentences: Record<Bound, (row: store.AgentBudgetRow, charge: BudgetCharge, left: string | null) => string> = {
-  per_purchase: (row, charge) =>
-    `this agent key may spend at most ${formatAmount(row.per_purchase_max!)} ${row.currency} per purchase (its owner's budget); this one is ${formatAmount(charge.price)}`,
-  daily: (row, charge, left) =>
-    `this agent key may spend ${formatAmount(row.daily_max!)} ${row.currency} a day (UTC, its owner's budget) and has ${left} left today; this needs ${formatAmount(charge.amount)}`,
-  allowed: () => "this agent key may buy only the categories or capabilities its owner's budget names, and this is not one of them",
-};
-
-function refusal(bound: Bound, row: store.AgentBudgetRow, charge: BudgetCharge, spent: bigint): AppError {
-  const left = amountOrNull(leftOf(row, spent));
-  const detail = `${sentences[bound](row, charge, left)}: nothing was charged. The person who owns the key can change its budget.`;
-  return new AppError('agent_budget_exceeded', detail, {
-    budget: bound,
-    api_key_id: row.api_key_id,
-    currency: row.currency,
-    price: formatAmount(charge.price),
-    amount: formatAmount(charge.amount),
-    per_purchase_max: amountOrNull(maybe(row.per_purchase_max)),
-    daily_max: amountOrNull(maybe(row.daily_max)),
-    categories: row.categories,
-    capability_ids: row.capability_ids,
-    spent_today: formatAmount(spent),
-    left_today: left,
-    resets_at: resetsAt(charge.at).toISOString(),
-    detail,
-  });
-}
-
-/** The budget that bounds this caller's charge in this currency, or undefined when none does. */
-async function budgetFor(db: Knex, principal: Principal, currency: Currency) {
-  const keyId = principal.budget_key_id;
-  if (!keyId) return undefined;
-  const row = await store.findAgentBudget(db, keyId);
-  return row?.currency === currency ? row : undefined;
-}
-
-/** The bounds one charge meets on its own: what the budget allows, and per_purchase_max. */
-async function assertPerCharge(db: Knex, row: store.AgentBudgetRow, charge: BudgetCharge, usage: store.UsageKey): Promise<void> {
-  const perPurchase = maybe(row.per_purchase_max);
-  const bound: Bound | null = !allows(row, charge) ? 'allowed' : perPurchase !== null && charge.price > perPurchase ? 'per_purchase' : null;
-  if (bound !== null) throw refusal(bound, row, charge, await store.spentOn(db, usage));
-}
 
 /**
  * A look before a purchase is created, so that one the budget already refuses creates nothing:
@@ -297,55 +202,3 @@ export async function giveBackAgentBudget(db: Knex, refId: string, amount?: bigi
   if (amount === undefined) await store.giveBackAll(db, refId);
   else if (amount > 0n) await store.giveBackPart(db, refId, amount);
 }
-
-/** Set, read and clear a key's budget (the person's), and show what is left (the agent's answers). */
-export function createAgentBudgets({ db, now }: EngineDependencies) {
-  async function ownedKey(principal: Principal, keyId: string) {
-    return authorize(manageAgentBudget, principal, await findApiKeyById(db, keyId), 'API key');
-  }
-
-  async function viewOf(row: store.AgentBudgetRow | undefined, at: Date): Promise<AgentBudgetView | null> {
-    if (!row) return null;
-    return agentBudgetView(row, await store.spentOn(db, { keyId: row.api_key_id, currency: row.currency, day: dayOf(at) }), at);
-  }
-
-  async function get(principal: Principal, keyId: string) {
-    const key = await ownedKey(principal, keyId);
-    return { api_key_id: key.id, budget: await viewOf(await store.findAgentBudget(db, key.id), now()) };
-  }
-
-  async function set(principal: Principal, keyId: string, input: AgentBudgetInput): Promise<AgentBudgetView> {
-    const key = await ownedKey(principal, keyId);
-    const at = now();
-    const saved = await store.saveAgentBudget(db, { api_key_id: key.id, ...agentBudgetLimits(input), updated_at: at });
-    return (await viewOf(saved, at))!;
-  }
-
-  async function clear(principal: Principal, keyId: string) {
-    const key = await ownedKey(principal, keyId);
-    await store.deleteAgentBudget(db, key.id);
-    return { api_key_id: key.id, budget: null };
-  }
-
-  /** What is left of the calling key's budget, for its answers; null when no budget bounds it. */
-  async function left(principal: Principal): Promise<AgentBudgetView | null> {
-    if (!principal.budget_key_id) return null;
-    return viewOf(await store.findAgentBudget(db, principal.budget_key_id), now());
-  }
-
-  /** The key list's items, each with its budget (null: none). */
-  async function withBudgets<Item extends { id: string }>(items: Item[]): Promise<(Item & { budget: AgentBudgetView | null })[]> {
-    const at = now();
-    const ids = items.map((item) => item.id);
-    const [rows, spent] = await Promise.all([store.budgetsOfKeys(db, ids), store.spentByKeys(db, ids, dayOf(at))]);
-    const byKey = new Map(rows.map((row) => [row.api_key_id, row]));
-    return items.map((item) => {
-      const row = byKey.get(item.id);
-      return { ...item, budget: row ? agentBudgetView(row, spent.get(`${row.api_key_id}:${row.currency}`) ?? 0n, at) : null };
-    });
-  }
-
-  return { get, set, clear, left, withBudgets };
-}
-
-export type AgentBudgets = ReturnType<typeof createAgentBudgets>;

@@ -6,7 +6,6 @@
  * access and common; the market, work and A2A rooms spend through this door.
  */
 export {
-  agentBudgetView,
   chargeAcceptance,
   chargeAgentBudget,
   chargeBounty,
@@ -15,11 +14,10 @@ export {
   planPurchaseCharge,
   planBountyCharge,
   checkAgentBudget,
-  createAgentBudgets,
   giveBackAgentBudget,
-  type AgentBudgets,
-  type BudgetCharge,
 } from './budgets.ts';
+export { type BudgetCharge } from './budget-bounds.ts';
+export { agentBudgetView, createAgentBudgets, type AgentBudgets } from './budget-settings.ts';
 export { giveBackUnlessWritten, takeCapabilityUsage, type TakenUsage, wroteNothing } from './capability-limits.ts';
 export { assertBuyerCeiling } from './ceilings.ts';
 export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';

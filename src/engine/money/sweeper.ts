@@ -3,7 +3,7 @@ import type { Logger } from '../../logger.ts';
 import { periodic } from '../../periodic.ts';
 import { pruneBudgetDays } from '../../store/agent-budgets.ts';
 import { pruneUsage } from '../../store/capability-usage.ts';
-import { dayOf } from './budgets.ts';
+import { dayOf } from './budget-bounds.ts';
 import type { TransactionEngine } from './transactions.ts';
 import { limits } from '../../limits.ts';
 
