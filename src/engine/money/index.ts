@@ -24,16 +24,9 @@ export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyReq
 export { createStreams } from './streams.ts';
 export { createSweeper } from './sweeper.ts';
 export { bountyHoldLegs, changeHold } from './task-money.ts';
-export {
-  balanceRefusal,
-  checkDemandLink,
-  createTransactionEngine,
-  newTransactionRow,
-  overdueInvoke,
-  type CreateTransactionCommand,
-  type PartyAction,
-  type TransactionEngine,
-} from './transactions.ts';
+export { balanceRefusal, checkDemandLink, newTransactionRow, type CreateTransactionCommand } from './new-transactions.ts';
+export { overdueInvoke } from './transaction-sweeps.ts';
+export { createTransactionEngine, type PartyAction, type TransactionEngine } from './transactions.ts';
 export { createTransitions, type ActionExtra, type Transitions } from './transitions.ts';
 export { transactionView } from './views.ts';
 export { createWalletEngine } from './wallet.ts';
