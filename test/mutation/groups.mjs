@@ -70,7 +70,7 @@ export const mutationGroups = {
    * (test/money/budgets-concurrency.test.ts) are left out: whether a mutant's race shows depends on timing.
    */
   budgets: {
-    mutate: ['src/engine/money/budgets.ts', 'src/store/agent-budgets.ts'],
+    mutate: ['src/engine/money/budgets.ts', 'src/engine/money/budget-bounds.ts', 'src/engine/money/budget-settings.ts', 'src/store/agent-budgets.ts'],
     tests: ['test/money/budgets-rules.test.ts', 'test/money/budgets-tasks.test.ts', 'test/money/budgets-routes.test.ts', 'test/money/budgets-paths.test.ts', 'test/money/budgets-mutants.test.ts'],
   },
   claims: {
