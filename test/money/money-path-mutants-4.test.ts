@@ -95,6 +95,29 @@ async function answeredWithoutWaiting<T>(send: () => Promise<T>) {
   return { done, sent };
 }
 
+describe('a claim whose statement fails for another reason than a stale prepared statement', () => {
+  // A stale statement is refused before it runs, so trying it again is safe. Any other failure may
+  // come after the claim was written (a connection lost after its commit): a second try would find
+  // its own claim and answer 4091 for a minute, so the failure is the request's answer.
+  it('is not tried again: the request gets the failure and its work never starts', async () => {
+    const sequence = `probe_${randomUUID().replace(/-/g, '')}`;
+    await db().raw(`CREATE SEQUENCE ${sequence}`);
+    let ran = false;
+    try {
+      // Divides by zero on its first run only (a sequence is not rolled back with the statement).
+      const read = { text: `SELECT 1 / (nextval('${sequence}') - 1) AS probe`, bindings: [] };
+      const work = async () => {
+        ran = true;
+        return 'ran';
+      };
+      await expect(idempotency.run(principal(), request(), 201, work, 'one statement', read)).rejects.toThrow(/division by zero/);
+      expect(ran).toBe(false);
+    } finally {
+      await db().raw(`DROP SEQUENCE ${sequence}`);
+    }
+  });
+});
+
 describe.runIf(usingRealBackends())('a retry while the request of its key is stalled past the minute', () => {
   it('is told at once that the request is in progress (4091), and the request, once done, keeps its answer', { timeout: 30_000 }, async () => {
     const [caller, sent] = [principal(), request()];
