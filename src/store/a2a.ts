@@ -173,59 +173,53 @@ export interface FoundTask {
 
 /**
  * Every row `tasks/get` may need to name and show a task, in one statement (a read on the hot
- * path: one round trip instead of five). An id names the caller's own conversation (by its id or
- * the v0.1 client id it was started with) first; otherwise a transaction by the buyer's client
- * task id or by its own id (both kept: the engine applies the visibility rules in their order).
- * Each comes with its task row (a purchase's own row before a conversation that bought it) and
- * that row's newest `historyMax` messages. Task rows and messages come as JSON, whose timestamps
- * are ISO strings; the transaction's columns keep their types.
+ * path: one round trip instead of five): the caller's own conversations the id names (by their
+ * id or the v0.1 client id they were started with), and the transactions it names by the buyer's
+ * client task id or by their own id (one row each; a transaction named both ways is `client_id`).
+ * The engine applies the rules of which one wins, a conversation first. Each comes with its task
+ * row (a conversation's own; a transaction's row, purchase or the conversation that bought it:
+ * `transaction_id` is unique) and that row's newest `historyMax` messages. Task rows and messages
+ * come as JSON, whose timestamps are ISO strings; the transaction's columns keep their types.
+ *
+ * Its shape is chosen for PostgreSQL's work per read (docs/benchmark-history.md, "JSON-RPC task
+ * read"): starting a plan costs about as much as running it here, so there are few nodes: no CTE,
+ * no `NOT EXISTS` (the engine prefers a conversation anyway), the transaction's columns as plain
+ * columns rather than a whole-row value taken apart again, one messages subquery over both
+ * branches, and the messages as an array in index order (newest first, reversed below) rather
+ * than an aggregate that sorts.
  */
 const findTaskStatement = `
-  WITH conversation AS (
-    SELECT * FROM a2a_tasks
-     WHERE kind = 'conversation' AND owner_user_id = ?::uuid AND owner_type = ? AND (client_task_id = ? OR id = ?::uuid)
-     LIMIT 1
-  ), direct AS (
-    SELECT 'client_id' AS via, t AS transaction FROM transactions t
-     WHERE t.buyer_user_id = ?::uuid AND t.client_task_id = ? AND NOT EXISTS (SELECT 1 FROM conversation)
-    UNION ALL
-    SELECT CASE WHEN t.buyer_user_id = ?::uuid AND t.client_task_id = ? THEN 'client_id' ELSE 'id' END, t FROM transactions t
-     WHERE t.id = ?::uuid AND NOT EXISTS (SELECT 1 FROM conversation)
-       AND (t.buyer_user_id IS DISTINCT FROM ?::uuid OR t.client_task_id IS DISTINCT FROM ?)
-  ), found AS (
-    SELECT 'conversation' AS via, to_jsonb(c) AS task, c.id AS task_id, (SELECT t FROM transactions t WHERE t.id = c.transaction_id) AS transaction
-      FROM conversation c
-    UNION ALL
-    SELECT d.via, to_jsonb(a), a.id, d.transaction
-      FROM direct d
-      LEFT JOIN LATERAL (SELECT * FROM a2a_tasks WHERE transaction_id = (d.transaction).id ORDER BY kind = 'purchase' DESC, id LIMIT 1) a ON true
-  )
-  SELECT found.via AS found_via, found.task AS found_task,
-         (SELECT COALESCE(jsonb_agg(to_jsonb(m) ORDER BY m.created_at, m.sequence), '[]'::jsonb)
-            FROM (SELECT * FROM a2a_messages WHERE task_id = found.task_id ORDER BY created_at DESC, sequence DESC LIMIT ?) m) AS found_messages,
-         (found.transaction).*
-    FROM found`;
+  SELECT found.*,
+         to_jsonb(ARRAY(SELECT to_jsonb(m) FROM a2a_messages m WHERE m.task_id = found.found_task_id
+                         ORDER BY m.created_at DESC, m.sequence DESC LIMIT ?)) AS found_messages
+    FROM (
+      SELECT 'conversation' AS found_via, to_jsonb(c) AS found_task, c.id AS found_task_id, t.*
+        FROM a2a_tasks c LEFT JOIN transactions t ON t.id = c.transaction_id
+       WHERE c.kind = 'conversation' AND c.owner_user_id = ?::uuid AND c.owner_type = ? AND (c.client_task_id = ? OR c.id = ?::uuid)
+      UNION ALL
+      SELECT CASE WHEN t.buyer_user_id = ?::uuid AND t.client_task_id = ? THEN 'client_id' ELSE 'id' END, to_jsonb(a), a.id, t.*
+        FROM transactions t LEFT JOIN a2a_tasks a ON a.transaction_id = t.id
+       WHERE t.id = ?::uuid OR (t.buyer_user_id = ?::uuid AND t.client_task_id = ?)
+    ) found`;
 
 export async function findTask(db: Knex, owner: { user_id: string; caller_type: string }, id: string, historyMax: number): Promise<FoundTask[]> {
   const uuid = isUuid(id) ? id.toLowerCase() : null;
   const rows = await prepared<Record<string, unknown>>(db, findTaskStatement, [
+    historyMax,
     owner.user_id,
     owner.caller_type,
     id,
     uuid,
     owner.user_id,
     id,
-    owner.user_id,
-    id,
     uuid,
     owner.user_id,
     id,
-    historyMax,
   ]);
-  return rows.map(({ found_via: via, found_task: task, found_messages: messages, ...transaction }) => ({
+  return rows.map(({ found_via: via, found_task: task, found_task_id: _taskId, found_messages: newestFirst, ...transaction }) => ({
     via: via as FoundTask['via'],
     task: (task as A2ATaskRow | null) ?? null,
     transaction: transaction.id ? (transaction as unknown as TransactionRow) : null,
-    messages: messages as A2AMessageRow[],
+    messages: (newestFirst as A2AMessageRow[]).reverse(),
   }));
 }
