@@ -126,8 +126,9 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     viewer: V | null,
   ): Promise<Subscription> {
     const early: StreamEvent<E>[] = [];
-    // Stands in while the starting point is read; the real subscriber catches up on its own.
-    const placeholder = { offer: (item: StreamEvent<E>) => early.push(item), catchUp: () => {} } as unknown as Subscriber<E>;
+    let catchUpMissed = false as boolean;
+    // Stands in while the starting point is read; a catch-up asked of it (the bus came back) is the real subscriber's.
+    const placeholder = { offer: (item: StreamEvent<E>) => early.push(item), catchUp: () => (catchUpMissed = true) } as unknown as Subscriber<E>;
     const { index } = channel;
     const set = index.get(key) ?? new Set<Subscriber<E>>();
     index.set(key, set);
@@ -142,7 +143,13 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     }
     // The set may have been emptied and dropped meanwhile: register in the current one.
     (index.get(key) ?? index.set(key, new Set()).get(key)!).add(subscriber);
-    subscriber.catchUp(fromRequestedPosition);
+    // A stream from the head has nothing to fetch: an event after the head was committed after
+    // the head's read began, so published after the placeholder was registered, and it is in
+    // `early` or comes live. Not asking the outbox spares a query per stream opened; with
+    // thousands of streams opening at once, those queries waiting for the pool kept their garbage
+    // alive into the old generation, which then held about twice the memory the streams need
+    // (docs/benchmark-history.md, "Fan-out per subscriber"). A catch-up asked meanwhile is done.
+    if (fromRequestedPosition || catchUpMissed) subscriber.catchUp(fromRequestedPosition);
     for (const item of early) subscriber.offer(item);
     return subscriber;
   }

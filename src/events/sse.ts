@@ -1,10 +1,11 @@
+import type { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { limits } from '../limits.ts';
 
 /**
  * Server-sent events over a plain response. Headers are chosen to survive proxies: no caching or
  * transformation, no buffering (nginx), no compression. One shared timer writes heartbeat
- * comments to every open stream, so a thousand streams cost one timer, not a thousand.
+ * comments, so a thousand streams cost one timer, not a thousand.
  *
  * A stream is one object with no closure of its own (one shared 'close' listener finds it on its
  * response), since an instance may hold ten thousand of them. A client that stops reading is
@@ -17,9 +18,31 @@ let heartbeatMs: number = limits.streamHeartbeatMs;
 const heartbeatFrame = ': heartbeat\n\n';
 const streamOfResponse = Symbol('sse stream');
 
+/**
+ * The heartbeat timer ticks about every second (heartbeatTickMs), and a stream gets a heartbeat
+ * once a heartbeat interval's worth of ticks has gone by without anything written to it. A stream
+ * that carries events needs none (any write keeps a proxy from taking it for idle), and idle
+ * streams opened at different moments are written at different ticks: before, every heartbeat
+ * was one write to every open stream in one go, 10,000 socket writes that held up the events
+ * behind them for tens of milliseconds. No stream goes longer than the interval without a write,
+ * as before; its heartbeat may come up to a tick early. A short interval (tests) is one tick.
+ */
+const heartbeatTickMs = 1_000;
+const heartbeatTicksMax = 60;
+
+function ticksIn(intervalMs: number): number {
+  return Math.min(heartbeatTicksMax, Math.max(1, Math.floor(intervalMs / heartbeatTickMs)));
+}
+
+let heartbeatTicks = ticksIn(limits.streamHeartbeatMs);
+
+/** Ticks so far: a stream remembers the tick of its last write, not a time (no clock read per write). */
+let heartbeatTick = 0;
+
 /** Set from configuration (STREAM_HEARTBEAT_MS) when the app is built. */
 export function setHeartbeatInterval(intervalMs: number) {
   heartbeatMs = intervalMs;
+  heartbeatTicks = ticksIn(intervalMs);
   if (heartbeat) clearInterval(heartbeat);
   heartbeat = null;
   if (openStreams.size > 0) ensureHeartbeat();
@@ -27,9 +50,25 @@ export function setHeartbeatInterval(intervalMs: number) {
 
 function ensureHeartbeat() {
   heartbeat ??= setInterval(() => {
-    for (const stream of openStreams) stream.sendFrame(heartbeatFrame);
-  }, heartbeatMs);
+    heartbeatTick++;
+    for (const stream of openStreams) if (heartbeatTick - stream.lastWriteTick >= heartbeatTicks) stream.sendFrame(heartbeatFrame);
+  }, heartbeatMs / heartbeatTicks);
   heartbeat.unref();
+}
+
+/**
+ * A frame as one HTTP/1.1 chunk (size, frame, CRLF), written straight to the socket: one write
+ * instead of the response's four (size, CRLF, frame, CRLF) and its cork until the next tick. The
+ * last one is kept, since a fan-out writes the same frame to every subscriber one after another.
+ */
+let chunkedFrame = '';
+let chunked = '';
+function chunkOf(text: string): string {
+  if (text !== chunkedFrame) {
+    chunked = `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    chunkedFrame = text;
+  }
+  return chunked;
 }
 
 export function frame(data: string, id?: string, event?: string): string {
@@ -45,6 +84,8 @@ function onResponseClose(this: TaggedResponse) {
 
 export class SseStream {
   private state: 'new' | 'open' | 'closed' = 'new';
+  /** The heartbeat tick of the last write to this stream: the shared timer skips it until an interval has passed. */
+  lastWriteTick = 0;
 
   constructor(
     readonly response: ServerResponse,
@@ -66,6 +107,7 @@ export class SseStream {
     });
     response.flushHeaders();
     response.write(': connected\n\n');
+    this.lastWriteTick = heartbeatTick;
     openStreams.add(this);
     ensureHeartbeat();
     (response as TaggedResponse)[streamOfResponse] = this;
@@ -82,11 +124,18 @@ export class SseStream {
   /** Writes a frame built by frame(); lets many streams share one frame string. */
   sendFrame(text: string): boolean {
     if (this.state !== 'open') return false;
-    if (this.response.writableLength > limits.streamBufferedBytesMax) {
+    const { response } = this;
+    if (response.writableLength > limits.streamBufferedBytesMax) {
       this.drop();
       return false;
     }
-    this.response.write(text);
+    this.lastWriteTick = heartbeatTick;
+    const { socket } = response;
+    // A response with its socket writes into it as it is, so a whole chunk written to the socket
+    // lands after everything the response wrote before; without chunked encoding (an HTTP/1.0
+    // client), or before the head went out, the response writes the frame itself.
+    if (socket !== null && response.chunkedEncoding && response.headersSent) socket.write(chunkOf(text));
+    else response.write(text);
     return true;
   }
 
@@ -94,17 +143,21 @@ export class SseStream {
    * null while the client reads as fast as it is written to; otherwise a promise that settles once
    * what was written has gone to the socket, or the stream is over. For writers that can wait
    * (events read from the database), where a burst of their own must not count as a slow client.
+   * Frames go to the socket itself (sendFrame), so it is the socket's buffer that fills.
    */
   ready(): Promise<void> | null {
     const { response } = this;
-    if (this.state !== 'open' || !response.writableNeedDrain) return null;
+    if (this.state !== 'open') return null;
+    const { socket } = response;
+    const full: EventEmitter | null = socket?.writableNeedDrain ? socket : response.writableNeedDrain ? response : null;
+    if (full === null) return null;
     return new Promise((resolve) => {
       const done = () => {
-        response.off('drain', done);
+        full.off('drain', done);
         response.off('close', done);
         resolve();
       };
-      response.on('drain', done);
+      full.on('drain', done);
       response.on('close', done);
     });
   }

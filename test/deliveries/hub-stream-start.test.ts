@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import type { Database } from '../../src/db/database.ts';
+import { createInProcessBus, type EventBus } from '../../src/events/bus.ts';
+import { createEventHub } from '../../src/events/hub.ts';
+import { eventsChannel } from '../../src/events/publisher.ts';
+import type { StreamEvent } from '../../src/events/stream-types.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { OutboxRow } from '../../src/store/outbox.ts';
+
+/**
+ * Where a user's stream opened without Last-Event-ID starts: at the head of the user's stream, with
+ * no read of the outbox unless the bus came back while the head was being read (what it lost
+ * meanwhile is then fetched). The database here is a stand-in that counts the outbox reads and
+ * answers the head when the test lets it.
+ */
+const user = '00000000-0000-4000-8000-000000000001';
+const other = '00000000-0000-4000-8000-000000000002';
+
+function row(sequence: number): OutboxRow {
+  return {
+    id: String(100 + sequence),
+    transaction_id: `00000000-0000-4000-8000-0000000001${String(sequence).padStart(2, '0')}`,
+    transaction_sequence: 1,
+    buyer_user_id: user,
+    buyer_sequence: sequence,
+    seller_user_id: other,
+    seller_sequence: sequence,
+    event_type: 'transaction.pending_freeze',
+    payload: {},
+    created_at: new Date(0),
+  } as unknown as OutboxRow;
+}
+
+function harness(head: number, stored: number[]) {
+  let releaseHead: () => void = () => {};
+  const headRead = new Promise<void>((resolve) => (releaseHead = resolve));
+  let outboxReads = 0;
+  const first = async () => {
+    await headRead;
+    return { last_sequence: head };
+  };
+  const db = Object.assign(() => ({ where: () => ({ first }) }), {
+    raw: async (_sql: string, bindings: unknown[]) => {
+      outboxReads++;
+      const after = Number(bindings[1]);
+      return { rows: stored.filter((sequence) => sequence > after).map(row) };
+    },
+  }) as unknown as Database;
+  const inner = createInProcessBus();
+  let reconnected: () => void = () => {};
+  const bus: EventBus = { ...inner, onReconnect: (handler) => (reconnected = handler) };
+  const hub = createEventHub(bus, db, createLogger('silent'));
+  const received: string[] = [];
+  const listener = { onEvent: (item: StreamEvent) => received.push(item.sequence) > 0 };
+  return { hub, bus, releaseHead, reconnect: () => reconnected(), outboxReads: () => outboxReads, received, listener };
+}
+
+const message = (sequence: number) => JSON.stringify({ ...row(sequence), type: 'transaction.pending_freeze', data: {}, created_at: new Date(0).toISOString() });
+
+describe("a user's stream opened without Last-Event-ID", () => {
+  it('starts at the head without reading the outbox, and gets the events after it live', async () => {
+    const { hub, bus, releaseHead, outboxReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
+    releaseHead();
+    const subscription = await opening;
+    await bus.publish(eventsChannel, message(6));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(received).toEqual(['6']);
+    expect(outboxReads()).toBe(0);
+    subscription.close();
+    await hub.stop();
+  });
+
+  it('fetches what the bus lost when the bus came back while the head was being read', async () => {
+    // Event 6 was committed after the head was read and its message lost with the bus connection.
+    const { hub, releaseHead, reconnect, outboxReads, received, listener } = harness(5, [1, 2, 3, 4, 5, 6]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
+    reconnect();
+    releaseHead();
+    const subscription = await opening;
+    // At once, not only at the bus's second catch-up (limits.busReconnectSecondCatchUpMs later).
+    await expect.poll(() => received, { timeout: 500 }).toEqual(['6']);
+    expect(outboxReads()).toBeGreaterThan(0);
+    subscription.close();
+    await hub.stop();
+  });
+});
