@@ -185,13 +185,14 @@ export interface FoundTask {
  * read"): starting a plan costs about as much as running it here, so there are few nodes: no CTE,
  * no `NOT EXISTS` (the engine prefers a conversation anyway), the transaction's columns as plain
  * columns rather than a whole-row value taken apart again, one messages subquery over both
- * branches, and the messages as an array in index order (newest first, reversed below) rather
- * than an aggregate that sorts.
+ * branches, run only for a task row, and the messages as an array in index order (newest first,
+ * reversed below) rather than an aggregate that sorts.
  */
 const findTaskStatement = `
   SELECT found.*,
-         to_jsonb(ARRAY(SELECT to_jsonb(m) FROM a2a_messages m WHERE m.task_id = found.found_task_id
-                         ORDER BY m.created_at DESC, m.sequence DESC LIMIT ?)) AS found_messages
+         CASE WHEN found.found_task_id IS NULL THEN '[]'::jsonb
+              ELSE to_jsonb(ARRAY(SELECT to_jsonb(m) FROM a2a_messages m WHERE m.task_id = found.found_task_id
+                                   ORDER BY m.created_at DESC, m.sequence DESC LIMIT ?)) END AS found_messages
     FROM (
       SELECT 'conversation' AS found_via, to_jsonb(c) AS found_task, c.id AS found_task_id, t.*
         FROM a2a_tasks c LEFT JOIN transactions t ON t.id = c.transaction_id
