@@ -31,12 +31,12 @@ export const usageRowOf = (take: BudgetTake) => `${take.keyId}:${take.currency}:
  * and a move or insert is written only if its take was (writeClauses). An insert's take is due
  * once its claim held: its row is new, so there is nothing it could have been decided on. The batcher puts at most one take
  * per usage row in a statement, so no row is upserted twice. Lock order: claims, transaction rows,
- * usage rows, stream counters, accounts.
+ * task rows, usage rows, stream counters, accounts.
  */
 export function budgetClauses(
   numbered: { change: { budget?: BudgetTake }; ordinal: number }[],
   bindings: unknown[],
-  writes: { updates: boolean; inserts: boolean; taskInserts?: boolean },
+  writes: { updates: boolean; inserts: boolean; taskInserts?: boolean; taskUpdates?: boolean },
 ): string[] {
   const takes = numbered.flatMap(({ change, ordinal }) => {
     const take = change.budget;
@@ -57,6 +57,14 @@ export function budgetClauses(
     ...(writes.inserts ? ['SELECT take.* FROM budget_input AS take JOIN insert_input AS input ON input.ordinal = take.ordinal'] : []),
     // So is a task inserted open with its bounty held (change-tasks.ts).
     ...(writes.taskInserts ? ['SELECT take.* FROM budget_input AS take JOIN task_insert_input AS input ON input.ordinal = take.ordinal'] : []),
+    // A draft published is due its take only if its locked row still matched, as a move's (change-tasks.ts).
+    ...(writes.taskUpdates
+      ? [
+          `SELECT take.* FROM budget_input AS take
+       JOIN task_update_input AS input ON input.ordinal = take.ordinal
+       JOIN locked_tasks AS row ON row.id = input.id AND row.status = input.from_status AND row.version = input.from_version`,
+        ]
+      : []),
   ];
   const bound = `(SELECT due.daily_max FROM budget_due AS due
       WHERE due.api_key_id = excluded.api_key_id AND due.currency = excluded.currency AND due.day = excluded.day)`;

@@ -2,16 +2,23 @@ import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 /**
  * A task published with its bounty held, inside a change statement (store/change.ts;
- * docs/decisions/money-and-escrow.md "Task money and group commit"): the task row inserted open,
+ * docs/decisions/money-and-escrow.md "Task money and group commit"): the task row inserted open
+ * (a new task) or moved from draft to open by a compare-and-set (a draft published),
  * the hold's legs (the change's, referring to the task) and the task's events, numbered per
  * recipient in task_event_streams, so that a publish shares group commits with every other change
  * and its row, money and events commit or fail together.
  */
 export interface TaskChangeParts {
-  write: { kind: 'insert_task'; values: Record<string, unknown> } | { kind: string };
+  transactionId: string;
+  write:
+    | { kind: 'insert_task'; values: Record<string, unknown> }
+    | { kind: 'update_task'; fromStatus: string; fromVersion: string; set: Record<string, unknown> }
+    | { kind: string };
   taskEvents?: NewTaskEvent[];
   at: Date;
 }
+
+type TaskUpdate = { kind: 'update_task'; fromStatus: string; fromVersion: string; set: Record<string, unknown> };
 
 interface Numbered {
   change: TaskChangeParts;
@@ -39,6 +46,51 @@ export function taskInsertClauses(numbered: Numbered[], bindings: unknown[]): { 
          ORDER BY task_insert_input.ordinal RETURNING id)`,
     source:
       "SELECT task_insert_input.ordinal, task_inserted.id FROM task_inserted JOIN task_insert_input ON (task_insert_input.fields->>'id')::uuid = task_inserted.id",
+  };
+}
+
+/**
+ * A draft published (engine/work/task-publish.ts): the compare-and-set of the task rows as one
+ * UPDATE (`task_update_input`, `locked_tasks`, `task_updated`), written only if the row still has
+ * the status and the version (its `xmin`, which every committed UPDATE of the row renews, however
+ * close in time) the publish was decided on, and, for a budgeted one, only if its take was (`gate`).
+ * The rows are locked in id order before the UPDATE reads one, after the transaction rows and
+ * before the usage rows (budget_due reads `locked_tasks`, and the takes are sorted before any is
+ * written), so before anything a task path in its own transaction locks after the task row. A
+ * column some changes set and others do not is set to itself where a change leaves it alone.
+ */
+export function taskUpdateClauses(numbered: Numbered[], bindings: unknown[]): { reads: string[]; write: (gate: string) => string; source: string } {
+  const updates = numbered.filter(({ change }) => change.write.kind === 'update_task');
+  const sets = updates.map(({ change }) => (change.write as TaskUpdate).set);
+  const columns = [...new Set(sets.flatMap((set) => Object.keys(set)))].sort();
+  for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
+  const assignments = columns.map((column) =>
+    sets.every((set) => column in set)
+      ? `${column} = patched.${column}`
+      : `${column} = CASE WHEN jsonb_exists(input.patch, '${column}') THEN patched.${column} ELSE target.${column} END`,
+  );
+  bindings.push(
+    JSON.stringify(
+      updates.map(({ change, ordinal }) => {
+        const write = change.write as TaskUpdate;
+        return { ordinal, id: change.transactionId, from_status: write.fromStatus, from_version: write.fromVersion, patch: write.set };
+      }),
+    ),
+  );
+  return {
+    reads: [
+      `task_update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_version text, patch jsonb)
+      WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
+      // As for the transactions: the ids as one array, locked in id order; a row that waited is seen as committed since.
+      'locked_tasks AS (SELECT id, status, xmin::text AS version FROM tasks WHERE id = ANY (ARRAY(SELECT id FROM task_update_input)) ORDER BY id FOR NO KEY UPDATE)',
+    ],
+    write: (gate) => `task_updated AS (UPDATE tasks AS target SET ${assignments.join(', ')}
+       FROM task_update_input AS input CROSS JOIN LATERAL jsonb_populate_record(NULL::tasks, input.patch) AS patched
+      WHERE target.id = ANY (ARRAY(SELECT id FROM locked_tasks))
+        AND target.id = input.id AND target.status = input.from_status AND target.xmin::text = input.from_version
+        ${gate}
+      RETURNING input.ordinal, target.id)`,
+    source: 'SELECT ordinal, id FROM task_updated',
   };
 }
 

@@ -5,10 +5,12 @@ import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger
 import type { OutboxRow } from './outbox.ts';
 import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClause } from './claims.ts';
 import { type BudgetTake, budgetChargedClause, budgetClauses, usageRowOf } from './change-budgets.ts';
-import { taskEventClauses, taskEventResultClause, taskEventRowsOf, taskInsertClauses } from './change-tasks.ts';
+import { taskEventClauses, taskEventResultClause, taskEventRowsOf, taskInsertClauses, taskUpdateClauses } from './change-tasks.ts';
+import { type NewEvent, eventClauses, firstSequenceOf } from './change-events.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 export { type BudgetTake, usageRowOf } from './change-budgets.ts';
+export { type NewEvent } from './change-events.ts';
 
 /**
  * State changes of marketplace transactions as ONE SQL statement: the writes to the transaction
@@ -18,8 +20,8 @@ export { type BudgetTake, usageRowOf } from './change-budgets.ts';
  * change's parts after its row write run only if that write matched, so a lost compare-and-set
  * changes nothing of that change, and the other changes of the statement are written. One change
  * alone is a statement of the same form; engine/money/batcher.ts gathers concurrent changes into one.
- * A new task published with its bounty held is such a change too (change-tasks.ts): the task row
- * instead of a transaction's, its events in the task outbox.
+ * A task published with its bounty held, new or a draft, is such a change too (change-tasks.ts):
+ * the task row instead of a transaction's, its events in the task outbox.
  *
  * Why one statement: a move used to be BEGIN, SELECT, UPDATE, account UPDATEs, ledger INSERT,
  * outbox INSERT, COMMIT: up to eight round trips, each costing the server's only thread more than
@@ -27,23 +29,22 @@ export { type BudgetTake, usageRowOf } from './change-budgets.ts';
  * is its own atomic commit: one commit for all its changes. Row locks are taken in one fixed
  * order, the same in every change statement (PostgreSQL runs the CTEs the final SELECT reads
  * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
- * claim rows, the transaction rows, the agent budgets' usage rows (change-budgets.ts), the stream
- * counters, the accounts, then the task stream counters (change-tasks.ts). Two statements
- * therefore never wait for each other in a circle.
+ * claim rows, the transaction rows, the task rows of drafts published (change-tasks.ts), the agent
+ * budgets' usage rows (change-budgets.ts), the stream counters, the accounts, then the task stream
+ * counters (change-tasks.ts). Two statements therefore never wait for each other in a circle.
  */
-export interface NewEvent {
-  type: string;
-  payload: Record<string, unknown>;
-}
-
-/** A transaction inserted or moved, or a task inserted open with its bounty held (change-tasks.ts). */
+/**
+ * A transaction inserted or moved, or a task inserted open with its bounty held, or a draft moved
+ * to open with it by a compare-and-set on its status and version (change-tasks.ts).
+ */
 export type RowWrite =
   | { kind: 'insert'; values: Record<string, unknown> }
   | { kind: 'update'; fromStatus: string; fromSequence: number; set: Record<string, unknown> }
-  | { kind: 'insert_task'; values: Record<string, unknown> };
+  | { kind: 'insert_task'; values: Record<string, unknown> }
+  | { kind: 'update_task'; fromStatus: string; fromVersion: string; set: Record<string, unknown> };
 
 export interface StateChange {
-  /** The row the change writes: a transaction's id, or a task's (insert_task; its legs refer to it). */
+  /** The row the change writes: a transaction's id, or a task's (insert_task, update_task; its legs refer to it). */
   transactionId: string;
   buyerUserId: string;
   sellerUserId: string;
@@ -79,14 +80,15 @@ interface Numbered {
 }
 
 /**
- * The changes' transaction rows: the compare-and-set updates and the inserts, as `changed`
- * (ordinal, id). The inputs come first, then the agent budgets' takes (they read the locked rows
+ * The changes' rows: the compare-and-set updates and the inserts of transactions and of tasks
+ * (change-tasks.ts), as `changed` (ordinal, id). The inputs come first, then the agent budgets' takes (they read the locked rows
  * and the inputs), then the writes, which a budgeted change passes only if its take was made.
  */
 function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   const updates = numbered.filter(({ change }) => change.write.kind === 'update');
   const inserts = numbered.filter(({ change }) => change.write.kind === 'insert');
   const taskInserts = numbered.filter(({ change }) => change.write.kind === 'insert_task');
+  const taskUpdates = numbered.some(({ change }) => change.write.kind === 'update_task');
   const budgeted = numbered.some(({ change }) => change.budget);
   // A budgeted change is written only if its take returned (budget_taken).
   const gate = (ordinal: string) =>
@@ -120,9 +122,15 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
     writes.push(task.write(gate('task_insert_input.ordinal')));
     sources.push(task.source);
   }
+  if (taskUpdates) {
+    const task = taskUpdateClauses(numbered, bindings);
+    reads.push(...task.reads);
+    writes.push(task.write(gate('input.ordinal')));
+    sources.push(task.source);
+  }
   // The budget clauses read the locked rows and the inputs and gate the writes: they go between, bound in that order.
   const budget = budgeted
-    ? budgetClauses(numbered, bindings, { updates: updates.length > 0, inserts: inserts.length > 0, taskInserts: taskInserts.length > 0 })
+    ? budgetClauses(numbered, bindings, { updates: updates.length > 0, inserts: inserts.length > 0, taskInserts: taskInserts.length > 0, taskUpdates })
     : [];
   return [...reads, ...budget, ...writes, `changed AS (${sources.join(' UNION ALL ')})`];
 }
@@ -173,55 +181,6 @@ function updateClauses(updates: Numbered[], bindings: unknown[], gate: string): 
         ${gate}
       RETURNING input.ordinal, target.id)`,
   };
-}
-
-/**
- * The outbox rows of every applied change, numbered in each party's stream: a user's counter is
- * bumped once by all of its events in the statement, and its events take the numbers before the
- * new value in the order of ordinal, then event. Left joins: a party without a stream counter row
- * gets a NULL sequence, which the NOT NULL column refuses, failing the whole statement rather
- * than committing a change without its event.
- */
-function eventClauses(numbered: Numbered[], bindings: unknown[]): string[] {
-  const records = numbered.flatMap(({ change, ordinal }) => {
-    const first = change.write.kind === 'update' ? change.write.fromSequence + 1 : 1;
-    return change.events.map((event, index) => ({
-      ordinal,
-      position: index + 1,
-      transaction_id: change.transactionId,
-      transaction_sequence: first + index,
-      buyer_user_id: change.buyerUserId,
-      seller_user_id: change.sellerUserId,
-      type: event.type,
-      payload: event.payload,
-      created_at: change.at,
-    }));
-  });
-  bindings.push(JSON.stringify(records));
-  return [
-    `event_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS event(ordinal int, position int, transaction_id uuid, transaction_sequence int,
-        buyer_user_id uuid, seller_user_id uuid, type text, payload jsonb, created_at timestamptz)
-      WHERE event.ordinal IN (SELECT ordinal FROM changed))`,
-    `party_events AS (SELECT buyer_user_id AS owner_user_id, ordinal, position FROM event_input
-      UNION ALL SELECT seller_user_id, ordinal, position FROM event_input)`,
-    `locked_streams AS (SELECT owner_user_id FROM event_streams WHERE owner_user_id IN (SELECT owner_user_id FROM party_events)
-      ORDER BY owner_user_id FOR NO KEY UPDATE)`,
-    `bumped AS (UPDATE event_streams AS stream SET last_sequence = stream.last_sequence + counted.events
-       FROM (SELECT party_events.owner_user_id, count(*) AS events FROM party_events JOIN locked_streams USING (owner_user_id)
-              GROUP BY party_events.owner_user_id) AS counted
-      WHERE stream.owner_user_id = counted.owner_user_id
-      RETURNING stream.owner_user_id, stream.last_sequence)`,
-    `numbered AS (SELECT party_events.owner_user_id, party_events.ordinal, party_events.position,
-        bumped.last_sequence + 1 - row_number() OVER (PARTITION BY party_events.owner_user_id ORDER BY party_events.ordinal DESC, party_events.position DESC) AS sequence
-      FROM party_events LEFT JOIN bumped USING (owner_user_id))`,
-    `events AS (INSERT INTO outbox_events (transaction_id, transaction_sequence, buyer_user_id, buyer_sequence, seller_user_id, seller_sequence, event_type, payload, created_at)
-      SELECT event.transaction_id, event.transaction_sequence, event.buyer_user_id, buyer.sequence, event.seller_user_id, seller.sequence, event.type, event.payload, event.created_at
-        FROM event_input AS event
-        LEFT JOIN numbered AS buyer ON buyer.owner_user_id = event.buyer_user_id AND buyer.ordinal = event.ordinal AND buyer.position = event.position
-        LEFT JOIN numbered AS seller ON seller.owner_user_id = event.seller_user_id AND seller.ordinal = event.ordinal AND seller.position = event.position
-       ORDER BY event.ordinal, event.position
-      RETURNING id, transaction_id, transaction_sequence, buyer_sequence, seller_sequence)`,
-  ];
 }
 
 /** For a task_event: id, then the recipient in buyer_sequence and its number in seller_sequence. */
@@ -342,7 +301,7 @@ function outboxRow(change: StateChange, row: ResultRow, index: number): OutboxRo
   return {
     id: row.id!,
     transaction_id: change.transactionId,
-    transaction_sequence: (change.write.kind === 'update' ? change.write.fromSequence + 1 : 1) + index,
+    transaction_sequence: firstSequenceOf(change.write) + index,
     buyer_user_id: change.buyerUserId,
     buyer_sequence: row.buyer_sequence!,
     seller_user_id: change.sellerUserId,

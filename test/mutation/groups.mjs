@@ -42,6 +42,7 @@ export const mutationGroups = {
       'src/engine/money/task-money.ts',
       'src/engine/money/idempotency.ts',
       'src/store/change.ts',
+      'src/store/change-events.ts',
       'src/store/ledger.ts',
     ],
     tests: [

@@ -12,33 +12,13 @@ import { InsufficientBalance } from '../../store/ledger.ts';
 import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from './task-rows.ts';
 import { pendingSelectionsAbove } from './task-pushes.ts';
 import type { TaskEvents } from './task-events.ts';
-import { createTaskPublish } from './task-publish.ts';
+import { createTaskPublish, DecideInTransaction, type DraftRestated, type TaskOutcome } from './task-publish.ts';
 
-/** A publish that found too little money: the task stays a draft, and the answer says by how much. */
-export interface Shortfall {
-  currency: string;
-  available: string;
-  required: string;
-}
-
-export interface TaskOutcome {
-  task: TaskView;
-  shortfall?: Shortfall;
-}
-
-/** The 4020 a publish with too little money answers, with the draft it left and the numbers. */
-export function shortfallError(outcome: TaskOutcome): AppError {
-  return new AppError('insufficient_balance', 'the bounty is more than the available balance: the task is kept as a draft', {
-    ...outcome.shortfall,
-    task_id: outcome.task.id,
-    status: outcome.task.status,
-    task: outcome.task,
-  });
-}
+export { type Shortfall, type TaskOutcome, shortfallError } from './task-publish.ts';
 
 /** Tasks (docs/tasks.md): publish with a held bounty, drafts, update, close, reuse, expiry. */
 export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents, transitions: Pick<Transitions, 'submit'>) {
-  const { publishNew } = createTaskPublish(transitions, events);
+  const { publishNew, publishDraft: publishOne } = createTaskPublish(transitions, events);
 
   /**
    * A new task published in one statement that shares group commits (task-publish.ts); when the
@@ -124,27 +104,39 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     });
   }
 
-  /** Publishing a draft restates its delivery period (and may set bounty and deadline). */
-  function publishDraft(
-    principal: Principal,
-    id: string,
-    body: { delivery_hours: number; bounty_amount?: bigint | null; expires_at?: string },
-    request: IdempotencyRequest | null,
-  ) {
-    return idempotency.run(principal, request, 200, async (unit) => {
-      const { trx } = unit;
-      const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
-      nextTaskState(row.status, 'publish');
-      const at = now();
-      const changes: Record<string, unknown> = { delivery_hours: body.delivery_hours, updated_at: at };
-      if (body.bounty_amount !== undefined) changes.bounty_amount = body.bounty_amount === null ? null : String(body.bounty_amount);
-      if (body.expires_at !== undefined) changes.expires_at = deadlineOf(body.expires_at, at);
-      const [changed] = (await trx('tasks')
-        .where({ id })
-        .update(changes)
-        .returning([...taskColumns])) as TaskRow[];
-      return publishRow(unit, principal, changed!, at, false);
-    });
+  /**
+   * Publishing a draft restates its delivery period (and may set bounty and deadline): one
+   * statement that shares group commits (task-publish.ts); when the money is short, or the
+   * statement cannot decide (a deadline passed, a draft that kept changing), the same request
+   * again on the transaction path, which commits the restated fields of a draft kept for want of
+   * money with its event and answers 4020 (a failed statement wrote nothing, its claim was let go).
+   */
+  async function publishDraft(principal: Principal, id: string, body: DraftRestated, request: IdempotencyRequest | null) {
+    try {
+      return await idempotency.run(
+        principal,
+        request,
+        200,
+        (unit) => publishOne(unit, principal, id, body, now, (task): TaskOutcome => ({ task: taskView(task, principal) })),
+        'one statement',
+      );
+    } catch (error) {
+      if (!(error instanceof InsufficientBalance || error instanceof DecideInTransaction)) throw error;
+      return idempotency.run(principal, request, 200, async (unit) => {
+        const { trx } = unit;
+        const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
+        nextTaskState(row.status, 'publish');
+        const at = now();
+        const changes: Record<string, unknown> = { delivery_hours: body.delivery_hours, updated_at: at };
+        if (body.bounty_amount !== undefined) changes.bounty_amount = body.bounty_amount === null ? null : String(body.bounty_amount);
+        if (body.expires_at !== undefined) changes.expires_at = deadlineOf(body.expires_at, at);
+        const [changed] = (await trx('tasks')
+          .where({ id })
+          .update(changes)
+          .returning([...taskColumns])) as TaskRow[];
+        return publishRow(unit, principal, changed!, at, false);
+      });
+    }
   }
 
   async function get(principal: Principal, id: string): Promise<TaskView> {
