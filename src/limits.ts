@@ -126,8 +126,15 @@ export const limits = {
    * plus this share once per instance.
    */
   rateLimitUnreconciledShareMax: 0.05,
-  /** One heartbeat comment to every open stream this often keeps proxies from closing idle streams. */
+  /** A stream with nothing written for this long gets a heartbeat comment, which keeps proxies from closing it as idle. */
   streamHeartbeatMs: 15_000,
+  /**
+   * The heartbeat timer's tick: a quiet stream gets its heartbeat at the first tick a whole
+   * interval after its last write, so streams opened at different moments are written at
+   * different ticks (events/sse.ts). At most this many ticks per interval, however long it is.
+   */
+  streamHeartbeatTickMs: 1_000,
+  streamHeartbeatTicksMax: 60,
   /** A subscriber whose unsent output grows past this is disconnected; it resumes with Last-Event-ID. */
   streamBufferedBytesMax: 256 * 1024,
   /** Out-of-order live events a subscriber may hold while its gap is filled from the database. */

@@ -127,8 +127,14 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   ): Promise<Subscription> {
     const early: StreamEvent<E>[] = [];
     let catchUpMissed = false as boolean;
-    // Stands in while the starting point is read; a catch-up asked of it (the bus came back) is the real subscriber's.
-    const placeholder = { offer: (item: StreamEvent<E>) => early.push(item), catchUp: () => (catchUpMissed = true) } as unknown as Subscriber<E>;
+    let stoppedWhileOpening = false as boolean;
+    // Stands in while the starting point is read; a catch-up asked of it (the bus came back) is the
+    // real subscriber's, and so is a shutdown (the hub stopped): that stream ends as soon as it opens.
+    const placeholder = {
+      offer: (item: StreamEvent<E>) => early.push(item),
+      catchUp: () => (catchUpMissed = true),
+      shutdown: () => (stoppedWhileOpening = true),
+    } as unknown as Subscriber<E>;
     const { index } = channel;
     const set = index.get(key) ?? new Set<Subscriber<E>>();
     index.set(key, set);
@@ -140,6 +146,10 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     } finally {
       set.delete(placeholder);
       if (set.size === 0 && index.get(key) === set) index.delete(key);
+    }
+    if (stoppedWhileOpening) {
+      subscriber.shutdown();
+      return subscriber;
     }
     // The set may have been emptied and dropped meanwhile: register in the current one.
     (index.get(key) ?? index.set(key, new Set()).get(key)!).add(subscriber);

@@ -19,7 +19,7 @@ const heartbeatFrame = ': heartbeat\n\n';
 const streamOfResponse = Symbol('sse stream');
 
 /**
- * The heartbeat timer ticks about every second (heartbeatTickMs), and a stream gets a heartbeat
+ * The heartbeat timer ticks about every second (limits.streamHeartbeatTickMs), and a stream gets a heartbeat
  * once a heartbeat interval's worth of ticks has gone by without anything written to it. A stream
  * that carries events needs none (any write keeps a proxy from taking it for idle), and idle
  * streams opened at different moments are written at different ticks: before, every heartbeat
@@ -27,11 +27,8 @@ const streamOfResponse = Symbol('sse stream');
  * behind them for tens of milliseconds. No stream goes longer than the interval without a write,
  * as before; its heartbeat may come up to a tick early. A short interval (tests) is one tick.
  */
-const heartbeatTickMs = 1_000;
-const heartbeatTicksMax = 60;
-
 function ticksIn(intervalMs: number): number {
-  return Math.min(heartbeatTicksMax, Math.max(1, Math.floor(intervalMs / heartbeatTickMs)));
+  return Math.min(limits.streamHeartbeatTicksMax, Math.max(1, Math.floor(intervalMs / limits.streamHeartbeatTickMs)));
 }
 
 let heartbeatTicks = ticksIn(limits.streamHeartbeatMs);

@@ -86,4 +86,19 @@ describe("a user's stream opened without Last-Event-ID", () => {
     subscription.close();
     await hub.stop();
   });
+
+  it('ends a stream still opening when the hub stops, instead of failing the stop', async () => {
+    const { hub, bus, releaseHead, received, listener } = harness(5, []);
+    const ends: string[] = [];
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, { ...listener, onEnd: (reason: string) => ends.push(reason) });
+    await hub.stop();
+    releaseHead();
+    await opening;
+    expect(ends).toEqual(['shutdown']);
+    // It is not left registered: an event published now reaches nobody.
+    await bus.publish(eventsChannel, message(6));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(received).toEqual([]);
+  });
 });
