@@ -122,6 +122,13 @@ export class SseStream {
   sendFrame(text: string): boolean {
     if (this.state !== 'open') return false;
     const { response } = this;
+    // Ended by someone else (an error path ending the raw response): a chunk written to the socket
+    // now would follow the response's last chunk on a kept-alive connection, where the client
+    // would read it as the start of the next response.
+    if (response.writableEnded || response.destroyed) {
+      this.finish();
+      return false;
+    }
     if (response.writableLength > limits.streamBufferedBytesMax) {
       this.drop();
       return false;

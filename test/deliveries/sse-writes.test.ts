@@ -72,6 +72,32 @@ describe('an SSE stream on the wire', () => {
     socket.destroy();
   });
 
+  it('writes nothing after the response was ended by someone else (no chunk after the last one)', async () => {
+    let opened: { stream: SseStream; response: http.ServerResponse } | null = null;
+    server = http.createServer((_request, response) => {
+      const stream = openSse(response, () => {});
+      streams.push(stream);
+      opened = { stream, response };
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    let raw = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n'));
+    socket.setEncoding('utf8');
+    socket.on('data', (text: string) => (raw += text));
+    await expect.poll(() => raw).toContain(': connected');
+    const { stream, response } = opened!;
+    // An error path ending the raw response after its head went out (rpc/index.ts does so).
+    response.end();
+    expect(stream.sendFrame(frame('{"late":1}', '9', 'late'))).toBe(false);
+    await expect.poll(() => raw).toContain('0\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // On a kept-alive connection anything after the last chunk would read as the next response.
+    expect(raw.endsWith('0\r\n\r\n')).toBe(true);
+    expect(raw).not.toContain('late');
+    socket.destroy();
+  });
+
   it('sends heartbeats to a quiet stream at least every interval, and none to one that carries events', async () => {
     const intervalMs = 2_000;
     setHeartbeatInterval(intervalMs);
@@ -90,6 +116,7 @@ describe('an SSE stream on the wire', () => {
     expect(beats.length).toBeGreaterThanOrEqual(2);
     // No more than an interval (and the timer's own lateness) between two writes to the quiet stream.
     const gaps = [beats[0]! - started, ...beats.slice(1).map((at, index) => at - beats[index]!)];
-    for (const gap of gaps) expect(gap).toBeLessThanOrEqual(intervalMs + 250);
+    // Generous for a loaded machine's timers, and still short of two intervals (a missed beat).
+    for (const gap of gaps) expect(gap).toBeLessThanOrEqual(intervalMs + 1_000);
   });
 });
