@@ -4,8 +4,8 @@ import { type ClientTarget, percentileOf } from './sse-clients.ts';
 
 /**
  * One measurement, the same for the bare server and the product: memory before the subscribers,
- * N subscribers connected (over K client processes), memory again (live heap after a full
- * collection, and RSS), then M changes `intervalMs` apart, each reaching one group of
+ * N subscribers connected (over K client processes), memory again (live heap and RSS after a full
+ * collection, and RSS after a compacting one), then M changes `intervalMs` apart, each reaching one group of
  * subscribers, and the change-to-client latency of every event.
  */
 export interface Row {
@@ -17,6 +17,8 @@ export interface Row {
   expected: number;
   heap_bytes_per_subscriber: number;
   rss_bytes_per_subscriber: number;
+  /** After a compacting collection: a floor (memory-probe.ts). */
+  compacted_rss_bytes_per_subscriber: number;
   p50_ms: number;
   p99_ms: number;
   p999_ms: number;
@@ -77,6 +79,7 @@ export async function measure(
     expected,
     heap_bytes_per_subscriber: per('heapBytes'),
     rss_bytes_per_subscriber: per('rssBytes'),
+    compacted_rss_bytes_per_subscriber: per('compactedRssBytes'),
     p50_ms: percentileOf(histogram, 0.5),
     p99_ms: percentileOf(histogram, 0.99),
     p999_ms: percentileOf(histogram, 0.999),

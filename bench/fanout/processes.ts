@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { residentBytes } from './sse-clients.ts';
 
 /** The measured servers of bench/fanout as child processes, and their memory. */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -39,7 +38,10 @@ function processTree(pid: number): number[] {
 }
 
 export interface Memory {
+  /** After a full collection: what the process holds, its garbage's half-empty pages included. */
   rssBytes: number;
+  /** After a compacting (last-resort) collection: a floor. */
+  compactedRssBytes: number;
   heapBytes: number;
 }
 
@@ -66,22 +68,19 @@ export function startProcess(command: string[], environment: Record<string, stri
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
-  /** Live heap after a full collection, summed over the process tree, as each probe reports it. */
-  const liveHeap = async () => {
+  /** Live heap and RSS after a full collection, and RSS after a compacting one, summed over the process tree as each probe reports them. */
+  const memory = async (): Promise<Memory> => {
     const seen = output.length;
     const pids = processTree(child.pid!);
     for (const pid of pids) process.kill(pid, 'SIGUSR2');
     for (let attempt = 0; attempt < 100; attempt++) {
       await sleep(50);
-      const reports = [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+)/g)];
-      if (reports.length >= pids.length) return reports.reduce((sum, report) => sum + Number(report[2]), 0);
+      const reports = [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+) rss=(\d+) compacted_rss=(\d+)/g)];
+      if (reports.length < pids.length) continue;
+      const sum = (group: number) => reports.reduce((total, report) => total + Number(report[group]), 0);
+      return { heapBytes: sum(2), rssBytes: sum(3), compactedRssBytes: sum(4) };
     }
-    return Number.NaN;
-  };
-  const memory = async (): Promise<Memory> => {
-    const heapBytes = await liveHeap();
-    const rssBytes = processTree(child.pid!).reduce((sum, pid) => sum + residentBytes(pid), 0);
-    return { rssBytes, heapBytes };
+    return { heapBytes: Number.NaN, rssBytes: Number.NaN, compactedRssBytes: Number.NaN };
   };
   return new Promise((resolve, reject) => {
     const timer = setInterval(() => {

@@ -48,12 +48,12 @@ const ratio = (value: number, base: number) => (base > 0 ? `${(value / base).toF
 
 function printTable(rows: Row[], bare: Row) {
   log('');
-  log('| server | subscribers | client processes | events delivered | live heap per subscriber | RSS per subscriber | p50 | p99 | p99.9 |');
-  log('|---|---|---|---|---|---|---|---|---|');
+  log('| server | subscribers | client processes | events delivered | live heap per subscriber | RSS per subscriber | RSS, compacted | p50 | p99 | p99.9 |');
+  log('|---|---|---|---|---|---|---|---|---|---|');
   for (const row of rows) {
     const versus = row === bare ? '' : ` (${ratio(row.heap_bytes_per_subscriber, bare.heap_bytes_per_subscriber)})`;
     log(
-      `| ${row.name} | ${row.subscribers} | ${row.client_processes} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)}${versus} | ${kib(row.rss_bytes_per_subscriber)}${row === bare ? '' : ` (${ratio(row.rss_bytes_per_subscriber, bare.rss_bytes_per_subscriber)})`} | ${row.p50_ms} ms | ${row.p99_ms} ms${row === bare ? '' : ` (${ratio(row.p99_ms, bare.p99_ms)})`} | ${row.p999_ms} ms |`,
+      `| ${row.name} | ${row.subscribers} | ${row.client_processes} | ${row.delivered}/${row.expected} | ${kib(row.heap_bytes_per_subscriber)}${versus} | ${kib(row.rss_bytes_per_subscriber)}${row === bare ? '' : ` (${ratio(row.rss_bytes_per_subscriber, bare.rss_bytes_per_subscriber)})`} | ${kib(row.compacted_rss_bytes_per_subscriber)} | ${row.p50_ms} ms | ${row.p99_ms} ms${row === bare ? '' : ` (${ratio(row.p99_ms, bare.p99_ms)})`} | ${row.p999_ms} ms |`,
     );
   }
 }
@@ -75,6 +75,12 @@ function metricsOf(row: Row, bare: Row, label: string, withAims: boolean): Metri
       ...aim(2, heap, bareHeap),
     },
     { metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber`, value: rss, unit: 'KiB', baseline: baseline(bareRss), ...aim(1.5, rss, bareRss) },
+    {
+      metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber after a compacting collection (a floor)`,
+      value: Number((row.compacted_rss_bytes_per_subscriber / 1024).toFixed(1)),
+      unit: 'KiB',
+      baseline: baseline(Number((bare.compacted_rss_bytes_per_subscriber / 1024).toFixed(1))),
+    },
     {
       metric: `${label}, ${row.subscribers} subscribers: change-to-client p99`,
       value: row.p99_ms,

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 
 /**
@@ -111,10 +110,4 @@ export function percentileOf(histogram: number[], fraction: number): number {
     if (seen > rank) return value;
   }
   return histogram.length - 1;
-}
-
-export function residentBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = /VmRSS:\s+(\d+) kB/.exec(status);
-  return match ? Number(match[1]) * 1024 : Number.NaN;
 }
