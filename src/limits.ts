@@ -238,6 +238,11 @@ export const limits = {
   alignmentCapabilitiesMax: 50,
   /** An auto-accept attempt holds its demand at most this long; a crashed attempt frees it then. */
   autoAcceptClaimStaleMs: 60_000,
+  /**
+   * A demand's create whose auto-accept found the demand held by another attempt of this instance
+   * (a capability's job) waits at most this long for it, so that its answer says what was bought.
+   */
+  autoAcceptHeldWaitMs: 5_000,
   /** A new or re-offered capability is scored against at most this many auto-accept demands. */
   autoAcceptDemandsPerCapabilityMax: 100,
   /** A capability offered tells at most this many open demands it matches (demand.matched), the ones the text search ranks first. */

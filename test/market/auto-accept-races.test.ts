@@ -148,4 +148,26 @@ describe('auto_accept races', () => {
     expect(after.transaction_id).not.toBe(earlier.id);
     expect(await balance(test, requester)).toMatchObject({ available: '70.00', frozen: '30.00' });
   });
+
+  it("a demand's own auto-accept that finds its demand held by a capability's job here waits for it, and answers what it bought", async () => {
+    const { requester, demand, capability } = await market();
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The capability's job (forCapability) takes the demand first and is slow to buy.
+    const autoAccept = autoAcceptWith(() => gate);
+    const job = autoAccept.forCapability(capability.id);
+    await expect.poll(async () => (await db()('demands').where({ id: demand.id }).first('auto_accept_claimed_at')).auto_accept_claimed_at).not.toBeNull();
+    // The demand's create (forDemand) finds it held: it waits for that attempt instead of answering at once.
+    let answered = false;
+    const create = autoAccept.forDemand(demand.id).then(() => (answered = true));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(answered).toBe(false);
+    open();
+    await create;
+    // Read as the create's answer reads it, before the job's own promise is awaited.
+    const after = await db()('demands').where({ id: demand.id }).first('status', 'transaction_id');
+    expect(after).toMatchObject({ status: 'fulfilled' });
+    await job;
+    expect(await balance(test, requester)).toMatchObject({ available: '70.00', frozen: '30.00' });
+  });
 });

@@ -138,9 +138,50 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
     return view.id;
   }
 
+  /**
+   * Attempts running on this instance, by demand. A demand's create whose own attempt finds the
+   * demand held by another one here (a capability's job that found the new demand first) waits
+   * for it, so that the create's answer says what was bought or why not, as when it buys itself.
+   * An attempt of another instance is not seen: that create answers the demand still open, and its
+   * stream carries the purchase.
+   */
+  const running = new Map<string, Promise<Attempt>>();
+
   async function attempt(demand: DemandRow, capability: CapabilityMatchRow): Promise<Attempt> {
     const held = await claim(demand.id);
     if (!held) return 'held';
+    const work = attemptHeld(demand, capability, held);
+    running.set(demand.id, work);
+    try {
+      return await work;
+    } finally {
+      if (running.get(demand.id) === work) running.delete(demand.id);
+    }
+  }
+
+  /** Waits, at most limits.autoAcceptHeldWaitMs, for the attempt of this instance that holds the demand. */
+  async function heldElsewhere(demandId: string): Promise<void> {
+    const other = running.get(demandId);
+    if (other === undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, limits.autoAcceptHeldWaitMs);
+      timer.unref();
+    });
+    try {
+      await Promise.race([
+        other.then(
+          () => undefined,
+          () => undefined,
+        ),
+        timeout,
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async function attemptHeld(demand: DemandRow, capability: CapabilityMatchRow, held: { at: Date; attempt: number }): Promise<Attempt> {
     try {
       // An attempt that bought and then crashed before marking the demand: its purchase counts.
       // One that is still freezing (it outlived the stale window) is left to finish on its own.
@@ -220,7 +261,9 @@ export function createAutoAccept({ db, now, log }: EngineDependencies, transacti
         .filter(({ row, parts }) => parts.score >= autoAcceptScoreMin && eligible(demand, row))
         .slice(0, limits.autoAcceptAttemptsPerRunMax);
       for (const { row } of qualifying) {
-        if ((await attempt(demand, row)) !== 'skipped') return;
+        const result = await attempt(demand, row);
+        if (result === 'held') await heldElsewhere(demand.id);
+        if (result !== 'skipped') return;
       }
       if (qualifying.length === 0) await sayOverBudget(demand, ranked);
     } catch (error) {
