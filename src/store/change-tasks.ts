@@ -1,3 +1,4 @@
+import { columnsOf, patchAssignments } from './change-columns.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 /**
@@ -32,8 +33,7 @@ interface Numbered {
  */
 export function taskInsertClauses(numbered: Numbered[], bindings: unknown[]): { reads: string[]; write: (gate: string) => string; source: string } {
   const inserts = numbered.filter(({ change }) => change.write.kind === 'insert_task');
-  const columns = [...new Set(inserts.flatMap(({ change }) => Object.keys((change.write as { values: object }).values)))].sort();
-  for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
+  const columns = columnsOf(inserts.map(({ change }) => (change.write as { values: Record<string, unknown> }).values));
   bindings.push(JSON.stringify(inserts.map(({ change, ordinal }) => ({ ordinal, fields: (change.write as { values: object }).values }))));
   return {
     reads: [
@@ -62,13 +62,7 @@ export function taskInsertClauses(numbered: Numbered[], bindings: unknown[]): { 
 export function taskUpdateClauses(numbered: Numbered[], bindings: unknown[]): { reads: string[]; write: (gate: string) => string; source: string } {
   const updates = numbered.filter(({ change }) => change.write.kind === 'update_task');
   const sets = updates.map(({ change }) => (change.write as TaskUpdate).set);
-  const columns = [...new Set(sets.flatMap((set) => Object.keys(set)))].sort();
-  for (const column of columns) if (!/^[a-z_]+$/.test(column)) throw new Error(`not a column name: ${column}`);
-  const assignments = columns.map((column) =>
-    sets.every((set) => column in set)
-      ? `${column} = patched.${column}`
-      : `${column} = CASE WHEN jsonb_exists(input.patch, '${column}') THEN patched.${column} ELSE target.${column} END`,
-  );
+  const assignments = patchAssignments(sets, columnsOf(sets));
   bindings.push(
     JSON.stringify(
       updates.map(({ change, ordinal }) => {

@@ -7,6 +7,7 @@ import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClaus
 import { type BudgetTake, budgetChargedClause, budgetClauses, usageRowOf } from './change-budgets.ts';
 import { taskEventClauses, taskEventResultClause, taskEventRowsOf, taskInsertClauses, taskUpdateClauses } from './change-tasks.ts';
 import { type NewEvent, eventClauses, firstSequenceOf } from './change-events.ts';
+import { columnsOf, patchAssignments } from './change-columns.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 export { type BudgetTake, usageRowOf } from './change-budgets.ts';
@@ -67,12 +68,6 @@ export interface StateChange {
 export type ChangeOutcome =
   { kind: 'applied'; events: OutboxRow[]; taskEvents?: TaskEventRow[] } | { kind: 'stale' } | { kind: 'claim_lost' } | { kind: 'over_budget' };
 
-const columnName = /^[a-z_]+$/;
-
-function assertColumns(names: string[]) {
-  for (const name of names) if (!columnName.test(name)) throw new Error(`not a column name: ${name}`);
-}
-
 /** A change with its place in the statement: 1, 2, … in the order given. */
 interface Numbered {
   change: StateChange;
@@ -103,8 +98,7 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
     sources.push('SELECT ordinal, id FROM updated');
   }
   if (inserts.length > 0) {
-    const columns = [...new Set(inserts.flatMap(({ change }) => Object.keys((change.write as { values: object }).values)))].sort();
-    assertColumns(columns);
+    const columns = columnsOf(inserts.map(({ change }) => (change.write as { values: Record<string, unknown> }).values));
     bindings.push(JSON.stringify(inserts.map(({ change, ordinal }) => ({ ordinal, fields: (change.write as { values: object }).values }))));
     reads.push(
       `insert_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, fields jsonb) WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
@@ -143,13 +137,7 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
  */
 function updateClauses(updates: Numbered[], bindings: unknown[], gate: string): { reads: string[]; write: string } {
   const sets = updates.map(({ change }) => (change.write as { set: Record<string, unknown> }).set);
-  const columns = [...new Set(sets.flatMap((set) => Object.keys(set)))].sort();
-  assertColumns(columns);
-  const assignments = columns.map((column) =>
-    sets.every((set) => column in set)
-      ? `${column} = patched.${column}`
-      : `${column} = CASE WHEN jsonb_exists(input.patch, '${column}') THEN patched.${column} ELSE target.${column} END`,
-  );
+  const assignments = patchAssignments(sets, columnsOf(sets));
   bindings.push(
     JSON.stringify(
       updates.map(({ change, ordinal }) => {

@@ -43,6 +43,7 @@ export const mutationGroups = {
       'src/engine/money/idempotency.ts',
       'src/store/change.ts',
       'src/store/change-events.ts',
+      'src/store/change-columns.ts',
       'src/store/ledger.ts',
     ],
     tests: [
