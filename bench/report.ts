@@ -40,7 +40,9 @@ const lifecycleStep = (concurrency: number, workers: number): Step => ({
     '--lifecycles',
     String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
     '--warmup',
-    String(Math.max(50, concurrency)),
+    // Long enough for V8 to optimize the hot path and the statement pool to plan its texts: the
+    // rate climbed for about ten seconds after 50 lifecycles (docs/benchmark-history.md, fourth session).
+    String(quick ? Math.max(50, concurrency) : Math.max(1_000, concurrency * 4)),
     '--profile',
     '0',
     '--cost-model',
@@ -171,7 +173,7 @@ function lifecycleSection(): string[] {
   return [
     '## Escrow state changes over HTTP against pgbench: `bench/lifecycle`',
     '',
-    `Command: \`npm run bench:lifecycle -- --concurrency C --workers W --lifecycles N --profile 0 --cost-model 0 --cpu-profile 0\` (C = ${concurrencies.join(', ')} with one server process; C = ${workersConcurrencies.join(', ')} with WORKERS=2) · measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC${where}`,
+    `Command: \`npm run bench:lifecycle -- --concurrency C --workers W --lifecycles N --warmup M --profile 0 --cost-model 0 --cpu-profile 0\` (C = ${concurrencies.join(', ')} with one server process; M = ${quick ? 'max(50, C)' : 'max(1,000, 4 C)'} lifecycles of warm-up, not measured; C = ${workersConcurrencies.join(', ')} with WORKERS=2) · measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC${where}`,
     '',
     "A state change is one HTTP request (create, freeze, accept, deliver, confirm); pgbench runs one escrow step (guarded UPDATE, two balance UPDATEs, two ledger INSERTs, one outbox INSERT) per transaction at the same client count, on the same machine, in the same run. CPU per state change is from /proc: the server process(es), and PostgreSQL's backends during the run and during pgbench. Statements: mean state changes per group-commit statement.",
     '',
