@@ -24,7 +24,7 @@ export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyReq
 export { createStreams } from './streams.ts';
 export { createSweeper } from './sweeper.ts';
 export { bountyHoldLegs, changeHold } from './task-money.ts';
-export { balanceRefusal, checkDemandLink, newTransactionRow, type CreateTransactionCommand } from './new-transactions.ts';
+export { balanceRefusal, checkDemandLink, newTransactionRow, untouchedLifecycle, type CreateTransactionCommand } from './new-transactions.ts';
 export { overdueInvoke } from './transaction-sweeps.ts';
 export { createTransactionEngine, type PartyAction, type TransactionEngine } from './transactions.ts';
 export { createTransitions, type ActionExtra, type Transitions } from './transitions.ts';

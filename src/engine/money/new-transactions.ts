@@ -57,15 +57,26 @@ export function newTransactionRow(
     price: String(price),
     booked_hours: command.booked_hours ?? null,
     auto_accept: capability.auto_accept_min !== null && price >= BigInt(capability.auto_accept_min),
-    status: 'pending_freeze',
     note: command.note ?? null,
     client_task_id: command.client_task_id ?? null,
     conversation_id: command.conversation_id ?? null,
     fee_bps: feeBps,
-    dispute_reason: null,
     input: command.input ?? null,
-    result_payload: null,
+    ...untouchedLifecycle(at),
+  };
+}
+
+/**
+ * What every new transaction row starts with, whoever makes it (a purchase here, a task's
+ * acceptance in engine/work/task-acceptance.ts): pending_freeze at its first event, no step of its
+ * lifecycle taken yet, no result, no dispute, no invoke.
+ */
+export function untouchedLifecycle(at: Date) {
+  return {
+    status: 'pending_freeze',
     event_sequence: 1,
+    dispute_reason: null,
+    result_payload: null,
     frozen_at: null,
     accepted_at: null,
     delivered_at: null,
@@ -79,7 +90,7 @@ export function newTransactionRow(
     invoke_error_detail: null,
     created_at: at,
     updated_at: at,
-  };
+  } satisfies Partial<TransactionRow>;
 }
 
 /**

@@ -8,7 +8,15 @@ import { InsufficientBalance } from '../../store/ledger.ts';
 import { lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
-import { type Idempotency, type IdempotencyRequest, chargeAcceptance, changeHold, type Transitions, transactionView } from '../money/index.ts';
+import {
+  type Idempotency,
+  type IdempotencyRequest,
+  chargeAcceptance,
+  changeHold,
+  type Transitions,
+  transactionView,
+  untouchedLifecycle,
+} from '../money/index.ts';
 import { statusAt, taskView } from './task-rows.ts';
 import type { ApplicationRow } from './application-rows.ts';
 import type { TaskEvents } from './task-events.ts';
@@ -80,28 +88,12 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
     price: String(price),
     booked_hours: null,
     auto_accept: false,
-    status: 'pending_freeze',
     note: null,
     client_task_id: null,
     conversation_id: null,
     fee_bps: feeBps,
-    dispute_reason: null,
     input: null,
-    result_payload: null,
-    event_sequence: 1,
-    frozen_at: null,
-    accepted_at: null,
-    delivered_at: null,
-    confirmed_at: null,
-    settled_at: null,
-    delivery_deadline: null,
-    auto_confirm_at: null,
-    invoke_deadline: null,
-    invoke_latency_ms: null,
-    invoke_error: null,
-    invoke_error_detail: null,
-    created_at: at,
-    updated_at: at,
+    ...untouchedLifecycle(at),
   } as TransactionRow;
 }
 
