@@ -114,7 +114,16 @@ interface LifecycleResult {
     batches: { changes: number; statements: number; largest: number } | null;
     cpu: { serverMsPerStateChange: number; postgresMsPerStateChange: number };
   };
-  raw: { tps: number | null; clients: number; clientsWhy: string | null; postgresCpuMsPerStateChange: number; pgbenchCpuMsPerStateChange: number };
+  raw: {
+    /** The ratio's baseline: the mean of tpsBefore and tpsAfter; results older than those two fields have one run's figure here. */
+    tps: number | null;
+    tpsBefore?: number | null;
+    tpsAfter?: number | null;
+    clients: number;
+    clientsWhy: string | null;
+    postgresCpuMsPerStateChange: number;
+    pgbenchCpuMsPerStateChange: number;
+  };
   ratio: number | null;
   aims: { ratio: { min: number | null; met: boolean | null }; stateChangeP99Ms: { max: number; atConcurrency: number; met: boolean | null } };
 }
@@ -144,6 +153,13 @@ function section(result: Pick<BenchResult, 'title' | 'command' | 'date' | 'metri
   ];
 }
 
+/** pgbench's runs before and after the product, in small text after their mean; nothing for a result with one run. */
+function rawRuns(raw: LifecycleResult['raw']): string {
+  if (raw.tpsBefore === undefined && raw.tpsAfter === undefined) return '';
+  const rate = (tps: number | null | undefined) => (typeof tps === 'number' ? number(tps) : 'nothing');
+  return ` <small>(${rate(raw.tpsBefore)} / ${rate(raw.tpsAfter)})</small>`;
+}
+
 /** The lifecycle's own table: one row per client count (and the WORKERS=2 run), every column measured in that run. */
 function lifecycleSection(): string[] {
   if (lifecycle.length === 0) return [];
@@ -159,7 +175,7 @@ function lifecycleSection(): string[] {
         : 'not counted (other processes)';
     // A pgbench that processed nothing (its connections still opening when its time was up) saves null.
     const ratioText = typeof each.ratio === 'number' ? `${each.ratio.toFixed(2)}x` : 'no baseline';
-    const pgbench = `${typeof raw.tps === 'number' ? number(raw.tps) : 'pgbench processed nothing'}${raw.clients === run.concurrency ? '' : ` (${raw.clients} clients: ${raw.clientsWhy ?? ''})`}`;
+    const pgbench = `${typeof raw.tps === 'number' ? number(raw.tps) : 'pgbench processed nothing'}${rawRuns(raw)}${raw.clients === run.concurrency ? '' : ` (${raw.clients} clients: ${raw.clientsWhy ?? ''})`}`;
     return (
       `| ${run.concurrency} | ${each.meta.options.workers} | ${number(run.stateChangesPerS)} | ${pgbench} | ${ratioText} | ${aim} | ` +
       `${run.stateChangeLatencyMs.p50} / ${run.stateChangeLatencyMs.p99} ms${p99Aim} | ${run.cpu.serverMsPerStateChange} ms | ${run.cpu.postgresMsPerStateChange} ms | ` +
@@ -175,7 +191,7 @@ function lifecycleSection(): string[] {
     '',
     `Command: \`npm run bench:lifecycle -- --concurrency C --workers W --lifecycles N --warmup M --profile 0 --cost-model 0 --cpu-profile 0\` (C = ${concurrencies.join(', ')} with one server process; M = ${quick ? 'max(50, C)' : 'max(1,000, 4 C)'} lifecycles of warm-up, not measured; C = ${workersConcurrencies.join(', ')} with WORKERS=2) · measured ${meta.date.slice(0, 16).replace('T', ' ')} UTC${where}`,
     '',
-    "A state change is one HTTP request (create, freeze, accept, deliver, confirm); pgbench runs one escrow step (guarded UPDATE, two balance UPDATEs, two ledger INSERTs, one outbox INSERT) per transaction at the same client count, on the same machine, in the same run. CPU per state change is from /proc: the server process(es), and PostgreSQL's backends during the run and during pgbench. Statements: mean state changes per group-commit statement.",
+    "A state change is one HTTP request (create, freeze, accept, deliver, confirm); pgbench runs one escrow step (guarded UPDATE, two balance UPDATEs, two ledger INSERTs, one outbox INSERT) per transaction at the same client count, on the same machine, in the same run, once before the product's warm-up and once after its measured run: the pgbench column is their mean, the ratio's baseline, with the two runs (before / after) in small text. CPU per state change is from /proc: the server process(es), and PostgreSQL's backends during the run and during pgbench (the run after the product). Statements: mean state changes per group-commit statement.",
     '',
     '| clients | server processes | state changes/s | pgbench changes/s | ratio | aim | state change p50 / p99 | server CPU per change | PostgreSQL CPU per change | PostgreSQL CPU per pgbench change | changes per statement |',
     '|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---|',

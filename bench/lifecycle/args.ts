@@ -5,7 +5,7 @@ export interface BenchOptions {
   warmup: number;
   databaseUrl: string;
   redisUrl: string;
-  /** Seconds pgbench runs for the raw ceiling. */
+  /** Seconds each of the raw ceiling's two pgbench runs (before and after the product's) lasts. */
   pgbenchSeconds: number;
   /** Lifecycles of the instrumented (query-counting) pass at one client; 0 skips it. */
   profileLifecycles: number;
@@ -28,7 +28,7 @@ const usage = `usage: npm run bench:lifecycle -- [options]
   --warmup W            unmeasured lifecycles run first (default 100)
   --database-url URL    bench database, dropped and recreated (default postgres://postgres@127.0.0.1:5432/marketplace_bench)
   --redis-url URL       (default redis://127.0.0.1:6379)
-  --pgbench-seconds S   duration of the raw-ceiling pgbench run (default 10)
+  --pgbench-seconds S   duration of each raw-ceiling pgbench run, before and after the product's (default 10)
   --profile N           lifecycles of the instrumented single-client pass (default 100, 0 = skip)
   --cost-model N        requests per cost-model probe: /healthz, /auth/me, /wallet/ (default 3000, 0 = skip)
   --cpu-profile N       lifecycles of the V8-CPU-profiled pass at C clients (default 400, 0 = skip)

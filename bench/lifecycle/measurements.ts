@@ -20,6 +20,9 @@ export interface RunMeasurement {
 }
 
 export interface RawMeasurement {
+  /** The -M extended run before the product's warm-up; the ratio's baseline is its mean with raw's. */
+  before: PgbenchResult;
+  /** The -M extended run after the product's passes; the CPU, WAL and machine figures below are its. */
   raw: PgbenchResult;
   prepared: PgbenchResult;
   singleStatement: PgbenchResult;

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { connectionsPerInstanceMax } from '../../src/db/database.ts';
 import type { BenchOptions } from './args.ts';
 import { busyCores, measureIdleLoad, reapedChildrenCpuMs, sampleSystemCpu, trackCpu } from './cpu.ts';
 import { type CpuProfileSummary, startCpuProfile, summarizeCpuProfile, writeCpuProfile } from './cpuprofile.ts';
@@ -9,7 +10,7 @@ import { countersDelta, databaseCounters, statsSettleMs } from './database.ts';
 import type { LoadDriver } from './driver.ts';
 import type { Progress } from './load.ts';
 import type { RawMeasurement, RunMeasurement } from './measurements.ts';
-import { prepareRawTables, rawSingleStatementScript, runPgbench } from './pgbench.ts';
+import { type PgbenchResult, dropRawTables, prepareRawTables, rawSingleStatementScript, runPgbench } from './pgbench.ts';
 import { type StepProfile, profileSteps } from './report.ts';
 import type { BatchStats, BenchServer } from './server.ts';
 import type { Pair } from './setup.ts';
@@ -147,14 +148,48 @@ export async function cpuProfilePass({ options, server, driver, pairs, say }: Ph
   return summarizeCpuProfile(profile);
 }
 
-/** The raw ceiling (pgbench on bench_* copies), then two reference variants of the same work. */
-export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement> {
+/** pgbench's client count, and why it is fewer than the run's (null when it is not). */
+export interface RawClients {
+  clients: number;
+  clientsWhy: string | null;
+}
+
+const rawOutDirectory = (options: BenchOptions) => path.dirname(path.resolve(options.out));
+const describeRaw = (options: BenchOptions, { clients, clientsWhy }: RawClients) =>
+  `pgbench -M extended -c ${clients} -j ${Math.min(2, clients)} -T ${options.pgbenchSeconds} on bench_* copies of the tables${clientsWhy ? ` (${clientsWhy})` : ''}`;
+
+/**
+ * The raw ceiling's first run, before the product's warm-up: on this shared machine pgbench's own
+ * rate moved between 965 and 1,617 steps/s within minutes, so one run after the product swung the
+ * ratio by a quarter for reasons not the product's; the ratio's baseline is the mean of this run
+ * and the one after (rawCeiling). Before the warm-up, so the warm-up absorbs what pgbench leaves
+ * behind (written pages, WAL, a machine just busy); the bench_* copies are dropped again, so that
+ * no autovacuum of them runs, as a backend of the bench database, during the measured run.
+ */
+export async function rawBefore(context: PhaseContext): Promise<{ before: PgbenchResult; clients: RawClients }> {
   const { options, say } = context;
-  const outDirectory = path.dirname(path.resolve(options.out));
-  const { clients, clientsWhy } = await pgbenchClients(options.databaseUrl, options.concurrency);
-  say(
-    `raw ceiling: pgbench -c ${clients} -j ${Math.min(2, clients)} -T ${options.pgbenchSeconds} on bench_* copies of the tables${clientsWhy ? ` (${clientsWhy})` : ''}`,
-  );
+  const clients = await pgbenchClients(options.databaseUrl, options.concurrency, options.workers);
+  say(`raw ceiling before the product: ${describeRaw(options, clients)}`);
+  await prepareRawTables(options.databaseUrl);
+  await waitForQuiet(context, 'pgbench before the product');
+  const before = await runPgbench(options.databaseUrl, clients.clients, options.pgbenchSeconds, rawOutDirectory(options));
+  await dropRawTables(options.databaseUrl);
+  say(`raw ceiling before the product: ${before.tps.toFixed(1)} state changes/s`);
+  return { before, clients };
+}
+
+/**
+ * The raw ceiling's run after the product (pgbench on bench_* copies, prepared afresh), with the
+ * CPU, WAL and machine figures of pgbench and PostgreSQL; then two reference variants of the same
+ * work, after only. It uses the clients of the run before, unless fewer connections are free now.
+ */
+export async function rawCeiling(context: PhaseContext, first: { before: PgbenchResult; clients: RawClients }): Promise<RawMeasurement> {
+  const { options, say } = context;
+  const outDirectory = rawOutDirectory(options);
+  const now = await pgbenchClients(options.databaseUrl, options.concurrency, options.workers);
+  const { clients, clientsWhy } =
+    now.clients < first.clients.clients ? { ...now, clientsWhy: `${now.clientsWhy}; the run before the product had ${first.clients.clients}` } : first.clients;
+  say(`raw ceiling after the product: ${describeRaw(options, { clients, clientsWhy })}`);
   await prepareRawTables(options.databaseUrl);
   const foreignBefore = await waitForQuiet(context, 'pgbench');
   const countersBefore = await databaseCounters(options.databaseUrl);
@@ -180,24 +215,28 @@ export async function rawCeiling(context: PhaseContext): Promise<RawMeasurement>
     rawSingleStatementScript(),
     'raw-single-statement',
   );
-  return { raw, prepared, singleStatement, postgresCpuMs, pgbenchCpuMs, elapsedMs, machineCores, foreignBefore, walBytes, clients, clientsWhy };
+  const before = first.before;
+  return { before, raw, prepared, singleStatement, postgresCpuMs, pgbenchCpuMs, elapsedMs, machineCores, foreignBefore, walBytes, clients, clientsWhy };
 }
 
 /**
  * pgbench opens one connection per client: at 256 clients that is more than PostgreSQL's usual
  * max_connections (100). The baseline then runs with as many clients as the database has free
- * connections (less a few for superusers and the bench's own), and says so; on 2 cores pgbench is
+ * connections (less a few for superusers and the bench's own, and those the server's pools may
+ * still open: before the warm-up they have not grown yet), and says so; on 2 cores pgbench is
  * saturated long before that many clients.
  */
-async function pgbenchClients(databaseUrl: string, concurrency: number): Promise<{ clients: number; clientsWhy: string | null }> {
+async function pgbenchClients(databaseUrl: string, concurrency: number, workers: number): Promise<RawClients> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ max: number; used: number; reserved: number }>(
-      "SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS reserved, (SELECT count(*)::int FROM pg_stat_activity) AS used",
+    const { rows } = await client.query<{ max: number; used: number; reserved: number; ours: number }>(
+      "SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS reserved, (SELECT count(*)::int FROM pg_stat_activity) AS used, " +
+        '(SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) AS ours',
     );
-    const { max, used, reserved } = rows[0]!;
-    const free = Math.max(1, max - used - reserved - 5);
+    const { max, used, reserved, ours } = rows[0]!;
+    const serverMayOpen = Math.max(0, workers * connectionsPerInstanceMax() - ours);
+    const free = Math.max(1, max - used - reserved - 5 - serverMayOpen);
     if (concurrency <= free) return { clients: concurrency, clientsWhy: null };
     return { clients: free, clientsWhy: `${concurrency} clients would pass max_connections ${max}; ${free} were free` };
   } finally {

@@ -21,9 +21,9 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
     `state changes/s         ${run.stateChangesPerS}   (${stateChangesPerLifecycle} per lifecycle: create + freeze + accept + deliver + confirm; = HTTP requests/s)`,
   );
   say(
-    `raw state changes/s     ${raw.tps}   (pgbench -M extended -c ${raw.clients}${raw.clientsWhy ? ` (${raw.clientsWhy})` : ''}: guarded UPDATE RETURNING + 2 balance UPDATEs + 2 ledger INSERTs + 1 outbox INSERT per COMMIT)`,
+    `raw state changes/s     ${raw.tps} (before ${raw.tpsBefore}, after ${raw.tpsAfter})   (mean of pgbench before and after the product; -M extended -c ${raw.clients}${raw.clientsWhy ? ` (${raw.clientsWhy})` : ''}: guarded UPDATE RETURNING + 2 balance UPDATEs + 2 ledger INSERTs + 1 outbox INSERT per COMMIT)`,
   );
-  say(`  (for reference: same script -M prepared ${raw.preparedTps}/s; same writes as one CTE statement ${raw.singleStatementTps}/s)`);
+  say(`  (for reference, after the product: same script -M prepared ${raw.preparedTps}/s; same writes as one CTE statement ${raw.singleStatementTps}/s)`);
   const ratioAim = result.aims.ratio;
   say(
     `ratio                   ${result.ratio}   (${ratioAim.min === null ? `no aim at ${concurrency} clients` : `aim >= ${ratioAim.min}: ${ratioAim.met ? 'met' : 'NOT met'}`})`,
@@ -43,7 +43,7 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
     `cores busy (of ${meta.cores})      server ${cpu.serverCores}, client ${cpu.clientCores}, postgres ${cpu.postgresCores}, redis ${cpu.redisCores}; whole machine ${cpu.machineCores} (other work ${cpu.otherCores}, before the run ${cpu.otherCoresBeforeRun})`,
   );
   say(
-    `raw CPU per state change postgres ${raw.postgresCpuMsPerStateChange} ms + pgbench ${raw.pgbenchCpuMsPerStateChange} ms; machine ${raw.machineCores} cores busy, other work ${raw.otherCores} (real run per state change: postgres ${round(cpu.postgresMsPerLifecycle / stateChangesPerLifecycle, 3)} ms, all processes ${cpu.allProcessesMsPerStateChange} ms)`,
+    `raw CPU per state change postgres ${raw.postgresCpuMsPerStateChange} ms + pgbench ${raw.pgbenchCpuMsPerStateChange} ms (the run after the product only); machine ${raw.machineCores} cores busy, other work ${raw.otherCores} (real run per state change: postgres ${round(cpu.postgresMsPerLifecycle / stateChangesPerLifecycle, 3)} ms, all processes ${cpu.allProcessesMsPerStateChange} ms)`,
   );
   say(
     `database per lifecycle  ${database.commitsPerLifecycle} commits (autocommit statements count), ${database.rowsInsertedPerLifecycle} rows inserted, ${database.rowsUpdatedPerLifecycle} updated, ${database.rowsDeletedPerLifecycle} deleted, ${database.walBytesPerLifecycle} WAL bytes (raw: ${raw.walBytesPerStateChange} per state change)`,

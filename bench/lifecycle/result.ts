@@ -30,13 +30,18 @@ export function assembleResult(inputs: ResultInputs) {
   const elapsedS = load.elapsedMs / 1000;
   const lifecyclesPerS = load.lifecycles / elapsedS;
   const stateChangesPerS = lifecyclesPerS * stateChangesPerLifecycle;
-  const ratio = stateChangesPerS / raw.raw.tps;
+  // The ratio's baseline: the mean of pgbench's runs before and after the product, so that the
+  // host's drift between them does not land on the ratio. A run that processed nothing (NaN) is left out.
+  const rawRates = [raw.before.tps, raw.raw.tps].filter((tps) => Number.isFinite(tps) && tps > 0);
+  const rawTps = rawRates.length > 0 ? rawRates.reduce((sum, tps) => sum + tps, 0) / rawRates.length : Number.NaN;
+  const ratio = stateChangesPerS / rawTps;
   const latency = summarizeLatencies(load.latencies);
   const perLifecycle = (value: number) => round(value / load.lifecycles, 2);
   const cores = (ms: number) => round(ms / load.elapsedMs, 2);
   const serverCpuMs = (run.serverCpu.user + run.serverCpu.system) / 1000;
   // In-process, the client's CPU is the server process's CPU: count it once, under the server.
   const clientCpuMs = inputs.loadGenerator === 'in-process' ? 0 : load.clientCpuMs;
+  // pgbench's and PostgreSQL's CPU and WAL are measured around the run after the product: per its changes.
   const rawStateChanges = raw.raw.transactions;
   // Every step's latency is one state change's: their p99 together is the aim's.
   const stateChange = summarizeLatencies({ stateChange: steps.flatMap((step) => load.latencies[step]) }).stateChange!;
@@ -104,11 +109,15 @@ export function assembleResult(inputs: ResultInputs) {
       serverEventLoopDelayMs: run.eventLoopDelayMs,
     },
     raw: {
-      tps: round(raw.raw.tps, 1),
+      tps: round(rawTps, 1),
+      tpsBefore: round(raw.before.tps, 1),
+      tpsAfter: round(raw.raw.tps, 1),
       clients: raw.clients,
       clientsWhy: raw.clientsWhy,
       transactions: rawStateChanges,
       failed: raw.raw.failed,
+      transactionsBefore: raw.before.transactions,
+      failedBefore: raw.before.failed,
       latencyAverageMs: raw.raw.latencyAverageMs,
       postgresCpuMsPerStateChange: round(raw.postgresCpuMs / rawStateChanges, 3),
       pgbenchCpuMsPerStateChange: round(raw.pgbenchCpuMs / rawStateChanges, 3),

@@ -9,7 +9,7 @@ import { runCostModel } from './costmodel.ts';
 import { databaseNameOf, otherActivity, postmasterPidOf, recreateDatabase, serverInfo } from './database.ts';
 import { childProcessDriver, inProcessDriver } from './driver.ts';
 import { createHttpClient } from './http.ts';
-import { type PhaseContext, cpuProfilePass, measuredRun, profilePass, rawCeiling } from './phases.ts';
+import { type PhaseContext, cpuProfilePass, measuredRun, profilePass, rawBefore, rawCeiling } from './phases.ts';
 import { printResult } from './print.ts';
 import { assembleResult } from './result.ts';
 import { startClusterServer } from './cluster.ts';
@@ -19,8 +19,9 @@ import { setupMarket } from './setup.ts';
 /**
  * Escrow lifecycle benchmark: the real server (PostgreSQL + Redis) driven over HTTP by C
  * concurrent clients through N full lifecycles, next to a pgbench ceiling of the same SQL work.
- * Phases: setup over REST → warmup → measured run → instrumented profile (1 client) → cost
- * model → V8 CPU profile → pgbench. See docs/benchmarks.md for how to read the output.
+ * Phases: setup over REST → pgbench (before) → warmup → measured run → instrumented profile
+ * (1 client) → cost model → V8 CPU profile → pgbench (after; the ratio's baseline is the mean of
+ * the two pgbench runs). See docs/benchmarks.md for how to read the output.
  */
 const options = (() => {
   try {
@@ -81,6 +82,7 @@ async function main() {
     setupHttp.close();
     const setupMs = performance.now() - setupAt;
     const context: PhaseContext = { options, server, driver, pairs, databaseName, postmasterPid, say };
+    const rawFirst = await rawBefore(context);
 
     if (options.warmup > 0) {
       say(`warmup: ${options.warmup} lifecycles (not measured)`);
@@ -104,7 +106,7 @@ async function main() {
       );
     }
     const cpuProfile = options.cpuProfileLifecycles > 0 ? await cpuProfilePass(context) : null;
-    const raw = await rawCeiling(context);
+    const raw = await rawCeiling(context, rawFirst);
     const after = await otherActivity(options.databaseUrl);
 
     const result = assembleResult({
