@@ -38,6 +38,7 @@ import * as webhookTurns from './migrations/035_webhook_turns.ts';
 import * as agentBudgets from './migrations/040_agent_budgets.ts';
 import * as apiKeyUse from './migrations/050_api_key_use.ts';
 import * as transactionApiKey from './migrations/060_transaction_api_key.ts';
+import * as transactionDeadlines from './migrations/070_transaction_deadlines.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -81,6 +82,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '040_agent_budgets': agentBudgets,
   '050_api_key_use': apiKeyUse,
   '060_transaction_api_key': transactionApiKey,
+  '070_transaction_deadlines': transactionDeadlines,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -8,6 +8,7 @@ import { type BudgetTake, budgetChargedClause, budgetClauses, usageRowOf } from 
 import { taskEventClauses, taskEventResultClause, taskEventRowsOf, taskInsertClauses, taskUpdateClauses } from './change-tasks.ts';
 import { type NewEvent, eventClauses, firstSequenceOf } from './change-events.ts';
 import { columnsOf, patchAssignments } from './change-columns.ts';
+import { deadlineClauses } from './change-deadlines.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 export { type BudgetTake, usageRowOf } from './change-budgets.ts';
@@ -227,6 +228,8 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
       'changed',
     ),
     ...eventClauses(numbered, bindings),
+    // The sweeper's deadlines of the states entered and left (change-deadlines.ts).
+    ...deadlineClauses(numbered, bindings),
     // A task's events lock their recipients' counters after the accounts (change-tasks.ts).
     ...(taskEvents ? taskEventClauses(numbered, bindings, changes.some((change) => change.legs.length > 0) ? 'balances' : null) : []),
     ...(claims.length > 0 ? [completionClause('changed')] : []),

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import { withTransaction } from '../../db/transaction.ts';
 import type { EngineDependencies } from '../common/index.ts';
 import type { ActionExtra, Transitions } from './transitions.ts';
@@ -14,13 +13,15 @@ export const overdueInvoke = {
 /** The moves the sweeper makes as the system (sweeper.ts): an auto-confirm, and the failure of an overdue invoke. */
 export function createTransactionSweeps({ db, now }: Pick<EngineDependencies, 'db' | 'now'>, transitions: Transitions) {
   /**
-   * Used by the sweeper: claims one due row with SKIP LOCKED (another instance takes another row)
-   * and applies `action` to it as the system. A failure is reported with the row's id so the
-   * sweeper can pass over that row instead of retrying it forever.
+   * Used by the sweeper: claims one transaction whose deadline of `kind` has passed while it is
+   * still in `status`, with SKIP LOCKED (another instance takes another row), and applies `action`
+   * to it as the system. The deadlines are rows of their own (store/change-deadlines.ts), read
+   * from their (kind, due_at) index without a lock; only the transaction row is locked. A failure
+   * is reported with the row's id so the sweeper can pass over that row instead of retrying it forever.
    */
   async function sweepNext(
-    due: (query: Knex.QueryBuilder) => Knex.QueryBuilder,
-    orderColumn: string,
+    kind: 'auto_confirm' | 'invoke',
+    status: 'delivered' | 'frozen',
     action: 'auto_confirm' | 'fail',
     extra: ActionExtra,
     skipIds: string[],
@@ -28,9 +29,16 @@ export function createTransactionSweeps({ db, now }: Pick<EngineDependencies, 'd
     let claimedId: string | null = null;
     try {
       return await withTransaction(db, async (unit) => {
-        const row = await due(unit.trx('transactions')).whereNotIn('id', skipIds).orderBy(orderColumn).first('id').forUpdate().skipLocked();
+        const due = unit
+          .trx('transaction_deadlines as deadline')
+          .join('transactions as transaction', 'transaction.id', 'deadline.transaction_id')
+          .where('deadline.kind', kind)
+          .where('deadline.due_at', '<=', now())
+          .where('transaction.status', status);
+        if (skipIds.length > 0) due.whereNotIn('transaction.id', skipIds);
+        const row = (await due.orderBy('deadline.due_at').first('transaction.id').forUpdate('transaction').skipLocked()) as { id: string } | undefined;
         if (!row) return null;
-        claimedId = row.id as string;
+        claimedId = row.id;
         await transitions.move(unit, claimedId, action, { system: 'system' }, extra);
         return { id: claimedId };
       });
@@ -42,22 +50,14 @@ export function createTransactionSweeps({ db, now }: Pick<EngineDependencies, 'd
   }
 
   /** Settles one delivered transaction whose auto_confirm_at has passed. */
-  const autoConfirmNextDue = (skipIds: string[] = []) =>
-    sweepNext((query) => query.where({ status: 'delivered' }).where('auto_confirm_at', '<=', now()), 'auto_confirm_at', 'auto_confirm', {}, skipIds);
+  const autoConfirmNextDue = (skipIds: string[] = []) => sweepNext('auto_confirm', 'delivered', 'auto_confirm', {}, skipIds);
 
   /**
    * Fails one invoke whose deadline has passed while it is still frozen (its server died during
    * the call), releasing the funds. A late answer of that callback then finds the transaction
    * failed and cannot settle it: settling is a compare-and-set from frozen.
    */
-  const failNextOverdueInvoke = (skipIds: string[] = []) =>
-    sweepNext(
-      (query) => query.where({ status: 'frozen' }).whereNotNull('invoke_deadline').where('invoke_deadline', '<=', now()),
-      'invoke_deadline',
-      'fail',
-      { invoke: overdueInvoke },
-      skipIds,
-    );
+  const failNextOverdueInvoke = (skipIds: string[] = []) => sweepNext('invoke', 'frozen', 'fail', { invoke: overdueInvoke }, skipIds);
 
   return { autoConfirmNextDue, failNextOverdueInvoke };
 }
