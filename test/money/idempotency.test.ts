@@ -376,8 +376,9 @@ describe('a request still in flight after a minute', () => {
   async function retryWhileInFlight<R>(
     block: (blocker: Knex.Transaction, buyerUserId: string) => Promise<unknown>,
     send: (buyer: Actor, capabilityId: string) => Promise<R>,
+    capabilityFields: Record<string, unknown> = {},
   ) {
-    const { buyer, capability } = await agentMarket(test);
+    const { buyer, capability } = await agentMarket(test, '100.00', capabilityFields);
     const db = test.runtime.database.db;
     const blocker = await db.transaction();
     let first: Promise<R> | undefined;
@@ -419,13 +420,15 @@ describe('a request still in flight after a minute', () => {
   });
 
   it.runIf(usingRealBackends())('writes nothing once a retry has taken its claim over', { timeout: 30_000 }, async () => {
-    // An A2A v0.1 purchase reads the transactions table (is its task id taken?) between its claim
-    // and its write. With that table locked, the original stalls there, the retry takes the claim
-    // over a minute later; then both run. Engine-level: REST has no client task id.
+    // A purchase of a capability with a rate limit counts its use (capability_usage) between its
+    // claim and its write. With that table locked, the original stalls there, the retry takes the
+    // claim over a minute later; then both run. (The capability and the buyer's last purchase are
+    // read in the claim's own statement, so a lock on transactions would stall the claim itself.)
+    // Engine-level, with an A2A v0.1 client task id: REST has none.
     const taskId = `task-${randomUUID()}`;
     const request = { key: randomUUID(), operation: 'test create', fingerprint: 'same request' };
     const { buyer, capability, original, retried } = await retryWhileInFlight(
-      (blocker) => blocker.raw('LOCK TABLE transactions IN ACCESS EXCLUSIVE MODE'),
+      (blocker) => blocker.raw('LOCK TABLE capability_usage IN ACCESS EXCLUSIVE MODE'),
       (buyer, capabilityId) =>
         test.runtime.engine.transactions
           .create(
@@ -437,6 +440,7 @@ describe('a request still in flight after a minute', () => {
             (outcome) => ({ outcome }),
             (error: unknown) => ({ error }),
           ),
+      { rate_limit_per_min: 100 },
     );
     expect('outcome' in retried && retried.outcome.replayed === false, JSON.stringify(retried)).toBe(true);
     expect('error' in original && original.error).toMatchObject({ code: 4091 });

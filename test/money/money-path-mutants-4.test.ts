@@ -195,7 +195,10 @@ describe.runIf(usingRealBackends())('a client task id taken while a retry took o
     const { buyer, capability } = await agentMarket(test, '100.00', { price_ut: '1.00' });
     const buyerPrincipal = principal(buyer.userId);
     const taskId = `task-${randomUUID()}`;
-    const command = { capability_id: capability.id, client_task_id: taskId };
+    // With a max_price the claim's statement reads the capability alone, not the buyer's last
+    // purchase (engine/money/ceilings.ts purchaseRead): a lock on transactions stalls the request
+    // after its claim, not in it.
+    const command = { capability_id: capability.id, client_task_id: taskId, max_price: 1_000n };
     const { transactions } = test.runtime.engine;
     // An earlier purchase, under a key long gone, named the task id.
     await transactions.create(buyerPrincipal, command, { key: randomUUID(), operation: 'test create', fingerprint: 'earlier' });

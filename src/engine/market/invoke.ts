@@ -7,6 +7,8 @@ import { formatAmount } from '../../domain/money.ts';
 import { type PricingModel, transactionPrice } from '../../domain/pricing.ts';
 import {
   assertBuyerCeiling,
+  purchaseRead,
+  splitPurchaseRead,
   giveBackUnlessWritten,
   planPurchaseCharge,
   takeCapabilityUsage,
@@ -130,21 +132,23 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
    * change inserts the transaction already frozen with its budget take.
    */
   async function holdOnce(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest, prepared: { call?: PreparedCall }) {
-    const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [capabilityId] };
+    const capabilityRead = purchaseRead(capabilityId, principal.user_id, command.max_price);
     let taken: TakenUsage | undefined;
     return idempotency.run(
       principal,
       request,
       200,
       async (unit) => {
-        const read = unit.prefetched
-          ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
-          : (await preparedQuery<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
-        const capability = authorize(invokeCapability, principal, read, 'capability');
+        const read = splitPurchaseRead(
+          unit.prefetched
+            ? (unit.prefetched.row ?? undefined)
+            : (await preparedQuery<Record<string, unknown>>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0],
+        );
+        const capability = authorize(invokeCapability, principal, read.capability, 'capability');
         if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
         const at = now();
         const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
-        await assertBuyerCeiling(unit.trx, principal, capability, price, command);
+        await assertBuyerCeiling(unit.trx, principal, capability, price, command, read.past);
         const timeoutMs = capability.callback_timeout_sec * 1000;
         const row: TransactionRow = {
           ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),

@@ -22,6 +22,36 @@ interface PastPurchase {
   transaction_type: string;
 }
 
+/**
+ * The read a purchase (a create, an invoke's hold) starts with, as one statement: the capability,
+ * and, when the buyer sent no max_price, the buyer's last purchase of it, which the ceiling needs.
+ * Under an Idempotency-Key it rides in the claim's own statement (idempotency.ts): a create then
+ * reads nothing else before its change.
+ */
+export function purchaseRead(capabilityId: string, buyerUserId: string, maxPrice: bigint | undefined): { text: string; bindings: unknown[] } {
+  if (maxPrice !== undefined) return { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [capabilityId] };
+  return {
+    text: `SELECT capability.*, last.price AS last_purchase_price, last.booked_hours AS last_purchase_booked_hours, last.transaction_type AS last_purchase_type
+      FROM capabilities AS capability
+      LEFT JOIN LATERAL (SELECT price, booked_hours, transaction_type FROM transactions
+                          WHERE buyer_user_id = ? AND capability_id = capability.id ORDER BY created_at DESC LIMIT 1) AS last ON true
+     WHERE capability.id = ?`,
+    bindings: [buyerUserId, capabilityId],
+  };
+}
+
+/**
+ * A row of `purchaseRead` as the capability and the buyer's last purchase: null when there was
+ * none, undefined when it was not read (a max_price was sent, or no capability was found).
+ */
+export function splitPurchaseRead(row: Record<string, unknown> | undefined): { capability?: CapabilityRow; past?: PastPurchase | null } {
+  if (row === undefined) return {};
+  if (!('last_purchase_price' in row)) return { capability: row as unknown as CapabilityRow };
+  const { last_purchase_price: price, last_purchase_booked_hours: bookedHours, last_purchase_type: type, ...capability } = row;
+  const past = price === null ? null : { price: price as string, booked_hours: bookedHours as number | null, transaction_type: type as string };
+  return { capability: capability as unknown as CapabilityRow, past };
+}
+
 /** The unit price a past purchase was made at (its price divided by the units it booked). */
 function unitPriceOf(past: PastPurchase): bigint {
   const price = BigInt(past.price);
@@ -36,10 +66,11 @@ export async function assertBuyerCeiling(
   capability: CapabilityRow,
   price: bigint,
   purchase: { booked_hours?: number; max_price?: bigint },
+  alreadyRead?: PastPurchase | null,
 ): Promise<void> {
   const currency = currencyOfSpace(principal.caller_type);
   if (purchase.max_price !== undefined) return assertWithinCeiling(price, purchase.max_price, currency);
-  const [past] = await prepared<PastPurchase>(trx, lastPurchase, [principal.user_id, capability.id]);
+  const past = alreadyRead !== undefined ? alreadyRead : (await prepared<PastPurchase>(trx, lastPurchase, [principal.user_id, capability.id]))[0];
   if (!past) return;
   const agreed = transactionPrice(capability.pricing_model as PricingModel, unitPriceOf(past), purchase.booked_hours);
   assertWithinCeiling(price, agreed, currency, 'the price rose since your last purchase of this capability; send max_price to accept the new price');

@@ -10,7 +10,7 @@ import { type ActionExtra, type Transitions, taskIdTaken } from './transitions.t
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { transactionView } from './views.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
-import { assertBuyerCeiling } from './ceilings.ts';
+import { assertBuyerCeiling, purchaseRead, splitPurchaseRead } from './ceilings.ts';
 import { checkPurchase, planFreezeCharge } from './budgets.ts';
 import { limits } from '../../limits.ts';
 import { giveBackUnlessWritten, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
@@ -32,7 +32,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         errors: [{ path: 'header.Idempotency-Key', message: 'agent callers must send an Idempotency-Key when creating a transaction' }],
       });
     }
-    const capabilityRead = { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [command.capability_id] };
+    const capabilityRead = purchaseRead(command.capability_id, principal.user_id, command.max_price);
     let taken: TakenUsage | undefined;
     return completed(
       await idempotency.run<TransactionView>(
@@ -41,13 +41,15 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         201,
         async (unit) => {
           // Under a key the claim's statement has read the capability already (unit.prefetched).
-          const read = unit.prefetched
-            ? ((unit.prefetched.row ?? undefined) as CapabilityRow | undefined)
-            : (await prepared<CapabilityRow>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
-          const capability = authorize(buyCapability, principal, read, 'capability');
+          const read = splitPurchaseRead(
+            unit.prefetched
+              ? (unit.prefetched.row ?? undefined)
+              : (await prepared<Record<string, unknown>>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0],
+          );
+          const capability = authorize(buyCapability, principal, read.capability, 'capability');
           if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
-          await assertBuyerCeiling(unit.trx, principal, capability, price, command);
+          await assertBuyerCeiling(unit.trx, principal, capability, price, command, read.past);
           const at = now();
           // An agent budget that already refuses this purchase creates nothing; the freeze decides (budgets.ts).
           await checkPurchase(unit.trx, principal, capability, price, at);
