@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backfillDeadlines } from '../../src/db/migrations/070_transaction_deadlines.ts';
+import { deadlineClauses } from '../../src/store/change-deadlines.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
 
@@ -115,5 +116,93 @@ describe("the sweeper's deadlines", () => {
     expect(await test.runtime.engine.sweeper.runOnce()).toBeGreaterThanOrEqual(1);
     expect((await test.http.get(`/api/v1/transactions/${id}`).set(buyer.headers).expect(200)).body.data.status).toBe('settled');
     expect(await deadlinesOf(id)).toEqual([]);
+  });
+});
+
+/** The clauses for some writes, each a change of its own numbered from 0, with the deadline records they bind. */
+function clausesFor(...writes: Record<string, unknown>[]) {
+  const bindings: unknown[] = [];
+  const numbered = writes.map((write, ordinal) => ({ change: { transactionId, write: write as { kind: string } }, ordinal: ordinal * 2 }));
+  const clauses = deadlineClauses(numbered, bindings);
+  return { names: clauses.map((clause) => clause.split(' AS ')[0]), records: bindings.map((binding) => JSON.parse(binding as string) as unknown) };
+}
+const transactionId = '00000000-0000-4000-8000-000000000001';
+const dueAt = new Date('2026-01-01T00:00:00.000Z');
+
+describe('the deadline clauses of a change statement (store/change-deadlines.ts)', () => {
+  it('are none, with nothing bound, for writes that start or end no deadline', () => {
+    const none = [
+      // A task's rows have no deadlines of this table, whatever their status says.
+      { kind: 'insert_task', values: { status: 'delivered', auto_confirm_at: dueAt } },
+      { kind: 'update_task', fromStatus: 'frozen', set: { status: 'delivered', auto_confirm_at: dueAt } },
+      // A patch that names no state leaves the one the row is in, and its deadline, alone.
+      { kind: 'update', fromStatus: 'delivered', set: { dispute_reason: 'kept' } },
+      // A move that stays in its state leaves it never.
+      { kind: 'update', fromStatus: 'frozen', set: { status: 'frozen' } },
+      // A frozen purchase that is no invoke has no invoke deadline, as a null or as no column.
+      { kind: 'insert', values: { status: 'frozen', invoke_deadline: null } },
+      { kind: 'update', fromStatus: 'pending_freeze', set: { status: 'frozen' } },
+      // A state without a deadline.
+      { kind: 'update', fromStatus: 'accepted', set: { status: 'cancelled' } },
+    ];
+    for (const write of none) expect(clausesFor(write), JSON.stringify(write)).toEqual({ names: [], records: [] });
+    expect(clausesFor(...none)).toEqual({ names: [], records: [] });
+  });
+
+  it('start a deadline only where the write enters its state, and end one only where the move leaves it', () => {
+    const record = (ordinal: number, kind: string, due: Date | null, ends: boolean) => ({
+      ordinal,
+      transaction_id: transactionId,
+      kind,
+      due_at: due?.toISOString() ?? null,
+      ends,
+    });
+    expect(clausesFor({ kind: 'update', fromStatus: 'accepted', set: { status: 'delivered', auto_confirm_at: dueAt } })).toEqual({
+      names: ['deadline_input', 'deadlines_started'],
+      records: [[record(0, 'auto_confirm', dueAt, false)]],
+    });
+    expect(clausesFor({ kind: 'update', fromStatus: 'delivered', set: { status: 'settled' } })).toEqual({
+      names: ['deadline_input', 'deadlines_ended'],
+      records: [[record(0, 'auto_confirm', null, true)]],
+    });
+    // An invoke is created frozen with its deadline, and its outcome moves it out of frozen.
+    const invoke = { kind: 'insert', values: { status: 'frozen', invoke_deadline: dueAt } };
+    const outcome = { kind: 'update', fromStatus: 'frozen', set: { status: 'settled' } };
+    expect(clausesFor(invoke, outcome)).toEqual({
+      names: ['deadline_input', 'deadlines_started', 'deadlines_ended'],
+      records: [[record(0, 'invoke', dueAt, false), record(2, 'invoke', null, true)]],
+    });
+  });
+});
+
+describe('the sweep of due deadlines (engine/money/transaction-sweeps.ts)', () => {
+  const delivered = async () => {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const { id } = await buy(test, buyer, capability.id);
+    await act(test, buyer, id, 'freeze').expect(200);
+    await act(test, seller, id, 'accept').expect(200);
+    await act(test, seller, id, 'deliver', { result_payload: { text: 'done' } }).expect(200);
+    return { id, buyer };
+  };
+
+  it('throw a failure that comes before any row is claimed: there is no row to pass over', async () => {
+    const { transactions } = test.runtime.engine;
+    // Nothing is due, with no rows to pass over named.
+    expect(await transactions.failNextOverdueInvoke()).toBeNull();
+    // A query that fails (an id that is no UUID) fails the sweep itself, not one row of it.
+    await expect(transactions.autoConfirmNextDue(['not a transaction id'])).rejects.toThrow();
+    await expect(transactions.failNextOverdueInvoke(['not a transaction id'])).rejects.toThrow();
+  });
+
+  it('claims no row whose transaction has left the state, as a sweep racing that move would see it', async () => {
+    const left = await delivered();
+    await act(test, left.buyer, left.id, 'confirm').expect(200);
+    // The sweep read the deadline before the confirmation deleted it: the transaction row it then
+    // locks is settled, and it is not taken (else its auto-confirm fails and is logged as failed).
+    await db()('transaction_deadlines').insert({ transaction_id: left.id, kind: 'auto_confirm', due_at: new Date('2000-01-01T00:00:00Z') });
+    const outcome = await test.runtime.engine.transactions.autoConfirmNextDue();
+    expect(outcome?.id).not.toBe(left.id);
+    expect(outcome?.error).toBeUndefined();
+    await db()('transaction_deadlines').where({ transaction_id: left.id }).del();
   });
 });

@@ -6,16 +6,70 @@
  */
 export const mutationGroups = {
   escrow: {
-    mutate: ['src/domain/escrow.ts', 'src/domain/money.ts', 'src/domain/pricing.ts', 'src/domain/usage-windows.ts', 'src/domain/ids.ts', 'src/domain/webhooks.ts'],
-    tests: ['test/money/escrow-table.test.ts', 'test/money/escrow-model.test.ts', 'test/money/escrow-rules.test.ts', 'test/money/money-invariants.test.ts', 'test/money/domain-units.test.ts'],
+    mutate: [
+      'src/domain/escrow.ts',
+      'src/domain/money.ts',
+      'src/domain/pricing.ts',
+      'src/domain/usage-windows.ts',
+      'src/domain/ids.ts',
+      'src/domain/webhooks.ts',
+    ],
+    tests: [
+      'test/money/escrow-table.test.ts',
+      'test/money/escrow-model.test.ts',
+      'test/money/escrow-rules.test.ts',
+      'test/money/money-invariants.test.ts',
+      'test/money/domain-units.test.ts',
+    ],
   },
   text: {
-    mutate: ['src/domain/text.ts', 'src/domain/term-vectors.ts', 'src/domain/scoring.ts', 'src/domain/clarity.ts', 'src/domain/demands.ts', 'src/domain/pricing-suggestion.ts', 'src/domain/description-optimizer.ts', 'src/domain/a2a.ts'],
-    tests: ['test/market/scoring.test.ts', 'test/market/clarity.test.ts', 'test/market/matching.test.ts', 'test/market/demands.test.ts', 'test/market/pricing-suggestion.test.ts', 'test/money/domain-units.test.ts', 'test/market/text-units.test.ts', 'test/work/task-ai.test.ts', 'test/protocol/a2a-units.test.ts', 'test/protocol/a2a-conversation.test.ts', 'test/protocol/a2a-protocol.test.ts'],
+    mutate: [
+      'src/domain/text.ts',
+      'src/domain/term-vectors.ts',
+      'src/domain/scoring.ts',
+      'src/domain/clarity.ts',
+      'src/domain/demands.ts',
+      'src/domain/pricing-suggestion.ts',
+      'src/domain/description-optimizer.ts',
+      'src/domain/a2a.ts',
+    ],
+    tests: [
+      'test/market/scoring.test.ts',
+      'test/market/clarity.test.ts',
+      'test/market/matching.test.ts',
+      'test/market/demands.test.ts',
+      'test/market/pricing-suggestion.test.ts',
+      'test/money/domain-units.test.ts',
+      'test/market/text-units.test.ts',
+      'test/work/task-ai.test.ts',
+      'test/protocol/a2a-units.test.ts',
+      'test/protocol/a2a-conversation.test.ts',
+      'test/protocol/a2a-protocol.test.ts',
+    ],
   },
   market: {
-    mutate: ['src/domain/skills.ts', 'src/domain/tasks.ts', 'src/domain/skill-drafts.ts', 'src/domain/skill-extraction.ts', 'src/domain/skill-kinds.ts', 'src/domain/task-drafts.ts', 'src/domain/glossary.ts', 'src/domain/categories.ts', 'src/domain/device-codes.ts'],
-    tests: ['test/work/skill-states.test.ts', 'test/work/task-states.test.ts', 'test/work/skill-extraction.test.ts', 'test/work/skill-ai-create.test.ts', 'test/work/task-ai.test.ts', 'test/work/skill-hall.test.ts', 'test/identity/device-authorization.test.ts', 'test/money/domain-units.test.ts', 'test/work/extraction-units.test.ts'],
+    mutate: [
+      'src/domain/skills.ts',
+      'src/domain/tasks.ts',
+      'src/domain/skill-drafts.ts',
+      'src/domain/skill-extraction.ts',
+      'src/domain/skill-kinds.ts',
+      'src/domain/task-drafts.ts',
+      'src/domain/glossary.ts',
+      'src/domain/categories.ts',
+      'src/domain/device-codes.ts',
+    ],
+    tests: [
+      'test/work/skill-states.test.ts',
+      'test/work/task-states.test.ts',
+      'test/work/skill-extraction.test.ts',
+      'test/work/skill-ai-create.test.ts',
+      'test/work/task-ai.test.ts',
+      'test/work/skill-hall.test.ts',
+      'test/identity/device-authorization.test.ts',
+      'test/money/domain-units.test.ts',
+      'test/work/extraction-units.test.ts',
+    ],
   },
   access: {
     mutate: ['src/engine/access/**/*.ts', 'rest/access-matrix.ts'],
@@ -45,6 +99,8 @@ export const mutationGroups = {
       'src/store/change-events.ts',
       'src/store/change-columns.ts',
       'src/store/ledger.ts',
+      'src/store/change-deadlines.ts',
+      'src/engine/money/transaction-sweeps.ts',
     ],
     tests: [
       'test/money/batcher-units.test.ts',
@@ -64,6 +120,7 @@ export const mutationGroups = {
       'test/money/concurrent-writes.test.ts',
       'test/work/tasks.test.ts',
       'test/market/invoke.test.ts',
+      'test/money/transaction-deadlines.test.ts',
     ],
   },
   /**
@@ -73,10 +130,21 @@ export const mutationGroups = {
    */
   budgets: {
     mutate: ['src/engine/money/budgets.ts', 'src/engine/money/budget-bounds.ts', 'src/engine/money/budget-settings.ts', 'src/store/agent-budgets.ts'],
-    tests: ['test/money/budgets-rules.test.ts', 'test/money/budgets-tasks.test.ts', 'test/money/budgets-routes.test.ts', 'test/money/budgets-paths.test.ts', 'test/money/budgets-mutants.test.ts'],
+    tests: [
+      'test/money/budgets-rules.test.ts',
+      'test/money/budgets-tasks.test.ts',
+      'test/money/budgets-routes.test.ts',
+      'test/money/budgets-paths.test.ts',
+      'test/money/budgets-mutants.test.ts',
+    ],
   },
   claims: {
     mutate: ['src/store/claims.ts', 'src/callbacks/addresses.ts'],
-    tests: ['test/money/idempotency-claims.test.ts', 'test/deliveries/callback-addresses.test.ts', 'test/deliveries/address-units.test.ts', 'test/market/invoke.test.ts'],
+    tests: [
+      'test/money/idempotency-claims.test.ts',
+      'test/deliveries/callback-addresses.test.ts',
+      'test/deliveries/address-units.test.ts',
+      'test/market/invoke.test.ts',
+    ],
   },
 };
