@@ -5,6 +5,7 @@ import type { Principal } from '../../src/engine/common/index.ts';
 import { createIdempotency, type Idempotency } from '../../src/engine/money/index.ts';
 import { startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { lockWaiters, until } from '../helpers/locks.ts';
+import { createDemand } from '../helpers/demands.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
 import { listen } from '../helpers/server.ts';
 
@@ -195,26 +196,29 @@ describe.runIf(usingRealBackends())('a client task id taken while a retry took o
     const { buyer, capability } = await agentMarket(test, '100.00', { price_ut: '1.00' });
     const buyerPrincipal = principal(buyer.userId);
     const taskId = `task-${randomUUID()}`;
-    // With a max_price the claim's statement reads the capability alone, not the buyer's last
-    // purchase (engine/money/ceilings.ts purchaseRead): a lock on transactions stalls the request
-    // after its claim, not in it.
-    const command = { capability_id: capability.id, client_task_id: taskId, max_price: 1_000n };
+    const command = { capability_id: capability.id, client_task_id: taskId };
     const { transactions } = test.runtime.engine;
     // An earlier purchase, under a key long gone, named the task id.
     await transactions.create(buyerPrincipal, command, { key: randomUUID(), operation: 'test create', fingerprint: 'earlier' });
     const sent = { key: randomUUID(), operation: 'test create', fingerprint: 'same request' };
+    // A purchase linked to a demand reads the demand between its claim and its check of the task
+    // id. With the demands table locked, the request stalls there; a minute later its retry takes
+    // the claim over and stalls there too. (The claim's own statement reads the capability and the
+    // buyer's last purchase, so a lock on transactions would stall the claim itself.)
+    const demand = await createDemand(test, buyer, { description: `Clean the customer records of ${taskId}` });
+    const linked = { ...command, demand_id: demand.id };
+    // The capability's auto-accept job reads demands too: done before the lock, it waits on nothing.
+    await test.runtime.engine.autoAcceptJobs.idle();
     const send = () =>
-      transactions.create(buyerPrincipal, command, sent).then(
+      transactions.create(buyerPrincipal, linked, sent).then(
         (outcome) => ({ outcome }),
         (error: unknown) => ({ error }),
       );
-    // With the transactions table locked, the request stalls between its claim and its check of
-    // the task id; a minute later its retry takes the claim over and stalls there too.
     const blocker = await db().transaction();
     let original: ReturnType<typeof send> | undefined;
     let retry: ReturnType<typeof send> | undefined;
     try {
-      await blocker.raw('LOCK TABLE transactions IN ACCESS EXCLUSIVE MODE');
+      await blocker.raw('LOCK TABLE demands IN ACCESS EXCLUSIVE MODE');
       original = send();
       await until(async () => (await lockWaiters(db())) >= 1);
       expect(await lockWaiters(db())).toBe(1);

@@ -116,6 +116,7 @@ export const mutationGroups = {
       'test/money/transactions-lifecycle.test.ts',
       'test/money/escrow-rules.test.ts',
       'test/money/price-ceiling.test.ts',
+      'test/money/purchase-round-trips.test.ts',
       'test/money/ledger-integrity.test.ts',
       'test/money/concurrent-writes.test.ts',
       'test/work/tasks.test.ts',

@@ -1,68 +1,27 @@
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rpcCaller, v03Text } from '../helpers/a2a.ts';
-import { statementPoolOf } from '../../src/db/prepared.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { agentMarket, createCapability } from '../helpers/market.ts';
+import { roundTripMeter } from '../helpers/round-trips.ts';
 
 /**
  * `tasks/get` and `GetTask` answer with one database round trip (issue 15, point 10): the
  * conversation, the client task id, the transaction, the task row and its messages are read by
  * one statement (store/a2a.ts findTask), not four or five in turn. Measured from outside the
- * engine: the database connections the pool hands out to one request, compared with
- * `GET /transactions/{id}` (one SELECT) in the same app.
- *
- * Only the request's own connections count (issue 28, point 16): the server's other work (a job a
- * previous request kicked, such as auto-accept after a capability is created, or the sweeper)
- * takes connections at any time, and counting every one of them failed 3 runs in 13. The test
- * serves the app through a wrapper that runs each request in an async context named by its
- * `X-Measured` header (AsyncLocalStorage; the request's body events too), so everything the server
- * does for that request carries the name, and an acquisition is counted only under it.
+ * engine (helpers/round-trips.ts): the database connections the pools hand out to one request,
+ * compared with `GET /transactions/{id}` (one SELECT) in the same app.
  */
 let test: TestApp;
-let http: ReturnType<typeof supertest>;
+let http: ReturnType<typeof roundTripMeter>['http'];
+let roundTrips: ReturnType<typeof roundTripMeter>['roundTrips'];
 let rpc: ReturnType<typeof rpcCaller>;
-const measured = new AsyncLocalStorage<string | undefined>();
-const checkouts = new Map<string, number>();
 beforeAll(async () => {
   test = await startTestApp();
-  http = supertest(
-    createServer((request, response) => {
-      const mark = request.headers['x-measured'];
-      measured.run(typeof mark === 'string' ? mark : undefined, () => {
-        // The body arrives in the socket's context: its events are moved into the request's.
-        const scope = new AsyncResource('measured-request');
-        const emit = request.emit;
-        request.emit = ((...args: Parameters<typeof emit>) => scope.runInAsyncScope(emit, request, ...args)) as typeof emit;
-        test.app(request, response);
-      });
-    }),
-  );
+  ({ http, roundTrips } = roundTripMeter(test));
   rpc = rpcCaller({ ...test, http });
-  // Named statements run on the database's statement pool (db/prepared.ts), the rest on its main
-  // pool: a connection taken from either is a round trip.
-  const db = test.runtime.engine.dependencies.db;
-  for (const pool of new Set([db, statementPoolOf(db)])) {
-    const client = pool.client as { acquireConnection: (...args: unknown[]) => Promise<unknown> };
-    const acquire = client.acquireConnection.bind(client);
-    client.acquireConnection = (...args: unknown[]) => {
-      const mark = measured.getStore();
-      if (mark !== undefined) checkouts.set(mark, (checkouts.get(mark) ?? 0) + 1);
-      return acquire(...args);
-    };
-  }
 });
 afterAll(() => test.close());
-
-/** The connections taken for the request `send` makes with the headers it is given (each statement outside a transaction takes one). */
-async function roundTrips(send: (headers: Record<string, string>) => Promise<unknown>): Promise<number> {
-  const mark = randomUUID();
-  await send({ 'X-Measured': mark });
-  return checkouts.get(mark) ?? 0;
-}
 
 describe('reading a task', () => {
   it('costs one round trip, as reading the transaction over REST does, by any name the task has', async () => {

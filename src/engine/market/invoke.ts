@@ -132,7 +132,7 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
    * change inserts the transaction already frozen with its budget take.
    */
   async function holdOnce(principal: Principal, capabilityId: string, command: InvokeCommand, request: IdempotencyRequest, prepared: { call?: PreparedCall }) {
-    const capabilityRead = purchaseRead(capabilityId, principal.user_id, command.max_price);
+    const capabilityRead = purchaseRead(capabilityId, principal.user_id);
     let taken: TakenUsage | undefined;
     return idempotency.run(
       principal,
@@ -148,7 +148,7 @@ export function createInvokeEngine(dependencies: EngineDependencies, idempotency
         if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
         const at = now();
         const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), undefined);
-        await assertBuyerCeiling(unit.trx, principal, capability, price, command, read.past);
+        assertBuyerCeiling(principal, capability, price, command, read.past);
         const timeoutMs = capability.callback_timeout_sec * 1000;
         const row: TransactionRow = {
           ...newTransactionRow(principal, { ...command, capability_id: capability.id }, capability, price, at, config.PLATFORM_FEE_BPS),

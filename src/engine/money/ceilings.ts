@@ -1,5 +1,3 @@
-import type { Knex } from 'knex';
-import { prepared } from '../../db/prepared.ts';
 import { currencyOfSpace } from '../../domain/money.ts';
 import { type PricingModel, assertWithinCeiling, transactionPrice } from '../../domain/pricing.ts';
 import type { Principal } from '../common/index.ts';
@@ -13,9 +11,6 @@ import type { CapabilityRow } from '../../store/capabilities.ts';
  * which is all the buyer could have seen. Checked on the capability row read inside the purchase's
  * own unit of work, before any usage is counted or money frozen.
  */
-const lastPurchase = `SELECT price, booked_hours, transaction_type FROM transactions
-  WHERE buyer_user_id = ? AND capability_id = ? ORDER BY created_at DESC LIMIT 1`;
-
 interface PastPurchase {
   price: string;
   booked_hours: number | null;
@@ -23,13 +18,13 @@ interface PastPurchase {
 }
 
 /**
- * The read a purchase (a create, an invoke's hold) starts with, as one statement: the capability,
- * and, when the buyer sent no max_price, the buyer's last purchase of it, which the ceiling needs.
- * Under an Idempotency-Key it rides in the claim's own statement (idempotency.ts): a create then
- * reads nothing else before its change.
+ * The read a purchase (a create, an invoke's hold) starts with, as one statement: the capability
+ * and the buyer's last purchase of it, which the ceiling needs when no max_price was sent (an index
+ * probe of `transactions_buyer_capability` otherwise not needed, which keeps one statement for
+ * every purchase). Under an Idempotency-Key it rides in the claim's own statement
+ * (idempotency.ts): a create then reads nothing else before its change.
  */
-export function purchaseRead(capabilityId: string, buyerUserId: string, maxPrice: bigint | undefined): { text: string; bindings: unknown[] } {
-  if (maxPrice !== undefined) return { text: 'SELECT * FROM capabilities WHERE id = ?', bindings: [capabilityId] };
+export function purchaseRead(capabilityId: string, buyerUserId: string): { text: string; bindings: unknown[] } {
   return {
     text: `SELECT capability.*, last.price AS last_purchase_price, last.booked_hours AS last_purchase_booked_hours, last.transaction_type AS last_purchase_type
       FROM capabilities AS capability
@@ -40,13 +35,9 @@ export function purchaseRead(capabilityId: string, buyerUserId: string, maxPrice
   };
 }
 
-/**
- * A row of `purchaseRead` as the capability and the buyer's last purchase: null when there was
- * none, undefined when it was not read (a max_price was sent, or no capability was found).
- */
-export function splitPurchaseRead(row: Record<string, unknown> | undefined): { capability?: CapabilityRow; past?: PastPurchase | null } {
-  if (row === undefined) return {};
-  if (!('last_purchase_price' in row)) return { capability: row as unknown as CapabilityRow };
+/** A row of `purchaseRead` as the capability and the buyer's last purchase of it (null: none); nothing for no row. */
+export function splitPurchaseRead(row: Record<string, unknown> | undefined): { capability?: CapabilityRow; past: PastPurchase | null } {
+  if (row === undefined) return { past: null };
   const { last_purchase_price: price, last_purchase_booked_hours: bookedHours, last_purchase_type: type, ...capability } = row;
   const past = price === null ? null : { price: price as string, booked_hours: bookedHours as number | null, transaction_type: type as string };
   return { capability: capability as unknown as CapabilityRow, past };
@@ -60,17 +51,15 @@ function unitPriceOf(past: PastPurchase): bigint {
   return units > 0 ? price / BigInt(units) : price;
 }
 
-export async function assertBuyerCeiling(
-  trx: Knex,
+export function assertBuyerCeiling(
   principal: Principal,
   capability: CapabilityRow,
   price: bigint,
   purchase: { booked_hours?: number; max_price?: bigint },
-  alreadyRead?: PastPurchase | null,
-): Promise<void> {
+  past: PastPurchase | null,
+): void {
   const currency = currencyOfSpace(principal.caller_type);
   if (purchase.max_price !== undefined) return assertWithinCeiling(price, purchase.max_price, currency);
-  const past = alreadyRead !== undefined ? alreadyRead : (await prepared<PastPurchase>(trx, lastPurchase, [principal.user_id, capability.id]))[0];
   if (!past) return;
   const agreed = transactionPrice(capability.pricing_model as PricingModel, unitPriceOf(past), purchase.booked_hours);
   assertWithinCeiling(price, agreed, currency, 'the price rose since your last purchase of this capability; send max_price to accept the new price');

@@ -32,7 +32,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         errors: [{ path: 'header.Idempotency-Key', message: 'agent callers must send an Idempotency-Key when creating a transaction' }],
       });
     }
-    const capabilityRead = purchaseRead(command.capability_id, principal.user_id, command.max_price);
+    const capabilityRead = purchaseRead(command.capability_id, principal.user_id);
     let taken: TakenUsage | undefined;
     return completed(
       await idempotency.run<TransactionView>(
@@ -49,7 +49,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           const capability = authorize(buyCapability, principal, read.capability, 'capability');
           if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
-          await assertBuyerCeiling(unit.trx, principal, capability, price, command, read.past);
+          assertBuyerCeiling(principal, capability, price, command, read.past);
           const at = now();
           // An agent budget that already refuses this purchase creates nothing; the freeze decides (budgets.ts).
           await checkPurchase(unit.trx, principal, capability, price, at);
