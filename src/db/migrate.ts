@@ -39,6 +39,7 @@ import * as agentBudgets from './migrations/040_agent_budgets.ts';
 import * as apiKeyUse from './migrations/050_api_key_use.ts';
 import * as transactionApiKey from './migrations/060_transaction_api_key.ts';
 import * as transactionDeadlines from './migrations/070_transaction_deadlines.ts';
+import * as transactionMovesHot from './migrations/071_transaction_moves_hot.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -83,6 +84,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '050_api_key_use': apiKeyUse,
   '060_transaction_api_key': transactionApiKey,
   '070_transaction_deadlines': transactionDeadlines,
+  '071_transaction_moves_hot': transactionMovesHot,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

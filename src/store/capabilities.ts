@@ -55,9 +55,11 @@ export function capabilityListQuery(db: Knex, filter: CapabilityListFilter) {
 /** Completed (settled) sales per capability, for the ids given; absent ids sold nothing. */
 export async function settledSalesOf(db: Knex, ids: string[]): Promise<Map<string, number>> {
   if (ids.length === 0) return new Map();
+  // settled_at is set exactly when a transaction settles (a terminal state): the count is read
+  // from the (capability_id, settled_at) index alone (db/migrations/071_transaction_moves_hot.ts).
   const rows = await db('transactions')
     .whereIn('capability_id', ids)
-    .where({ status: 'settled' })
+    .whereNotNull('settled_at')
     .groupBy('capability_id')
     .select('capability_id')
     .count<{ capability_id: string; count: string }[]>('* as count');

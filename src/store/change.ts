@@ -33,7 +33,9 @@ export { type NewEvent } from './change-events.ts';
  * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
  * claim rows, the transaction rows, the task rows of drafts published (change-tasks.ts), the agent
  * budgets' usage rows (change-budgets.ts), the stream counters, the accounts, then the task stream
- * counters (change-tasks.ts). Two statements therefore never wait for each other in a circle.
+ * counters (change-tasks.ts). Two statements therefore never wait for each other in a circle. The
+ * transactions' deadline rows (change-deadlines.ts) are written and deleted only by the statement
+ * that holds the transaction's row, and the sweeper reads them without a lock: they add no wait.
  */
 /**
  * A transaction inserted or moved, or a task inserted open with its bounty held, or a draft moved

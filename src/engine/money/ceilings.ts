@@ -8,8 +8,9 @@ import type { CapabilityRow } from '../../store/capabilities.ts';
  * agreed to. An explicit max_price is the ceiling. A buyer that sent none but has bought this
  * capability before agreed to the unit price it paid then, so a raised price is refused until the
  * buyer sends the new price as max_price; a first purchase without one pays the listed price,
- * which is all the buyer could have seen. Checked on the capability row read inside the purchase's
- * own unit of work, before any usage is counted or money frozen.
+ * which is all the buyer could have seen. Checked on the capability row and the last purchase as
+ * the purchase read them (`purchaseRead`: under an Idempotency-Key in the claim's own statement,
+ * else first in the purchase's unit of work), before any usage is counted or money frozen.
  */
 interface PastPurchase {
   price: string;
