@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { createIndexConcurrently } from '../concurrent-index.ts';
 
 /**
  * The retention job (engine/common/retention.ts) deletes published outbox rows older than the retention
@@ -13,12 +14,7 @@ import type { Knex } from 'knex';
 export const config = { transaction: false };
 
 export async function up(knex: Knex): Promise<void> {
-  const invalid = await knex.raw(
-    `SELECT 1 FROM pg_index JOIN pg_class ON pg_class.oid = pg_index.indexrelid
-      WHERE pg_class.relname = 'outbox_events_published_created_at' AND NOT pg_index.indisvalid`,
-  );
-  if (invalid.rows.length > 0) await knex.raw('DROP INDEX CONCURRENTLY outbox_events_published_created_at');
-  await knex.raw('CREATE INDEX CONCURRENTLY IF NOT EXISTS outbox_events_published_created_at ON outbox_events (created_at) WHERE published_at IS NOT NULL');
+  await createIndexConcurrently(knex, 'outbox_events_published_created_at', 'ON outbox_events (created_at) WHERE published_at IS NOT NULL');
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { createIndexConcurrently } from '../concurrent-index.ts';
 
 /**
  * The capability list (GET /api/v1/capabilities) shows a space's offered capabilities newest
@@ -18,14 +19,7 @@ const indexes = {
 };
 
 export async function up(knex: Knex): Promise<void> {
-  for (const [name, definition] of Object.entries(indexes)) {
-    const invalid = await knex.raw(
-      `SELECT 1 FROM pg_index JOIN pg_class ON pg_class.oid = pg_index.indexrelid WHERE pg_class.relname = ? AND NOT pg_index.indisvalid`,
-      [name],
-    );
-    if (invalid.rows.length > 0) await knex.raw(`DROP INDEX CONCURRENTLY ${name}`);
-    await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${name} ${definition}`);
-  }
+  for (const [name, definition] of Object.entries(indexes)) await createIndexConcurrently(knex, name, definition);
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { createIndexConcurrently } from '../concurrent-index.ts';
 
 /**
  * The indexes of `transactions` that named `status` go (docs/decisions/money-and-escrow.md "Moves
@@ -20,14 +21,7 @@ const added = { transactions_capability_id_settled_at_index: 'ON transactions (c
 const dropped = ['transactions_capability_id_status_index', 'transactions_due_for_auto_confirm', 'transactions_invoke_deadline'];
 
 export async function up(knex: Knex): Promise<void> {
-  for (const [name, definition] of Object.entries(added)) {
-    const invalid = await knex.raw(
-      `SELECT 1 FROM pg_index JOIN pg_class ON pg_class.oid = pg_index.indexrelid WHERE pg_class.relname = ? AND NOT pg_index.indisvalid`,
-      [name],
-    );
-    if (invalid.rows.length > 0) await knex.raw(`DROP INDEX CONCURRENTLY ${name}`);
-    await knex.raw(`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${name} ${definition}`);
-  }
+  for (const [name, definition] of Object.entries(added)) await createIndexConcurrently(knex, name, definition);
   for (const name of dropped) await knex.raw(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
   await knex.raw('ALTER TABLE transactions SET (fillfactor = 85)');
 }
