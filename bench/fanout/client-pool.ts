@@ -12,6 +12,8 @@ export interface ClientProcesses {
   connected(): number;
   received(): number;
   reconnects(): number;
+  /** Forgets the latencies recorded so far (the warm-up's); resolves when every process has. */
+  reset(): Promise<void>;
   finish(): Promise<number[]>;
 }
 
@@ -39,6 +41,22 @@ export function startClientProcesses(processCount: number): ClientProcesses {
     connected: () => sum('connected'),
     received: () => sum('received'),
     reconnects: () => sum('reconnects'),
+    reset: async () => {
+      await Promise.all(
+        children.map(
+          ({ child }) =>
+            new Promise<void>((resolve) => {
+              const done = (message: { type: string }) => {
+                if (message.type !== 'reset') return;
+                child.off('message', done);
+                resolve();
+              };
+              child.on('message', done);
+              child.send({ type: 'reset' });
+            }),
+        ),
+      );
+    },
     finish: async () => {
       const histograms = await Promise.all(
         children.map(

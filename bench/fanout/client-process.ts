@@ -28,9 +28,15 @@ const counts = () => ({
 });
 const reporter = setInterval(() => send(counts()), 200);
 
-process.on('message', (message: Open | { type: 'finish' }) => {
+process.on('message', (message: Open | { type: 'finish' } | { type: 'reset' }) => {
   if (message.type === 'open') {
     pools.push(openClients(message.targets.length, (index) => message.targets[index]!, timestampOfEvent));
+    return;
+  }
+  if (message.type === 'reset') {
+    // The warm-up's events were received and counted; their latencies are not measured.
+    for (const pool of pools) pool.latenciesMs.length = 0;
+    send({ type: 'reset' });
     return;
   }
   clearInterval(reporter);

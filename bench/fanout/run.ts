@@ -17,6 +17,7 @@ const { values } = parseArgs({
     subscribers: { type: 'string', default: '1000,10000' },
     large: { type: 'boolean', default: false },
     changes: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '20' },
     'interval-ms': { type: 'string', default: '10' },
     'client-processes': { type: 'string' },
     /** better-sse beside the bare server: at the first subscriber count (first), every one (all), or none. */
@@ -95,12 +96,15 @@ const results: { subscribers: number; plan: Plan; baseline: Row; library: Row | 
 const metrics: Metric[] = [];
 for (const [index, subscribers] of sizes.entries()) {
   const plan: Plan = {
+    warmupChanges: Number(values.warmup),
     changes: Number(values.changes),
     intervalMs: Number(values['interval-ms']),
     clientProcesses: values['client-processes'] ? Number(values['client-processes']) : Math.max(1, Math.ceil(subscribers / 5_000)),
     perChange: subscribers / buyerCount,
   };
-  log(`\n== ${subscribers} subscribers, ${plan.clientProcesses} client process(es), ${plan.changes} changes ${plan.intervalMs} ms apart ==`);
+  log(
+    `\n== ${subscribers} subscribers, ${plan.clientProcesses} client process(es), ${plan.warmupChanges} warm-up and ${plan.changes} measured changes ${plan.intervalMs} ms apart ==`,
+  );
   const baseline = await measureBaseline(subscribers, plan);
   const withLibrary = values.library === 'all' || (values.library === 'first' && index === 0);
   const library = withLibrary ? await measureBaseline(subscribers, plan, 'bench/fanout/better-sse-server.ts', 'better-sse on node:http') : null;
