@@ -42,6 +42,20 @@ async function openConfiguredDatabase(config: Config, log: Logger): Promise<Data
   return database;
 }
 
+/**
+ * The background jobs every serving instance runs: the sweeper, the relay, the webhook dispatcher
+ * and sender, retention, auto-accept and embeddings. One list, so that what the benchmarks measure
+ * (bench/lifecycle) is the server that src/main.ts starts.
+ */
+export function startBackgroundJobs(runtime: Runtime, config: Config): void {
+  runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
+  runtime.engine.relay.start();
+  runtime.engine.webhooks.start();
+  runtime.engine.retention.start();
+  runtime.engine.autoAcceptJobs.start();
+  runtime.engine.embeddings.start();
+}
+
 export async function openRuntime(config: Config, log: Logger, options: RuntimeOptions = {}): Promise<Runtime> {
   const database = options.database ?? (await openConfiguredDatabase(config, log));
   const bus = options.bus ?? (config.REDIS_URL ? createRedisBus(config.REDIS_URL) : createInProcessBus());

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createAppServer } from '../rest/app-server.ts';
 import { attachRpcWebSocket } from '../rpc/index.ts';
 import { createApp } from './app.ts';
-import { openRuntime } from './bootstrap.ts';
+import { openRuntime, startBackgroundJobs } from './bootstrap.ts';
 import { runPrimary } from './cluster.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { limits } from './limits.ts';
@@ -44,12 +44,7 @@ async function runServer(config: Config, log: Logger) {
   // A worker's primary has migrated already; several workers migrating at once would collide.
   const runtime = await openRuntime(config, log, { migrate: !cluster.isWorker });
   log.info('backends ready', { database: runtime.database.describe, bus: runtime.bus.describe });
-  runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
-  runtime.engine.relay.start();
-  runtime.engine.webhooks.start();
-  runtime.engine.retention.start();
-  runtime.engine.autoAcceptJobs.start();
-  runtime.engine.embeddings.start();
+  startBackgroundJobs(runtime, config);
 
   const server = createAppServer(createApp(runtime.engine)).listen(config.PORT, config.HOST);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

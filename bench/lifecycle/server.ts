@@ -1,14 +1,15 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.ts';
-import { openRuntime, type Runtime } from '../../src/bootstrap.ts';
+import { openRuntime, startBackgroundJobs, type Runtime } from '../../src/bootstrap.ts';
 import { loadConfig, rateLimitNames, rateLimitVariable } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createProfiler, type Profiler } from './profiler.ts';
 
 /**
  * The real server, started in this process exactly as src/main.ts does it (openRuntime +
- * createApp, sweeper and retention job running), on PostgreSQL and Redis, listening on a loopback port. The only
+ * createApp, every background job running: startBackgroundJobs), on PostgreSQL and Redis,
+ * listening on a loopback port. The only
  * addition is the request wrapper that lets the profiler attribute queries to a request.
  */
 export const benchJwtSecret = 'bench-jwt-secret-0123456789abcdef';
@@ -59,8 +60,7 @@ export async function startServer(
   });
   const log = createLogger(config.LOG_LEVEL);
   const runtime = await openRuntime(config, log, { migrate: options.migrate });
-  runtime.engine.sweeper.start(config.SWEEPER_INTERVAL_MS);
-  runtime.engine.retention.start();
+  startBackgroundJobs(runtime, config);
   const profiler = createProfiler(runtime.bus);
   const app = createApp(runtime.engine);
   const server = http.createServer((request, response) => {
