@@ -458,8 +458,13 @@ export const limits = {
    * at most, and the rest go to other owners, taken in turn (issue 28, point 6).
    */
   webhookSendsInFlightPerOwnerMax: 8,
-  /** The dispatcher and sender look for work this often (and at once when an event is published here). */
+  /** The dispatcher and sender look for work this often, and at once when kicked (a ping, a push config's first send, a send settled). */
   webhookPollIntervalMs: 1_000,
+  /**
+   * After a dispatch that caught up with the commits (less than a full batch), the next one waits
+   * this long, so that under load one pass takes the events of this long instead of a few each.
+   */
+  webhookDispatchLingerMs: 50,
   /**
    * Outbox rows one dispatch reads, and due deliveries one claim takes: a claim is one round of
    * the owners' turns, so it is small, and a worker claims again at once while slots are free.

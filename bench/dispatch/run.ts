@@ -100,7 +100,7 @@ async function measureDispatch(): Promise<{ ms: number; rows: number }> {
     if (query.sql.includes('pg_try_advisory_xact_lock') && query.__knexTxId)
       turns.set(query.__knexTxId, { startedAt: performance.now(), endedAt: 0, rows: 0, dispatched: false });
     const turn = query.__knexTxId ? turns.get(query.__knexTxId) : undefined;
-    if (turn && /^update .*"dispatched_at"/i.test(query.sql)) turn.dispatched = true;
+    if (turn && /^delete from "undispatched_events"/i.test(query.sql)) turn.dispatched = true;
   };
   const onResponse = (response: unknown, query: QueryEvent) => {
     const turn = query.__knexTxId ? turns.get(query.__knexTxId) : undefined;

@@ -40,6 +40,8 @@ import * as apiKeyUse from './migrations/050_api_key_use.ts';
 import * as transactionApiKey from './migrations/060_transaction_api_key.ts';
 import * as transactionDeadlines from './migrations/070_transaction_deadlines.ts';
 import * as transactionMovesHot from './migrations/071_transaction_moves_hot.ts';
+import * as eventQueues from './migrations/072_event_queues.ts';
+import * as eventRowsUntouched from './migrations/073_event_rows_untouched.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -85,6 +87,8 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '060_transaction_api_key': transactionApiKey,
   '070_transaction_deadlines': transactionDeadlines,
   '071_transaction_moves_hot': transactionMovesHot,
+  '072_event_queues': eventQueues,
+  '073_event_rows_untouched': eventRowsUntouched,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

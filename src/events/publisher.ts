@@ -5,8 +5,9 @@ import type { EventBus } from './bus.ts';
 import { limits } from '../limits.ts';
 
 /**
- * Publishes committed outbox rows on the bus and marks them published in batches, so the relay
- * only has to look at rows a crash left behind, and the hot path pays no extra write per event.
+ * Publishes committed outbox rows on the bus and takes them off the `unpublished_events` queue
+ * in batches (db/migrations/072_event_queues.ts), so the relay only has to look at rows a crash
+ * left behind, and the hot path pays no extra write per event.
  */
 export const eventsChannel = 'marketplace:events';
 
@@ -90,10 +91,10 @@ export function createPublisher<Row extends { id: string }>(
     const ids = published;
     published = [];
     try {
-      await db(feed.table).whereIn('id', ids).update({ published_at: db.fn.now() });
+      await db('unpublished_events').where('feed', feed.table).whereIn('event_id', ids).del();
     } catch (error) {
-      // Unmarked rows are only republished by the relay; subscribers drop duplicates by sequence.
-      log.warn('could not mark outbox rows published', { error, count: ids.length, table: feed.table });
+      // Rows still queued are only republished by the relay; subscribers drop duplicates by sequence.
+      log.warn('could not take outbox rows off the unpublished queue', { error, count: ids.length, table: feed.table });
     }
   };
   const timer = setInterval(() => void flush(), flushIntervalMs);

@@ -21,13 +21,28 @@ const hourMs = 60 * 60 * 1000;
 const db = () => test.runtime.engine.dependencies.db;
 const retentionHours = () => test.config.OUTBOX_RETENTION_HOURS;
 
-/** A transaction taken to `accepted` (3 events), with every event marked published. */
+/** The outbox rows of transaction `id` still on the unpublished queue (db/migrations/072_event_queues.ts). */
+const unpublishedOf = async (app: TestApp, id: string) =>
+  (
+    await app.runtime.engine.dependencies
+      .db('unpublished_events as queued')
+      .join('outbox_events as event', 'event.id', 'queued.event_id')
+      .where({ 'queued.feed': 'outbox_events', 'event.transaction_id': id })
+  ).length;
+
+/** Puts the outbox rows of transaction `id` back on the unpublished queue, as if the bus had been down. */
+const requeueUnpublished = async (id: string) =>
+  db()
+    .insert(db()('outbox_events').where({ transaction_id: id }).select(db().raw("'outbox_events'"), 'id'))
+    .into(db().raw('unpublished_events (feed, event_id)'));
+
+/** A transaction taken to `accepted` (3 events), with every event published. */
 async function acceptedDeal() {
   const market = await agentMarket(test);
   const { id } = await buy(test, market.buyer, market.capability.id);
   await act(test, market.buyer, id, 'freeze').expect(200);
   await act(test, market.seller, id, 'accept').expect(200);
-  await expect.poll(async () => (await db()('outbox_events').where({ transaction_id: id }).whereNull('published_at')).length).toBe(0);
+  await expect.poll(async () => unpublishedOf(test, id)).toBe(0);
   return { ...market, id };
 }
 
@@ -40,7 +55,7 @@ describe('the retention job', () => {
   it('deletes published events older than the window, and keeps unpublished and recent ones', async () => {
     const old = await acceptedDeal();
     const unpublished = await acceptedDeal();
-    await db()('outbox_events').where({ transaction_id: unpublished.id }).update({ published_at: null });
+    await requeueUnpublished(unpublished.id);
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
     const recent = await acceptedDeal();
 
@@ -74,12 +89,12 @@ describe('the retention job', () => {
   it('deletes each row once when several instances run it at the same time, and never an unpublished one', async () => {
     const deals = await Promise.all([1, 2, 3, 4].map(() => acceptedDeal()));
     const unpublished = deals[0]!;
-    await db()('outbox_events').where({ transaction_id: unpublished.id }).update({ published_at: null });
+    await requeueUnpublished(unpublished.id);
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
     const oldRows = Number(
       (
         await db()('outbox_events')
-          .whereNotNull('published_at')
+          .whereNotIn('id', db()('unpublished_events').where({ feed: 'outbox_events' }).select('event_id'))
           .where('created_at', '<', new Date(test.clock.now.getTime() - retentionHours() * hourMs))
           .count('* as count')
       )[0]!.count,
@@ -99,9 +114,7 @@ describe('a configured retention window', () => {
     try {
       const market = await agentMarket(short);
       const { id } = await buy(short, market.buyer, market.capability.id);
-      await expect
-        .poll(async () => (await short.runtime.engine.dependencies.db('outbox_events').where({ transaction_id: id }).whereNotNull('published_at')).length)
-        .toBe(1);
+      await expect.poll(async () => unpublishedOf(short, id)).toBe(0);
       short.clock.advanceMs(1 * hourMs);
       expect((await pruneOld(short)).outboxEvents).toBe(0);
       short.clock.advanceMs(2 * hourMs);
@@ -158,9 +171,10 @@ describe('a stream resumed from a pruned position', () => {
     test.clock.advanceMs((retentionHours() + 1) * hourMs);
     await pruneOld(test);
     await act(test, deal.seller, deal.id, 'deliver', { result_payload: { answer: 42 } }).expect(200);
+    await expect.poll(async () => unpublishedOf(test, deal.id)).toBe(0);
     await db()('outbox_events')
       .where({ transaction_id: deal.id })
-      .update({ published_at: new Date(0), created_at: new Date(0) });
+      .update({ created_at: new Date(0) });
     await pruneOld(test);
 
     const results = await rpcStreamResults(`${server.url}/api/v1/rpc`, deal.buyer, 'tasks/resubscribe', { id: deal.id }, { 'A2A-Version': '0.3' });

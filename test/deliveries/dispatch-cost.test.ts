@@ -46,7 +46,7 @@ async function dispatcherCost(work: () => Promise<unknown>): Promise<{ statement
     const turn = query.__knexTxId ? turns.get(query.__knexTxId) : undefined;
     if (!turn) return;
     turn.statements += 1;
-    if (/^update .*"dispatched_at"/i.test(query.sql)) turn.dispatched = true;
+    if (/^delete from "undispatched_events"/i.test(query.sql)) turn.dispatched = true;
   };
   const onResponse = (response: unknown, query: QueryEvent) => {
     const turn = query.__knexTxId ? turns.get(query.__knexTxId) : undefined;

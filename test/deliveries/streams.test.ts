@@ -81,7 +81,10 @@ describe('GET /api/v1/transactions/{id}/events', () => {
     await expect.poll(() => client.received.length).toBe(2);
     expect(await test.runtime.engine.relay.runOnce()).toBe(0);
     client.close();
-    const unpublished = await test.runtime.database.db('outbox_events').where({ transaction_id: deal.id }).whereNull('published_at');
+    const unpublished = await test.runtime.database
+      .db('unpublished_events as queued')
+      .join('outbox_events as event', 'event.id', 'queued.event_id')
+      .where({ 'queued.feed': 'outbox_events', 'event.transaction_id': deal.id });
     expect(unpublished).toEqual([]);
   });
 

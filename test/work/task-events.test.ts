@@ -297,9 +297,9 @@ describe('GET /api/v1/tasks/events', () => {
     test.clock.advanceMs(5_000);
     expect(await test.runtime.engine.relay.runOnce()).toBeGreaterThanOrEqual(1);
     const left = await test.runtime.engine.dependencies
-      .db('task_events')
-      .whereNull('published_at')
-      .where('recipient_user_id', publisher.userId)
+      .db('unpublished_events as queued')
+      .join('task_events as event', 'event.id', 'queued.event_id')
+      .where({ 'queued.feed': 'task_events', 'event.recipient_user_id': publisher.userId })
       .count<{ count: string }[]>('* as count');
     expect(Number(left[0]!.count)).toBe(0);
     stream.close();
@@ -348,13 +348,13 @@ describe('task events past the retention window', () => {
     const publisher = await fundedAgent();
     await publish(publisher);
     await publish(publisher);
-    // Only published rows are deleted (the relay still owes the others): wait for the marks.
+    // Only published rows are deleted (the relay still owes the others): wait for the queue to empty.
     const unpublished = async () => {
       await test.runtime.engine.tasks.events.flush();
       const [row] = await test.runtime.engine.dependencies
-        .db('task_events')
-        .whereNull('published_at')
-        .where('recipient_user_id', publisher.userId)
+        .db('unpublished_events as queued')
+        .join('task_events as event', 'event.id', 'queued.event_id')
+        .where({ 'queued.feed': 'task_events', 'event.recipient_user_id': publisher.userId })
         .count<{ count: string }[]>('* as count');
       return Number(row!.count);
     };

@@ -10,8 +10,8 @@ const hourMs = 60 * 60 * 1000;
  * rows and task events older than OUTBOX_RETENTION_HOURS, and idempotency keys past their expiry. Each batch is
  * one short DELETE of at most `batchSize` rows chosen with SKIP LOCKED, so several instances can
  * run the job at once without waiting on each other or on the rows a change is writing, and no
- * statement holds locks for long. An unpublished outbox row is never deleted: the relay still
- * owes it to the bus. Expired device authorization requests go the same way.
+ * statement holds locks for long. An outbox row still queued is never deleted: the relay still
+ * owes it to the bus, or the dispatcher to the webhooks. Expired device authorization requests go the same way.
  */
 export function createRetention({ db, config, now, log }: EngineDependencies, batchSize: number = limits.retentionBatchSize) {
   /** Deletes in batches until a batch comes back short, or the run's batch budget is spent. */
@@ -28,6 +28,16 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
   const victims = (table: string, key: string, filter: (query: Knex.QueryBuilder) => Knex.QueryBuilder) =>
     filter(db(table).select(key)).limit(batchSize).forUpdate().skipLocked();
 
+  /** Event rows no queue holds any more: published (where they are published) and dispatched (db/migrations/072_event_queues.ts). */
+  const owedNothing = (query: Knex.QueryBuilder, table: string, queues: string[]) =>
+    queues.reduce(
+      (rows, queue) =>
+        rows.whereNotExists((owed) => {
+          owed.select(db.raw('1')).from(queue).where(`${queue}.feed`, table).whereRaw(`${queue}.event_id = ${table}.id`);
+        }),
+      query,
+    );
+
   /** The transactions' outbox and the task events (docs/tasks.md "Task events") keep the same window. */
   function pruneOutbox(table: 'outbox_events' | 'task_events'): Promise<number> {
     const cutoff = new Date(now().getTime() - config.OUTBOX_RETENTION_HOURS * hourMs);
@@ -35,7 +45,7 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
       db(table)
         .whereIn(
           'id',
-          victims(table, 'id', (query) => query.whereNotNull('published_at').whereNotNull('dispatched_at').where('created_at', '<', cutoff)),
+          victims(table, 'id', (query) => owedNothing(query.where('created_at', '<', cutoff), table, ['unpublished_events', 'undispatched_events'])),
         )
         .del(),
     );
@@ -48,7 +58,7 @@ export function createRetention({ db, config, now, log }: EngineDependencies, ba
       db('demand_events')
         .whereIn(
           'id',
-          victims('demand_events', 'id', (query) => query.whereNotNull('dispatched_at').where('created_at', '<', cutoff)),
+          victims('demand_events', 'id', (query) => owedNothing(query.where('created_at', '<', cutoff), 'demand_events', ['undispatched_events'])),
         )
         .del(),
     );

@@ -89,7 +89,12 @@ async function retireFinishedConfig(trx: Knex, scope: Scope, at: Date): Promise<
       })
       // A move not yet dispatched is a push still to make: its config is not done either.
       .whereNotExists((moving) => {
-        moving.select(trx.raw('1')).from('outbox_events as o').whereRaw('o.transaction_id = t.id').whereNull('o.dispatched_at');
+        moving
+          .select(trx.raw('1'))
+          .from('outbox_events as o')
+          .join('undispatched_events as queued', 'queued.event_id', 'o.id')
+          .where('queued.feed', 'outbox_events')
+          .whereRaw('o.transaction_id = t.id');
       }),
   )
     .orderBy([{ column: 's.created_at' }, { column: 's.id' }])

@@ -15,8 +15,8 @@ import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.
 
 /**
  * The dispatcher (docs/webhooks.md "Delivery"): turns committed outbox rows, of transactions and of
- * tasks, into deliveries for the subscriptions that want them, and marks the rows dispatched in
- * the same database transaction. One instance dispatches at a time (a transaction-level advisory
+ * tasks, into deliveries for the subscriptions that want them, and takes the rows off the
+ * `undispatched_events` queue in the same database transaction. One instance dispatches at a time (a transaction-level advisory
  * lock; the others skip the turn), reading rows in id order, so the deliveries of one
  * transaction or task are made in the order its events were.
  */
@@ -248,19 +248,26 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
     return withTransaction(db, async ({ trx }) => {
       const locked = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [dispatchLockClass, feeds[feed].lockKey]);
       if (!(locked.rows[0] as { locked: boolean }).locked) return 0;
-      const rows = await trx(feeds[feed].table).whereNull('dispatched_at').orderBy('id').limit(limits.webhookDispatchBatchSize);
+      const { table } = feeds[feed];
+      const rows = (await trx('undispatched_events as queued')
+        .join(`${table} as event`, 'event.id', 'queued.event_id')
+        .where('queued.feed', table)
+        .orderBy('queued.event_id')
+        .limit(limits.webhookDispatchBatchSize)
+        .select('event.*')) as { id: string }[];
       if (rows.length === 0) return 0;
       const candidates = candidatesOf[feed](rows);
       const deliveries = await deliveriesFor(trx, candidates);
       for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
         await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));
       }
-      await trx(feeds[feed].table)
+      await trx('undispatched_events')
+        .where('feed', table)
         .whereIn(
-          'id',
-          rows.map((row: { id: string }) => row.id),
+          'event_id',
+          rows.map((row) => row.id),
         )
-        .update({ dispatched_at: now() });
+        .del();
       return rows.length;
     });
   }

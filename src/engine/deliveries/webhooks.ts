@@ -154,11 +154,29 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     };
   }
 
-  /** One pass: dispatch what was committed, start the sends that are due; true when it found work. */
+  /**
+   * One pass: dispatch what was committed, start the sends that are due; true when another pass
+   * should follow at once. A dispatch that took less than a full batch has caught up with the
+   * commits: rather than a pass (a database transaction and its commit) for every few events that
+   * commit meanwhile, the next one comes webhookDispatchLingerMs later and takes all of them
+   * (docs/decisions/streams-and-deliveries.md "What is still owed, in queues of its own").
+   */
   async function pass(): Promise<boolean> {
     const dispatched = await dispatcher.dispatch();
     const started = await sender.sendDue(kick);
-    return dispatched + started > 0;
+    const backlog = dispatched >= limits.webhookDispatchBatchSize;
+    if (dispatched > 0 && !backlog) kickSoon();
+    return backlog || started > 0;
+  }
+  let lingering: NodeJS.Timeout | null = null;
+  let lingerMs: number = limits.webhookDispatchLingerMs;
+  function kickSoon() {
+    if (lingering) return;
+    lingering = setTimeout(() => {
+      lingering = null;
+      kick();
+    }, lingerMs);
+    lingering.unref();
   }
   const worker = kickedRunner('webhooks', pass, log);
   const schedule = periodic('webhooks', async () => worker.kick(), log);
@@ -179,8 +197,7 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
   async function anythingDue(): Promise<boolean> {
     const at = now();
     const result = await db.raw(
-      `SELECT EXISTS (SELECT 1 FROM outbox_events WHERE dispatched_at IS NULL) OR EXISTS (SELECT 1 FROM task_events WHERE dispatched_at IS NULL)
-           OR EXISTS (SELECT 1 FROM demand_events WHERE dispatched_at IS NULL)
+      `SELECT EXISTS (SELECT 1 FROM undispatched_events)
            OR EXISTS (SELECT 1 FROM webhook_deliveries AS due WHERE ((due.status = 'pending' AND due.next_attempt_at <= ?) OR (due.status = 'sending' AND due.lease_until <= ?))
                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS earlier
                                  WHERE earlier.subscription_id = due.subscription_id AND earlier.ordering_key = due.ordering_key
@@ -218,13 +235,16 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
     runOnce,
     kick,
     a2aPush,
-    start: (intervalMs: number = limits.webhookPollIntervalMs) => {
+    start: (intervalMs: number = limits.webhookPollIntervalMs, dispatchLingerMs: number = limits.webhookDispatchLingerMs) => {
       running = true;
+      lingerMs = dispatchLingerMs;
       schedule.start(intervalMs);
     },
     stop: () => {
       running = false;
       schedule.stop();
+      if (lingering) clearTimeout(lingering);
+      lingering = null;
     },
     idle: async () => {
       await schedule.idle();

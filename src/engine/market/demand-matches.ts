@@ -18,7 +18,6 @@ export interface DemandEventRow {
   type: string;
   payload: Omit<DemandMatchedEvent, 'id' | 'created_at'>;
   created_at: Date;
-  dispatched_at: Date | null;
 }
 
 export const toDemandEvent = (row: DemandEventRow): DemandMatchedEvent => ({

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationSource } from '../../src/db/migrate.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { act, agentMarket, buy } from '../helpers/market.ts';
+
+/**
+ * What is still owed for an event lives in two narrow queues, not in its row
+ * (db/migrations/072_event_queues.ts, docs/decisions/streams-and-deliveries.md "What is still
+ * owed, in queues of its own"): the database queues every event an event table is given, the
+ * publisher and the webhook dispatcher take their rows off when done, and the event's own row is
+ * never written again.
+ */
+let test: TestApp;
+beforeAll(async () => {
+  test = await startTestApp();
+});
+afterAll(() => test.close());
+
+const db = () => test.runtime.engine.dependencies.db;
+
+/** Where each outbox row of transaction `id` physically is, and which transaction wrote it: a rewrite of the row changes both. */
+const rowVersionsOf = async (id: string) =>
+  (
+    (await db().raw(`SELECT id::text, ctid::text, xmin::text FROM outbox_events WHERE transaction_id = ? ORDER BY id`, [id])) as {
+      rows: { id: string; ctid: string; xmin: string }[];
+    }
+  ).rows;
+
+/** The (queue, table) pairs that hold event `eventId` of `table`. */
+async function queuesHolding(table: string, eventId: string): Promise<string[]> {
+  const held: string[] = [];
+  for (const queue of ['unpublished_events', 'undispatched_events']) {
+    if (await db()(queue).where({ feed: table, event_id: eventId }).first()) held.push(queue);
+  }
+  return held;
+}
+
+const queuedOf = async (queue: string, id: string) =>
+  (
+    await db()(`${queue} as queued`)
+      .join('outbox_events as event', 'event.id', 'queued.event_id')
+      .where({ 'queued.feed': 'outbox_events', 'event.transaction_id': id })
+      .select('event.id')
+  ).map((row: { id: string }) => String(row.id));
+
+describe('the queues of what is owed for an event', () => {
+  it('hold a new event until it is published and dispatched, and the event row stays as it was inserted', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const { id } = await buy(test, buyer, capability.id);
+    await act(test, buyer, id, 'freeze').expect(200);
+    const inserted = await rowVersionsOf(id);
+    expect(inserted).toHaveLength(2);
+    // Published once committed (the publisher takes them off in its next batch); the dispatcher has not run.
+    await expect.poll(() => queuedOf('unpublished_events', id)).toEqual([]);
+    expect(await queuedOf('undispatched_events', id)).toEqual(inserted.map((row) => row.id));
+
+    await test.runtime.engine.webhooks.runOnce();
+
+    expect(await queuedOf('undispatched_events', id)).toEqual([]);
+    expect(await rowVersionsOf(id)).toEqual(inserted);
+  });
+
+  it('are filled by the database for every writer of an event table, with the duties of that table', async () => {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const { id } = await buy(test, buyer, capability.id);
+    // Written as a writer that knows nothing of the queues would: the trigger queues the rows.
+    const [outbox] = (await db()('outbox_events')
+      .insert({
+        transaction_id: id,
+        transaction_sequence: 99,
+        buyer_user_id: buyer.userId,
+        buyer_sequence: 99_001,
+        seller_user_id: seller.userId,
+        seller_sequence: 99_001,
+        event_type: 'transaction.created',
+        payload: {},
+        created_at: new Date(),
+      })
+      .returning('id')) as { id: string }[];
+    const [demand] = (await db()('demand_events')
+      .insert({
+        demand_id: id,
+        capability_id: capability.id,
+        recipient_user_id: buyer.userId,
+        space: 'agent',
+        type: 'demand.matched',
+        payload: {},
+        created_at: new Date(),
+      })
+      .returning('id')) as { id: string }[];
+
+    expect(await queuesHolding('outbox_events', String(outbox!.id))).toEqual(['unpublished_events', 'undispatched_events']);
+    // Demand matches go to webhooks only: nothing publishes them on the bus.
+    expect(await queuesHolding('demand_events', String(demand!.id))).toEqual(['undispatched_events']);
+  });
+
+  it('refuse a row for a table that is not an event table', async () => {
+    await expect(db()('undispatched_events').insert({ feed: 'transactions', event_id: 1 })).rejects.toThrow(/check constraint/i);
+  });
+});
+
+describe('the migration to the queues', () => {
+  it('going down and up again keeps what is owed: queued rows come back unmarked, marked rows stay out', async () => {
+    const app = await startTestApp();
+    try {
+      const appDb = app.runtime.engine.dependencies.db;
+      const { buyer, capability } = await agentMarket(app);
+      const published = (await buy(app, buyer, capability.id)).id;
+      await act(app, buyer, published, 'freeze').expect(200);
+      await app.runtime.engine.webhooks.runOnce();
+      const owed = (await buy(app, buyer, capability.id)).id;
+      await expect.poll(async () => Number((await appDb('unpublished_events').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(0);
+      // As if the bus had been down for this one: it is still owed to both.
+      const owedIds = (await appDb('outbox_events').where({ transaction_id: owed }).select('id')).map((row: { id: string }) => String(row.id));
+      await appDb('unpublished_events')
+        .insert(owedIds.map((eventId) => ({ feed: 'outbox_events', event_id: eventId })))
+        .onConflict(['feed', 'event_id'])
+        .ignore();
+      const queues = async () => ({
+        unpublished: (await appDb('unpublished_events').orderBy('event_id').select('feed', 'event_id')).map((row: object) => ({ ...row })),
+        undispatched: (await appDb('undispatched_events').orderBy('event_id').select('feed', 'event_id')).map((row: object) => ({ ...row })),
+      });
+      const before = await queues();
+      expect(before.unpublished.map((row) => String((row as { event_id: string }).event_id))).toEqual(owedIds);
+
+      await appDb.migrate.down({ migrationSource });
+      await appDb.migrate.down({ migrationSource });
+      const marked = (await appDb('outbox_events').whereIn('transaction_id', [published, owed]).select('transaction_id', 'published_at', 'dispatched_at')) as {
+        transaction_id: string;
+        published_at: Date | null;
+        dispatched_at: Date | null;
+      }[];
+      expect(marked.filter((row) => row.transaction_id === published).every((row) => row.published_at !== null && row.dispatched_at !== null)).toBe(true);
+      expect(marked.filter((row) => row.transaction_id === owed).every((row) => row.published_at === null && row.dispatched_at === null)).toBe(true);
+
+      await appDb.migrate.latest({ migrationSource });
+      expect(await queues()).toEqual(before);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('the webhook dispatcher under a stream of events', () => {
+  it('takes the events that commit while it lingers in one pass, not a pass each', async () => {
+    const app = await startTestApp();
+    const appDb = app.runtime.engine.dependencies.db;
+    const passes: string[] = [];
+    const undispatched = async () => Number((await appDb('undispatched_events').count<{ count: string }[]>('* as count'))[0]!.count);
+    const onQuery = (query: { sql: string; __knexTxId?: string }) => {
+      if (query.sql.startsWith('delete from "undispatched_events"') && query.__knexTxId) passes.push(query.__knexTxId);
+    };
+    try {
+      const { buyer, capability } = await agentMarket(app);
+      // No periodic pass in this test; a pass that catches up lingers 3 s before the next one.
+      app.runtime.engine.webhooks.start(3_600_000, 3_000);
+      appDb.on('query', onQuery);
+      await buy(app, buyer, capability.id);
+      app.runtime.engine.webhooks.kick();
+      await expect.poll(undispatched).toBe(0);
+      expect(passes).toHaveLength(1);
+      for (let index = 0; index < 6; index++) await buy(app, buyer, capability.id);
+      await expect.poll(undispatched, { timeout: 10_000 }).toBe(0);
+      expect(passes).toHaveLength(2);
+    } finally {
+      appDb.off('query', onQuery);
+      app.runtime.engine.webhooks.stop();
+      await app.close();
+    }
+  });
+});
