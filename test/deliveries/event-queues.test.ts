@@ -142,6 +142,34 @@ describe('the migration to the queues', () => {
 });
 
 describe('the webhook dispatcher under a stream of events', () => {
+  it('never reads the payload of an event no subscription hears, and reads it for one that does', async () => {
+    const responses: { sql: string; rows: object[] }[] = [];
+    const onResponse = (response: unknown, query: { sql: string }) => {
+      const rows = Array.isArray(response) ? (response as object[]) : [];
+      responses.push({ sql: query.sql, rows });
+    };
+    const payloadsRead = () => responses.filter(({ rows }) => rows.some((row) => 'payload' in row)).length;
+    const { buyer, capability } = await agentMarket(test);
+    await buy(test, buyer, capability.id);
+    db().on('query-response', onResponse);
+    try {
+      await test.runtime.engine.webhooks.runOnce();
+      expect(responses.some(({ sql }) => sql.startsWith('delete from "undispatched_events"'))).toBe(true);
+      expect(payloadsRead()).toBe(0);
+
+      await test.http
+        .post('/api/v1/webhooks')
+        .set(buyer.headers)
+        .send({ url: 'https://receiver.example/hook', event_types: ['transaction.*'] })
+        .expect(201);
+      await buy(test, buyer, capability.id);
+      await test.runtime.engine.webhooks.runOnce();
+      expect(payloadsRead()).toBeGreaterThan(0);
+    } finally {
+      db().off('query-response', onResponse);
+    }
+  });
+
   it('takes the events that commit while it lingers in one pass, not a pass each', async () => {
     const app = await startTestApp();
     const appDb = app.runtime.engine.dependencies.db;

@@ -1,15 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { currencyOfSpace } from '../../domain/money.ts';
 import { wantsKind } from '../../domain/webhooks.ts';
 import { withTransaction } from '../../db/transaction.ts';
-import { toPublishedEvent } from '../../events/publisher.ts';
-import { toPublishedTaskEvent } from '../../events/task-feed.ts';
 import { limits } from '../../limits.ts';
-import type { OutboxRow } from '../../store/outbox.ts';
-import type { TaskEventRow } from '../../store/task-events.ts';
-import { type DemandEventRow, toDemandEvent } from '../market/index.ts';
 import type { EngineDependencies } from '../common/index.ts';
+import { type Candidate, type FeedName, type Parties, type PartyRow, candidatesOf, partiesOf, partyColumns } from './webhook-candidates.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
 import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.ts';
 
@@ -20,81 +15,13 @@ import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.
  * lock; the others skip the turn), reading rows in id order, so the deliveries of one
  * transaction or task are made in the order its events were.
  */
-interface Candidate {
-  source: 'transaction' | 'task' | 'demand';
-  sourceEventId: string;
-  createdAt: Date;
-  orderingKey: string;
-  recipients: string[];
-  space: (ownerType: string) => boolean;
-  transactionId: string | null;
-  taskId: string | null;
-  type: string;
-  body: Record<string, unknown>;
-}
-
-const feeds = {
+const feeds: Record<FeedName, { table: string; lockKey: number }> = {
   transaction: { table: 'outbox_events', lockKey: 1 },
   task: { table: 'task_events', lockKey: 2 },
   demand: { table: 'demand_events', lockKey: 3 },
-} as const;
+};
 /** The advisory-lock class of the dispatchers (an arbitrary constant, distinct from other advisory locks of the product). */
 const dispatchLockClass = 190_019;
-
-function transactionCandidate(row: OutboxRow): Candidate {
-  const event = toPublishedEvent(row);
-  const transaction = (event.data.transaction ?? {}) as { currency?: string; task_id?: string | null };
-  return {
-    source: 'transaction',
-    sourceEventId: String(row.id),
-    createdAt: new Date(row.created_at),
-    orderingKey: `transaction:${row.transaction_id}`,
-    recipients: [row.buyer_user_id, row.seller_user_id],
-    space: (ownerType) => currencyOfSpace(ownerType as 'agent' | 'human') === transaction.currency,
-    transactionId: row.transaction_id,
-    taskId: transaction.task_id ?? null,
-    type: event.type,
-    body: { type: event.type, timestamp: event.created_at, data: event },
-  };
-}
-
-function taskCandidate(row: TaskEventRow): Candidate {
-  const event = toPublishedTaskEvent(row);
-  return {
-    source: 'task',
-    sourceEventId: String(row.id),
-    createdAt: new Date(row.created_at),
-    orderingKey: `task:${row.task_id}`,
-    recipients: [row.recipient_user_id],
-    space: (ownerType) => ownerType === row.space,
-    transactionId: null,
-    taskId: row.task_id,
-    type: event.type,
-    body: { type: event.type, timestamp: event.created_at, data: event },
-  };
-}
-
-function demandCandidate(row: DemandEventRow): Candidate {
-  const event = toDemandEvent(row);
-  return {
-    source: 'demand',
-    sourceEventId: String(row.id),
-    createdAt: new Date(row.created_at),
-    orderingKey: `demand:${row.demand_id}`,
-    recipients: [row.recipient_user_id],
-    space: (ownerType) => ownerType === row.space,
-    transactionId: null,
-    taskId: null,
-    type: row.type,
-    body: { type: row.type, timestamp: event.created_at, data: event },
-  };
-}
-
-const candidatesOf = {
-  transaction: (rows: unknown[]) => (rows as OutboxRow[]).map(transactionCandidate),
-  task: (rows: unknown[]) => (rows as TaskEventRow[]).map(taskCandidate),
-  demand: (rows: unknown[]) => (rows as DemandEventRow[]).map(demandCandidate),
-};
 
 /**
  * A subscription hears an event of its space, one of its kinds, within its filter when it has one,
@@ -112,7 +39,7 @@ function hears(subscription: SubscriptionRow, candidate: Candidate, recipient: s
   return subscription.task_id === null || subscription.task_id === candidate.taskId;
 }
 
-const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [
+const idsOf = (candidates: Parties[], field: 'transactionId' | 'taskId') => [
   ...new Set(candidates.flatMap((candidate) => (candidate[field] ? [candidate[field]] : []))),
 ];
 
@@ -121,7 +48,7 @@ const idsOf = (candidates: Candidate[], field: 'transactionId' | 'taskId') => [
  * and those filtered on one of its transactions or tasks. Bounded by the webhook caps, and read
  * through an index of (owner, kind) that does not walk past the parties' push configs.
  */
-function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<SubscriptionRow[]> {
+function webhooksOf(trx: Knex, users: string[], candidates: Parties[]): Promise<SubscriptionRow[]> {
   const transactionIds = idsOf(candidates, 'transactionId');
   const taskIds = idsOf(candidates, 'taskId');
   return trx('webhook_subscriptions')
@@ -143,7 +70,7 @@ function webhooksOf(trx: Knex, users: string[], candidates: Candidate[]): Promis
  * on the conversation whose pick bought it. Each row says which transaction it hears, so the
  * configs its owner has on other tasks are never read.
  */
-async function pushConfigsOf(trx: Knex, users: string[], candidates: Candidate[]): Promise<{ configs: SubscriptionRow[]; a2aTasks: Map<string, Set<string>> }> {
+async function pushConfigsOf(trx: Knex, users: string[], candidates: Parties[]): Promise<{ configs: SubscriptionRow[]; a2aTasks: Map<string, Set<string>> }> {
   const transactionIds = idsOf(
     candidates.filter((candidate) => candidate.source === 'transaction'),
     'transactionId',
@@ -200,13 +127,18 @@ async function queueLengths(trx: Knex, subscriptionIds: string[]): Promise<Map<s
   return new Map(rows.map((row) => [row.subscription_id, Number(row.queued)]));
 }
 
+type Subscriptions = Awaited<ReturnType<typeof pushConfigsOf>> & { webhooks: SubscriptionRow[] };
+
+/** The subscriptions that may hear one of a batch's events: its parties' webhooks, and the push configs of its transactions. */
+async function subscriptionsFor(trx: Knex, parties: Parties[]): Promise<Subscriptions> {
+  const users = [...new Set(parties.flatMap((party) => party.recipients))];
+  const webhooks = await webhooksOf(trx, users, parties);
+  return { webhooks, ...(await pushConfigsOf(trx, users, parties)) };
+}
+
 export function createWebhookDispatcher({ db, now }: EngineDependencies) {
-  /** Deliveries for a batch of candidates; a subscription whose queue is full gets its new ones as failed (queue_full). */
-  async function deliveriesFor(trx: Knex, candidates: Candidate[]) {
-    const users = [...new Set(candidates.flatMap((candidate) => candidate.recipients))];
-    const webhooks = await webhooksOf(trx, users, candidates);
-    const { configs, a2aTasks } = await pushConfigsOf(trx, users, candidates);
-    if (webhooks.length + configs.length === 0) return [];
+  /** Deliveries for a batch of candidates and the subscriptions found for them; a subscription whose queue is full gets its new ones as failed (queue_full). */
+  async function deliveriesFor(trx: Knex, candidates: Candidate[], { webhooks, configs, a2aTasks }: Subscriptions) {
     const queued = await queueLengths(
       trx,
       [...webhooks, ...configs].map((subscription) => subscription.id),
@@ -244,38 +176,37 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
   }
 
   /** One batch of one feed: the number of outbox rows dispatched (0: nothing to do, or another instance's turn). */
-  function dispatchBatch(feed: keyof typeof feeds): Promise<number> {
+  function dispatchBatch(feed: FeedName): Promise<number> {
     return withTransaction(db, async ({ trx }) => {
       const locked = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [dispatchLockClass, feeds[feed].lockKey]);
       if (!(locked.rows[0] as { locked: boolean }).locked) return 0;
       const { table } = feeds[feed];
-      const rows = (await trx('undispatched_events as queued')
+      const queued = (await trx('undispatched_events as queued')
         .join(`${table} as event`, 'event.id', 'queued.event_id')
         .where('queued.feed', table)
         .orderBy('queued.event_id')
         .limit(limits.webhookDispatchBatchSize)
-        .select('event.*')) as { id: string }[];
-      if (rows.length === 0) return 0;
-      const candidates = candidatesOf[feed](rows);
-      const deliveries = await deliveriesFor(trx, candidates);
-      for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
-        await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));
+        .select(trx.raw(partyColumns[feed]))) as PartyRow[];
+      if (queued.length === 0) return 0;
+      const ids = queued.map((row) => row.id);
+      const subscriptions = await subscriptionsFor(trx, queued.map(partiesOf[feed]));
+      // Most events have no subscription to hear them: their payloads are never read.
+      if (subscriptions.webhooks.length + subscriptions.configs.length > 0) {
+        const rows: unknown[] = await trx(table).whereIn('id', ids).orderBy('id');
+        const deliveries = await deliveriesFor(trx, candidatesOf[feed](rows), subscriptions);
+        for (let start = 0; start < deliveries.length; start += limits.webhookDispatchBatchSize) {
+          await trx('webhook_deliveries').insert(deliveries.slice(start, start + limits.webhookDispatchBatchSize));
+        }
       }
-      await trx('undispatched_events')
-        .where('feed', table)
-        .whereIn(
-          'event_id',
-          rows.map((row) => row.id),
-        )
-        .del();
-      return rows.length;
+      await trx('undispatched_events').where('feed', table).whereIn('event_id', ids).del();
+      return queued.length;
     });
   }
 
   /** Dispatches everything committed so far, batch by batch, a bounded number of batches per run. */
   async function dispatch(): Promise<number> {
     let dispatched = 0;
-    for (const feed of Object.keys(feeds) as (keyof typeof feeds)[]) {
+    for (const feed of Object.keys(feeds) as FeedName[]) {
       for (let batch = 0; batch < limits.retentionBatchesPerRunMax; batch++) {
         const count = await dispatchBatch(feed);
         dispatched += count;
