@@ -16,7 +16,7 @@ const { values } = parseArgs({
   options: {
     subscribers: { type: 'string', default: '1000,10000' },
     large: { type: 'boolean', default: false },
-    changes: { type: 'string', default: '200' },
+    changes: { type: 'string', default: '1000' },
     warmup: { type: 'string', default: '20' },
     'interval-ms': { type: 'string', default: '10' },
     'client-processes': { type: 'string' },
