@@ -66,6 +66,33 @@ describe('the retention job', () => {
     expect(await outboxSequences(recent.id)).toEqual([1, 2, 3]);
   });
 
+  it('keeps old events the dispatcher still owes to webhooks, of transactions and of demand matches, until dispatched', async () => {
+    await pruneOld(test);
+    const owed = await acceptedDeal();
+    const { buyer, capability } = await agentMarket(test);
+    const [demand] = (await db()('demand_events')
+      .insert({
+        demand_id: owed.id,
+        capability_id: capability.id,
+        recipient_user_id: buyer.userId,
+        space: 'agent',
+        type: 'demand.matched',
+        payload: {},
+        created_at: test.runtime.engine.dependencies.now(),
+      })
+      .returning('id')) as { id: string }[];
+    test.clock.advanceMs((retentionHours() + 1) * hourMs);
+
+    // Published, but not yet dispatched: the retention job alone keeps them.
+    await test.runtime.engine.retention.runOnce();
+    expect(await outboxSequences(owed.id)).toEqual([1, 2, 3]);
+    expect(await db()('demand_events').where({ id: demand!.id }).first()).toBeDefined();
+
+    await pruneOld(test);
+    expect(await outboxSequences(owed.id)).toEqual([]);
+    expect(await db()('demand_events').where({ id: demand!.id }).first()).toBeUndefined();
+  });
+
   it('deletes every expired idempotency key, over several batches, and keeps live ones', async () => {
     const at = test.runtime.engine.dependencies.now();
     const expired = new Date(at.getTime() - 1000);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationSource } from '../../src/db/migrate.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
+import { startReceiver } from '../helpers/receiver.ts';
 
 /**
  * What is still owed for an event lives in two narrow queues, not in its row
@@ -40,6 +41,7 @@ const queuedOf = async (queue: string, id: string) =>
     await db()(`${queue} as queued`)
       .join('outbox_events as event', 'event.id', 'queued.event_id')
       .where({ 'queued.feed': 'outbox_events', 'event.transaction_id': id })
+      .orderBy('event.id')
       .select('event.id')
   ).map((row: { id: string }) => String(row.id));
 
@@ -58,6 +60,10 @@ describe('the queues of what is owed for an event', () => {
 
     expect(await queuedOf('undispatched_events', id)).toEqual([]);
     expect(await rowVersionsOf(id)).toEqual(inserted);
+    // The freeze's event is still the version its move's statement wrote with the freeze's ledger
+    // entries (nothing rewrites those), whenever the publisher took it off its queue.
+    const { rows: entries } = (await db().raw(`SELECT DISTINCT xmin::text FROM ledger_entries WHERE biz_ref_id = ?`, [id])) as { rows: { xmin: string }[] };
+    expect(entries.map((entry) => entry.xmin)).toEqual([inserted[1]!.xmin]);
   });
 
   it('are filled by the database for every writer of an event table, with the duties of that table', async () => {
@@ -92,6 +98,12 @@ describe('the queues of what is owed for an event', () => {
     expect(await queuesHolding('outbox_events', String(outbox!.id))).toEqual(['unpublished_events', 'undispatched_events']);
     // Demand matches go to webhooks only: nothing publishes them on the bus.
     expect(await queuesHolding('demand_events', String(demand!.id))).toEqual(['undispatched_events']);
+
+    // An event deleted by anyone takes its queue rows with it.
+    await db()('outbox_events').where({ id: outbox!.id }).del();
+    await db()('demand_events').where({ id: demand!.id }).del();
+    expect(await queuesHolding('outbox_events', String(outbox!.id))).toEqual([]);
+    expect(await queuesHolding('demand_events', String(demand!.id))).toEqual([]);
   });
 
   it('refuse a row for a table that is not an event table', async () => {
@@ -100,41 +112,47 @@ describe('the queues of what is owed for an event', () => {
 });
 
 describe('the migration to the queues', () => {
-  it('going down and up again keeps what is owed: queued rows come back unmarked, marked rows stay out', async () => {
+  it('going down and up again keeps what is owed, and marks made in between take rows off the queues', async () => {
     const app = await startTestApp();
     try {
       const appDb = app.runtime.engine.dependencies.db;
+      const downTo = async (version: string) => {
+        while ((await appDb.migrate.currentVersion({ migrationSource })) >= version) await appDb.migrate.down({ migrationSource });
+      };
       const { buyer, capability } = await agentMarket(app);
-      const published = (await buy(app, buyer, capability.id)).id;
-      await act(app, buyer, published, 'freeze').expect(200);
+      const done = (await buy(app, buyer, capability.id)).id;
+      await act(app, buyer, done, 'freeze').expect(200);
       await app.runtime.engine.webhooks.runOnce();
       const owed = (await buy(app, buyer, capability.id)).id;
       await expect.poll(async () => Number((await appDb('unpublished_events').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(0);
       // As if the bus had been down for this one: it is still owed to both.
-      const owedIds = (await appDb('outbox_events').where({ transaction_id: owed }).select('id')).map((row: { id: string }) => String(row.id));
-      await appDb('unpublished_events')
-        .insert(owedIds.map((eventId) => ({ feed: 'outbox_events', event_id: eventId })))
-        .onConflict(['feed', 'event_id'])
-        .ignore();
+      const owedIds = (await appDb('outbox_events').where({ transaction_id: owed }).orderBy('id').select('id')).map((row: { id: string }) => String(row.id));
+      await appDb('unpublished_events').insert(owedIds.map((eventId) => ({ feed: 'outbox_events', event_id: eventId })));
       const queues = async () => ({
-        unpublished: (await appDb('unpublished_events').orderBy('event_id').select('feed', 'event_id')).map((row: object) => ({ ...row })),
-        undispatched: (await appDb('undispatched_events').orderBy('event_id').select('feed', 'event_id')).map((row: object) => ({ ...row })),
+        unpublished: (await appDb('unpublished_events').orderBy('event_id').select('event_id')).map((row: { event_id: string }) => String(row.event_id)),
+        undispatched: (await appDb('undispatched_events').orderBy('event_id').select('event_id')).map((row: { event_id: string }) => String(row.event_id)),
       });
-      const before = await queues();
-      expect(before.unpublished.map((row) => String((row as { event_id: string }).event_id))).toEqual(owedIds);
+      expect(await queues()).toEqual({ unpublished: owedIds, undispatched: owedIds });
 
-      await appDb.migrate.down({ migrationSource });
-      await appDb.migrate.down({ migrationSource });
-      const marked = (await appDb('outbox_events').whereIn('transaction_id', [published, owed]).select('transaction_id', 'published_at', 'dispatched_at')) as {
-        transaction_id: string;
-        published_at: Date | null;
-        dispatched_at: Date | null;
-      }[];
-      expect(marked.filter((row) => row.transaction_id === published).every((row) => row.published_at !== null && row.dispatched_at !== null)).toBe(true);
-      expect(marked.filter((row) => row.transaction_id === owed).every((row) => row.published_at === null && row.dispatched_at === null)).toBe(true);
+      // Back to the columns (073 undone): each row says what the queues said.
+      await downTo('073');
+      const marks = async (id: string) =>
+        (await appDb('outbox_events').where({ transaction_id: id }).select('published_at', 'dispatched_at')) as {
+          published_at: Date | null;
+          dispatched_at: Date | null;
+        }[];
+      expect((await marks(done)).map((row) => [row.published_at !== null, row.dispatched_at !== null])).toEqual([
+        [true, true],
+        [true, true],
+      ]);
+      expect((await marks(owed)).map((row) => [row.published_at !== null, row.dispatched_at !== null])).toEqual([[false, false]]);
+      // An instance of the earlier version marks what it dispatched: the mark takes the row off the queue.
+      await appDb('outbox_events').where({ transaction_id: owed }).update({ dispatched_at: new Date() });
+      expect(await queues()).toEqual({ unpublished: owedIds, undispatched: [] });
 
+      await downTo('072');
       await appDb.migrate.latest({ migrationSource });
-      expect(await queues()).toEqual(before);
+      expect(await queues()).toEqual({ unpublished: owedIds, undispatched: [] });
     } finally {
       await app.close();
     }
@@ -170,8 +188,9 @@ describe('the webhook dispatcher under a stream of events', () => {
     }
   });
 
-  it('takes the events that commit while it lingers in one pass, not a pass each', async () => {
-    const app = await startTestApp();
+  it('takes the events that commit while it lingers in one pass, not a pass each, while their webhooks are sent', async () => {
+    const app = await startTestApp({ CALLBACK_ALLOW_PRIVATE: 'true' });
+    const receiver = await startReceiver();
     const appDb = app.runtime.engine.dependencies.db;
     const passes: string[] = [];
     const undispatched = async () => Number((await appDb('undispatched_events').count<{ count: string }[]>('* as count'))[0]!.count);
@@ -180,7 +199,13 @@ describe('the webhook dispatcher under a stream of events', () => {
     };
     try {
       const { buyer, capability } = await agentMarket(app);
-      // No periodic pass in this test; a pass that catches up lingers 3 s before the next one.
+      await app.http
+        .post('/api/v1/webhooks')
+        .set(buyer.headers)
+        .send({ url: receiver.url('/hook'), event_types: ['transaction.*'] })
+        .expect(201);
+      // No periodic pass in this test; a pass that catches up lingers 3 s before the next one,
+      // while the sends (each of which kicks a pass) go on.
       app.runtime.engine.webhooks.start(3_600_000, 3_000);
       appDb.on('query', onQuery);
       await buy(app, buyer, capability.id);
@@ -190,9 +215,11 @@ describe('the webhook dispatcher under a stream of events', () => {
       for (let index = 0; index < 6; index++) await buy(app, buyer, capability.id);
       await expect.poll(undispatched, { timeout: 10_000 }).toBe(0);
       expect(passes).toHaveLength(2);
+      await expect.poll(() => receiver.at('/hook').length, { timeout: 10_000 }).toBe(7);
     } finally {
       appDb.off('query', onQuery);
       app.runtime.engine.webhooks.stop();
+      await receiver.close();
       await app.close();
     }
   });

@@ -204,16 +204,22 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
   }
 
   /** Dispatches everything committed so far, batch by batch, a bounded number of batches per run. */
-  async function dispatch(): Promise<number> {
+  async function dispatch(): Promise<{ dispatched: number; backlog: boolean }> {
     let dispatched = 0;
+    let backlog = false;
     for (const feed of Object.keys(feeds) as FeedName[]) {
-      for (let batch = 0; batch < limits.retentionBatchesPerRunMax; batch++) {
+      for (let batch = 0; ; batch++) {
         const count = await dispatchBatch(feed);
         dispatched += count;
         if (count < limits.webhookDispatchBatchSize) break;
+        // Full batches all the way to the run's budget: more of this feed is waiting.
+        if (batch + 1 === limits.retentionBatchesPerRunMax) {
+          backlog = true;
+          break;
+        }
       }
     }
-    return dispatched;
+    return { dispatched, backlog };
   }
 
   return { dispatch };

@@ -156,15 +156,16 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
 
   /**
    * One pass: dispatch what was committed, start the sends that are due; true when another pass
-   * should follow at once. A dispatch that took less than a full batch has caught up with the
-   * commits: rather than a pass (a database transaction and its commit) for every few events that
-   * commit meanwhile, the next one comes webhookDispatchLingerMs later and takes all of them
+   * should follow at once. A dispatch that caught up with the commits (no feed left with a full
+   * run's budget of batches) lingers: rather than a pass (a database transaction and its commit)
+   * for every few events that commit meanwhile, the passes of the next webhookDispatchLingerMs only
+   * send, and the one after takes every event committed meanwhile
    * (docs/decisions/streams-and-deliveries.md "What is still owed, in queues of its own").
+   * `drain` (runOnce) dispatches whatever the linger.
    */
-  async function pass(): Promise<boolean> {
-    const dispatched = await dispatcher.dispatch();
+  async function pass(drain = false): Promise<boolean> {
+    const { dispatched, backlog } = lingering === null || drain ? await dispatcher.dispatch() : { dispatched: 0, backlog: false };
     const started = await sender.sendDue(kick);
-    const backlog = dispatched >= limits.webhookDispatchBatchSize;
     if (dispatched > 0 && !backlog) kickSoon();
     return backlog || started > 0;
   }
@@ -214,7 +215,7 @@ export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine)
    */
   async function runOnce() {
     for (let round = 0; round < limits.webhookRunOnceRoundsMax; round++) {
-      await pass();
+      await pass(true);
       await worker.idle();
       await sender.settled();
       if (sender.inFlight === 0 && !(await anythingDue())) return;
