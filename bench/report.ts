@@ -38,7 +38,9 @@ const lifecycleStep = (concurrency: number, workers: number): Step => ({
     '--concurrency',
     String(concurrency),
     '--lifecycles',
-    String(Math.min(2_000, concurrency * (quick ? 40 : 150))),
+    // At least ten seconds of measured run from 64 clients up: 2,000 lifecycles were five or six
+    // seconds there, and the rate of one such run read 1,777 to 2,206 changes/s minutes apart.
+    String(Math.min(4_000, concurrency * (quick ? 40 : 150))),
     '--warmup',
     // Long enough for V8 to optimize the hot path and the statement pool to plan its texts: the
     // rate climbed for about ten seconds after 50 lifecycles (docs/benchmark-history.md, fourth session).
