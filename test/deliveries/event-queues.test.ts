@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationSource } from '../../src/db/migrate.ts';
-import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { startTestApp, type TestApp, withBrokenBus } from '../helpers/app.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 
@@ -108,6 +108,35 @@ describe('the queues of what is owed for an event', () => {
 
   it('refuse a row for a table that is not an event table', async () => {
     await expect(db()('undispatched_events').insert({ feed: 'transactions', event_id: 1 })).rejects.toThrow(/check constraint/i);
+  });
+});
+
+describe('the relay', () => {
+  it('publishes each event the bus missed once, however many instances relay at the same time', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const missed = await withBrokenBus(test, 'fail', async () => {
+      const ids: string[] = [];
+      for (let index = 0; index < 5; index++) ids.push((await buy(test, buyer, capability.id)).id);
+      return ids;
+    });
+    const queued = async () => (await Promise.all(missed.map((id) => queuedOf('unpublished_events', id)))).flat();
+    expect(await queued()).toHaveLength(5);
+    const heard: string[] = [];
+    const stop = await test.runtime.bus.subscribe('marketplace:events', (message) => {
+      const event = JSON.parse(message) as { transaction_id: string; id: string };
+      if (missed.includes(event.transaction_id)) heard.push(event.id);
+    });
+    try {
+      test.clock.advanceMs(5_000);
+      const relayed = await Promise.all([1, 2, 3, 4].map(() => test.runtime.engine.relay.runOnce()));
+
+      expect(relayed.reduce((sum, count) => sum + count, 0)).toBe(5);
+      await expect.poll(() => heard.length).toBe(5);
+      expect(new Set(heard).size).toBe(5);
+      expect(await queued()).toEqual([]);
+    } finally {
+      await stop();
+    }
   });
 });
 
