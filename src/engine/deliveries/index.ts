@@ -6,3 +6,4 @@
  */
 export { type PushConfig, type PushConfigInput, type PushGeneration, type PushRenderer } from './a2a-push.ts';
 export { createWebhooks } from './webhooks.ts';
+export { dispatchLockClass, sweepUnheard } from './unheard-events.ts';

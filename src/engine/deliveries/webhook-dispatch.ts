@@ -7,6 +7,7 @@ import type { EngineDependencies } from '../common/index.ts';
 import { type Candidate, type FeedName, type Parties, type PartyRow, candidatesOf, partiesOf, partyColumns } from './webhook-candidates.ts';
 import type { SubscriptionRow } from './webhook-rows.ts';
 import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.ts';
+import { dispatchFeeds, dispatchLockClass, sweepUnheard } from './unheard-events.ts';
 
 /**
  * The dispatcher (docs/webhooks.md "Delivery"): turns committed outbox rows, of transactions and of
@@ -15,13 +16,7 @@ import { type PushDeliveryBody, pushOrderingKey, pushPartsOf } from './a2a-push.
  * lock; the others skip the turn), reading rows in id order, so the deliveries of one
  * transaction or task are made in the order its events were.
  */
-const feeds: Record<FeedName, { table: string; lockKey: number }> = {
-  transaction: { table: 'outbox_events', lockKey: 1 },
-  task: { table: 'task_events', lockKey: 2 },
-  demand: { table: 'demand_events', lockKey: 3 },
-};
-/** The advisory-lock class of the dispatchers (an arbitrary constant, distinct from other advisory locks of the product). */
-const dispatchLockClass = 190_019;
+const feeds = dispatchFeeds;
 
 /**
  * A subscription hears an event of its space, one of its kinds, within its filter when it has one,
@@ -203,23 +198,28 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
     });
   }
 
-  /** Dispatches everything committed so far, batch by batch, a bounded number of batches per run. */
+  /**
+   * Dispatches everything committed so far, batch by batch, a bounded number of batches per run.
+   * Each round first takes the events nobody hears off the queue in one statement (the common
+   * case, unheard-events.ts); the full pass runs only for a feed with events a subscription may hear.
+   */
   async function dispatch(): Promise<{ dispatched: number; backlog: boolean }> {
     let dispatched = 0;
-    let backlog = false;
-    for (const feed of Object.keys(feeds) as FeedName[]) {
-      for (let batch = 0; ; batch++) {
+    for (let round = 0; round < limits.retentionBatchesPerRunMax; round++) {
+      const swept = await sweepUnheard(db);
+      let more = false;
+      for (const feed of Object.keys(feeds) as FeedName[]) {
+        dispatched += swept[feed].swept;
+        more ||= swept[feed].full;
+        if (!swept[feed].heard) continue;
         const count = await dispatchBatch(feed);
         dispatched += count;
-        if (count < limits.webhookDispatchBatchSize) break;
-        // Full batches all the way to the run's budget: more of this feed is waiting.
-        if (batch + 1 === limits.retentionBatchesPerRunMax) {
-          backlog = true;
-          break;
-        }
+        // A full batch: more of this feed is waiting.
+        more ||= count === limits.webhookDispatchBatchSize;
       }
+      if (!more) return { dispatched, backlog: false };
     }
-    return { dispatched, backlog };
+    return { dispatched, backlog: true };
   }
 
   return { dispatch };
