@@ -13,7 +13,7 @@ import { log, startProcess } from './processes.ts';
 const adminToken = 'bench-fanout-admin-token-0123456789';
 export const buyerCount = 10;
 
-async function recreateDatabase(url: string) {
+export async function recreateDatabase(url: string) {
   const name = new URL(url).pathname.slice(1);
   const admin = knex({ client: 'pg', connection: url.replace(/\/[^/]+$/, '/postgres') });
   await admin.raw(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type Metric, commandLine, saveResult } from '../results.ts';
 import { type Plan, type Row, measure } from './measure.ts';
-import { buyerCount, measureProduct } from './product.ts';
+import { buyerCount, measureProduct, recreateDatabase } from './product.ts';
 import { log, startProcess } from './processes.ts';
 
 /**
@@ -31,8 +31,8 @@ const sizes = values.large ? [10_000] : values.subscribers.split(',').map(Number
 const workers = Number(values.workers);
 
 /** A bare SSE server (bare-server.ts, or the same with better-sse) measured as the product is. */
-async function measureBaseline(subscribers: number, plan: Plan, script = 'bench/fanout/bare-server.ts', name = 'bare node:http SSE') {
-  const server = await startProcess([script], {}, /listening (http:\/\/\S+)/g);
+async function measureBaseline(subscribers: number, plan: Plan, script = 'bench/fanout/bare-server.ts', name = 'bare node:http SSE', environment: Record<string, string> = {}) {
+  const server = await startProcess([script], environment, /listening (http:\/\/\S+)/g);
   try {
     const targets = Array.from({ length: subscribers }, (_, index) => ({ url: `${server.url}/stream?group=${index % buyerCount}`, headers: {} }));
     // The same shape as the product: each change reaches one group (one buyer's subscribers).
@@ -92,7 +92,8 @@ function metricsOf(row: Row, bare: Row, label: string, withAims: boolean): Metri
   ];
 }
 
-const results: { subscribers: number; plan: Plan; baseline: Row; library: Row | null; product: Row }[] = [];
+const bareCommittedName = 'bare node:http SSE, each change committed first';
+const results: { subscribers: number; plan: Plan; baseline: Row; committed: Row; library: Row | null; product: Row }[] = [];
 const metrics: Metric[] = [];
 for (const [index, subscribers] of sizes.entries()) {
   const plan: Plan = {
@@ -106,12 +107,23 @@ for (const [index, subscribers] of sizes.entries()) {
     `\n== ${subscribers} subscribers, ${plan.clientProcesses} client process(es), ${plan.warmupChanges} warm-up and ${plan.changes} measured changes ${plan.intervalMs} ms apart ==`,
   );
   const baseline = await measureBaseline(subscribers, plan);
+  // The same bare server committing each change first: what announcing only committed changes costs at the least.
+  const bareCommitUrl = values['database-url'].replace(/\/[^/]+$/, '/marketplace_bench_fanout_bare');
+  await recreateDatabase(bareCommitUrl);
+  const committed = await measureBaseline(subscribers, plan, 'bench/fanout/bare-server.ts', bareCommittedName, { BARE_COMMIT_URL: bareCommitUrl });
   const withLibrary = values.library === 'all' || (values.library === 'first' && index === 0);
   const library = withLibrary ? await measureBaseline(subscribers, plan, 'bench/fanout/better-sse-server.ts', 'better-sse on node:http') : null;
   const product = await measureProduct(subscribers, plan, { databaseUrl: values['database-url'], redisUrl: values['redis-url'], workers });
-  printTable([baseline, ...(library ? [library] : []), product], baseline);
-  results.push({ subscribers, plan, baseline, library, product });
+  printTable([baseline, committed, ...(library ? [library] : []), product], baseline);
+  log(`product p99 against the bare server that commits each change first: ${ratio(product.p99_ms, committed.p99_ms)}`);
+  results.push({ subscribers, plan, baseline, committed, library, product });
   metrics.push(...metricsOf(product, baseline, workers === 1 ? 'product' : `product, WORKERS=${workers}`, true));
+  metrics.push({
+    metric: `${workers === 1 ? 'product' : `product, WORKERS=${workers}`}, ${subscribers} subscribers: change-to-client p99 against a bare server that commits each change first`,
+    value: product.p99_ms,
+    unit: 'ms',
+    baseline: { name: bareCommittedName, value: committed.p99_ms },
+  });
   if (library) metrics.push(...metricsOf(library, baseline, 'better-sse', false));
 }
 mkdirSync('.bench-out', { recursive: true });
