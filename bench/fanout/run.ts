@@ -31,7 +31,13 @@ const sizes = values.large ? [10_000] : values.subscribers.split(',').map(Number
 const workers = Number(values.workers);
 
 /** A bare SSE server (bare-server.ts, or the same with better-sse) measured as the product is. */
-async function measureBaseline(subscribers: number, plan: Plan, script = 'bench/fanout/bare-server.ts', name = 'bare node:http SSE', environment: Record<string, string> = {}) {
+async function measureBaseline(
+  subscribers: number,
+  plan: Plan,
+  script = 'bench/fanout/bare-server.ts',
+  name = 'bare node:http SSE',
+  environment: Record<string, string> = {},
+) {
   const server = await startProcess([script], environment, /listening (http:\/\/\S+)/g);
   try {
     const targets = Array.from({ length: subscribers }, (_, index) => ({ url: `${server.url}/stream?group=${index % buyerCount}`, headers: {} }));
