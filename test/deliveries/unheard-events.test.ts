@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchLockClass, sweepUnheard } from '../../src/engine/deliveries/index.ts';
 import { startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
+import { createAgent } from '../helpers/actors.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
 import { startReceiver } from '../helpers/receiver.ts';
 
@@ -117,6 +118,42 @@ describe('events no subscription hears', () => {
     const second = await sweepUnheard(db(), 3);
     expect(second.transaction).toEqual({ swept: 2, heard: false, full: false });
     expect(await undispatched('outbox_events')).toEqual([]);
+  });
+
+  it('of a task feed leave the queue too, while a subscribed publisher gets its task events', async () => {
+    const heard = await createAgent(test);
+    const unheard = await createAgent(test);
+    await test.http
+      .post('/api/v1/webhooks')
+      .set(heard.headers)
+      .send({ url: receiver.url('/tasks'), event_types: ['task.*'] })
+      .expect(201);
+    const publish = async (owner: typeof heard) =>
+      (
+        await test.http
+          .post('/api/v1/tasks/')
+          .set(owner.headers)
+          .send({ title: 'Translate a manual', description: 'Forty pages, English to Chinese', mode: 'online', category: 'translation' })
+          .expect(201)
+      ).body.data as { id: string };
+    const heardTask = await publish(heard);
+    const unheardTask = await publish(unheard);
+    const eventsOf = async (taskId: string) =>
+      (await db()('task_events').where({ task_id: taskId }).orderBy('id').select('id')).map((row: { id: string }) => String(row.id));
+    const [heardEvents, unheardEvents] = [await eventsOf(heardTask.id), await eventsOf(unheardTask.id)];
+    expect(heardEvents.length).toBeGreaterThan(0);
+    expect(unheardEvents.length).toBeGreaterThan(0);
+
+    await test.runtime.engine.webhooks.runOnce();
+
+    expect(await undispatched('task_events')).toEqual([]);
+    const delivered = async (ids: string[]) =>
+      (await db()('webhook_deliveries').where({ source: 'task' }).whereIn('source_event_id', ids).orderBy('source_event_id').select('source_event_id')).map(
+        (row: { source_event_id: string }) => String(row.source_event_id),
+      );
+    expect(await delivered(unheardEvents)).toEqual([]);
+    expect(await delivered(heardEvents)).toEqual(heardEvents);
+    await expect.poll(() => receiver.at('/tasks').length).toBe(heardEvents.length);
   });
 
   it('do not include a demand match whose recipient has a webhook: the full pass delivers it', async () => {
