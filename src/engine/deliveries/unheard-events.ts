@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import { prepared } from '../../db/prepared.ts';
 import { limits } from '../../limits.ts';
 import type { FeedName } from './webhook-candidates.ts';
 
@@ -36,17 +35,23 @@ export const dispatchFeeds: Record<FeedName, FeedSweep> = {
 
 const feedNames = Object.keys(dispatchFeeds) as FeedName[];
 
-/** One feed's part of the statement: its oldest queued events in the window, the unheard ones deleted. */
+/**
+ * One feed's part of the statement: its oldest queued events (the window) with their parties, read
+ * by key; whether a party owns a live subscription, read by owner; the delete of the rest.
+ */
 function feedClauses(name: FeedName, { table, parties }: FeedSweep): string[] {
   return [
     `${name}_window AS MATERIALIZED (
-      SELECT queued.event_id, NOT EXISTS (SELECT 1 FROM webhook_subscriptions AS s WHERE s.owner_user_id IN (${parties}) AND s.deleted_at IS NULL) AS unheard
-        FROM undispatched_events AS queued JOIN ${table} AS event ON event.id = queued.event_id
+      SELECT queued.event_id, (SELECT ARRAY[${parties}] FROM ${table} AS event WHERE event.id = queued.event_id) AS parties
+        FROM undispatched_events AS queued
        WHERE queued.feed = '${table}' AND (SELECT ${name}_locked FROM locks)
        ORDER BY queued.event_id LIMIT ?)`,
+    `${name}_heard AS MATERIALIZED (
+      SELECT window_row.event_id, EXISTS (SELECT 1 FROM webhook_subscriptions AS s WHERE s.owner_user_id = ANY (window_row.parties) AND s.deleted_at IS NULL) AS heard
+        FROM ${name}_window AS window_row)`,
     `${name}_swept AS (
-      DELETE FROM undispatched_events AS queued USING ${name}_window AS window_row
-       WHERE queued.feed = '${table}' AND queued.event_id = window_row.event_id AND window_row.unheard
+      DELETE FROM undispatched_events AS queued
+       WHERE queued.feed = '${table}' AND queued.event_id = ANY (ARRAY(SELECT event_id FROM ${name}_heard WHERE NOT heard))
       RETURNING queued.event_id)`,
   ];
 }
@@ -69,11 +74,14 @@ export interface Swept {
 
 /** Takes the events no subscription hears off the queue, for every feed whose advisory lock is free. */
 export async function sweepUnheard(db: Knex, windowSize: number = limits.webhookDispatchBatchSize): Promise<Record<FeedName, Swept>> {
-  const [row] = await prepared<Record<string, number>>(
-    db,
+  // Planned at each run, with the tables' sizes as they are then: planned once for a connection
+  // (db/prepared.ts) while the tables were small, a join chosen then could walk every subscription
+  // or a whole event table on every sweep once they have grown.
+  const { rows } = (await db.raw(
     sweepText,
     feedNames.map(() => windowSize),
-  );
+  )) as { rows: Record<string, number>[] };
+  const row = rows[0];
   const result = {} as Record<FeedName, Swept>;
   for (const name of feedNames) {
     const windowed = row![`${name}_windowed`]!;
