@@ -14,7 +14,9 @@ import type { FeedName } from './webhook-candidates.ts';
  *
  * The answer is the full pass's own: a party without a live subscription of any kind (the pass
  * reads the parties' webhooks and the push configs they own) gets no delivery, and a subscription
- * made after this statement hears only events made after it (webhook-dispatch.ts `hears`).
+ * made after this statement hears only events made after it (webhook-dispatch.ts `hears`); one
+ * committing while the statement runs is missed exactly as the full pass, reading subscriptions
+ * once per pass, would miss it.
  * docs/decisions/streams-and-deliveries.md "Events nobody hears leave the queue in one statement".
  */
 interface FeedSweep {
