@@ -16,8 +16,6 @@ import { dispatchFeeds, dispatchLockClass, sweepUnheard } from './unheard-events
  * lock; the others skip the turn), reading rows in id order, so the deliveries of one
  * transaction or task are made in the order its events were.
  */
-const feeds = dispatchFeeds;
-
 /**
  * A subscription hears an event of its space, one of its kinds, within its filter when it has one,
  * and made after the subscription was (an event still waiting to be dispatched when it was made
@@ -173,9 +171,9 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
   /** One batch of one feed: the number of outbox rows dispatched (0: nothing to do, or another instance's turn). */
   function dispatchBatch(feed: FeedName): Promise<number> {
     return withTransaction(db, async ({ trx }) => {
-      const locked = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [dispatchLockClass, feeds[feed].lockKey]);
+      const locked = await trx.raw('SELECT pg_try_advisory_xact_lock(?, ?) AS locked', [dispatchLockClass, dispatchFeeds[feed].lockKey]);
       if (!(locked.rows[0] as { locked: boolean }).locked) return 0;
-      const { table } = feeds[feed];
+      const { table } = dispatchFeeds[feed];
       const queued = (await trx('undispatched_events as queued')
         .join(`${table} as event`, 'event.id', 'queued.event_id')
         .where('queued.feed', table)
@@ -208,7 +206,7 @@ export function createWebhookDispatcher({ db, now }: EngineDependencies) {
     for (let round = 0; round < limits.retentionBatchesPerRunMax; round++) {
       const swept = await sweepUnheard(db);
       let more = false;
-      for (const feed of Object.keys(feeds) as FeedName[]) {
+      for (const feed of Object.keys(dispatchFeeds) as FeedName[]) {
         dispatched += swept[feed].swept;
         more ||= swept[feed].full;
         if (!swept[feed].heard) continue;
