@@ -140,6 +140,8 @@ export const limits = {
   /** Out-of-order live events a subscriber may hold while its gap is filled from the database. */
   streamPendingEventsMax: 1_000,
   streamCatchUpBatchSize: 500,
+  /** Streams opening at once read their starting points together, this many per query at most (events/sources.ts). */
+  streamHeadsPerQueryMax: 500,
   /** The relay republishes outbox rows still unpublished this long after their commit. */
   relayGraceMs: 2_000,
   relayIntervalMs: 1_000,

@@ -3,7 +3,7 @@ import { limits } from '../limits.ts';
 import type { Logger } from '../logger.ts';
 import type { EventBus } from './bus.ts';
 import { eventsChannel, type PublishedEvent, rememberJson } from './publisher.ts';
-import { taskHead, taskSource, transactionSource, userHead, userSource } from './sources.ts';
+import { batchedHeads, taskSource, transactionSource, userSource } from './sources.ts';
 import { StreamEvent, type StreamListener, type StreamTarget, type Subscription, type SubscribeOptions } from './stream-types.ts';
 import { Subscriber, type SubscriberChannel, type SubscriberLimits, type Visibility } from './subscriber.ts';
 import { type PublishedTaskEvent, taskEventsChannel } from './task-feed.ts';
@@ -24,6 +24,8 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   /** Task streams (docs/tasks.md "Task events"), by recipient: every task event is one recipient's. */
   const tasks: SubscriberChannel<PublishedTaskEvent> = { source: taskSource(db), index: new Map() };
   const channels = [transactions, users, tasks] as SubscriberChannel<unknown>[];
+  const userHead = batchedHeads(db, 'event_streams');
+  const taskHead = batchedHeads(db, 'task_event_streams');
   let stopListening: (() => Promise<void>) | null = null;
   let stopListeningToTasks: (() => Promise<void>) | null = null;
 
@@ -182,7 +184,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       return attach(transactions, target.transactionId, Promise.resolve(after ?? 0n), listener, true, visible, viewer);
     }
     // A user stream without Last-Event-ID starts at the head, which nothing can be older than.
-    const start = after === undefined ? () => userHead(db, target.userId) : Promise.resolve(after);
+    const start = after === undefined ? () => userHead(target.userId) : Promise.resolve(after);
     return attach(users, target.userId, start, listener, after !== undefined, visible, viewer);
   }
 
@@ -198,7 +200,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     viewer: V,
   ): Promise<Subscription> {
     const after = options.afterSequence === undefined ? undefined : BigInt(options.afterSequence);
-    const start = after === undefined ? () => taskHead(db, userId) : Promise.resolve(after);
+    const start = after === undefined ? () => taskHead(userId) : Promise.resolve(after);
     return attach(tasks, userId, start, listener, after !== undefined, visible, viewer);
   }
 

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.ts';
+import { limits } from '../limits.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import type { TaskEventRow } from '../store/task-events.ts';
 import { type PublishedEvent, toPublishedEvent } from './publisher.ts';
@@ -27,8 +28,61 @@ export function transactionSource(db: Database): SubscriberSource<PublishedEvent
 }
 
 /** The head of a user's transaction stream: where a stream without Last-Event-ID starts. */
-export async function userHead(db: Database, userId: string): Promise<bigint> {
+async function userHead(db: Database, userId: string): Promise<bigint> {
   return BigInt((await db('event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
+}
+
+interface HeadAsked {
+  userId: string;
+  resolve(head: bigint): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * The heads of streams that open together, read together: at most one read per table in flight,
+ * and the streams that ask meanwhile go in the next one, up to limits.streamHeadsPerQueryMax
+ * owners a query. A storm of clients reconnecting at once (a restart, a load balancer moving them)
+ * would otherwise send one query per stream and hold each one's objects while it waits for a
+ * pooled connection. A stream's head is still read after the stream registered for live events
+ * (hub.ts attach): a request joins only a read not yet sent.
+ */
+export function batchedHeads(db: Database, table: 'event_streams' | 'task_event_streams'): (userId: string) => Promise<bigint> {
+  let asked: HeadAsked[] = [];
+  let busy = false;
+
+  async function readPart(part: HeadAsked[]) {
+    try {
+      const owners = [...new Set(part.map((ask) => ask.userId))];
+      const rows = (await db(table).whereIn('owner_user_id', owners).select('owner_user_id', 'last_sequence')) as {
+        owner_user_id: string;
+        last_sequence: string;
+      }[];
+      const heads = new Map(rows.map((row) => [row.owner_user_id.toLowerCase(), BigInt(row.last_sequence)]));
+      for (const ask of part) ask.resolve(heads.get(ask.userId) ?? 0n);
+    } catch (error) {
+      for (const ask of part) ask.reject(error);
+    }
+  }
+
+  async function readWhileAsked() {
+    try {
+      while (asked.length > 0) {
+        const part = asked.slice(0, limits.streamHeadsPerQueryMax);
+        asked = asked.slice(part.length);
+        await readPart(part);
+      }
+    } finally {
+      busy = false;
+    }
+  }
+
+  return (userId) =>
+    new Promise<bigint>((resolve, reject) => {
+      asked.push({ userId: userId.toLowerCase(), resolve, reject });
+      if (busy) return;
+      busy = true;
+      setImmediate(() => void readWhileAsked());
+    });
 }
 
 /** A user's stream of all their transactions, keyed by the user id: their buyer or seller sequence. */
@@ -51,7 +105,7 @@ export function userSource(db: Database): SubscriberSource<PublishedEvent> {
 }
 
 /** The head of a user's task stream. */
-export async function taskHead(db: Database, userId: string): Promise<bigint> {
+async function taskHead(db: Database, userId: string): Promise<bigint> {
   return BigInt((await db('task_event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
 }
 

@@ -35,11 +35,12 @@ function harness(head: number, stored: number[]) {
   let releaseHead: () => void = () => {};
   const headRead = new Promise<void>((resolve) => (releaseHead = resolve));
   let outboxReads = 0;
-  const first = async () => {
+  // Heads are read together (events/sources.ts batchedHeads): `whereIn(...).select(...)`.
+  const select = async () => {
     await headRead;
-    return { last_sequence: head };
+    return [{ owner_user_id: user, last_sequence: String(head) }];
   };
-  const db = Object.assign(() => ({ where: () => ({ first }) }), {
+  const db = Object.assign(() => ({ whereIn: () => ({ select }) }), {
     raw: async (_sql: string, bindings: unknown[]) => {
       outboxReads++;
       const after = Number(bindings[1]);

@@ -20,18 +20,17 @@ import type { TestApp } from './app.ts';
 export function roundTripMeter(test: TestApp) {
   const measured = new AsyncLocalStorage<string | undefined>();
   const checkouts = new Map<string, number>();
-  const http = supertest(
-    createServer((request, response) => {
-      const mark = request.headers['x-measured'];
-      measured.run(typeof mark === 'string' ? mark : undefined, () => {
-        // The body arrives in the socket's context: its events are moved into the request's.
-        const scope = new AsyncResource('measured-request');
-        const emit = request.emit;
-        request.emit = ((...args: Parameters<typeof emit>) => scope.runInAsyncScope(emit, request, ...args)) as typeof emit;
-        test.app(request, response);
-      });
-    }),
-  );
+  const server = createServer((request, response) => {
+    const mark = request.headers['x-measured'];
+    measured.run(typeof mark === 'string' ? mark : undefined, () => {
+      // The body arrives in the socket's context: its events are moved into the request's.
+      const scope = new AsyncResource('measured-request');
+      const emit = request.emit;
+      request.emit = ((...args: Parameters<typeof emit>) => scope.runInAsyncScope(emit, request, ...args)) as typeof emit;
+      test.app(request, response);
+    });
+  });
+  const http = supertest(server);
   const { db, asyncCommitDb } = test.runtime.engine.dependencies;
   for (const pool of new Set([db, statementPoolOf(db), asyncCommitDb, statementPoolOf(asyncCommitDb)])) {
     const client = pool.client as { acquireConnection: (...args: unknown[]) => Promise<unknown> };
@@ -48,5 +47,7 @@ export function roundTripMeter(test: TestApp) {
     await send({ 'X-Measured': mark });
     return checkouts.get(mark) ?? 0;
   }
-  return { http, roundTrips };
+  /** The connections taken so far for requests that carried `X-Measured: mark` (streams still open, say). */
+  const roundTripsOf = (mark: string) => checkouts.get(mark) ?? 0;
+  return { http, server, roundTrips, roundTripsOf };
 }

@@ -6,7 +6,7 @@ import type { CreateApiKeyInput, LoginInput, SignupInput } from '../../schemas/i
 import { ensureUserAccounts } from '../../store/accounts.ts';
 import * as store from '../../store/identity.ts';
 import type { Admission } from './admission.ts';
-import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
+import { type EngineDependencies, type Principal, SharedLoads, TtlCache } from '../common/index.ts';
 import { noteKeyUse } from './key-usage.ts';
 import { uuidPattern } from '../../domain/ids.ts';
 import { limits } from '../../limits.ts';
@@ -26,18 +26,29 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
   const keysByPrefix = new TtlCache<store.ApiKeyRow>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownLinks = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
   const knownUsers = new TtlCache<true>(limits.credentialCacheTtlMs, limits.credentialCacheEntriesMax);
+  // Misses of the same key, link or user that overlap share one lookup (common/shared-loads.ts):
+  // thousands of streams reconnecting with a few credentials cost a few queries.
+  const keyLookups = new SharedLoads<store.ApiKeyRow | undefined>((key) => key !== undefined);
+  const linkLookups = new SharedLoads<boolean>((linked) => linked);
+  const userLookups = new SharedLoads<boolean>((exists) => exists);
   const revocations = createKeyRevocations(dependencies, admission, {
-    forget: (prefix) => keysByPrefix.delete(prefix),
-    forgetAll: () => keysByPrefix.clear(),
+    forget: (prefix) => {
+      keysByPrefix.delete(prefix);
+      keyLookups.forget(prefix);
+    },
+    forgetAll: () => {
+      keysByPrefix.clear();
+      keyLookups.forgetAll();
+    },
   });
 
   async function findKey(prefix: string) {
     const cached = keysByPrefix.get(prefix);
     if (cached) return cached;
     // A lookup that started before a revocation was heard and ends after it may have read the key
-    // before it was revoked, so its answer is not cached.
+    // before it was revoked, so its answer is not cached, nor shared with a caller who came after.
     const heardBefore = revocations.heard;
-    const key = await store.findApiKeyByPrefix(db, prefix);
+    const key = await keyLookups.load(prefix, heardBefore, () => store.findApiKeyByPrefix(db, prefix));
     if (key && heardBefore === revocations.heard) keysByPrefix.set(prefix, key);
     return key;
   }
@@ -45,14 +56,14 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
   async function isLinkedCached(apiKeyId: string, userId: string) {
     const cacheKey = `${apiKeyId}:${userId}`;
     if (knownLinks.get(cacheKey)) return true;
-    const linked = await store.isLinked(db, apiKeyId, userId);
+    const linked = await linkLookups.load(cacheKey, 0, () => store.isLinked(db, apiKeyId, userId));
     if (linked) knownLinks.set(cacheKey, true);
     return linked;
   }
 
   async function userExists(userId: string) {
     if (knownUsers.get(userId)) return true;
-    const exists = (await store.findUserById(db, userId)) !== undefined;
+    const exists = await userLookups.load(userId, 0, async () => (await store.findUserById(db, userId)) !== undefined);
     if (exists) knownUsers.set(userId, true);
     return exists;
   }
