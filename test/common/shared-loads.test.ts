@@ -22,6 +22,15 @@ describe('overlapping lookups', () => {
     expect(control.started()).toBe(1);
   });
 
+  it('run a query builder once however many callers wait for it (a builder runs again at every then)', async () => {
+    const loads = new SharedLoads<string>(() => true);
+    let runs = 0;
+    const builder: PromiseLike<string> = { then: (onFulfilled, onRejected) => Promise.resolve(`row ${++runs}`).then(onFulfilled, onRejected) };
+    const callers = [loads.load('key', 0, () => builder), loads.load('key', 0, () => builder), loads.load('key', 0, () => builder)];
+    expect(await Promise.all(callers)).toEqual(['row 1', 'row 1', 'row 1']);
+    expect(runs).toBe(1);
+  });
+
   it('share nothing once the load ended: a later miss loads again', async () => {
     const loads = new SharedLoads<string>(() => true);
     let started = 0;

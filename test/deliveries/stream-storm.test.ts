@@ -75,16 +75,16 @@ describe('streams opening at once', () => {
     const headers = await freshCredentials(buyer);
     const mark = randomUUID();
     const { db } = test.runtime.engine.dependencies;
-    // The heads' table held by another transaction: the first stream's read waits, as under a
-    // storm, and the streams that arrive meanwhile ask for theirs behind it.
+    // The keys' and the heads' tables held by another transaction: the first stream's key lookup
+    // waits, as under a storm, and the streams that arrive meanwhile wait for its answer.
     const holder = await db.transaction();
-    await holder.raw('LOCK TABLE event_streams IN ACCESS EXCLUSIVE MODE');
+    await holder.raw('LOCK TABLE api_keys, event_streams IN ACCESS EXCLUSIVE MODE');
     const connections = () => new Promise<number>((resolve) => meter.server.getConnections((_, count) => resolve(count)));
     const connectedBefore = await connections();
     const opening = Array.from({ length: 20 }, () => openEventSource(url, { ...headers, 'X-Measured': mark }));
     sources.push(...opening);
-    // Every stream connected and the first head read waiting; then a moment for the requests to
-    // reach their own head reads (a late one costs one more read, within the bound below).
+    // Every stream connected and the first key lookup waiting; then a moment for the requests to
+    // join it (a late one costs one more read, within the bound below).
     await waitUntil(async () => (await connections()) >= connectedBefore + opening.length && (await lockWaiters(db)) > 0);
     await new Promise((resolve) => setTimeout(resolve, 300));
     await holder.commit();

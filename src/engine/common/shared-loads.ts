@@ -20,13 +20,15 @@ export class SharedLoads<V> {
 
   constructor(private readonly shareable: (value: V) => boolean) {}
 
-  async load(key: string, generation: number, load: () => Promise<V>): Promise<V> {
+  async load(key: string, generation: number, load: () => PromiseLike<V>): Promise<V> {
     const current = this.running.get(key);
     if (current && current.generation === generation) {
       const value = await current.answer;
       return this.shareable(value) ? value : load();
     }
-    const answer = load();
+    // One promise for everyone: a query builder is a thenable that runs its query again at every
+    // `then`, so each caller awaiting the builder itself would send its own query after all.
+    const answer = Promise.resolve(load());
     const entry = { generation, answer };
     this.running.set(key, entry);
     try {
