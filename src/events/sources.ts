@@ -39,9 +39,9 @@ interface HeadAsked {
 }
 
 /**
- * The heads of streams that open together, read together: at most one read per table in flight,
- * and the streams that ask meanwhile go in the next one, up to limits.streamHeadsPerQueryMax
- * owners a query. A storm of clients reconnecting at once (a restart, a load balancer moving them)
+ * The heads of streams that open together, read together: one round of reads per table in flight,
+ * and the streams that ask meanwhile go in the next one, limits.streamHeadsPerQueryMax owners a
+ * query at most. A storm of clients reconnecting at once (a restart, a load balancer moving them)
  * would otherwise send one query per stream and hold each one's objects while it waits for a
  * pooled connection. A stream's head is still read after the stream registered for live events
  * (hub.ts attach): a request joins only a read not yet sent.
@@ -64,12 +64,19 @@ export function batchedHeads(db: Database, table: 'event_streams' | 'task_event_
     }
   }
 
+  /**
+   * Each round takes everything asked so far, in parts read at once: with the database unreachable,
+   * every stream of a round gets its error after one acquire timeout, not one timeout per part.
+   */
   async function readWhileAsked() {
+    const partMax = Math.max(1, limits.streamHeadsPerQueryMax);
     try {
       while (asked.length > 0) {
-        const part = asked.slice(0, limits.streamHeadsPerQueryMax);
-        asked = asked.slice(part.length);
-        await readPart(part);
+        const round = asked;
+        asked = [];
+        const parts: HeadAsked[][] = [];
+        for (let start = 0; start < round.length; start += partMax) parts.push(round.slice(start, start + partMax));
+        await Promise.all(parts.map(readPart));
       }
     } finally {
       busy = false;
