@@ -28,8 +28,29 @@ const waitFor = async (condition: () => boolean) => {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 };
-/** Gives a request that would answer without the held one the time to do so. */
-const settled = <T>(request: Promise<T>) => Promise.race([request, new Promise((resolve) => setTimeout(resolve, 300))]);
+
+const me = (headers: Record<string, string>) =>
+  holder.http
+    .get('/api/v1/auth/me')
+    .set(headers)
+    .then((response) => response);
+
+/**
+ * A first request whose query matching `pattern` has read the database and waits; then
+ * `meanwhile`; then a second request while the first still waits, given the time to answer
+ * without it; then the first is let through. Both answers, once each request is done.
+ */
+async function overlapping(headers: Record<string, string>, pattern: RegExp, meanwhile: () => Promise<unknown>) {
+  const mark = randomUUID();
+  const held = holder.hold(mark, pattern);
+  const first = me({ ...headers, 'X-Held': mark });
+  await waitFor(held.reached);
+  await meanwhile();
+  const second = me(headers);
+  await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 300))]);
+  held.release();
+  return { first: await first, second: await second };
+}
 
 describe('a credential lookup shared by overlapping requests', () => {
   it.runIf(usingRealBackends())('is not joined by a request after a revocation: the key read before it is not taken', async () => {
@@ -37,24 +58,11 @@ describe('a credential lookup shared by overlapping requests', () => {
     const made = await test.http.post('/api/v1/auth/api-keys').set(person.headers).set('Origin', 'http://127.0.0.1:3000').send({ name: 'Script' }).expect(201);
     const { api_key: apiKey, key } = made.body.data as { api_key: string; key: { id: string } };
     const headers = { 'X-Api-Key': apiKey, 'X-Platform-User-Id': person.userId };
-    const mark = randomUUID();
-    const held = holder.hold(mark, /from "api_keys" where "key_prefix"/);
-    // The first request reads the key while it is live; its answer waits.
-    const first = holder.http
-      .get('/api/v1/auth/me')
-      .set({ ...headers, 'X-Held': mark })
-      .then((response) => response);
-    await waitFor(held.reached);
-    await test.http.delete(`/api/v1/auth/api-keys/${key.id}`).set(person.headers).expect(200);
-    const second = holder.http
-      .get('/api/v1/auth/me')
-      .set(headers)
-      .then((response) => response);
-    await settled(second);
-    held.release();
-    const refused = await second;
+    // The first request reads the key while it is live; the second comes after the revocation.
+    const { second: refused } = await overlapping(headers, /from "api_keys" where "key_prefix"/, () =>
+      test.http.delete(`/api/v1/auth/api-keys/${key.id}`).set(person.headers).expect(200),
+    );
     expect([refused.status, refused.body.code]).toEqual([401, 4010]);
-    await first;
     // Nor was the key read before the revocation remembered.
     expect((await test.http.get('/api/v1/auth/me').set(headers).expect(401)).body.code).toBe(4010);
   });
@@ -63,24 +71,12 @@ describe('a credential lookup shared by overlapping requests', () => {
     const user = await signUpHuman(test);
     const key = await createApiKey(test);
     const headers = { 'X-Api-Key': key.api_key, 'X-Platform-User-Id': user.userId };
-    const mark = randomUUID();
-    const held = holder.hold(mark, /from "api_key_links"/);
-    // Read before the link exists; its "not linked" waits.
-    const first = holder.http
-      .get('/api/v1/auth/me')
-      .set({ ...headers, 'X-Held': mark })
-      .then((response) => response);
-    await waitFor(held.reached);
-    await test.http.post(`/api/v1/admin/api-keys/${key.id}/links`).set('X-Admin-Token', testAdminToken).send({ user_id: user.userId }).expect(201);
-    // Comes after the link was made, while the first lookup is still running: it joins it.
-    const second = holder.http
-      .get('/api/v1/auth/me')
-      .set(headers)
-      .then((response) => response);
-    await settled(second);
-    held.release();
-    expect((await first).status).toBe(401);
-    const answered = await second;
+    // The first request reads before the link exists; the second comes after the link was made,
+    // while the first lookup is still running, and joins it.
+    const { first, second: answered } = await overlapping(headers, /from "api_key_links"/, () =>
+      test.http.post(`/api/v1/admin/api-keys/${key.id}/links`).set('X-Admin-Token', testAdminToken).send({ user_id: user.userId }).expect(201),
+    );
+    expect(first.status).toBe(401);
     expect([answered.status, answered.body.data?.user_id]).toEqual([200, user.userId]);
   });
 });
