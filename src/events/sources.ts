@@ -27,9 +27,11 @@ export function transactionSource(db: Database): SubscriberSource<PublishedEvent
   };
 }
 
-/** The head of a user's transaction stream: where a stream without Last-Event-ID starts. */
-async function userHead(db: Database, userId: string): Promise<bigint> {
-  return BigInt((await db('event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
+type HeadTable = 'event_streams' | 'task_event_streams';
+
+/** The head of one user's stream (transactions or tasks): where a stream without Last-Event-ID starts. */
+async function headIn(db: Database, table: HeadTable, userId: string): Promise<bigint> {
+  return BigInt((await db(table).where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
 }
 
 interface HeadAsked {
@@ -46,7 +48,7 @@ interface HeadAsked {
  * pooled connection. A stream's head is still read after the stream registered for live events
  * (hub.ts attach): a request joins only a read not yet sent.
  */
-export function batchedHeads(db: Database, table: 'event_streams' | 'task_event_streams'): (userId: string) => Promise<bigint> {
+export function batchedHeads(db: Database, table: HeadTable): (userId: string) => Promise<bigint> {
   let asked: HeadAsked[] = [];
   let busy = false;
 
@@ -96,7 +98,7 @@ export function batchedHeads(db: Database, table: 'event_streams' | 'task_event_
 export function userSource(db: Database): SubscriberSource<PublishedEvent> {
   return {
     sequenceOf: (event, userId) => BigInt(event.buyer_user_id === userId ? event.buyer_sequence : event.seller_sequence),
-    headSequence: (userId) => userHead(db, userId),
+    headSequence: (userId) => headIn(db, 'event_streams', userId),
     fetchAfter: async (userId, after, limit) => {
       const result = await db.raw(
         `SELECT * FROM (
@@ -111,16 +113,11 @@ export function userSource(db: Database): SubscriberSource<PublishedEvent> {
   };
 }
 
-/** The head of a user's task stream. */
-async function taskHead(db: Database, userId: string): Promise<bigint> {
-  return BigInt((await db('task_event_streams').where({ owner_user_id: userId }).first('last_sequence'))?.last_sequence ?? 0);
-}
-
 /** A user's task stream (docs/tasks.md "Task events"), keyed by the recipient's user id. */
 export function taskSource(db: Database): SubscriberSource<PublishedTaskEvent> {
   return {
     sequenceOf: (event) => BigInt(event.sequence),
-    headSequence: (userId) => taskHead(db, userId),
+    headSequence: (userId) => headIn(db, 'task_event_streams', userId),
     fetchAfter: async (userId, after, limit) =>
       (
         (await db('task_events')
