@@ -73,6 +73,14 @@ export const limits = {
   transactionRowCacheEntriesMax: 2_000,
   /** A row whose input and result_payload take more JSON than this is not kept. */
   transactionRowCachePayloadBytesMax: 16_384,
+  /**
+   * A buyer's purchase read of a capability is kept this long for the next purchase under a key
+   * (engine/money/transactions.ts), which its write statement checks; a row with more JSON than
+   * the bytes bound (a long description) is not kept.
+   */
+  purchaseReadCacheTtlMs: 60_000,
+  purchaseReadCacheEntriesMax: 2_000,
+  purchaseReadCacheRowBytesMax: 8_192,
   /** An in-flight idempotency claim younger than this is never taken over. */
   idempotencyClaimTakeoverAfterMs: 60_000,
   /** Published outbox rows are kept this long by default (OUTBOX_RETENTION_HOURS); then deleted. */

@@ -22,6 +22,11 @@ export interface UnitOfWork {
 
 export interface Prefetched {
   row: Record<string, unknown> | null;
+  /**
+   * The row is this instance's cached read, not one just made: the write statement must check
+   * that the decision made on it still holds (store/change-purchases.ts).
+   */
+  cached?: boolean;
 }
 
 export interface StatementClaim {
@@ -31,6 +36,21 @@ export interface StatementClaim {
   lockId: string;
   responseStatus: number;
   completed: boolean;
+  /**
+   * A fresh claim: no claim row exists yet; the write statement inserts the key, completed, and
+   * writes only if it could (engine/money/idempotency.ts).
+   */
+  fresh?: { fingerprint: string; createdAt: Date; expiresAt: Date };
+}
+
+/**
+ * A fresh claim's statement wrote nothing: its key exists already, or the cached read its work
+ * decided on no longer holds. The caller decides again through the regular claim, on a row just read.
+ */
+export class FreshClaimNotWritten extends Error {
+  constructor(readonly why: 'key_taken' | 'stale') {
+    super(`a fresh claim wrote nothing (${why})`);
+  }
 }
 
 const retryableSqlStates = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected

@@ -9,10 +9,12 @@ import { taskEventClauses, taskEventResultClause, taskEventRowsOf, taskInsertCla
 import { type NewEvent, eventClauses, firstSequenceOf } from './change-events.ts';
 import { columnsOf, patchAssignments } from './change-columns.ts';
 import { deadlineClauses } from './change-deadlines.ts';
+import { type FreshClaim, type PurchaseCheck, freshPurchaseClauses } from './change-purchases.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
 export { type BudgetTake, usageRowOf } from './change-budgets.ts';
 export { type NewEvent } from './change-events.ts';
+export { type FreshClaim, type PurchaseCheck } from './change-purchases.ts';
 
 /**
  * State changes of marketplace transactions as ONE SQL statement: the writes to the transaction
@@ -31,7 +33,7 @@ export { type NewEvent } from './change-events.ts';
  * is its own atomic commit: one commit for all its changes. Row locks are taken in one fixed
  * order, the same in every change statement (PostgreSQL runs the CTEs the final SELECT reads
  * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
- * claim rows, the transaction rows, the task rows of drafts published (change-tasks.ts), the agent
+ * claim rows, the idempotency keys purchases insert (change-purchases.ts), the transaction rows, the task rows of drafts published (change-tasks.ts), the agent
  * budgets' usage rows (change-budgets.ts), the stream counters, the accounts, then the task stream
  * counters (change-tasks.ts). Two statements therefore never wait for each other in a circle. The
  * transactions' deadline rows (change-deadlines.ts) are written and deleted only by the statement
@@ -58,6 +60,12 @@ export interface StateChange {
   at: Date;
   /** An idempotency claim to complete in the same statement, with the response to store. */
   claim?: ClaimCompletion;
+  /**
+   * A new transaction decided on a cached read (change-purchases.ts): its key is claimed, completed,
+   * by the statement itself, and only if `check` finds the read still true.
+   */
+  freshClaim?: FreshClaim;
+  check?: PurchaseCheck;
   /** An agent budget charge taken in the same statement (a freeze, or an insert already frozen; see budgetClauses). */
   budget?: BudgetTake;
   /** A task's events (its own outbox, numbered per recipient), written with the change. */
@@ -65,11 +73,16 @@ export interface StateChange {
 }
 
 /**
- * Applied with the outbox rows written; stale when the compare-and-set found the row changed; or
- * claim_lost when another request took over the idempotency claim, so nothing was written.
+ * Applied with the outbox rows written; stale when the compare-and-set found the row changed (or a
+ * purchase's cached read no longer held); claim_lost when another request took over the
+ * idempotency claim; key_taken when a fresh claim's key exists already: nothing was written.
  */
 export type ChangeOutcome =
-  { kind: 'applied'; events: OutboxRow[]; taskEvents?: TaskEventRow[] } | { kind: 'stale' } | { kind: 'claim_lost' } | { kind: 'over_budget' };
+  | { kind: 'applied'; events: OutboxRow[]; taskEvents?: TaskEventRow[] }
+  | { kind: 'stale' }
+  | { kind: 'claim_lost' }
+  | { kind: 'key_taken' }
+  | { kind: 'over_budget' };
 
 /** A change with its place in the statement: 1, 2, … in the order given. */
 interface Numbered {
@@ -176,7 +189,7 @@ function updateClauses(updates: Numbered[], bindings: unknown[], gate: string): 
 
 /** For a task_event: id, then the recipient in buyer_sequence and its number in seller_sequence. */
 interface ResultRow {
-  kind: 'held' | 'changed' | 'event' | 'budget_due' | 'budget_taken' | 'task_event';
+  kind: 'held' | 'changed' | 'event' | 'budget_due' | 'budget_taken' | 'task_event' | 'verified' | 'fresh_held';
   ordinal: number;
   position: number | null;
   id: string | null;
@@ -197,6 +210,9 @@ export function assertWritable(changes: StateChange[]) {
     if (change.events.length === 0 && !change.taskEvents?.length) throw new Error('a state change without an event');
     if (ids.has(change.transactionId)) throw new Error('two changes of one transaction in one statement');
     ids.add(change.transactionId);
+    // A fresh claim is a new transaction's alone: nothing else gates its insert once its key is in.
+    if (change.freshClaim && (!change.check || change.claim || change.budget || change.write.kind !== 'insert'))
+      throw new Error('a fresh claim is for a checked purchase insert without a claim or a budget');
     if (!change.budget) continue;
     if (usageRows.has(usageRowOf(change.budget))) throw new Error('two budget takes of one usage row in one statement');
     usageRows.add(usageRowOf(change.budget));
@@ -219,10 +235,14 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
   const claims: NumberedClaim[] = numbered.flatMap(({ change, ordinal }) => (change.claim ? [{ ...change.claim, ordinal }] : []));
   const bindings: unknown[] = [];
   const clauses = claims.length > 0 ? claimClauses(claims, bindings) : [];
-  bindings.push(JSON.stringify(numbered.filter(({ change }) => !change.claim).map(({ ordinal }) => ordinal)));
+  const purchases = numbered.flatMap(({ change, ordinal }) => (change.freshClaim ? [{ freshClaim: change.freshClaim, check: change.check!, ordinal }] : []));
+  if (purchases.length > 0) clauses.push(...freshPurchaseClauses(purchases, bindings));
+  bindings.push(JSON.stringify(numbered.filter(({ change }) => !change.claim && !change.freshClaim).map(({ ordinal }) => ordinal)));
   clauses.push(
-    // A change is written only if it has no claim or its claim is still its request's.
-    `allowed AS (SELECT value::int AS ordinal FROM jsonb_array_elements_text(?::jsonb)${claims.length > 0 ? ' UNION ALL SELECT ordinal FROM claim_held' : ''})`,
+    // A change is written only if it has no claim or its claim is still its request's (or its fresh key went in).
+    `allowed AS (SELECT value::int AS ordinal FROM jsonb_array_elements_text(?::jsonb)${claims.length > 0 ? ' UNION ALL SELECT ordinal FROM claim_held' : ''}${
+      purchases.length > 0 ? ' UNION ALL SELECT ordinal FROM fresh_held' : ''
+    })`,
     ...writeClauses(numbered, bindings),
     ...movementClauses(
       numbered.map(({ change, ordinal }) => ({ movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at, ordinal })),
@@ -243,22 +263,27 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
     UNION ALL SELECT 'event', event_input.ordinal, event_input.position, events.id::text, events.buyer_sequence::text, events.seller_sequence::text
       FROM events JOIN event_input ON event_input.transaction_id = events.transaction_id AND event_input.transaction_sequence = events.transaction_sequence
     ${claims.length > 0 ? "UNION ALL SELECT 'held', ordinal, NULL, NULL, NULL, NULL FROM claim_held" : ''}
+    ${purchases.length > 0 ? "UNION ALL SELECT 'verified', ordinal, NULL, NULL, NULL, NULL FROM verified UNION ALL SELECT 'fresh_held', ordinal, NULL, NULL, NULL, NULL FROM fresh_held" : ''}
     ${budgeted ? "UNION ALL SELECT 'budget_due', ordinal, NULL, NULL, NULL, NULL FROM budget_due UNION ALL SELECT 'budget_taken', ordinal, NULL, NULL, NULL, NULL FROM budget_taken" : ''}
     ${taskEvents ? `UNION ALL ${taskEventResultClause}` : ''}`;
   return outcomesOf(numbered, await prepared<ResultRow>(executor, text, bindings));
 }
 
 function outcomesOf(numbered: Numbered[], rows: ResultRow[]): ChangeOutcome[] {
-  const held = new Set(rows.filter((row) => row.kind === 'held').map((row) => row.ordinal));
-  const changed = new Set(rows.filter((row) => row.kind === 'changed').map((row) => row.ordinal));
-  const due = new Set(rows.filter((row) => row.kind === 'budget_due').map((row) => row.ordinal));
-  const taken = new Set(rows.filter((row) => row.kind === 'budget_taken').map((row) => row.ordinal));
+  const ordinalsOf = (kind: ResultRow['kind']) => new Set(rows.filter((row) => row.kind === kind).map((row) => row.ordinal));
+  const held = ordinalsOf('held');
+  const verified = ordinalsOf('verified');
+  const freshHeld = ordinalsOf('fresh_held');
+  const changed = ordinalsOf('changed');
+  const due = ordinalsOf('budget_due');
+  const taken = ordinalsOf('budget_taken');
   const taskEventRows = rows
     .filter((row) => row.kind === 'task_event')
     .map((row) => ({ id: row.id!, recipient: row.buyer_sequence!, sequence: row.seller_sequence! }));
   const taskEvents = taskEventRowsOf(numbered, changed, taskEventRows);
   return numbered.map(({ change, ordinal }): ChangeOutcome => {
     if (change.claim && !held.has(ordinal)) return { kind: 'claim_lost' };
+    if (change.freshClaim && !freshHeld.has(ordinal)) return verified.has(ordinal) ? { kind: 'key_taken' } : { kind: 'stale' };
     // Its row still matched, so only the day's bound can have kept its take, and the move, from being written.
     if (change.budget && due.has(ordinal) && !taken.has(ordinal)) return { kind: 'over_budget' };
     if (!changed.has(ordinal)) return { kind: 'stale' };

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { secondsUntilEnd, type UsageWindow, usageWindow } from '../../domain/usage-windows.ts';
+import { FreshClaimNotWritten } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { giveBackUsage, takeUsage } from '../../store/capability-usage.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
@@ -59,14 +60,15 @@ export async function giveBackCapabilityUsage(executor: Knex, taken: TakenUsage)
 
 /**
  * Whether a failed write certainly wrote nothing: the engine refused it (an AppError: a lost
- * compare-and-set, a claim taken over, the day's budget), the money was short, PostgreSQL
+ * compare-and-set, a claim taken over, the day's budget), a fresh claim's statement found its key
+ * or its cached read changed (it answered, writing nothing), the money was short, PostgreSQL
  * answered with an error (the statement is its own transaction: it rolled back), or no connection
  * was ever had. Any other failure, a connection lost while the statement ran, may have lost the
  * answer of a commit. SQLSTATE codes are five digits or capitals and no class starts with E; the
  * socket's codes (EPIPE, ECONNRESET) all do.
  */
 export function wroteNothing(error: unknown): boolean {
-  if (error instanceof AppError || error instanceof InsufficientBalance) return true;
+  if (error instanceof AppError || error instanceof InsufficientBalance || error instanceof FreshClaimNotWritten) return true;
   const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown };
   return (typeof code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code)) || name === 'KnexTimeoutError';
 }

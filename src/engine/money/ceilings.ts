@@ -2,6 +2,8 @@ import { currencyOfSpace } from '../../domain/money.ts';
 import { type PricingModel, assertWithinCeiling, transactionPrice } from '../../domain/pricing.ts';
 import type { Principal } from '../common/index.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
+import type { PurchaseCheck } from '../../store/change.ts';
+import type { TransactionRow } from '../../store/transactions.ts';
 
 /**
  * The buyer's ceiling (docs/decisions/money-and-escrow.md "Price ceilings"): a buyer is never charged more than it
@@ -27,9 +29,11 @@ interface PastPurchase {
  */
 export function purchaseRead(capabilityId: string, buyerUserId: string): { text: string; bindings: unknown[] } {
   return {
-    text: `SELECT capability.*, last.price AS last_purchase_price, last.booked_hours AS last_purchase_booked_hours, last.transaction_type AS last_purchase_type
+    // The row's version (xmin) and the last purchase's id let a write statement check a cached copy of this read (purchaseCheckOf).
+    text: `SELECT capability.*, capability.xmin::text AS capability_version, last.id AS last_purchase_id,
+                  last.price AS last_purchase_price, last.booked_hours AS last_purchase_booked_hours, last.transaction_type AS last_purchase_type
       FROM capabilities AS capability
-      LEFT JOIN LATERAL (SELECT price, booked_hours, transaction_type FROM transactions
+      LEFT JOIN LATERAL (SELECT id, price, booked_hours, transaction_type FROM transactions
                           WHERE buyer_user_id = ? AND capability_id = capability.id ORDER BY created_at DESC LIMIT 1) AS last ON true
      WHERE capability.id = ?`,
     bindings: [buyerUserId, capabilityId],
@@ -39,9 +43,37 @@ export function purchaseRead(capabilityId: string, buyerUserId: string): { text:
 /** A row of `purchaseRead` as the capability and the buyer's last purchase of it (null: none); nothing for no row. */
 export function splitPurchaseRead(row: Record<string, unknown> | undefined): { capability?: CapabilityRow; past: PastPurchase | null } {
   if (row === undefined) return { past: null };
-  const { last_purchase_price: price, last_purchase_booked_hours: bookedHours, last_purchase_type: type, ...capability } = row;
+  const {
+    capability_version: _version,
+    last_purchase_id: _lastId,
+    last_purchase_price: price,
+    last_purchase_booked_hours: bookedHours,
+    last_purchase_type: type,
+    ...capability
+  } = row;
   const past = price === null ? null : { price: price as string, booked_hours: bookedHours as number | null, transaction_type: type as string };
   return { capability: capability as unknown as CapabilityRow, past };
+}
+
+/** What a write statement checks of a cached `purchaseRead` row before it buys on it (store/change-purchases.ts). */
+export function purchaseCheckOf(row: Record<string, unknown>, buyerUserId: string): PurchaseCheck {
+  return {
+    capabilityId: row.id as string,
+    capabilityVersion: row.capability_version as string,
+    buyerUserId,
+    lastPurchaseId: (row.last_purchase_id as string | null) ?? null,
+  };
+}
+
+/** The `purchaseRead` row as it is after `bought` committed: the buyer's last purchase is now that one. */
+export function withLastPurchase(row: Record<string, unknown>, bought: TransactionRow): Record<string, unknown> {
+  return {
+    ...row,
+    last_purchase_id: bought.id,
+    last_purchase_price: bought.price,
+    last_purchase_booked_hours: bought.booked_hours,
+    last_purchase_type: bought.transaction_type,
+  };
 }
 
 /** The unit price a past purchase was made at (its price divided by the units it booked). */

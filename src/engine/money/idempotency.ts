@@ -18,6 +18,14 @@ import type { EngineDependencies, Principal } from '../common/index.ts';
  * over an old claim only when that lock is free, that is when the original request's database
  * transaction is gone (its process died); a request that is merely slow keeps its claim. The
  * claim token makes the completion fail if the claim was taken over regardless.
+ *
+ * A fresh claim skips the claim's own statement: single-statement work that can decide on this
+ * instance's cached read (a repeat purchase) inserts its key, completed with the response, in its
+ * write statement, which writes only if the key was not there and the read still holds. A
+ * duplicate on this instance is 4091 at once (the keys in flight here); on another instance its
+ * statement finds the key and goes the regular way, which replays the stored response (or says
+ * 4091 while a regular claim is in flight). Exactly one effect per key either way: the key's
+ * primary key decides.
  */
 export interface IdempotencyRequest {
   key: string;
@@ -31,6 +39,12 @@ export interface IdempotencyRequest {
 export interface ClaimRead {
   text: string;
   bindings: unknown[];
+  /**
+   * The same read as this instance last made it, which the work may decide on if its write
+   * statement checks it (store/change-purchases.ts): then the key is claimed by that statement
+   * too, a fresh claim, and the request makes one round trip. `forget` drops it once it proved stale.
+   */
+  cached?: { row: Record<string, unknown>; forget(): void };
 }
 
 export interface Outcome<T> {
@@ -73,6 +87,15 @@ export const fingerprintOf = (value: unknown) =>
 const lockIdOf = (scopeHash: string) => BigInt(`0x${scopeHash.slice(0, 15)}`).toString();
 
 export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies) {
+  /**
+   * The keys this instance is working on, with when each request began. A duplicate arriving
+   * meanwhile is 4091 at once, without a statement, and a statement never carries two fresh claims
+   * of one key. A request at work longer than a claim may be taken over after blocks nobody here:
+   * its retry goes to the database, whose claim decides as for a request that died. Across
+   * instances the database decides (the key's primary key).
+   */
+  const inFlightHere = new Map<string, { since: number; fingerprint: string }>();
+
   const scopeHash = (principal: Principal | null, request: IdempotencyRequest) => {
     const credential = principal ? `${principal.caller_type}:${principal.api_key_id ?? '-'}:${principal.user_id}` : 'admin';
     return createHash('sha256').update(`${credential}\n${request.operation}\n${request.key}`).digest('hex');
@@ -146,6 +169,62 @@ export function createIdempotency({ db, asyncCommitDb, now }: EngineDependencies
   ): Promise<Outcome<T>> {
     if (!request) return { data: await (writes === 'one statement' ? withSingleStatement : withTransaction)(db, work), status, replayed: false };
     const hash = scopeHash(principal, request);
+    const here = { since: now().getTime(), fingerprint: request.fingerprint };
+    const earlier = inFlightHere.get(hash);
+    if (earlier && earlier.since > here.since - limits.idempotencyClaimTakeoverAfterMs) {
+      // As the claim answers: another request under the key is 4220 before it is 4091.
+      if (earlier.fingerprint !== here.fingerprint) throw new AppError('idempotency_key_reused', 'this Idempotency-Key was used with a different request');
+      throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+    }
+    inFlightHere.set(hash, here);
+    try {
+      if (writes === 'one statement' && read?.cached) {
+        const fresh = await runFreshClaim(hash, request, status, work, read.cached);
+        if (fresh) return fresh;
+      }
+      return await runClaimed(hash, request, status, work, writes, read);
+    } finally {
+      // Not a later request's entry, which a takeover may have put in this one's place.
+      if (inFlightHere.get(hash) === here) inFlightHere.delete(hash);
+    }
+  }
+
+  /**
+   * Single-statement work decided on a cached read, its key claimed by its own write statement.
+   * Undefined when that statement wrote nothing (the key exists, the read is stale) or the work
+   * refused on the cached row: the regular claim then decides on a row just read, and replays
+   * whatever the key holds by then (a failed attempt committed nothing: its one statement is atomic).
+   */
+  async function runFreshClaim<T>(
+    hash: string,
+    request: IdempotencyRequest,
+    status: number,
+    work: (unit: UnitOfWork) => Promise<T>,
+    cached: NonNullable<ClaimRead['cached']>,
+  ): Promise<Outcome<T> | undefined> {
+    const at = now();
+    const fresh = { fingerprint: request.fingerprint, createdAt: at, expiresAt: new Date(at.getTime() + limits.idempotencyRetentionMs) };
+    const claim: StatementClaim = { scopeHash: hash, token: randomUUID(), lockId: lockIdOf(hash), responseStatus: status, completed: false, fresh };
+    let data: T;
+    try {
+      data = await withSingleStatement(db, work, { claim, prefetched: { row: cached.row, cached: true } });
+    } catch {
+      // Decided again by the caller, on a row just read: a refusal is never decided on a cached row.
+      cached.forget();
+      return undefined;
+    }
+    if (!claim.completed) throw new Error('single-statement work returned without completing its fresh idempotency claim');
+    return { data, status, replayed: false };
+  }
+
+  async function runClaimed<T>(
+    hash: string,
+    request: IdempotencyRequest,
+    status: number,
+    work: (unit: UnitOfWork) => Promise<T>,
+    writes: 'one statement' | 'several statements',
+    read?: ClaimRead,
+  ): Promise<Outcome<T>> {
     const claimed = await claim(hash, request, writes === 'one statement' ? read : undefined);
     if ('replay' in claimed) return claimed.replay as Outcome<T>;
     try {

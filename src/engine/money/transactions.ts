@@ -10,7 +10,9 @@ import { type ActionExtra, type Transitions, taskIdTaken } from './transitions.t
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { transactionView } from './views.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
-import { assertBuyerCeiling, purchaseRead, splitPurchaseRead } from './ceilings.ts';
+import { assertBuyerCeiling, purchaseCheckOf, purchaseRead, splitPurchaseRead, withLastPurchase } from './ceilings.ts';
+import { TtlCache } from '../common/index.ts';
+import { jsonBytesOf } from './views.ts';
 import { checkPurchase, planFreezeCharge } from './budgets.ts';
 import { limits } from '../../limits.ts';
 import { giveBackUnlessWritten, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
@@ -25,6 +27,12 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
   const { db, now } = dependencies;
   const { completed, completeView, get, findForCaller, list, agentTransactions } = createTransactionReads(db);
   const { autoConfirmNextDue, failNextOverdueInvoke } = createTransactionSweeps(dependencies, transitions);
+  /**
+   * Each buyer's last purchase read of a capability, as it stands after the purchase: a repeat
+   * purchase under a key decides on it without a read, and its write statement checks it and
+   * claims the key (idempotency.ts, fresh claims). A stale copy costs one statement that writes nothing.
+   */
+  const purchaseReads = new TtlCache<Record<string, unknown>>(limits.purchaseReadCacheTtlMs, limits.purchaseReadCacheEntriesMax);
 
   async function create(principal: Principal, command: CreateTransactionCommand, request: IdempotencyRequest | null): Promise<Outcome<TransactionView>> {
     if (principal.caller_type === 'agent' && !request) {
@@ -33,6 +41,9 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
       });
     }
     const capabilityRead = purchaseRead(command.capability_id, principal.user_id);
+    const readKey = `${principal.user_id}:${command.capability_id}`;
+    // A client task id is checked by a read of its own (below): such a purchase takes the regular way.
+    const cachedRow = command.client_task_id ? undefined : purchaseReads.get(readKey);
     let taken: TakenUsage | undefined;
     return completed(
       await idempotency.run<TransactionView>(
@@ -41,11 +52,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
         201,
         async (unit) => {
           // Under a key the claim's statement has read the capability already (unit.prefetched).
-          const read = splitPurchaseRead(
-            unit.prefetched
-              ? (unit.prefetched.row ?? undefined)
-              : (await prepared<Record<string, unknown>>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0],
-          );
+          const readRow = unit.prefetched
+            ? (unit.prefetched.row ?? undefined)
+            : (await prepared<Record<string, unknown>>(unit.trx, capabilityRead.text, capabilityRead.bindings))[0];
+          const read = splitPurchaseRead(readRow);
           const capability = authorize(buyCapability, principal, read.capability, 'capability');
           if (command.demand_id) await checkDemandLink(unit.trx, principal, command.demand_id);
           const price = transactionPrice(capability.pricing_model as PricingModel, BigInt(capability.price), command.booked_hours);
@@ -64,9 +74,11 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           // Taken before the write; given back if the write certainly wrote nothing (a retry takes again).
           taken ??= await takeCapabilityUsage(db, capability, at);
           try {
-            return transactionView(
-              await transitions.insert(unit, newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS)),
-            );
+            const row = newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS);
+            const created = await transitions.insert(unit, row, unit.prefetched?.cached ? purchaseCheckOf(readRow!, principal.user_id) : undefined);
+            if (jsonBytesOf(readRow!) <= limits.purchaseReadCacheRowBytesMax)
+              unit.afterCommit(() => purchaseReads.set(readKey, withLastPurchase(readRow!, created)));
+            return transactionView(created);
           } catch (error) {
             const given = taken;
             taken = undefined;
@@ -75,7 +87,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           }
         },
         'one statement',
-        capabilityRead,
+        { ...capabilityRead, ...(cachedRow ? { cached: { row: cachedRow, forget: () => purchaseReads.delete(readKey) } } : {}) },
       ),
     );
   }

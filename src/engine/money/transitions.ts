@@ -1,12 +1,12 @@
 import { type Actor, type Transition, type TransactionAction, type TransactionStatus, invalidTransition, nextState } from '../../domain/escrow.ts';
 import { feeOf } from '../../domain/money.ts';
-import type { UnitOfWork } from '../../db/transaction.ts';
+import { FreshClaimNotWritten, type UnitOfWork } from '../../db/transaction.ts';
 import { claimIsHeld } from '../../store/claims.ts';
 import { AppError, notFound } from '../../errors.ts';
 import type { Publisher } from '../../events/publisher.ts';
 import { systemAccountId, userAccountId } from '../../store/accounts.ts';
 import type { Leg } from '../../store/ledger.ts';
-import { type NewEvent, type StateChange, commitChange, isClientTaskIdTaken } from '../../store/change.ts';
+import { type NewEvent, type PurchaseCheck, type StateChange, commitChange, isClientTaskIdTaken } from '../../store/change.ts';
 import { shortfallOf } from '../../store/ledger.ts';
 import { createBatcher } from './batcher.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
@@ -173,7 +173,11 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     const { claim } = unit;
     // The last event carries the view of the row after the change: the response, computed once.
     // Like the event, it references a large input or result_payload; a replay fills them in.
-    if (claim) change.claim = { ...claim, responseBody: change.events.at(-1)!.payload.transaction };
+    const responseBody = change.events.at(-1)!.payload.transaction;
+    if (claim?.fresh) {
+      const { scopeHash, token, responseStatus, fresh } = claim;
+      change.freshClaim = { scopeHash, token, responseStatus, responseBody, ...fresh };
+    } else if (claim) change.claim = { ...claim, responseBody };
     let outcome;
     try {
       // Single-statement work (the unit is the pool itself) goes through the batcher; work inside
@@ -187,6 +191,7 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
       throw error;
     }
     if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
+    if (outcome.kind === 'key_taken') throw new FreshClaimNotWritten('key_taken');
     if (outcome.kind === 'stale') return false;
     // The day's bound refused the budget charge: nothing of the change was written.
     if (outcome.kind === 'over_budget') throw await budget!.refuse();
@@ -251,8 +256,11 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     throw new AppError('conflict', 'the transaction changed concurrently; retry');
   }
 
-  /** Inserts a new transaction with its creation event, in one statement. */
-  async function insert(unit: UnitOfWork, row: TransactionRow): Promise<TransactionRow> {
+  /**
+   * Inserts a new transaction with its creation event, in one statement. A purchase decided on a
+   * cached read passes `check`: the statement writes only if that read still holds.
+   */
+  async function insert(unit: UnitOfWork, row: TransactionRow, check?: PurchaseCheck): Promise<TransactionRow> {
     const change: StateChange = {
       transactionId: row.id,
       buyerUserId: row.buyer_user_id,
@@ -261,9 +269,13 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
       legs: [],
       events: [eventOf('create', null, row)],
       at: row.created_at,
+      ...(check ? { check } : {}),
     };
-    // An insert has no compare-and-set to lose: anything but applied is a failure of its own.
-    if (!(await commit(unit, change))) throw new Error('a transaction insert wrote nothing');
+    // An insert has no compare-and-set to lose: only a check of its cached read can keep it from being written.
+    if (!(await commit(unit, change))) {
+      if (check) throw new FreshClaimNotWritten('stale');
+      throw new Error('a transaction insert wrote nothing');
+    }
     remember(unit, row);
     return row;
   }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { nextTaskState } from '../../domain/tasks.ts';
-import type { UnitOfWork } from '../../db/transaction.ts';
+import { FreshClaimNotWritten, type UnitOfWork } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TaskView } from '../../schemas/tasks.ts';
@@ -187,6 +187,8 @@ export function createTaskPublish(transitions: Pick<Transitions, 'submit'>, even
     // The day's bound refused the budget's take: nothing was written, not even the restated fields (as before).
     if (outcome.kind === 'over_budget') throw await charge!.refuse();
     if (outcome.kind === 'stale') return false;
+    // A task's change never carries a fresh claim (only purchases do); the outcome is named for the types.
+    if (outcome.kind === 'key_taken') throw new FreshClaimNotWritten('key_taken');
     if (unit.claim) unit.claim.completed = true;
     events.written(unit, outcome.taskEvents ?? []);
     return true;
