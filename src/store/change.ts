@@ -33,9 +33,12 @@ export { type FreshClaim, type PurchaseCheck } from './change-purchases.ts';
  * is its own atomic commit: one commit for all its changes. Row locks are taken in one fixed
  * order, the same in every change statement (PostgreSQL runs the CTEs the final SELECT reads
  * first, the others at the end), each kind in sorted order: the idempotency advisory locks and
- * claim rows, the idempotency keys purchases insert (change-purchases.ts), the transaction rows, the task rows of drafts published (change-tasks.ts), the agent
- * budgets' usage rows (change-budgets.ts), the stream counters, the accounts, then the task stream
- * counters (change-tasks.ts). Two statements therefore never wait for each other in a circle. The
+ * claim rows, the idempotency keys purchases insert (change-purchases.ts), the transaction rows,
+ * the task rows of drafts published (change-tasks.ts), the agent budgets' usage rows
+ * (change-budgets.ts), the stream counters, the accounts, then the task stream counters
+ * (change-tasks.ts). Two statements therefore never wait for each other in a circle (a key two
+ * instances insert at once makes the second wait for the first's commit while it holds only
+ * claims and keys sorted before that one, which the first has already passed). The
  * transactions' deadline rows (change-deadlines.ts) are written and deleted only by the statement
  * that holds the transaction's row, and the sweeper reads them without a lock: they add no wait.
  */
