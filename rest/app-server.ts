@@ -8,9 +8,10 @@ import type { Express } from 'express';
  * 1 KiB each, measured with heap snapshots in docs/benchmark-history.md "Fan-out at the cost of a
  * bare stream"): 2 KiB kept for as long as a stream stays open, and property lookups on request
  * and response that no inline cache can share. Built this way, express's setPrototypeOf finds the
- * prototype already in place and changes nothing.
+ * prototype already in place and changes nothing. `listener` (the app by default) may wrap the
+ * app, as the lifecycle bench's profiler does; requests still get the app's prototypes.
  */
-export function createAppServer(app: Express): http.Server {
+export function createAppServer(app: Express, listener: http.RequestListener = app as unknown as http.RequestListener): http.Server {
   function AppRequest(...args: unknown[]) {
     return Reflect.construct(http.IncomingMessage, args, AppRequest) as http.IncomingMessage;
   }
@@ -24,6 +25,6 @@ export function createAppServer(app: Express): http.Server {
       IncomingMessage: AppRequest as unknown as typeof http.IncomingMessage,
       ServerResponse: AppResponse as unknown as typeof http.ServerResponse,
     },
-    app,
+    listener,
   );
 }

@@ -1,16 +1,16 @@
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.ts';
+import { createAppServer } from '../../rest/app-server.ts';
 import { openRuntime, startBackgroundJobs, type Runtime } from '../../src/bootstrap.ts';
 import { loadConfig, rateLimitNames, rateLimitVariable } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createProfiler, type Profiler } from './profiler.ts';
 
 /**
- * The real server, started in this process exactly as src/main.ts does it (openRuntime +
- * createApp, every background job running: startBackgroundJobs), on PostgreSQL and Redis,
- * listening on a loopback port. The only
- * addition is the request wrapper that lets the profiler attribute queries to a request.
+ * The real server, started in this process exactly as src/main.ts does it (openRuntime, createApp
+ * and createAppServer, every background job running: startBackgroundJobs), on PostgreSQL and
+ * Redis, listening on a loopback port. The only addition is the request wrapper that lets the
+ * profiler attribute queries to a request.
  */
 export const benchJwtSecret = 'bench-jwt-secret-0123456789abcdef';
 export const benchAdminToken = 'bench-admin-token-0123456789abcdef';
@@ -63,10 +63,11 @@ export async function startServer(
   startBackgroundJobs(runtime, config);
   const profiler = createProfiler(runtime.bus);
   const app = createApp(runtime.engine);
-  const server = http.createServer((request, response) => {
+  // Made as src/main.ts makes it (requests and responses with express's prototypes from the start).
+  const server = createAppServer(app, (request, response) => {
     profiler.wrap(stepOf(request.method, request.url), (done) => {
       response.once('finish', () => done(() => {}));
-      app(request, response);
+      app(request as never, response as never);
     });
   });
   // Phases are separated by idle gaps (pgbench, profiling); keep client sockets open across them.

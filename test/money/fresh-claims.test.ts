@@ -5,6 +5,7 @@ import { createApp } from '../../src/app.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { type Engine, createEngine } from '../../src/engine/index.ts';
 import { createIdempotency } from '../../src/engine/money/index.ts';
+import { type StateChange, commitChanges } from '../../src/store/change.ts';
 import { raceTest, startTestApp, type TestApp } from '../helpers/app.ts';
 import { createAgent } from '../helpers/actors.ts';
 import { agentMarket, balance, createCapability, credit } from '../helpers/market.ts';
@@ -51,11 +52,12 @@ describe('a repeat purchase under a new key', () => {
     const key = randomUUID();
     const first = await purchase(test.http, buyer.headers, { capability_id: capability.id, note: 'second' }, key).expect(201);
     expect(first.body.data).toMatchObject({ status: 'pending_freeze', price_ut: '10.00', note: 'second' });
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
     const again = await purchase(test.http, buyer.headers, { capability_id: capability.id, note: 'second' }, key).expect(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.body.data.id).toBe(first.body.data.id);
     const reused = await purchase(test.http, buyer.headers, { capability_id: capability.id, note: 'other' }, key).expect(422);
-    expect(reused.body.code).toBe(4220);
+    expect(reused.body).toMatchObject({ code: 4220, data: { detail: 'this Idempotency-Key was used with a different request' } });
     expect(await boughtIds(buyer.headers)).toHaveLength(2);
   });
 
@@ -163,10 +165,117 @@ describe('a key this instance is working on', () => {
     let finish!: (value: string) => void;
     const first = idempotency.run(caller, sent, 201, () => new Promise<string>((resolve) => (finish = resolve)), 'several statements');
     await expect.poll(() => finish).toBeDefined();
-    await expect(idempotency.run(caller, sent, 201, async () => 'duplicate')).rejects.toMatchObject({ code: 4091 });
-    await expect(idempotency.run(caller, { ...sent, fingerprint: randomUUID() }, 201, async () => 'other')).rejects.toMatchObject({ code: 4220 });
+    await expect(idempotency.run(caller, sent, 201, async () => 'duplicate')).rejects.toMatchObject({
+      code: 4091,
+      detail: 'a request with this Idempotency-Key is still being processed',
+    });
+    await expect(idempotency.run(caller, { ...sent, fingerprint: randomUUID() }, 201, async () => 'other')).rejects.toMatchObject({
+      code: 4220,
+      detail: 'this Idempotency-Key was used with a different request',
+    });
     finish('the first');
     expect(await first).toEqual({ data: 'the first', status: 201, replayed: false });
     expect(await idempotency.run(caller, sent, 201, async () => 'again')).toEqual({ data: 'the first', status: 201, replayed: true });
+  });
+});
+
+describe('a request at work for as long as a claim may be taken over', () => {
+  const principal = (): Principal => ({ user_id: randomUUID(), caller_type: 'agent', platform: null, api_key_id: null });
+
+  it('blocks its retry on this instance no longer: the database takes the claim over, as for a request that died', async () => {
+    const idempotency = createIdempotency(test.runtime.engine.dependencies);
+    const caller = principal();
+    const sent = { key: randomUUID(), operation: 'POST /test', fingerprint: randomUUID() };
+    void idempotency.run(caller, sent, 201, () => new Promise<never>(() => {}), 'one statement');
+    await expect.poll(async () => test.runtime.database.db('idempotency_keys').where({ fingerprint: sent.fingerprint }).first()).toBeDefined();
+    test.clock.advanceMs(59_000);
+    await expect(idempotency.run(caller, sent, 201, async () => 'too early')).rejects.toMatchObject({ code: 4091 });
+    test.clock.advanceMs(1_000);
+    expect(await idempotency.run(caller, sent, 201, async () => 'the retry')).toEqual({ data: 'the retry', status: 201, replayed: false });
+  });
+});
+
+describe('a cached read handed to the claim', () => {
+  const principal = (): Principal => ({ user_id: randomUUID(), caller_type: 'agent', platform: null, api_key_id: null });
+  const sent = () => ({ key: randomUUID(), operation: 'POST /test', fingerprint: randomUUID() });
+  const read = (row: Record<string, unknown>, forgotten: string[]) => ({
+    text: 'SELECT 1 AS one',
+    bindings: [],
+    cached: { row, forget: () => forgotten.push('forgotten') },
+  });
+
+  it('is used by one-statement work only; work of several statements decides on its own reads', async () => {
+    const idempotency = createIdempotency(test.runtime.engine.dependencies);
+    const seen: unknown[] = [];
+    const forgotten: string[] = [];
+    const answer = await idempotency.run(
+      principal(),
+      sent(),
+      201,
+      async (unit) => {
+        seen.push(unit.prefetched, unit.claim?.fresh);
+        return 'done';
+      },
+      'several statements',
+      read({ cached: 'row' }, forgotten),
+    );
+    expect(answer).toEqual({ data: 'done', status: 201, replayed: false });
+    expect(seen).toEqual([undefined, undefined]);
+    expect(forgotten).toEqual([]);
+  });
+
+  it('refuses one-statement work that returned without writing its fresh claim, and forgets nothing it did not try', async () => {
+    const idempotency = createIdempotency(test.runtime.engine.dependencies);
+    const forgotten: string[] = [];
+    const seen: unknown[] = [];
+    await expect(
+      idempotency.run(
+        principal(),
+        sent(),
+        201,
+        async (unit) => {
+          seen.push(unit.prefetched);
+          return 'forgot';
+        },
+        'one statement',
+        read({ cached: 'row' }, forgotten),
+      ),
+    ).rejects.toThrow('single-statement work returned without completing its fresh idempotency claim');
+    expect(seen).toEqual([{ row: { cached: 'row' }, cached: true }]);
+    expect(forgotten).toEqual([]);
+  });
+});
+
+describe('a fresh claim in a statement', () => {
+  const fresh = {
+    scopeHash: 'a'.repeat(64),
+    token: randomUUID(),
+    responseStatus: 201,
+    responseBody: {},
+    fingerprint: 'f',
+    createdAt: new Date(),
+    expiresAt: new Date(),
+  };
+  const check = { capabilityId: randomUUID(), capabilityVersion: '1', buyerUserId: randomUUID(), lastPurchaseId: null };
+  const insert = (overrides: Partial<StateChange>): StateChange => ({
+    transactionId: randomUUID(),
+    buyerUserId: randomUUID(),
+    sellerUserId: randomUUID(),
+    write: { kind: 'insert', values: {} },
+    legs: [],
+    events: [{ type: 'transaction.pending_freeze', payload: {} }],
+    at: new Date(),
+    freshClaim: fresh,
+    check,
+    ...overrides,
+  });
+  const refusal = 'a fresh claim is for a checked purchase insert without a claim or a budget';
+
+  it('is refused without its check, beside a claim or a budget take, or on a move, before anything is sent', async () => {
+    const { db } = test.runtime.database;
+    await expect(commitChanges(db, [insert({ check: undefined })])).rejects.toThrow(refusal);
+    await expect(commitChanges(db, [insert({ claim: { ...fresh, lockId: '1' } })])).rejects.toThrow(refusal);
+    await expect(commitChanges(db, [insert({ budget: { keyId: randomUUID(), day: '2026-11-27', amount: 1n } as never })])).rejects.toThrow(refusal);
+    await expect(commitChanges(db, [insert({ write: { kind: 'update', fromStatus: 'frozen', fromSequence: 1, set: {} } })])).rejects.toThrow(refusal);
   });
 });
