@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import supertest from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.ts';
+import type { UnitOfWork } from '../../src/db/transaction.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { type Engine, createEngine } from '../../src/engine/index.ts';
 import { createIdempotency } from '../../src/engine/money/index.ts';
@@ -33,6 +34,10 @@ afterAll(async () => {
 });
 
 type Http = ReturnType<typeof supertest>;
+
+/** A caller and a request for the engine's idempotency itself, without the HTTP layer. */
+const principal = (): Principal => ({ user_id: randomUUID(), caller_type: 'agent', platform: null, api_key_id: null });
+const request = () => ({ key: randomUUID(), operation: 'POST /test', fingerprint: randomUUID() });
 
 const purchase = (http: Http, headers: Record<string, string>, body: Record<string, unknown>, key = randomUUID()) =>
   http
@@ -156,12 +161,10 @@ describe('repeat purchases at once', () => {
 });
 
 describe('a key this instance is working on', () => {
-  const principal = (): Principal => ({ user_id: randomUUID(), caller_type: 'agent', platform: null, api_key_id: null });
-
   it('answers a duplicate 4091 and another request under it 4220 at once, and nothing once it is done', async () => {
     const idempotency = createIdempotency(test.runtime.engine.dependencies);
     const caller = principal();
-    const sent = { key: randomUUID(), operation: 'POST /test', fingerprint: randomUUID() };
+    const sent = request();
     let finish!: (value: string) => void;
     const first = idempotency.run(caller, sent, 201, () => new Promise<string>((resolve) => (finish = resolve)), 'several statements');
     await expect.poll(() => finish).toBeDefined();
@@ -180,12 +183,10 @@ describe('a key this instance is working on', () => {
 });
 
 describe('a request at work for as long as a claim may be taken over', () => {
-  const principal = (): Principal => ({ user_id: randomUUID(), caller_type: 'agent', platform: null, api_key_id: null });
-
   it('blocks its retry on this instance no longer: the database takes the claim over, as for a request that died', async () => {
     const idempotency = createIdempotency(test.runtime.engine.dependencies);
     const caller = principal();
-    const sent = { key: randomUUID(), operation: 'POST /test', fingerprint: randomUUID() };
+    const sent = request();
     void idempotency.run(caller, sent, 201, () => new Promise<never>(() => {}), 'one statement');
     await expect.poll(async () => test.runtime.database.db('idempotency_keys').where({ fingerprint: sent.fingerprint }).first()).toBeDefined();
     test.clock.advanceMs(59_000);
@@ -196,52 +197,35 @@ describe('a request at work for as long as a claim may be taken over', () => {
 });
 
 describe('a cached read handed to the claim', () => {
-  const principal = (): Principal => ({ user_id: randomUUID(), caller_type: 'agent', platform: null, api_key_id: null });
-  const sent = () => ({ key: randomUUID(), operation: 'POST /test', fingerprint: randomUUID() });
   const read = (row: Record<string, unknown>, forgotten: string[]) => ({
     text: 'SELECT 1 AS one',
     bindings: [],
     cached: { row, forget: () => forgotten.push('forgotten') },
   });
 
-  it('is used by one-statement work only; work of several statements decides on its own reads', async () => {
+  /** Runs work that records what it was handed, under a new key, with a cached read. */
+  function runWithCachedRead(writes: 'one statement' | 'several statements', seen: unknown[], forgotten: string[]) {
     const idempotency = createIdempotency(test.runtime.engine.dependencies);
-    const seen: unknown[] = [];
-    const forgotten: string[] = [];
-    const answer = await idempotency.run(
-      principal(),
-      sent(),
-      201,
-      async (unit) => {
-        seen.push(unit.prefetched, unit.claim?.fresh);
-        return 'done';
-      },
-      'several statements',
-      read({ cached: 'row' }, forgotten),
-    );
-    expect(answer).toEqual({ data: 'done', status: 201, replayed: false });
+    const work = async (unit: UnitOfWork) => {
+      seen.push(unit.prefetched, unit.claim?.fresh);
+      return 'done without writing';
+    };
+    return idempotency.run(principal(), request(), 201, work, writes, read({ cached: 'row' }, forgotten));
+  }
+
+  it('is used by one-statement work only; work of several statements decides on its own reads', async () => {
+    const [seen, forgotten]: [unknown[], string[]] = [[], []];
+    expect(await runWithCachedRead('several statements', seen, forgotten)).toEqual({ data: 'done without writing', status: 201, replayed: false });
     expect(seen).toEqual([undefined, undefined]);
     expect(forgotten).toEqual([]);
   });
 
   it('refuses one-statement work that returned without writing its fresh claim, and forgets nothing it did not try', async () => {
-    const idempotency = createIdempotency(test.runtime.engine.dependencies);
-    const forgotten: string[] = [];
-    const seen: unknown[] = [];
-    await expect(
-      idempotency.run(
-        principal(),
-        sent(),
-        201,
-        async (unit) => {
-          seen.push(unit.prefetched);
-          return 'forgot';
-        },
-        'one statement',
-        read({ cached: 'row' }, forgotten),
-      ),
-    ).rejects.toThrow('single-statement work returned without completing its fresh idempotency claim');
-    expect(seen).toEqual([{ row: { cached: 'row' }, cached: true }]);
+    const [seen, forgotten]: [unknown[], string[]] = [[], []];
+    await expect(runWithCachedRead('one statement', seen, forgotten)).rejects.toThrow(
+      'single-statement work returned without completing its fresh idempotency claim',
+    );
+    expect(seen).toEqual([{ row: { cached: 'row' }, cached: true }, expect.objectContaining({ fingerprint: expect.any(String) })]);
     expect(forgotten).toEqual([]);
   });
 });
