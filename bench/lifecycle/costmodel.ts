@@ -49,11 +49,11 @@ export async function runCostModel(
     // A short warm-up so JIT state (and any cache) matches the measured requests.
     await driver.probe({ baseUrl, method: 'GET', path, headers, expected: 200, count: Math.min(200, count), concurrency });
     const tripsBefore = profiler.totalRoundTrips;
-    const tracker = trackCpu(database, postmasterPid);
+    const tracker = await trackCpu(database, postmasterPid);
     const serverBefore = process.cpuUsage();
     const result = await driver.probe({ baseUrl, method: 'GET', path, headers, expected: 200, count, concurrency });
     const server = process.cpuUsage(serverBefore);
-    const external = tracker.stop();
+    const external = await tracker.stop();
     const trips = profiler.totalRoundTrips - tripsBefore;
     const latency = summarize(result.latencies);
     return {

@@ -1,4 +1,7 @@
+import { type ChildProcess, fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * CPU time of the processes that work for the benchmark, read from /proc while a phase runs:
@@ -8,7 +11,14 @@ import { readdirSync, readFileSync } from 'node:fs';
  * PostgreSQL) and other PostgreSQL servers on the host are left out. Processes are sampled every 250 ms and the last value seen is kept, so a
  * backend that exits during the phase (pgbench's) loses at most its last 250 ms. Linux only;
  * elsewhere every figure is NaN.
+ *
+ * The sampling runs in a child process of its own (cpu-sampler.ts), never in the bench's process:
+ * the bench's process is the server, and one pass over /proc reads about a hundred files
+ * synchronously (2-5 ms on a loaded 2-core machine). Four passes a second on the server's event
+ * loop stalled the requests in flight and counted the stall as server CPU, a burden pgbench's run
+ * never carried.
  */
+
 const ticksPerSecond = 100; // USER_HZ, 100 on every mainstream Linux build
 const sharedPostgresProcesses = ['walwriter', 'checkpointer', 'background writer'];
 
@@ -42,12 +52,13 @@ function kindOf(pid: string, read: { comm: string; ppid: number }, database: str
   return undefined;
 }
 
-export interface CpuTracker {
+export interface CpuTrackerHere {
   /** Stops sampling and returns CPU milliseconds used since the tracker started. */
   stop(): CpuByProcess;
 }
 
-export function trackCpu(database: string, postmasterPid: number, intervalMs = 250): CpuTracker {
+/** The sampling itself, in the calling process: cpu-sampler.ts runs it; the bench calls trackCpu. */
+export function trackCpuHere(database: string, postmasterPid: number, intervalMs = 250): CpuTrackerHere {
   const baseline = new Map<string, number>();
   const last = new Map<string, { kind: keyof CpuByProcess; ticks: number }>();
   let first = true;
@@ -82,6 +93,64 @@ export function trackCpu(database: string, postmasterPid: number, intervalMs = 2
       return totals;
     },
   };
+}
+
+export interface CpuTracker {
+  /** Stops sampling and resolves to the CPU milliseconds used since the tracker started. */
+  stop(): Promise<CpuByProcess>;
+}
+
+export type SamplerRequest = { type: 'start'; id: number; database: string; postmasterPid: number } | { type: 'stop'; id: number };
+type SamplerReply = { type: 'ready' } | { type: 'started' | 'stopped'; id: number; totals?: CpuByProcess };
+
+let sampler: Promise<{ child: ChildProcess; ask(message: SamplerRequest): Promise<SamplerReply> }> | null = null;
+
+/** The sampler child, started on first use and kept for the bench's life (closeCpuSampler ends it). */
+function samplerProcess() {
+  sampler ??= new Promise((resolve, reject) => {
+    const samplerPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-sampler.ts');
+    const child = fork(samplerPath, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const waiting = new Map<number, (reply: SamplerReply) => void>();
+    child.on('message', (reply: SamplerReply) => {
+      if (reply.type === 'ready') resolve({ child, ask });
+      else waiting.get(reply.id)?.(reply);
+    });
+    child.once('exit', (code) => reject(new Error(`CPU sampler exited (code ${code})`)));
+    function ask(message: SamplerRequest) {
+      return new Promise<SamplerReply>((answer) => {
+        waiting.set(message.id, answer);
+        child.send(message);
+      });
+    }
+  });
+  return sampler;
+}
+
+let nextTrackerId = 1;
+
+/**
+ * Starts counting the CPU of the bench database's PostgreSQL processes and of Redis, in the
+ * sampler child; resolves once its first pass (the baseline) is taken.
+ */
+export async function trackCpu(database: string, postmasterPid: number): Promise<CpuTracker> {
+  const { ask } = await samplerProcess();
+  const id = nextTrackerId++;
+  await ask({ type: 'start', id, database, postmasterPid });
+  return {
+    async stop() {
+      const reply = await ask({ type: 'stop', id });
+      return reply.type === 'stopped' && reply.totals ? reply.totals : { postgres: Number.NaN, redis: Number.NaN };
+    },
+  };
+}
+
+export async function closeCpuSampler(): Promise<void> {
+  if (!sampler) return;
+  const { child } = await sampler;
+  sampler = null;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.disconnect();
+  await gone;
 }
 
 /** The postmaster of the server at `pid`'s parent: the backend serving a connection is its child. */

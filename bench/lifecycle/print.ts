@@ -48,7 +48,8 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
   say(
     `database per lifecycle  ${database.commitsPerLifecycle} commits (autocommit statements count), ${database.rowsInsertedPerLifecycle} rows inserted, ${database.rowsUpdatedPerLifecycle} updated, ${database.rowsDeletedPerLifecycle} deleted, ${database.walBytesPerLifecycle} WAL bytes (raw: ${raw.walBytesPerStateChange} per state change)`,
   );
-  if (run.serverEventLoopDelayMs) say(`server event loop delay p50 ${run.serverEventLoopDelayMs.p50} ms, p99 ${run.serverEventLoopDelayMs.p99} ms`);
+  if (run.serverEventLoopDelayMs)
+    say(`server event loop delay beyond its timer p50 ${run.serverEventLoopDelayMs.p50} ms, p99 ${run.serverEventLoopDelayMs.p99} ms`);
   if (result.profile) {
     say('');
     say(`per request at 1 client (instrumented, ${result.profile.lifecycles} lifecycles):`);

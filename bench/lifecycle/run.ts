@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from './args.ts';
-import { parentPid } from './cpu.ts';
+import { closeCpuSampler, parentPid } from './cpu.ts';
 import { runCostModel } from './costmodel.ts';
 import { databaseNameOf, otherActivity, postmasterPidOf, recreateDatabase, serverInfo } from './database.ts';
 import { childProcessDriver, inProcessDriver } from './driver.ts';
@@ -130,6 +130,7 @@ async function main() {
   } finally {
     await driver.close();
     await server.close();
+    await closeCpuSampler();
   }
 }
 
