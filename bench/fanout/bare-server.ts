@@ -1,5 +1,6 @@
 import http from 'node:http';
 import pg from 'pg';
+import { rawRows, rawSingleStatementQuery } from '../lifecycle/pgbench.ts';
 
 /**
  * The baseline: the least a Node SSE server can do. It holds connections and, on POST /emit,
@@ -12,10 +13,19 @@ import pg from 'pg';
  */
 const groups = new Map<string, Set<http.ServerResponse>>();
 const commitUrl = process.env.BARE_COMMIT_URL;
+const escrowStep = process.env.BARE_COMMIT_STEP === 'escrow' ? rawSingleStatementQuery() : null;
+const draw = (count: number) => 1 + Math.floor(Math.random() * count);
 const database = commitUrl ? new pg.Client({ connectionString: commitUrl }) : null;
 if (database) {
   await database.connect();
   await database.query('CREATE TABLE IF NOT EXISTS bare_changes (id bigserial PRIMARY KEY, grp text NOT NULL, created_at timestamptz NOT NULL)');
+}
+
+/** The change committed before it is announced: one row, or with BARE_COMMIT_STEP=escrow an escrow step. */
+function commit(database: pg.Client, group: string, changedAt: Date) {
+  if (!escrowStep) return database.query('INSERT INTO bare_changes (grp, created_at) VALUES ($1, $2)', [group, changedAt]);
+  const [first, second] = [draw(rawRows.accounts), draw(rawRows.accounts)];
+  return database.query(escrowStep, [draw(rawRows.transactions), Math.min(first, second), Math.max(first, second)]);
 }
 
 function write(group: string, changedAt: Date) {
@@ -33,7 +43,7 @@ const server = http.createServer((request, response) => {
       response.end('ok');
       return;
     }
-    database.query('INSERT INTO bare_changes (grp, created_at) VALUES ($1, $2)', [group, changedAt]).then(
+    commit(database, group, changedAt).then(
       () => {
         write(group, changedAt);
         response.end('ok');

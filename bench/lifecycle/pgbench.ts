@@ -110,6 +110,19 @@ export function rawSingleStatementScript(): string {
   ].join('\n');
 }
 
+/**
+ * rawSingleStatementScript()'s statement as a parameterized query for a Node client ($1: the
+ * transaction, $2 and $3: the two accounts, lower first; each drawn from 1 to rawRows), so a bare
+ * server can commit the same escrow step pgbench does (bench/fanout/bare-server.ts).
+ */
+export function rawSingleStatementQuery(): string {
+  const statement = rawSingleStatementScript()
+    .split('\n')
+    .find((line) => line.startsWith('WITH '))!;
+  const parameter = { n: '$1', lo: '$2', hi: '$3' } as const;
+  return statement.replace(/:(n|lo|hi)::int/g, (_, name: keyof typeof parameter) => `${parameter[name]}::int`).replace(/;$/, '');
+}
+
 /** Creates and fills the bench_* copies. Run after the server has migrated the real tables. */
 export async function prepareRawTables(databaseUrl: string): Promise<void> {
   await withClient(databaseUrl, async (client) => {
