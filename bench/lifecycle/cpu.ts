@@ -110,15 +110,24 @@ function samplerProcess() {
   sampler ??= new Promise((resolve, reject) => {
     const samplerPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cpu-sampler.ts');
     const child = fork(samplerPath, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const waiting = new Map<number, (reply: SamplerReply) => void>();
+    const waiting = new Map<number, { answer(reply: SamplerReply): void; fail(error: Error): void }>();
+    let exited: Error | null = null;
     child.on('message', (reply: SamplerReply) => {
-      if (reply.type === 'ready') resolve({ child, ask });
-      else waiting.get(reply.id)?.(reply);
+      if (reply.type === 'ready') return resolve({ child, ask });
+      waiting.get(reply.id)?.answer(reply);
+      waiting.delete(reply.id);
     });
-    child.once('exit', (code) => reject(new Error(`CPU sampler exited (code ${code})`)));
+    // A sampler that dies fails whoever waits on it instead of leaving the bench hanging.
+    child.once('exit', (code) => {
+      exited = new Error(`CPU sampler exited (code ${code})`);
+      reject(exited);
+      for (const waiter of waiting.values()) waiter.fail(exited);
+      waiting.clear();
+    });
     function ask(message: SamplerRequest) {
-      return new Promise<SamplerReply>((answer) => {
-        waiting.set(message.id, answer);
+      return new Promise<SamplerReply>((answer, fail) => {
+        if (exited) return fail(exited);
+        waiting.set(message.id, { answer, fail });
         child.send(message);
       });
     }
