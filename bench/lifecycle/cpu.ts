@@ -18,7 +18,6 @@ import { fileURLToPath } from 'node:url';
  * loop stalled the requests in flight and counted the stall as server CPU, a burden pgbench's run
  * never carried.
  */
-
 const ticksPerSecond = 100; // USER_HZ, 100 on every mainstream Linux build
 const sharedPostgresProcesses = ['walwriter', 'checkpointer', 'background writer'];
 
@@ -153,10 +152,15 @@ export async function trackCpu(database: string, postmasterPid: number): Promise
   };
 }
 
+/** Ends the sampler child, if one was started and still runs. */
 export async function closeCpuSampler(): Promise<void> {
-  if (!sampler) return;
-  const { child } = await sampler;
+  const started = sampler;
   sampler = null;
+  const child = await started?.then(
+    (running) => running.child,
+    () => null,
+  );
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.disconnect();
   await gone;
