@@ -62,6 +62,14 @@ export const limits = {
   moneyBatchesInFlightMax: 1,
   /** How long the first change of a batch waits for others when no batch waits (0: the next turn of the event loop). */
   moneyBatchLingerMs: 0,
+  /**
+   * After a batch is answered, the changes already waiting wait at most this long more for the
+   * callers just answered to send their next change, so both go in one statement (0: never wait).
+   * Only while fewer than moneyBatchRejoinBelowChanges wait: a batch that large already spreads
+   * the statement's fixed cost, and waiting would only idle the database.
+   */
+  moneyBatchRejoinWaitMs: 1,
+  moneyBatchRejoinBelowChanges: 16,
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,

@@ -16,7 +16,16 @@ export interface RunMeasurement {
   counters: DatabaseCounters;
   eventLoopDelayMs: { p50: number; p99: number; max: number } | null;
   /** The group commit during the run: state changes, the statements they shared, and statements by size. */
-  batches: { changes: number; statements: number; largest: number; splits: number; sizes: Record<string, number> } | null;
+  batches: {
+    changes: number;
+    statements: number;
+    largest: number;
+    splits: number;
+    /** Times the waiting changes waited for the callers just answered, and times that wait ran out. */
+    rejoins: number;
+    rejoinsTimedOut: number;
+    sizes: Record<string, number>;
+  } | null;
 }
 
 export interface RawMeasurement {

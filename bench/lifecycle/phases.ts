@@ -109,6 +109,8 @@ function batchesDuring(before: BatchStats, after: BatchStats): NonNullable<RunMe
     statements: after.batches - before.batches,
     largest: after.largest,
     splits: after.splits - before.splits,
+    rejoins: after.rejoins - before.rejoins,
+    rejoinsTimedOut: after.rejoinsTimedOut - before.rejoinsTimedOut,
     sizes,
   };
 }
@@ -119,7 +121,7 @@ function describeBatches(batches: NonNullable<RunMeasurement['batches']>): strin
     .sort(([a], [b]) => Number(a) - Number(b))
     .map(([size, count]) => `${size === '1' ? '1' : `${size}-${Number(size) * 2 - 1}`}: ${count}`)
     .join(', ');
-  return `group commit: ${batches.changes} state changes in ${batches.statements} statements (mean ${mean}, largest ${batches.largest}, splits ${batches.splits}); statements by size ${sizes}`;
+  return `group commit: ${batches.changes} state changes in ${batches.statements} statements (mean ${mean}, largest ${batches.largest}, splits ${batches.splits}, waits for the answered ${batches.rejoins}, of them ran out ${batches.rejoinsTimedOut}); statements by size ${sizes}`;
 }
 
 /** Instrumented pass at one client: round trips and where a request's time goes, unloaded. */

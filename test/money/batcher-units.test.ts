@@ -79,7 +79,14 @@ function change(id: string, takes = false, legs: Leg[] = takes ? [leg('available
   };
 }
 
-const options = (overrides: Partial<BatcherOptions> = {}): BatcherOptions => ({ changesMax: 64, inFlightMax: 1, lingerMs: 0, ...overrides });
+const options = (overrides: Partial<BatcherOptions> = {}): BatcherOptions => ({
+  changesMax: 64,
+  inFlightMax: 1,
+  lingerMs: 0,
+  rejoinWaitMs: 0,
+  rejoinBelowChanges: 16,
+  ...overrides,
+});
 const shortfall = Object.assign(new Error('new row for relation "accounts" violates check constraint'), {
   code: '23514',
   constraint: 'accounts_available_not_negative',
@@ -165,6 +172,80 @@ describe('which changes share a statement', () => {
     expect(statements.map((statement) => statement.ids)).toEqual([['a', 'b']]);
     expect((await first).kind).toBe('applied');
     expect((await second).kind).toBe('applied');
+  });
+});
+
+describe('waiting for the callers a batch answered', () => {
+  it('holds a few waiting changes until the answered callers send their next ones, then writes all in one statement', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000 }));
+    const answered = ['a', 'b'].map((id) => batcher.submit(change(id)));
+    await settle();
+    const waiting = batcher.submit(change('c'));
+    await settle();
+    statements[0]!.finish();
+    expect((await Promise.all(answered)).map((outcome) => outcome.kind)).toEqual(['applied', 'applied']);
+    await settle();
+    // c waits: the two callers just answered are expected back.
+    expect(statements).toHaveLength(1);
+    const returning = [batcher.submit(change('d'))];
+    await settle();
+    expect(statements).toHaveLength(1);
+    returning.push(batcher.submit(change('e')));
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([
+      ['a', 'b'],
+      ['c', 'd', 'e'],
+    ]);
+    statements[1]!.finish();
+    expect((await Promise.all([waiting, ...returning])).map((outcome) => outcome.kind)).toEqual(['applied', 'applied', 'applied']);
+    expect(batcher.stats()).toMatchObject({ batches: 2, rejoins: 1, rejoinsTimedOut: 0 });
+  });
+
+  it('waits no longer than rejoinWaitMs: what waited goes without the callers that do not come back', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 5 }));
+    const answered = batcher.submit(change('a'));
+    await settle();
+    const waiting = batcher.submit(change('b'));
+    await settle();
+    statements[0]!.finish();
+    expect((await answered).kind).toBe('applied');
+    await vi.advanceTimersByTimeAsync(4);
+    expect(statements).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b']]);
+    statements[1]!.finish();
+    expect((await waiting).kind).toBe('applied');
+    expect(batcher.stats()).toMatchObject({ rejoins: 1, rejoinsTimedOut: 1 });
+  });
+
+  it('does not wait when as many changes as rejoinBelowChanges wait already', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000, rejoinBelowChanges: 2 }));
+    const first = batcher.submit(change('a'));
+    await settle();
+    const waiting = ['b', 'c'].map((id) => batcher.submit(change(id)));
+    await settle();
+    statements[0]!.finish();
+    await first;
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b', 'c']]);
+    statements[1]!.finish();
+    await Promise.all(waiting);
+    expect(batcher.stats()).toMatchObject({ rejoins: 0 });
+  });
+
+  it('does not hold the next change when nothing waited behind the batch', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied');
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000 }));
+    expect((await batcher.submit(change('a'))).kind).toBe('applied');
+    // A caller alone: its next change goes at once, as without the wait.
+    expect((await batcher.submit(change('b'))).kind).toBe('applied');
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b']]);
+    expect(batcher.stats()).toMatchObject({ rejoins: 0 });
   });
 });
 

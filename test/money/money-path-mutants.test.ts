@@ -208,7 +208,14 @@ describe('one change alone', () => {
 });
 
 describe('the group commit', () => {
-  const options = (overrides: Partial<BatcherOptions> = {}): BatcherOptions => ({ changesMax: 64, inFlightMax: 1, lingerMs: 0, ...overrides });
+  const options = (overrides: Partial<BatcherOptions> = {}): BatcherOptions => ({
+    changesMax: 64,
+    inFlightMax: 1,
+    lingerMs: 0,
+    rejoinWaitMs: 0,
+    rejoinBelowChanges: 16,
+    ...overrides,
+  });
 
   it('counts batch sizes by powers of two', async () => {
     const { db } = fakeDatabase((seen) => {
@@ -219,7 +226,7 @@ describe('the group commit', () => {
     const batcher = createBatcher(db, options({ changesMax: 5 }));
     await Promise.all(Array.from({ length: 12 }, (_, index) => batcher.submit(change(`t${index}`))));
     // 5, 5 and 2 changes: two batches in 4-7, one in 2-3.
-    expect(batcher.stats()).toEqual({ batches: 3, changes: 12, splits: 0, largest: 5, sizes: { '4': 2, '2': 1 } });
+    expect(batcher.stats()).toEqual({ batches: 3, changes: 12, splits: 0, largest: 5, rejoins: 0, rejoinsTimedOut: 0, sizes: { '4': 2, '2': 1 } });
   });
 
   it('sends one statement for one change even when another batch could be in the database beside it', async () => {
@@ -229,6 +236,6 @@ describe('the group commit', () => {
     await new Promise((resolve) => setImmediate(resolve));
     // No empty batch goes after it: nothing else waits.
     expect(statements).toHaveLength(1);
-    expect(batcher.stats()).toEqual({ batches: 1, changes: 1, splits: 0, largest: 1, sizes: { '1': 1 } });
+    expect(batcher.stats()).toEqual({ batches: 1, changes: 1, splits: 0, largest: 1, rejoins: 0, rejoinsTimedOut: 0, sizes: { '1': 1 } });
   });
 });
