@@ -39,8 +39,11 @@ const lifecycleStep = (concurrency: number, workers: number): Step => ({
     String(concurrency),
     '--lifecycles',
     // At least ten seconds of measured run from 64 clients up: 2,000 lifecycles were five or six
-    // seconds there, and the rate of one such run read 1,777 to 2,206 changes/s minutes apart.
-    String(Math.min(4_000, concurrency * (quick ? 40 : 150))),
+    // seconds there, and the rate of one such run read 1,777 to 2,206 changes/s minutes apart. At
+    // 8 clients 1,200 lifecycles were three seconds on a faster machine, and one such run read
+    // 0.56x where runs of 4,000 minutes before and after read 0.84-0.98x (benchmark history,
+    // eleventh session): 4,000 there too, and 1,000 at one client.
+    String(quick ? Math.min(4_000, concurrency * 40) : Math.min(4_000, Math.max(1_000, concurrency * 500))),
     '--warmup',
     // Long enough for V8 to optimize the hot path and the statement pool to plan its texts: the
     // rate climbed for about ten seconds after 50 lifecycles (docs/benchmark-history.md, fourth session).
