@@ -238,6 +238,93 @@ describe('waiting for the callers a batch answered', () => {
     expect(batcher.stats()).toMatchObject({ rejoins: 0 });
   });
 
+  it('counts a change an answered caller in this process sent before the answers went out', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000 }));
+    // Each caller sends its next change in the very turn it is answered.
+    const next: Promise<ChangeOutcome>[] = [];
+    const answered = ['a', 'b'].map((id) => batcher.submit(change(id)).then((outcome) => (next.push(batcher.submit(change(`${id}2`))), outcome)));
+    await settle();
+    const waiting = batcher.submit(change('c'));
+    await settle();
+    statements[0]!.finish();
+    await Promise.all(answered);
+    await settle();
+    // Both came back before the batcher looked: nothing is waited for.
+    expect(statements.map((statement) => statement.ids)).toEqual([
+      ['a', 'b'],
+      ['c', 'a2', 'b2'],
+    ]);
+    statements[1]!.finish();
+    await Promise.all([waiting, ...next]);
+    expect(batcher.stats()).toMatchObject({ rejoins: 0 });
+  });
+
+  it('does not wait while another batch is in the database: its answers come later', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ inFlightMax: 2, rejoinWaitMs: 1_000 }));
+    const first = batcher.submit(change('a'));
+    await settle();
+    const second = batcher.submit(change('b'));
+    await settle();
+    const waiting = batcher.submit(change('c'));
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b']]);
+    statements[1]!.finish();
+    await second;
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b'], ['c']]);
+    statements[0]!.finish();
+    statements[2]!.finish();
+    await Promise.all([first, waiting]);
+    expect(batcher.stats()).toMatchObject({ rejoins: 0 });
+  });
+
+  it('does not start waiting when a batch is already on its way', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ inFlightMax: 2, rejoinWaitMs: 1_000 }));
+    const first = batcher.submit(change('a'));
+    await settle();
+    // c is scheduled to go (a second batch may be in the database), and a is answered before it leaves.
+    const waiting = batcher.submit(change('c'));
+    statements[0]!.finish();
+    await first;
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['c']]);
+    statements[1]!.finish();
+    await waiting;
+    expect(batcher.stats()).toMatchObject({ rejoins: 0 });
+  });
+
+  it('leaves no timer behind when a wait ends because its callers came back, to cut the next wait short', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 5 }));
+    const all = [batcher.submit(change('a'))];
+    await settle();
+    all.push(batcher.submit(change('b')));
+    await settle();
+    statements[0]!.finish();
+    await settle();
+    // The first wait starts now and ends at once: a's caller is back.
+    all.push(batcher.submit(change('c')));
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b', 'c']]);
+    all.push(batcher.submit(change('d')));
+    await vi.advanceTimersByTimeAsync(2);
+    statements[1]!.finish();
+    await settle();
+    // The second wait starts 2 ms after the first did; the first's timer would have ended it at 5 ms.
+    await vi.advanceTimersByTimeAsync(4);
+    expect(statements).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b', 'c'], ['d']]);
+    statements[2]!.finish();
+    await Promise.all(all);
+    expect(batcher.stats()).toMatchObject({ rejoins: 2, rejoinsTimedOut: 1 });
+  });
+
   it('does not hold the next change when nothing waited behind the batch', async () => {
     const { db, statements } = fakeDatabase(() => 'applied');
     const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000 }));

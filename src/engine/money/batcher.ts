@@ -51,6 +51,11 @@ export interface BatchStats {
   sizes: Record<string, number>;
 }
 
+interface Rejoin {
+  target: number;
+  timer: NodeJS.Timeout;
+}
+
 interface Waiting {
   change: StateChange;
   resolve(outcome: ChangeOutcome): void;
@@ -90,7 +95,7 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
   let inFlight = 0;
   let scheduled = false;
   /** While set, the queue waits until it holds `target` changes or the timer fires. */
-  let rejoin: { target: number; timer: NodeJS.Timeout } | undefined;
+  let rejoin: Rejoin | undefined;
   const stats: BatchStats = { batches: 0, changes: 0, splits: 0, largest: 0, rejoins: 0, rejoinsTimedOut: 0, sizes: {} };
 
   /** Writes `change` with the changes around it; answers its own outcome once the batch committed. */
@@ -100,12 +105,12 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
       assertWritable([change]);
       queue.push({ change, resolve, reject });
       if (rejoin === undefined) schedule(options.lingerMs);
-      else if (queue.length >= rejoin.target) endRejoin(false);
+      else if (queue.length >= rejoin.target) endRejoin(rejoin, false);
     });
   }
 
   function schedule(waitMs: number) {
-    if (scheduled || rejoin !== undefined || queue.length === 0 || inFlight >= options.inFlightMax) return;
+    if (scheduled || queue.length === 0 || inFlight >= options.inFlightMax) return;
     scheduled = true;
     const go = () => {
       scheduled = false;
@@ -136,17 +141,19 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
     // Counted before the answers went out: a caller in this process may already have sent its next change.
     const target = Math.min(options.changesMax, waitingWhenAnswered + answered);
     const small = waitingWhenAnswered > 0 && waitingWhenAnswered < options.rejoinBelowChanges;
-    if (options.rejoinWaitMs > 0 && inFlight === 0 && rejoin === undefined && small && queue.length < target) {
+    // Only with nothing in the database and nothing on its way: then nothing else calls schedule()
+    // until the wait ends, and the wait is the only thing holding the queue.
+    if (options.rejoinWaitMs > 0 && inFlight === 0 && !scheduled && small && queue.length < target) {
       stats.rejoins++;
-      rejoin = { target, timer: setTimeout(() => endRejoin(true), options.rejoinWaitMs) };
+      const started: Rejoin = { target, timer: setTimeout(() => endRejoin(started, true), options.rejoinWaitMs) };
+      rejoin = started;
       return;
     }
     schedule(0);
   }
 
-  function endRejoin(timedOut: boolean) {
-    if (rejoin === undefined) return;
-    clearTimeout(rejoin.timer);
+  function endRejoin(ending: Rejoin, timedOut: boolean) {
+    clearTimeout(ending.timer);
     rejoin = undefined;
     if (timedOut) stats.rejoinsTimedOut++;
     schedule(0);
