@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from '../../src/engine/money/index.ts';
+import { createBatcher, isChangesOwnFailure, splitBatch } from '../../src/engine/money/index.ts';
 import { type ChangeOutcome, type StateChange, assertWritable, commitChanges } from '../../src/store/change.ts';
+import { batcherOptions } from '../helpers/batcher-options.ts';
 import { InsufficientBalance, type Leg, applyMovement, shortfallOf } from '../../src/store/ledger.ts';
 
 /**
@@ -79,14 +80,7 @@ function change(id: string, takes = false, legs: Leg[] = takes ? [leg('available
   };
 }
 
-const options = (overrides: Partial<BatcherOptions> = {}): BatcherOptions => ({
-  changesMax: 64,
-  inFlightMax: 1,
-  lingerMs: 0,
-  rejoinWaitMs: 0,
-  rejoinBelowChanges: 16,
-  ...overrides,
-});
+const options = batcherOptions;
 const shortfall = Object.assign(new Error('new row for relation "accounts" violates check constraint'), {
   code: '23514',
   constraint: 'accounts_available_not_negative',

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
-import { type BatcherOptions, createBatcher } from '../../src/engine/money/index.ts';
+import { createBatcher } from '../../src/engine/money/index.ts';
 import { type StateChange, commitChange, commitChanges, isClientTaskIdTaken } from '../../src/store/change.ts';
+import { batcherOptions } from '../helpers/batcher-options.ts';
 import { InsufficientBalance, type Leg } from '../../src/store/ledger.ts';
 
 /**
@@ -208,14 +209,7 @@ describe('one change alone', () => {
 });
 
 describe('the group commit', () => {
-  const options = (overrides: Partial<BatcherOptions> = {}): BatcherOptions => ({
-    changesMax: 64,
-    inFlightMax: 1,
-    lingerMs: 0,
-    rejoinWaitMs: 0,
-    rejoinBelowChanges: 16,
-    ...overrides,
-  });
+  const options = batcherOptions;
 
   it('counts batch sizes by powers of two', async () => {
     const { db } = fakeDatabase((seen) => {
