@@ -114,6 +114,10 @@ describe('the queues of what is owed for an event', () => {
 describe('the relay', () => {
   it('publishes each event the bus missed once, however many instances relay at the same time', async () => {
     const { buyer, capability } = await agentMarket(test);
+    // An event published before may still be on the queue (its mark is flushed every
+    // publishedMarkFlushMs); relayed now, it is not counted with the missed ones below.
+    test.clock.advanceMs(5_000);
+    await test.runtime.engine.relay.runOnce();
     const missed = await withBrokenBus(test, 'fail', async () => {
       const ids: string[] = [];
       for (let index = 0; index < 5; index++) ids.push((await buy(test, buyer, capability.id)).id);
