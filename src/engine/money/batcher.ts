@@ -125,6 +125,8 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
       const batch = take();
       inFlight++;
       record(batch.length);
+      // write() answers every failure of its statement itself, so it does not reject; were it ever
+      // to, the batch must still leave the in-flight count, or no batch would go again.
       void write(batch).then(
         (waitingWhenAnswered) => afterBatch(batch.length, waitingWhenAnswered),
         () => afterBatch(batch.length, queue.length),
