@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { startTestApp, testAdminToken, type TestApp } from '../helpers/app.ts';
 import { chromiumToLaunch } from '../helpers/browser.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 
 /**
  * The web console in a real headless Chromium against one server: one browser, a context per
@@ -23,11 +23,10 @@ export interface ConsoleWorld {
 }
 
 export async function startConsole(environment: Record<string, string> = {}): Promise<ConsoleWorld> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  const held = await holdPort();
+  const { server, base } = held;
   const test = await startTestApp({ PUBLIC_BASE_URL: base, ...environment });
-  const server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  held.serve(test.app);
   const { executablePath, args } = await chromiumToLaunch();
   const browser = await chromium.launch({ executablePath, args, headless: true });
   const contexts: BrowserContext[] = [];
@@ -45,8 +44,7 @@ export async function startConsole(environment: Record<string, string> = {}): Pr
       // The packaged Chromium runs in one process: a context may already be gone with its pages.
       for (const context of contexts) await context.close().catch(() => undefined);
       await browser.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await held.close();
       await test.close();
     },
   };

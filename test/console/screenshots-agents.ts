@@ -1,11 +1,10 @@
-import { createServer } from 'node:http';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { createAgent, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp } from '../helpers/app.ts';
 import { chromiumToLaunch } from '../helpers/browser.ts';
 import { createCapability, credit } from '../helpers/market.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 
 /**
  * Screenshots of My agents with budgets (issue 31), beside the ones scripts/screenshots.ts takes:
@@ -17,11 +16,12 @@ const directory = path.resolve('docs/screenshots');
 const viewports = { desktop: { width: 1280, height: 900 }, phone: { width: 390, height: 844 } } as const;
 
 async function main() {
-  const port = await freePort();
+  const held = await holdPort();
+  const port = held.port;
   const base = `http://127.0.0.1:${port}`;
   const test = await startTestApp({ PUBLIC_BASE_URL: base });
-  const server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const server = held.server;
+  held.serve(test.app);
   const person = await signUpHuman(test, 'mei@example.com');
   const as = { Authorization: `Bearer ${person.token}`, Origin: base };
   await credit(test, person.userId, '120.00');

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, signUpHuman } from '../helpers/actors.ts';
@@ -7,7 +7,7 @@ import { launchChromium } from '../helpers/browser.ts';
 import { createCapability, credit } from '../helpers/market.ts';
 import { callTool, connectMcp } from '../helpers/mcp.ts';
 import { pendingSignIn, token } from '../helpers/oauth.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 
 /**
  * The approval page (device authorization) and the consent page (MCP sign-in) offer a budget when
@@ -19,11 +19,12 @@ let server: Server;
 let base: string;
 let browser: Awaited<ReturnType<typeof launchChromium>>;
 beforeAll(async () => {
-  const port = await freePort();
+  const held = await holdPort();
+  const port = held.port;
   base = `http://127.0.0.1:${port}`;
   test = await startTestApp({ PUBLIC_BASE_URL: base });
-  server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  server = held.server;
+  held.serve(test.app);
   browser = await launchChromium();
 });
 afterAll(async () => {

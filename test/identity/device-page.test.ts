@@ -1,10 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { signUpHuman } from '../helpers/actors.ts';
 import { launchChromium } from '../helpers/browser.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 
 /**
  * The verification page end to end in a real headless Chromium: a client starts device
@@ -16,11 +16,12 @@ let server: Server;
 let base: string;
 let browser: Awaited<ReturnType<typeof launchChromium>>;
 beforeAll(async () => {
-  const port = await freePort();
+  const held = await holdPort();
+  const port = held.port;
   base = `http://127.0.0.1:${port}`;
   test = await startTestApp({ PUBLIC_BASE_URL: base });
-  server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  server = held.server;
+  held.serve(test.app);
   browser = await launchChromium();
 });
 afterAll(async () => {

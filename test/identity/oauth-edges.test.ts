@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { raceTest, startTestApp, testAdminToken, type TestApp } from '../helpers/app.ts';
 import { authorize, pendingSignIn, pkcePair, registerClient, token } from '../helpers/oauth.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 import { limits } from '../../src/limits.ts';
 
 /**
@@ -16,11 +16,12 @@ let server: Server;
 let base: string;
 
 beforeAll(async () => {
-  const port = await freePort();
+  const held = await holdPort();
+  const port = held.port;
   base = `http://127.0.0.1:${port}`;
   test = await startTestApp({ PUBLIC_BASE_URL: base });
-  server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  server = held.server;
+  held.serve(test.app);
 });
 afterAll(async () => {
   server?.closeAllConnections();
@@ -101,15 +102,14 @@ describe('what an anonymous sign-in request may store', () => {
   });
 
   it('caps registrations and waiting sign-in requests per address', async () => {
-    const port = await freePort();
-    const at = `http://127.0.0.1:${port}`;
+    const held = await holdPort();
+    const at = held.base;
     const capped = await startTestApp({
       PUBLIC_BASE_URL: at,
       RATE_LIMIT_OAUTH_REGISTRATIONS_PER_ADDRESS: '3/3600',
       RATE_LIMIT_OAUTH_SIGN_IN_REQUESTS_PER_ADDRESS: '2/600',
     });
-    const listener = createServer(capped.app);
-    await new Promise<void>((resolve) => listener.listen(port, '127.0.0.1', resolve));
+    held.serve(capped.app);
     try {
       const statuses = [];
       for (let index = 0; index < 4; index++) statuses.push((await register({ redirect_uris: ['http://127.0.0.1:33418/callback'] }, at)).status);
@@ -128,8 +128,7 @@ describe('what an anonymous sign-in request may store', () => {
       }
       expect(outcomes).toEqual(['waiting', 'waiting', 'temporarily_unavailable']);
     } finally {
-      listener.closeAllConnections();
-      await new Promise((resolve) => listener.close(resolve));
+      await held.close();
       await capped.close();
     }
   });

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { type Server, createServer } from 'node:http';
+import type { Server } from 'node:http';
 import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { authorize, pkcePair, token } from '../helpers/oauth.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 import { limits } from '../../src/limits.ts';
 
 /**
@@ -82,7 +82,9 @@ beforeAll(async () => {
   documentBase = `https://client.example:${(documents.address() as AddressInfo).port}`;
   process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 
-  const port = await freePort();
+  const held = await holdPort();
+
+  const port = held.port;
   base = `http://127.0.0.1:${port}`;
   test = await startTestApp(
     { PUBLIC_BASE_URL: base },
@@ -90,8 +92,8 @@ beforeAll(async () => {
       callbackNetwork: { allowAddress: () => true, resolve: async (host) => (host === 'client.example' ? [{ address: '127.0.0.1', family: 4 }] : []) },
     },
   );
-  server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  server = held.server;
+  held.serve(test.app);
 });
 afterAll(async () => {
   if (previousTlsSetting === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;

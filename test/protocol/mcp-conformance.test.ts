@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { pendingSignIn, token } from '../helpers/oauth.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 
 /**
  * The official MCP conformance suite (@modelcontextprotocol/conformance, its `server` command)
@@ -47,11 +47,12 @@ function tokenProxy(target: string, accessToken: string) {
 }
 
 beforeAll(async () => {
-  const port = await freePort();
+  const held = await holdPort();
+  const port = held.port;
   const base = `http://localhost:${port}`;
   test = await startTestApp({ PUBLIC_BASE_URL: base });
-  server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  server = held.server;
+  held.serve(test.app);
   const human = await signUpHuman(test);
   const signIn = await pendingSignIn(base);
   const decided = await test.http.post(`/api/v1/auth/oauth/requests/${signIn.requestId}/decision`).set(human.headers).send({ decision: 'approve' }).expect(200);

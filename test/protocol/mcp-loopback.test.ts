@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type OAuthClientProvider, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -6,7 +6,7 @@ import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprot
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 
 /**
  * A server started without PUBLIC_BASE_URL, reached by a loopback name (issue 28 point 15, docs/mcp.md
@@ -19,10 +19,11 @@ let server: Server;
 let port: number;
 
 beforeAll(async () => {
-  port = await freePort();
+  const held = await holdPort();
+  port = held.port;
   test = await startTestApp({ PUBLIC_BASE_URL: '', PORT: String(port) });
-  server = createServer(test.app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  server = held.server;
+  held.serve(test.app);
 });
 afterAll(async () => {
   server?.closeAllConnections();

@@ -11,7 +11,7 @@ import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { launchChromium } from '../helpers/browser.ts';
 import { authorize, pendingSignIn, registerClient, token } from '../helpers/oauth.ts';
-import { freePort } from '../helpers/processes.ts';
+import { holdPort } from '../helpers/held-port.ts';
 import { credit } from '../helpers/market.ts';
 import { limits } from '../../src/limits.ts';
 
@@ -45,12 +45,13 @@ async function startCallback() {
 }
 
 beforeAll(async () => {
-  const port = await freePort();
+  const held = await holdPort();
+  const port = held.port;
   base = `http://127.0.0.1:${port}`;
   test = await startTestApp({ PUBLIC_BASE_URL: base });
-  server = createServer(test.app);
+  server = held.server;
+  held.serve(test.app);
   sockets = attachRpcWebSocket(server, test.runtime.engine);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   callback = await startCallback();
   browser = await launchChromium();
 });
