@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openPostgres } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
+import { chromiumToLaunch } from './browser.ts';
 import { adminConnection, databaseUrl, dropRunDatabases, dropStaleDatabases, newDatabaseName } from './databases.ts';
 import { buildPgliteTemplate } from './pglite-template.ts';
 
@@ -14,6 +15,11 @@ import { buildPgliteTemplate } from './pglite-template.ts';
  * the environment.
  */
 export default async function globalSetup() {
+  // Without a system Chromium the packaged build is unpacked into the temporary directory on first
+  // use, and the package takes the file's existence for a finished unpacking: a second worker
+  // starting a browser while the first still writes it launched half a binary (a fresh machine's
+  // first `npm test` failed so). Unpacked here, once, before any worker starts.
+  await chromiumToLaunch();
   const temporaryRoot = mkdtempSync(path.join(tmpdir(), 'marketplace-test-'));
   process.env.TEST_TEMPORARY_ROOT = temporaryRoot;
   const removeTemporaryRoot = () => rmSync(temporaryRoot, { recursive: true, force: true });
