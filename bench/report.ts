@@ -189,7 +189,8 @@ function lifecycleSection(): string[] {
   });
   const { meta } = main;
   const lifecycleMachine = `${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB, ${meta.kernel ?? `${os.type()} ${os.release()}`}, Node ${meta.node}, PostgreSQL ${meta.postgres.version ?? 'unknown'}`;
-  const sameMachine = machine.startsWith(`${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB`);
+  // Results from before the kernel was recorded can only be told apart by CPU and memory.
+  const sameMachine = machine.startsWith(meta.kernel ? lifecycleMachine : `${meta.cores} × ${meta.cpuModel}, ${Math.round(meta.memoryGb)} GiB`);
   const where = sameMachine ? '' : ` · on ${lifecycleMachine}`;
   return [
     '## Escrow state changes over HTTP against pgbench: `bench/lifecycle`',

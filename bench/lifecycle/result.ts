@@ -55,6 +55,8 @@ export function assembleResult(inputs: ResultInputs) {
       cores: os.cpus().length,
       cpuModel: os.cpus()[0]?.model ?? 'unknown',
       memoryGb: round(os.totalmem() / 2 ** 30, 1),
+      // Two VMs of one CPU model can differ twofold in speed; the kernel build tells them apart.
+      kernel: `${os.type()} ${os.release()}`,
       postgres: inputs.postgres,
       loadGenerator: inputs.loadGenerator,
       options,
