@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp, withBrokenBus } from '../helpers/app.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
-import { freePort, type RunningProcess, startRedis } from '../helpers/processes.ts';
+import { type RunningProcess, startRedis, startRedisOnFreePort } from '../helpers/processes.ts';
 import { listen, openEventSource } from '../helpers/server.ts';
 
 /**
@@ -13,8 +13,7 @@ let redisPort: number;
 let redis: RunningProcess;
 let test: TestApp;
 beforeAll(async () => {
-  redisPort = await freePort();
-  redis = await startRedis(redisPort);
+  ({ redis, port: redisPort } = await startRedisOnFreePort());
   test = await startTestApp({ REDIS_URL: `redis://127.0.0.1:${redisPort}` });
 }, 60_000);
 afterAll(async () => {

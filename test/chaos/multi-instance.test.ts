@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneTemplate } from '../helpers/databases.ts';
-import { type RunningProcess, freePort, startRedis, startServer } from '../helpers/processes.ts';
+import { type RunningProcess, startRedis, startRedisOnFreePort, startServer } from '../helpers/processes.ts';
 import { openEventSource } from '../helpers/server.ts';
 
 /**
@@ -22,8 +22,7 @@ let environment: Record<string, string>;
 const loginsPerAccount = 6;
 
 beforeAll(async () => {
-  redisPort = await freePort();
-  redis = await startRedis(redisPort);
+  ({ redis, port: redisPort } = await startRedisOnFreePort());
   database = await cloneTemplate(process.env.TEST_DATABASE_URL!);
   environment = {
     DATABASE_URL: database.url,

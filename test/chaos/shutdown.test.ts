@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { cloneTemplate } from '../helpers/databases.ts';
-import { freePort, startRedis, startServer } from '../helpers/processes.ts';
+import { startRedisOnFreePort, startServer } from '../helpers/processes.ts';
 import { temporaryDirectory } from '../helpers/temporary.ts';
 
 /** SIGTERM ends open streams, lets the process exit 0 well before the forced close, and frees the port. */
@@ -46,8 +46,7 @@ it('shuts down gracefully on SIGTERM with a stream open', { timeout: 90_000 }, a
  */
 it('shuts down gracefully on SIGTERM while Redis is down', { timeout: 90_000 }, async () => {
   const database = process.env.TEST_DATABASE_URL ? await cloneTemplate(process.env.TEST_DATABASE_URL) : null;
-  const redisPort = await freePort();
-  const redis = await startRedis(redisPort);
+  const { redis, port: redisPort } = await startRedisOnFreePort();
   const server = await startServer({
     ...(database ? { DATABASE_URL: database.url } : { DATA_DIR: temporaryDirectory('shutdown-redis') }),
     REDIS_URL: `redis://127.0.0.1:${redisPort}`,

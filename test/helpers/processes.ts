@@ -45,8 +45,27 @@ async function waitFor(check: () => boolean | Promise<boolean>, what: string, ti
 /** A Redis of the test's own, so restarting it cannot disturb other tests. */
 export async function startRedis(port: number): Promise<RunningProcess> {
   const redis = track(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'pipe' }));
-  await waitFor(() => redis.output().includes('Ready to accept connections'), `redis on port ${port}`);
+  await waitFor(() => {
+    // A Redis that could not bind its port exits at once; say so instead of waiting out the timeout.
+    if (redis.child.exitCode !== null) throw new Error(`redis on port ${port} exited: ${redis.output()}`);
+    return redis.output().includes('Ready to accept connections');
+  }, `redis on port ${port}`);
   return redis;
+}
+
+/**
+ * A Redis of the test's own on a port the system had free. Another process may take that port
+ * between the asking and Redis binding it; then another port is tried.
+ */
+export async function startRedisOnFreePort(attempts = 3): Promise<{ redis: RunningProcess; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return { redis: await startRedis(port), port };
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+    }
+  }
 }
 
 /** Starts `src/main.ts` and resolves with its base URL once it listens. */
