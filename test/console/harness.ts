@@ -5,7 +5,7 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { expect } from 'vitest';
 import { startTestApp, testAdminToken, type TestApp } from '../helpers/app.ts';
 import { chromiumToLaunch } from '../helpers/browser.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 
 /**
  * The web console in a real headless Chromium against one server: one browser, a context per
@@ -25,10 +25,19 @@ export interface ConsoleWorld {
 export async function startConsole(environment: Record<string, string> = {}): Promise<ConsoleWorld> {
   const held = await holdPort();
   const { server, base } = held;
-  const test = await startTestApp({ PUBLIC_BASE_URL: base, ...environment });
+  const test = await startTestApp({ PUBLIC_BASE_URL: base, ...environment }).catch(async (error: unknown) => {
+    await held.close();
+    throw error;
+  });
   held.serve(test.app);
-  const { executablePath, args } = await chromiumToLaunch();
-  const browser = await chromium.launch({ executablePath, args, headless: true });
+  // A browser that fails to start leaves nothing running behind it: the failure is then the one reported.
+  const browser = await chromiumToLaunch()
+    .then(({ executablePath, args }) => chromium.launch({ executablePath, args, headless: true }))
+    .catch(async (error: unknown) => {
+      await held.close();
+      await test.close();
+      throw error;
+    });
   const contexts: BrowserContext[] = [];
   return {
     test,

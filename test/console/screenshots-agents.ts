@@ -4,7 +4,7 @@ import { createAgent, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp } from '../helpers/app.ts';
 import { chromiumToLaunch } from '../helpers/browser.ts';
 import { createCapability, credit } from '../helpers/market.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 
 /**
  * Screenshots of My agents with budgets (issue 31), beside the ones scripts/screenshots.ts takes:

@@ -7,7 +7,7 @@ import { launchChromium } from '../helpers/browser.ts';
 import { createCapability, credit } from '../helpers/market.ts';
 import { callTool, connectMcp } from '../helpers/mcp.ts';
 import { pendingSignIn, token } from '../helpers/oauth.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 
 /**
  * The approval page (device authorization) and the consent page (MCP sign-in) offer a budget when

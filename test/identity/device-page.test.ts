@@ -4,7 +4,7 @@ import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { signUpHuman } from '../helpers/actors.ts';
 import { launchChromium } from '../helpers/browser.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 
 /**
  * The verification page end to end in a real headless Chromium: a client starts device

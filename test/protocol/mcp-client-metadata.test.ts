@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { authorize, pkcePair, token } from '../helpers/oauth.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 import { limits } from '../../src/limits.ts';
 
 /**

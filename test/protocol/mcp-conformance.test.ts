@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { pendingSignIn, token } from '../helpers/oauth.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 
 /**
  * The official MCP conformance suite (@modelcontextprotocol/conformance, its `server` command)

@@ -6,7 +6,7 @@ import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprot
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 
 /**
  * A server started without PUBLIC_BASE_URL, reached by a loopback name (issue 28 point 15, docs/mcp.md

@@ -11,7 +11,7 @@ import { signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { launchChromium } from '../helpers/browser.ts';
 import { authorize, pendingSignIn, registerClient, token } from '../helpers/oauth.ts';
-import { holdPort } from '../helpers/held-port.ts';
+import { holdPort } from '../helpers/server.ts';
 import { credit } from '../helpers/market.ts';
 import { limits } from '../../src/limits.ts';
 
