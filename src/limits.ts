@@ -70,6 +70,19 @@ export const limits = {
    */
   moneyBatchRejoinWaitMs: 1,
   moneyBatchRejoinBelowChanges: 16,
+  /**
+   * Whether that wait pays is tried (engine/money/wait-trials.ts): a trial of
+   * moneyBatchWaitTrialEpochs epochs of moneyBatchWaitTrialEpochMs, half waiting and half not,
+   * then the choice under which more changes were answered a second holds for
+   * moneyBatchWaitSettledMs. The other choice is taken only when it answered more by
+   * moneyBatchWaitSwitchMarginRatio, and a trial of fewer than moneyBatchWaitTrialChangesMin
+   * changes decides nothing. About 1 s of every 32 s runs the choice not taken.
+   */
+  moneyBatchWaitTrialEpochMs: 250,
+  moneyBatchWaitTrialEpochs: 8,
+  moneyBatchWaitSettledMs: 30_000,
+  moneyBatchWaitSwitchMarginRatio: 0.03,
+  moneyBatchWaitTrialChangesMin: 400,
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,

@@ -24,6 +24,9 @@ export interface RunMeasurement {
     /** Times the waiting changes waited for the callers just answered, and times that wait ran out. */
     rejoins: number;
     rejoinsTimedOut: number;
+    /** Times the batcher did not wait (its trials said it would not pay, or tried not waiting), and its trials at the end. */
+    rejoinsSkipped: number;
+    trials: { waits: boolean; trials: number; trialsUndecided: number; switches: number; lastRates: { waiting: number; notWaiting: number } | null } | null;
     sizes: Record<string, number>;
   } | null;
 }

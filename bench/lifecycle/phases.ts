@@ -111,6 +111,8 @@ function batchesDuring(before: BatchStats, after: BatchStats): NonNullable<RunMe
     splits: after.splits - before.splits,
     rejoins: after.rejoins - before.rejoins,
     rejoinsTimedOut: after.rejoinsTimedOut - before.rejoinsTimedOut,
+    rejoinsSkipped: after.rejoinsSkipped - before.rejoinsSkipped,
+    trials: after.trials,
     sizes,
   };
 }
@@ -121,7 +123,16 @@ function describeBatches(batches: NonNullable<RunMeasurement['batches']>): strin
     .sort(([a], [b]) => Number(a) - Number(b))
     .map(([size, count]) => `${size === '1' ? '1' : `${size}-${Number(size) * 2 - 1}`}: ${count}`)
     .join(', ');
-  return `group commit: ${batches.changes} state changes in ${batches.statements} statements (mean ${mean}, largest ${batches.largest}, splits ${batches.splits}, waits for the answered ${batches.rejoins}, of them ran out ${batches.rejoinsTimedOut}); statements by size ${sizes}`;
+  return `group commit: ${batches.changes} state changes in ${batches.statements} statements (mean ${mean}, largest ${batches.largest}, splits ${batches.splits}, waits for the answered ${batches.rejoins}, of them ran out ${batches.rejoinsTimedOut}, not waited ${batches.rejoinsSkipped}${describeTrials(batches.trials)}); statements by size ${sizes}`;
+}
+
+/** The batcher's trials of waiting for the answered: its choice, and the rates of the last trial that decided. */
+function describeTrials(trials: NonNullable<RunMeasurement['batches']>['trials']): string {
+  if (!trials) return '';
+  const rates = trials.lastRates
+    ? `, last ${Math.round(trials.lastRates.waiting)} changes/s waiting against ${Math.round(trials.lastRates.notWaiting)} not`
+    : '';
+  return `; trials ${trials.trials} (${trials.trialsUndecided} undecided, ${trials.switches} switches${rates}), now ${trials.waits ? 'waiting' : 'not waiting'}`;
 }
 
 /** Instrumented pass at one client: round trips and where a request's time goes, unloaded. */

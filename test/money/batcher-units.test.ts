@@ -363,6 +363,56 @@ describe('a statement that fails', () => {
   });
 });
 
+describe('following its trials of the wait', () => {
+  it('waits in an epoch that tries waiting and not in the next, which tries not waiting', async () => {
+    let clock = 0;
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const trials = { epochMs: 100, trialEpochs: 8, settledMs: 10_000, marginRatio: 0.05, trialChangesMin: 1 };
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000, trials, now: () => clock }));
+    const first = batcher.submit(change('a'));
+    await settle();
+    const waitingFirst = batcher.submit(change('b'));
+    await settle();
+    statements[0]!.finish();
+    await first;
+    await settle();
+    // The trial's first epoch waits: b waits for a's caller.
+    expect(statements).toHaveLength(1);
+    const returned = batcher.submit(change('c'));
+    await settle();
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b', 'c']]);
+    clock = 100;
+    const waitingSecond = batcher.submit(change('d'));
+    await settle();
+    statements[1]!.finish();
+    await Promise.all([waitingFirst, returned]);
+    await settle();
+    // The second epoch does not wait: d goes at once, without b's and c's callers.
+    expect(statements.map((statement) => statement.ids)).toEqual([['a'], ['b', 'c'], ['d']]);
+    statements[2]!.finish();
+    await waitingSecond;
+    expect(batcher.stats()).toMatchObject({ rejoins: 1, rejoinsSkipped: 1, trials: { trials: 0, waits: true } });
+  });
+
+  it('always waits without trials, as before', async () => {
+    const { db, statements } = fakeDatabase(() => 'applied', true);
+    const batcher = createBatcher(db, options({ rejoinWaitMs: 1_000 }));
+    const first = batcher.submit(change('a'));
+    await settle();
+    const waiting = batcher.submit(change('b'));
+    await settle();
+    statements[0]!.finish();
+    await first;
+    await settle();
+    expect(statements).toHaveLength(1);
+    expect(batcher.stats()).toMatchObject({ rejoins: 1, rejoinsSkipped: 0, trials: null });
+    const returned = batcher.submit(change('c'));
+    await settle();
+    statements[1]!.finish();
+    await Promise.all([waiting, returned]);
+  });
+});
+
 describe('the rules a split follows', () => {
   it.each([
     ['23514', true],

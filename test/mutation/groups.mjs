@@ -91,6 +91,7 @@ export const mutationGroups = {
   'money-path': {
     mutate: [
       'src/engine/money/batcher.ts',
+      'src/engine/money/wait-trials.ts',
       'src/engine/money/transitions.ts',
       'src/engine/money/ceilings.ts',
       'src/engine/money/task-money.ts',
@@ -105,6 +106,7 @@ export const mutationGroups = {
     ],
     tests: [
       'test/money/batcher-units.test.ts',
+      'test/money/wait-trials.test.ts',
       'test/money/money-path-mutants.test.ts',
       'test/money/money-path-mutants-api.test.ts',
       'test/money/money-path-mutants-2.test.ts',

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { limits } from '../../limits.ts';
 import { type ChangeOutcome, type StateChange, assertWritable, commitChanges, usageRowOf } from '../../store/change.ts';
+import { type WaitTrialOptions, type WaitTrialStats, createWaitTrials } from './wait-trials.ts';
 
 /**
  * Group commit (docs/decisions/money-and-escrow.md "Group commit"). State changes submitted while
@@ -14,7 +15,9 @@ import { type ChangeOutcome, type StateChange, assertWritable, commitChanges, us
  * few changes wait, the callers it answered are about to send their next change, so the waiting
  * changes wait for them (at most moneyBatchRejoinWaitMs, and only while fewer than
  * moneyBatchRejoinBelowChanges wait): one statement for both groups costs the database and the
- * server less per change than two, and the two groups no longer take turns.
+ * server less per change than two, and the two groups no longer take turns. Whether that pays
+ * depends on the machine, so the batcher tries both now and then and keeps the one under which
+ * more changes were answered (wait-trials.ts).
  *
  * Each change is still answered on its own: its compare-and-set or its claim may fail while the
  * others are written. When the statement itself fails on something a change brought (a balance
@@ -36,6 +39,10 @@ export interface BatcherOptions {
   rejoinWaitMs: number;
   /** They wait only while fewer than this many changes wait. */
   rejoinBelowChanges: number;
+  /** The trials that decide whether the wait pays (wait-trials.ts); without them, the batcher always waits. */
+  trials?: WaitTrialOptions;
+  /** The clock the trials read (milliseconds); tests pass their own. */
+  now?: () => number;
 }
 
 export interface BatchStats {
@@ -47,6 +54,10 @@ export interface BatchStats {
   /** Times the waiting changes waited for the callers just answered, and times that wait ran out. */
   rejoins: number;
   rejoinsTimedOut: number;
+  /** Times the batcher would have waited but did not: the trials said waiting did not pay, or tried not waiting. */
+  rejoinsSkipped: number;
+  /** The trials behind that decision, as they stand. */
+  trials: WaitTrialStats | null;
   /** How many batches had 1, 2-3, 4-7, 8-15, … changes: keyed by the lower bound. */
   sizes: Record<string, number>;
 }
@@ -68,6 +79,13 @@ const defaults: BatcherOptions = {
   lingerMs: limits.moneyBatchLingerMs,
   rejoinWaitMs: limits.moneyBatchRejoinWaitMs,
   rejoinBelowChanges: limits.moneyBatchRejoinBelowChanges,
+  trials: {
+    epochMs: limits.moneyBatchWaitTrialEpochMs,
+    trialEpochs: limits.moneyBatchWaitTrialEpochs,
+    settledMs: limits.moneyBatchWaitSettledMs,
+    marginRatio: limits.moneyBatchWaitSwitchMarginRatio,
+    trialChangesMin: limits.moneyBatchWaitTrialChangesMin,
+  },
 };
 
 /** A failure a change of the batch may have brought (data exception, integrity constraint violation). */
@@ -96,7 +114,9 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
   let scheduled = false;
   /** While set, the queue waits until it holds `target` changes or the timer fires. */
   let rejoin: Rejoin | undefined;
-  const stats: BatchStats = { batches: 0, changes: 0, splits: 0, largest: 0, rejoins: 0, rejoinsTimedOut: 0, sizes: {} };
+  const now = options.now ?? (() => performance.now());
+  const trials = options.trials ? createWaitTrials(options.trials, now) : undefined;
+  const stats: Omit<BatchStats, 'trials'> = { batches: 0, changes: 0, splits: 0, largest: 0, rejoins: 0, rejoinsTimedOut: 0, rejoinsSkipped: 0, sizes: {} };
 
   /** Writes `change` with the changes around it; answers its own outcome once the batch committed. */
   function submit(change: StateChange): Promise<ChangeOutcome> {
@@ -146,6 +166,11 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
     // Only with nothing in the database and nothing on its way: then nothing else calls schedule()
     // until the wait ends, and the wait is the only thing holding the queue.
     if (options.rejoinWaitMs > 0 && inFlight === 0 && !scheduled && small && queue.length < target) {
+      if (trials && !trials.waits()) {
+        stats.rejoinsSkipped++;
+        schedule(0);
+        return;
+      }
       stats.rejoins++;
       const started: Rejoin = { target, timer: setTimeout(() => endRejoin(started, true), options.rejoinWaitMs) };
       rejoin = started;
@@ -214,11 +239,12 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
       return waitingWhenAnswered;
     }
     const waitingWhenAnswered = queue.length;
+    trials?.answered(batch.length);
     batch.forEach((waiting, index) => waiting.resolve(outcomes[index]!));
     return waitingWhenAnswered;
   }
 
-  return { submit, stats: (): BatchStats => structuredClone(stats) };
+  return { submit, stats: (): BatchStats => ({ ...structuredClone(stats), trials: trials?.stats() ?? null }) };
 }
 
 export type Batcher = ReturnType<typeof createBatcher>;
