@@ -76,13 +76,16 @@ export const limits = {
    * then the choice under which more changes were answered a second holds for
    * moneyBatchWaitSettledMs. The other choice is taken only when it answered more by
    * moneyBatchWaitSwitchMarginRatio, and a trial of fewer than moneyBatchWaitTrialChangesMin
-   * changes decides nothing. About 1 s of every 32 s runs the choice not taken.
+   * changes decides nothing. About 1 s of every 32 s runs the choice not taken. The first trial
+   * starts once moneyBatchWaitFirstTrialAfterChanges changes were answered.
    */
   moneyBatchWaitTrialEpochMs: 250,
   moneyBatchWaitTrialEpochs: 8,
   moneyBatchWaitSettledMs: 30_000,
   moneyBatchWaitSwitchMarginRatio: 0.03,
   moneyBatchWaitTrialChangesMin: 400,
+  /** The first trial waits for this many changes answered: the JIT's warm-up made one trial see a 14 % lead where none can be (one client, which never waits). */
+  moneyBatchWaitFirstTrialAfterChanges: 2_000,
   /** The cluster primary gives up when workers exit more often than this (src/cluster.ts). */
   workerRestartsPerWindowMax: 5,
   workerRestartWindowMs: 60_000,

@@ -7,7 +7,7 @@ import { type WaitTrialOptions, createWaitTrials } from '../../src/engine/money/
  * answered under each, and when it decides nothing. How the batcher follows the choice is in
  * test/money/batcher-units.test.ts.
  */
-const options: WaitTrialOptions = { epochMs: 100, trialEpochs: 8, settledMs: 10_000, marginRatio: 0.05, trialChangesMin: 100 };
+const options: WaitTrialOptions = { epochMs: 100, trialEpochs: 8, settledMs: 10_000, marginRatio: 0.05, trialChangesMin: 100, firstTrialAfterChanges: 0 };
 
 function trialsOnClock(overrides: Partial<WaitTrialOptions> = {}) {
   let clock = 1_000;
@@ -43,6 +43,18 @@ describe('trials of waiting for the answered callers', () => {
     const { trials } = trialsOnClock();
     expect(trials.waits()).toBe(true);
     expect(trials.stats()).toMatchObject({ waits: true, trials: 0, switches: 0, lastRates: null });
+  });
+
+  it('starts its first trial only once firstTrialAfterChanges changes were answered', () => {
+    const world = trialsOnClock({ firstTrialAfterChanges: 30 });
+    world.answerAt(1_000, 20);
+    world.answerAt(1_200, 9);
+    world.answerAt(1_300, 1);
+    // 30 answered: the next batch starts the trial, whose first epoch waits and its second does not.
+    expect(world.trials.waits()).toBe(true);
+    world.answerAt(1_400, 1);
+    world.answerAt(1_500, 1);
+    expect(world.trials.waits()).toBe(false);
   });
 
   it('tries waiting, not waiting, not waiting, waiting, epoch by epoch', () => {

@@ -41,8 +41,6 @@ export interface BatcherOptions {
   rejoinBelowChanges: number;
   /** The trials that decide whether the wait pays (wait-trials.ts); without them, the batcher always waits. */
   trials?: WaitTrialOptions;
-  /** The clock the trials read (milliseconds); tests pass their own. */
-  now?: () => number;
 }
 
 export interface BatchStats {
@@ -85,6 +83,7 @@ const defaults: BatcherOptions = {
     settledMs: limits.moneyBatchWaitSettledMs,
     marginRatio: limits.moneyBatchWaitSwitchMarginRatio,
     trialChangesMin: limits.moneyBatchWaitTrialChangesMin,
+    firstTrialAfterChanges: limits.moneyBatchWaitFirstTrialAfterChanges,
   },
 };
 
@@ -114,8 +113,7 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
   let scheduled = false;
   /** While set, the queue waits until it holds `target` changes or the timer fires. */
   let rejoin: Rejoin | undefined;
-  const now = options.now ?? (() => performance.now());
-  const trials = options.trials ? createWaitTrials(options.trials, now) : undefined;
+  const trials = options.trials ? createWaitTrials(options.trials, () => performance.now()) : undefined;
   const stats: Omit<BatchStats, 'trials'> = { batches: 0, changes: 0, splits: 0, largest: 0, rejoins: 0, rejoinsTimedOut: 0, rejoinsSkipped: 0, sizes: {} };
 
   /** Writes `change` with the changes around it; answers its own outcome once the batch committed. */

@@ -27,6 +27,8 @@ export interface WaitTrialOptions {
   marginRatio: number;
   /** A trial that answered fewer changes than this decides nothing. */
   trialChangesMin: number;
+  /** The first trial starts once this many changes were answered: a process still warming up would decide on its warm-up. */
+  firstTrialAfterChanges: number;
 }
 
 export interface WaitTrialStats {
@@ -63,11 +65,17 @@ export function createWaitTrials(options: WaitTrialOptions, now: () => number) {
   let trial: Trial | undefined;
   /** No trial starts before this: the last one's choice holds. */
   let settledUntil = -Infinity;
+  /** Changes answered before the first trial, counted until there are enough. */
+  let answeredBeforeTrials = 0;
 
   /** A batch answered `count` changes: counted in the epoch running, which may end here. */
   function answered(count: number) {
     const at = now();
     if (!trial) {
+      if (answeredBeforeTrials < options.firstTrialAfterChanges) {
+        answeredBeforeTrials += count;
+        return;
+      }
       if (at >= settledUntil) trial = { epoch: 0, epochStartedAt: at, epochChanges: 0, waiting: { changes: 0, ms: 0 }, notWaiting: { changes: 0, ms: 0 } };
       return;
     }
