@@ -220,7 +220,17 @@ describe('the group commit', () => {
     const batcher = createBatcher(db, options({ changesMax: 5 }));
     await Promise.all(Array.from({ length: 12 }, (_, index) => batcher.submit(change(`t${index}`))));
     // 5, 5 and 2 changes: two batches in 4-7, one in 2-3.
-    expect(batcher.stats()).toEqual({ batches: 3, changes: 12, splits: 0, largest: 5, rejoins: 0, rejoinsTimedOut: 0, sizes: { '4': 2, '2': 1 } });
+    expect(batcher.stats()).toEqual({
+      batches: 3,
+      changes: 12,
+      splits: 0,
+      largest: 5,
+      rejoins: 0,
+      rejoinsTimedOut: 0,
+      rejoinsSkipped: 0,
+      trials: null,
+      sizes: { '4': 2, '2': 1 },
+    });
   });
 
   it('sends one statement for one change even when another batch could be in the database beside it', async () => {
@@ -230,6 +240,16 @@ describe('the group commit', () => {
     await new Promise((resolve) => setImmediate(resolve));
     // No empty batch goes after it: nothing else waits.
     expect(statements).toHaveLength(1);
-    expect(batcher.stats()).toEqual({ batches: 1, changes: 1, splits: 0, largest: 1, rejoins: 0, rejoinsTimedOut: 0, sizes: { '1': 1 } });
+    expect(batcher.stats()).toEqual({
+      batches: 1,
+      changes: 1,
+      splits: 0,
+      largest: 1,
+      rejoins: 0,
+      rejoinsTimedOut: 0,
+      rejoinsSkipped: 0,
+      trials: null,
+      sizes: { '1': 1 },
+    });
   });
 });

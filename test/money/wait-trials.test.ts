@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type WaitTrialOptions, createWaitTrials } from '../../src/engine/money/wait-trials.ts';
+import { type WaitTrialOptions, createWaitTrials } from '../../src/engine/money/index.ts';
 
 /**
  * The batcher's trials of waiting for the callers a batch answered (engine/money/wait-trials.ts),

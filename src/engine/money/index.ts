@@ -31,3 +31,4 @@ export { createTransitions, type ActionExtra, type Transitions } from './transit
 export { transactionView } from './views.ts';
 export { createWalletEngine } from './wallet.ts';
 export { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from './batcher.ts';
+export { type WaitTrialOptions, createWaitTrials } from './wait-trials.ts';
