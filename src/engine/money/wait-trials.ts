@@ -13,8 +13,8 @@
  * itself: a trial alternates short epochs of waiting and not waiting (in the order wait, not, not,
  * wait, so a steady rise or fall of the load favours neither), counts the changes answered per
  * millisecond under each, and keeps the better until the next trial. It changes to the other only
- * when that one answered clearly more (by marginRatio); a trial with too few changes or an idle
- * gap decides nothing. Only the wait is at stake: what is written, and how, is the same either way.
+ * when that one answered clearly more (by marginRatio); a trial with too few changes decides
+ * nothing, and an epoch that spanned an idle gap is not counted but runs again. Only the wait is at stake: what is written, and how, is the same either way.
  */
 export interface WaitTrialOptions {
   /** Length of one epoch of a trial. */
@@ -35,7 +35,7 @@ export interface WaitTrialStats {
   /** The current choice: wait for the answered callers, or not. */
   waits: boolean;
   trials: number;
-  /** Trials that decided nothing (too few changes, or an idle gap in an epoch). */
+  /** Trials that decided nothing: too few changes answered in them. */
   trialsUndecided: number;
   /** Times a trial changed the choice. */
   switches: number;
@@ -82,8 +82,13 @@ export function createWaitTrials(options: WaitTrialOptions, now: () => number) {
     trial.epochChanges += count;
     const elapsedMs = at - trial.epochStartedAt;
     if (elapsedMs < options.epochMs) return;
-    // An epoch that spanned an idle gap says how busy callers were, not which choice is better.
-    if (elapsedMs > 4 * options.epochMs) return settle(at, undefined);
+    // An epoch that spanned an idle gap says how busy callers were, not which choice is better:
+    // it is not counted, and runs again from here.
+    if (elapsedMs > 4 * options.epochMs) {
+      trial.epochChanges = 0;
+      trial.epochStartedAt = at;
+      return;
+    }
     const tally = pattern[trial.epoch % pattern.length] ? trial.waiting : trial.notWaiting;
     tally.changes += trial.epochChanges;
     tally.ms += elapsedMs;
@@ -94,11 +99,11 @@ export function createWaitTrials(options: WaitTrialOptions, now: () => number) {
   }
 
   /** Ends the trial, deciding from what it measured, if it measured enough. */
-  function settle(at: number, measured: Trial | undefined) {
+  function settle(at: number, measured: Trial) {
     trial = undefined;
     stats.trials++;
     settledUntil = at + options.settledMs;
-    if (!measured || measured.waiting.changes + measured.notWaiting.changes < options.trialChangesMin) {
+    if (measured.waiting.changes + measured.notWaiting.changes < options.trialChangesMin) {
       stats.trialsUndecided++;
       return;
     }
