@@ -2,6 +2,7 @@ import type { CpuByProcess } from './cpu.ts';
 import type { DatabaseCounters } from './database.ts';
 import type { LoadResult } from './load.ts';
 import type { PgbenchResult } from './pgbench.ts';
+import type { BatchStats } from './server.ts';
 
 /**
  * What the phases measure (phases.ts) and the result assembles (result.ts): kept apart from both
@@ -26,7 +27,7 @@ export interface RunMeasurement {
     rejoinsTimedOut: number;
     /** Times the batcher did not wait (its trials said it would not pay, or tried not waiting), and its trials at the end. */
     rejoinsSkipped: number;
-    trials: { waits: boolean; trials: number; trialsUndecided: number; switches: number; lastRates: { waiting: number; notWaiting: number } | null } | null;
+    trials: BatchStats['trials'];
     sizes: Record<string, number>;
   } | null;
 }

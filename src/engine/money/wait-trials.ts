@@ -14,7 +14,8 @@
  * wait, so a steady rise or fall of the load favours neither), counts the changes answered per
  * millisecond under each, and keeps the better until the next trial. It changes to the other only
  * when that one answered clearly more (by marginRatio); a trial with too few changes decides
- * nothing, and an epoch that spanned an idle gap is not counted but runs again. Only the wait is at stake: what is written, and how, is the same either way.
+ * nothing, and an epoch that spanned an idle gap is not counted but runs again. Only the wait is
+ * at stake: what is written, and how, is the same either way.
  */
 export interface WaitTrialOptions {
   /** Length of one epoch of a trial. */
@@ -126,5 +127,3 @@ export function createWaitTrials(options: WaitTrialOptions, now: () => number) {
 
   return { answered, waits, stats: (): WaitTrialStats => structuredClone(stats) };
 }
-
-export type WaitTrials = ReturnType<typeof createWaitTrials>;
