@@ -42,6 +42,7 @@ import * as transactionDeadlines from './migrations/070_transaction_deadlines.ts
 import * as transactionMovesHot from './migrations/071_transaction_moves_hot.ts';
 import * as eventQueues from './migrations/072_event_queues.ts';
 import * as eventRowsUntouched from './migrations/073_event_rows_untouched.ts';
+import * as draftsClose from './migrations/074_drafts_close.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -89,6 +90,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '071_transaction_moves_hot': transactionMovesHot,
   '072_event_queues': eventQueues,
   '073_event_rows_untouched': eventRowsUntouched,
+  '074_drafts_close': draftsClose,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -11,6 +11,7 @@ export { createSkillEngine } from './skills.ts';
 export { createTaskAcceptance } from './task-acceptance.ts';
 export { createTaskAi } from './task-ai.ts';
 export { createTaskApplications } from './task-applications.ts';
+export { createTaskEnd } from './task-end.ts';
 export { createTaskEvents } from './task-events.ts';
 export { createTaskHall } from './task-hall.ts';
 export { createTaskPublish } from './task-publish.ts';

@@ -54,7 +54,7 @@ export function taskMovedEvents(task: TaskRow, action: TaskEventAction, previous
 }
 
 /** The applicants who hear a task's moves: those with a pending application (at most taskPendingApplicationsMax). */
-async function pendingApplicants(trx: Knex, taskId: string): Promise<string[]> {
+export async function pendingApplicants(trx: Knex, taskId: string): Promise<string[]> {
   const rows = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).distinct('applicant_id')) as { applicant_id: string }[];
   return rows.map((row) => row.applicant_id);
 }

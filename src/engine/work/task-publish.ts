@@ -1,17 +1,18 @@
-import type { Knex } from 'knex';
 import { nextTaskState } from '../../domain/tasks.ts';
-import { FreshClaimNotWritten, type UnitOfWork } from '../../db/transaction.ts';
+import type { UnitOfWork } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { TaskView } from '../../schemas/tasks.ts';
 import type { StateChange } from '../../store/change.ts';
-import { shortfallOf } from '../../store/ledger.ts';
-import { type TaskRow, taskColumns } from '../../store/tasks.ts';
+import type { TaskRow } from '../../store/tasks.ts';
 import { authorize, manageTask } from '../access/index.ts';
 import type { Principal } from '../common/index.ts';
 import { bountyHoldLegs, type FreezeCharge, planBountyCharge, type Transitions } from '../money/index.ts';
 import { deadlineOf, type newTaskRow } from './task-rows.ts';
 import { type TaskEvents, taskMovedEvents } from './task-events.ts';
+import { DecideInTransaction, readVersioned, submitTaskChange } from './task-statement.ts';
+
+export { DecideInTransaction } from './task-statement.ts';
 
 /**
  * A new task published with its bounty held as ONE change the batcher groups with every other
@@ -79,19 +80,6 @@ export interface DraftRestated {
   expires_at?: string;
 }
 
-/**
- * A publish of a draft the one-statement path leaves to the transaction path, which decides it
- * as before: a draft whose deadline has passed (4020 there if the money is short too, else 4000),
- * or one that changed under every attempt's compare-and-set.
- */
-export class DecideInTransaction extends Error {}
-
-/** The task with its version, the `xmin` that every committed UPDATE of the row renews. */
-const readVersioned = (db: Knex, id: string) =>
-  db('tasks')
-    .where({ id })
-    .first([...taskColumns, db.raw('xmin::text AS version')]) as Promise<(TaskRow & { version: string }) | undefined>;
-
 /** The draft as restated and published at `at`, as the UPDATE writes it and a SELECT would read it after. */
 function restatedOpen(row: TaskRow, body: DraftRestated, at: Date) {
   const bounty = body.bounty_amount === undefined ? row.bounty_amount : body.bounty_amount === null ? null : String(body.bounty_amount);
@@ -113,6 +101,8 @@ function restatedOpen(row: TaskRow, body: DraftRestated, at: Date) {
 }
 
 export function createTaskPublish(transitions: Pick<Transitions, 'submit'>, events: TaskEvents) {
+  const written = (unit: UnitOfWork, change: StateChange, charge: FreezeCharge | undefined) => submitTaskChange(transitions, events, unit, change, charge);
+
   /** Publishes `row` (a new task, not yet written) in one statement of `unit` (the pool: single-statement work). */
   async function publishNew<T>(unit: UnitOfWork, principal: Principal, row: NewTaskRow, at: Date, answer: (task: TaskRow) => T): Promise<T> {
     const bounty = row.bounty_amount === null ? 0n : BigInt(row.bounty_amount);
@@ -173,25 +163,6 @@ export function createTaskPublish(transitions: Pick<Transitions, 'submit'>, even
       if (await written(unit, change, charge)) return response;
     }
     throw new DecideInTransaction('the draft changed under every attempt');
-  }
-
-  /** Submits a task's change; false when its row changed since it was read (stale), so nothing was written. */
-  async function written(unit: UnitOfWork, change: StateChange, charge: FreezeCharge | undefined): Promise<boolean> {
-    let outcome;
-    try {
-      outcome = await transitions.submit(change);
-    } catch (error) {
-      throw shortfallOf(error, change.legs) ?? error;
-    }
-    if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
-    // The day's bound refused the budget's take: nothing was written, not even the restated fields (as before).
-    if (outcome.kind === 'over_budget') throw await charge!.refuse();
-    if (outcome.kind === 'stale') return false;
-    // A task's change never carries a fresh claim (only purchases do); the outcome is named for the types.
-    if (outcome.kind === 'key_taken') throw new FreshClaimNotWritten('key_taken');
-    if (unit.claim) unit.claim.completed = true;
-    events.written(unit, outcome.taskEvents ?? []);
-    return true;
   }
 
   return { publishNew, publishDraft };

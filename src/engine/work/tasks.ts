@@ -13,12 +13,14 @@ import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from '
 import { pendingSelectionsAbove } from './task-pushes.ts';
 import type { TaskEvents } from './task-events.ts';
 import { createTaskPublish, DecideInTransaction, type DraftRestated, type TaskOutcome } from './task-publish.ts';
+import { createTaskEnd } from './task-end.ts';
 
 export { type Shortfall, type TaskOutcome, shortfallError } from './task-publish.ts';
 
 /** Tasks (docs/tasks.md): publish with a held bounty, drafts, update, close, reuse, expiry. */
 export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents, transitions: Pick<Transitions, 'submit'>) {
   const { publishNew, publishDraft: publishOne } = createTaskPublish(transitions, events);
+  const { endTask } = createTaskEnd(transitions, events, db);
 
   /**
    * A new task published in one statement that shares group commits (task-publish.ts); when the
@@ -207,7 +209,10 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     });
   }
 
-  /** A move that ends the task (close, cancel, expire): its hold released in the same transaction. */
+  /**
+   * A move that ends the task (close, cancel, expire) in a transaction of its own: its hold released
+   * in the same transaction. The sweeper's expiry, and a close or cancel the statement left here.
+   */
   async function end(unit: UnitOfWork, row: TaskRow, action: 'close' | 'cancel' | 'expire', viewer: Principal | null): Promise<TaskView> {
     const { trx } = unit;
     const transition = nextTaskState(row.status, action);
@@ -223,20 +228,28 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     return taskView(ended!, viewer);
   }
 
-  function close(principal: Principal, id: string, request: IdempotencyRequest | null) {
-    return idempotency.run(principal, request, 200, async (unit) =>
-      end(unit, authorize(manageTask, principal, await lockTask(unit.trx, id), 'task'), 'close', principal),
-    );
+  /**
+   * Ends the task as its publisher (close) or the operator (cancel, `viewer` null): one statement
+   * that shares group commits (task-end.ts); a task that kept changing under its compare-and-set
+   * goes to the transaction path, which locks the row and decides as before.
+   */
+  async function endByRequest(viewer: Principal | null, id: string, action: 'close' | 'cancel', request: IdempotencyRequest | null) {
+    try {
+      return await idempotency.run(viewer, request, 200, (unit) => endTask(unit, viewer, id, action, now, (task) => taskView(task, viewer)), 'one statement');
+    } catch (error) {
+      if (!(error instanceof DecideInTransaction)) throw error;
+      return idempotency.run(viewer, request, 200, async (unit) => {
+        const row = await lockTask(unit.trx, id);
+        if (!viewer && !row) throw new AppError('not_found', 'task not found');
+        return end(unit, viewer ? authorize(manageTask, viewer, row, 'task') : row!, action, viewer);
+      });
+    }
   }
 
+  const close = (principal: Principal, id: string, request: IdempotencyRequest | null) => endByRequest(principal, id, 'close', request);
+
   /** The operator takes an open task down (cancelled), releasing its hold. */
-  function cancel(id: string, request: IdempotencyRequest | null) {
-    return idempotency.run(null, request, 200, async (unit) => {
-      const row = await lockTask(unit.trx, id);
-      if (!row) throw new AppError('not_found', 'task not found');
-      return end(unit, row, 'cancel', null);
-    });
-  }
+  const cancel = (id: string, request: IdempotencyRequest | null) => endByRequest(null, id, 'cancel', request);
 
   /**
    * Expires one open task past its deadline, claimed with SKIP LOCKED so that several instances

@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withSingleStatement } from '../../src/db/transaction.ts';
+import type { Principal } from '../../src/engine/common/index.ts';
+import { createTransitions } from '../../src/engine/money/index.ts';
+import { createTaskEnd } from '../../src/engine/work/index.ts';
+import type { StateChange } from '../../src/store/change.ts';
+import { type Actor, createAgent } from '../helpers/actors.ts';
+import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
+import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
+import { checkBooks } from '../helpers/books.ts';
+import { lockWaiters, until } from '../helpers/locks.ts';
+import { admin, balance, buy, createCapability, credit } from '../helpers/market.ts';
+
+/**
+ * Group commit for ending a task (docs/decisions/money-and-escrow.md "Task money and group
+ * commit"): a close by the publisher or a cancel by the operator is one change that shares
+ * statements with every other: the task's compare-and-set on its status and version, the hold's
+ * release, the move's event for the publisher and every pending applicant, the claim. An
+ * application writes the task row, so a close decided before an application committed is decided
+ * again and its applicant hears it.
+ */
+let test: TestApp;
+beforeAll(async () => {
+  test = await startTestApp();
+});
+afterAll(() => test.close());
+
+const valid = { title: 'Index a catalogue', description: 'Four hundred entries, by author.', mode: 'online', category: 'translation' };
+type Answer = { status: number; body: { code: number; data: Record<string, unknown> } };
+const db = () => test.runtime.engine.dependencies.db;
+
+async function funded(amount = '50.00') {
+  const actor = await createAgent(test);
+  await credit(test, actor.userId, amount);
+  return actor;
+}
+
+async function taskOf(actor: Actor, extra: Record<string, unknown> = { bounty_amount: '10.00' }): Promise<string> {
+  const answer = await test.http
+    .post('/api/v1/tasks/')
+    .set(actor.headers)
+    .send({ ...valid, ...extra })
+    .expect(201);
+  return answer.body.data.id as string;
+}
+
+async function skillOf(actor: Actor): Promise<string> {
+  const answer = await test.http
+    .post('/api/v1/skills/')
+    .set(actor.headers)
+    .send({ name: 'Cataloguing', description: 'Library catalogues', category: 'translation' })
+    .expect(201);
+  return answer.body.data.id as string;
+}
+
+const apply = (actor: Actor, taskId: string, skillId: string) =>
+  test.http
+    .post(`/api/v1/tasks/${taskId}/applications`)
+    .set(actor.headers)
+    .send({ skill_id: skillId })
+    .then((answer) => answer as unknown as Answer);
+
+const close = (actor: Actor, taskId: string, key?: string) => {
+  const request = test.http.post(`/api/v1/tasks/${taskId}/close`).set(actor.headers);
+  return (key ? request.set('Idempotency-Key', key) : request).send({}).then((answer) => answer as unknown as Answer);
+};
+
+const cancel = (taskId: string) =>
+  test.http
+    .post(`/api/v1/admin/tasks/${taskId}/cancel`)
+    .set(admin)
+    .send({})
+    .then((answer) => answer as unknown as Answer);
+
+/** Who heard each task end: task id -> recipients of its task.closed or task.cancelled, sorted. */
+async function endHeard(ids: string[]) {
+  const rows = (await db()('task_events')
+    .whereIn('task_id', ids)
+    .whereIn('event_type', ['task.closed', 'task.cancelled'])
+    .select('task_id', 'recipient_user_id', 'event_type')) as { task_id: string; recipient_user_id: string; event_type: string }[];
+  const heard = new Map<string, string[]>();
+  for (const row of rows) heard.set(row.task_id, [...(heard.get(row.task_id) ?? []), `${row.event_type} ${row.recipient_user_id}`].sort());
+  return heard;
+}
+
+const taskRows = async (ids: string[]) =>
+  new Map(
+    ((await db()('tasks').whereIn('id', ids).select('id', 'status', 'bounty_held', 'title')) as { id: string; status: string; bounty_held: string; title: string }[]).map(
+      (row) => [row.id, row],
+    ),
+  );
+
+describe('ending tasks in group commits', () => {
+  it('a known batch: closes and a cancel in one statement; an edited task is decided again; pending applicants hear; budgets given back', async () => {
+    const { dependencies } = test.runtime.engine;
+    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+    const [first, second, third] = [await funded(), await funded(), await funded()];
+    const budgeted = await ownedAgent(test);
+    await credit(test, budgeted.userId, '50.00');
+    await setBudget(test, budgeted.person, budgeted.apiKeyId, { daily_max: '30.00' }).expect(200);
+    const applicants = [await funded(), await funded()];
+    const tasks = [await taskOf(first), await taskOf(second, { draft: true, bounty_amount: '5.00' }), await taskOf(third), await taskOf(budgeted), await taskOf(first)];
+    for (const applicant of applicants) expect((await apply(applicant, tasks[0]!, await skillOf(applicant))).status).toBe(201);
+    // The withdrawn application's applicant does not hear the close: only pending ones do.
+    const withdrawn = await funded();
+    const gone = (await apply(withdrawn, tasks[0]!, await skillOf(withdrawn))).body.data.id as string;
+    await test.http.delete(`/api/v1/tasks/${tasks[0]}/applications/${gone}`).set(withdrawn.headers).expect(200);
+    expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '10.00' });
+    const principal = (actor: Actor, keyId: string | null = null): Principal => ({
+      user_id: actor.userId,
+      caller_type: 'agent',
+      platform: 'custom_mcp',
+      api_key_id: keyId,
+      ...(keyId ? { budget_key_id: keyId } : {}),
+    });
+    const ends: { viewer: Principal | null; action: 'close' | 'cancel' }[] = [
+      { viewer: principal(first), action: 'close' },
+      { viewer: principal(second), action: 'close' },
+      { viewer: principal(third), action: 'close' },
+      { viewer: principal(budgeted, budgeted.apiKeyId), action: 'close' },
+      { viewer: null, action: 'cancel' },
+    ];
+    // The five changes wait for each other, so that they leave in one batch; the third task is
+    // edited (as a PATCH would) after it was read and before its statement.
+    const waiting: (() => void)[] = [];
+    let submitted = 0;
+    const submit = async (change: StateChange) => {
+      if (++submitted <= tasks.length) {
+        if (change.transactionId === tasks[2]) await db()('tasks').where({ id: tasks[2] }).update({ title: 'Index a catalogue, edited' });
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          if (waiting.length === tasks.length) for (const release of waiting) release();
+        });
+      }
+      return transitions.submit(change);
+    };
+    const { endTask } = createTaskEnd({ submit }, test.runtime.engine.tasks.events, dependencies.db);
+    const before = transitions.batchStats();
+    const answers = await Promise.all(
+      tasks.map((id, index) =>
+        withSingleStatement(dependencies.db, (unit) =>
+          endTask(unit, ends[index]!.viewer, id, ends[index]!.action, dependencies.now, (task) => [task.status, task.bounty_held, task.title]),
+        ),
+      ),
+    );
+    expect(answers.map((answer) => answer.slice(0, 2))).toEqual([
+      ['closed', '0'],
+      ['closed', '0'],
+      ['closed', '0'],
+      ['closed', '0'],
+      ['cancelled', '0'],
+    ]);
+    // The edited task was decided again on its edited row.
+    expect(answers[2]![2]).toBe('Index a catalogue, edited');
+    const after = transitions.batchStats();
+    expect(after.changes - before.changes).toBe(6);
+    expect(after.batches - before.batches).toBe(2);
+    expect(after.largest).toBeGreaterThanOrEqual(5);
+
+    const rows = await taskRows(tasks);
+    expect(tasks.map((id) => [rows.get(id)!.status, rows.get(id)!.bounty_held])).toEqual([
+      ['closed', '0'],
+      ['closed', '0'],
+      ['closed', '0'],
+      ['closed', '0'],
+      ['cancelled', '0'],
+    ]);
+    for (const actor of [first, second, third, budgeted]) expect(await balance(test, actor)).toMatchObject({ available: '50.00', frozen: '0.00' });
+    // Given back once the release committed: the budget's day is as before the bounty.
+    expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '0.00' });
+    const heard = await endHeard(tasks);
+    expect(heard.get(tasks[0]!)).toEqual([first, ...applicants].map((actor) => `task.closed ${actor.userId}`).sort());
+    expect(heard.get(tasks[1]!)).toEqual([`task.closed ${second.userId}`]);
+    expect(heard.get(tasks[4]!)).toEqual([`task.cancelled ${first.userId}`]);
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('answers a close of another user 4030, of a closed task 4090, a cancel of no task 4040, replays a key, and closes a draft; nothing moves', async () => {
+    const [owner, other] = [await funded(), await funded()];
+    const task = await taskOf(owner);
+    expect((await close(other, task)).body.code).toBe(4030);
+    expect((await cancel(randomUUID())).body.code).toBe(4040);
+    const key = randomUUID();
+    const closed = await close(owner, task, key);
+    expect(closed.status).toBe(200);
+    expect(closed.body.data).toMatchObject({ status: 'closed', bounty_held: '0.00' });
+    expect(await close(owner, task, key)).toMatchObject({ status: 200, body: closed.body });
+    expect((await close(owner, task)).body).toMatchObject({ code: 4090, data: { status: 'closed', action: 'close' } });
+    expect((await cancel(task)).body.code).toBe(4090);
+    // A draft closes too (it failed a constraint before, 5000): never published, nothing held.
+    const draft = await taskOf(owner, { draft: true, bounty_amount: '10.00' });
+    const closedDraft = await close(owner, draft);
+    expect(closedDraft.status, JSON.stringify(closedDraft.body)).toBe(200);
+    expect(closedDraft.body.data).toMatchObject({ id: draft, status: 'closed', bounty_held: '0.00', published_at: null });
+    expect((await cancel(draft)).body.code).toBe(4090);
+    expect(await balance(test, owner)).toMatchObject({ available: '50.00', frozen: '0.00' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe.runIf(usingRealBackends())('a close and an application that commits while the close waits', () => {
+  it('the close is decided again, and the new applicant hears it', async () => {
+    const owner = await funded();
+    const applicant = await funded();
+    const [task, warmUp] = [await taskOf(owner), await taskOf(owner)];
+    const skill = await skillOf(applicant);
+    // The applicant's task stream counter exists once it has heard anything.
+    expect((await apply(applicant, warmUp, skill)).status).toBe(201);
+    let applied: Promise<Answer> | undefined;
+    let closed: Promise<Answer> | undefined;
+    await db().transaction(async (trx) => {
+      // Holds the application after it wrote the task row and its own row, before its events.
+      await trx('task_event_streams').where({ owner_user_id: applicant.userId }).forNoKeyUpdate().select('owner_user_id');
+      applied = apply(applicant, task, skill);
+      await until(async () => (await lockWaiters(db())) > 0);
+      expect(await lockWaiters(db())).toBe(1);
+      // The close reads the task and its applicants before the application commits, then waits for the row.
+      closed = close(owner, task);
+      await until(async () => (await lockWaiters(db())) > 1);
+      expect(await lockWaiters(db())).toBe(2);
+    });
+    expect((await applied!).status).toBe(201);
+    const answer = await closed!;
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect((await endHeard([task])).get(task)).toEqual([owner, applicant].map((actor) => `task.closed ${actor.userId}`).sort());
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe('closing, cancelling and applying over HTTP at once', () => {
+  it(raceTest('every task ends once, every applicant who got in hears it, the holds go back, beside purchases'), async () => {
+    const owners = await Promise.all(Array.from({ length: 4 }, () => funded('100.00')));
+    const applicants = await Promise.all(Array.from({ length: 4 }, () => funded()));
+    const skills = await Promise.all(applicants.map(skillOf));
+    const tasks = await Promise.all(owners.flatMap((owner) => [0, 1, 2].map(() => taskOf(owner))));
+    const ownerOf = (index: number) => owners[Math.floor(index / 3)]!;
+    const buyer = await funded('100.00');
+    const capability = await createCapability(test, await createAgent(test), { price_ut: '1.00' });
+    const key = randomUUID();
+    const before = test.runtime.engine.transitions.batchStats();
+
+    const [applies, ends, replays, purchases] = await Promise.all([
+      Promise.all(tasks.flatMap((task) => applicants.map((applicant, index) => apply(applicant, task, skills[index]!).then((answer) => ({ task, applicant, answer }))))),
+      // Each task is ended twice: its owner twice, or its owner and the operator.
+      Promise.all(tasks.flatMap((task, index) => [close(ownerOf(index), task), index % 2 === 0 ? close(ownerOf(index), task) : cancel(task)])),
+      Promise.all([0, 1, 2].map(() => close(owners[0]!, tasks[0]!, key))),
+      Promise.all(Array.from({ length: 8 }, () => buy(test, buyer, capability.id))),
+    ]);
+    expect(purchases.every((purchase) => purchase.status === 'pending_freeze' || purchase.status === 'frozen')).toBe(true);
+    // Each task ended once: one 200 among its two ends and, for the first, the key sent three
+    // times (its 200s one answer replayed; while the first is in flight, 4091).
+    for (const [index, task] of tasks.entries()) {
+      const own = [ends[2 * index]!, ends[2 * index + 1]!];
+      const keyed = index === 0 ? replays.filter((answer) => answer.status === 200) : [];
+      expect(new Set(keyed.map((answer) => JSON.stringify(answer.body))).size).toBeLessThanOrEqual(1);
+      expect(own.filter((answer) => answer.status === 200).length + Math.min(1, keyed.length), task).toBe(1);
+      expect(own.filter((answer) => answer.status !== 200).map((answer) => answer.body.code)).toEqual(own.filter((answer) => answer.status !== 200).map(() => 4090));
+    }
+    expect(replays.filter((answer) => answer.status !== 200).every((answer) => [4090, 4091].includes(answer.body.code))).toBe(true);
+    // An application that got in (201) was pending when its task ended: its applicant heard the end.
+    const heard = await endHeard(tasks);
+    for (const [index, task] of tasks.entries()) {
+      const admitted = applies.filter((each) => each.task === task && each.answer.status === 201).map((each) => each.applicant.userId);
+      const refused = applies.filter((each) => each.task === task && each.answer.status !== 201);
+      expect(refused.every((each) => each.answer.body.code === 4090)).toBe(true);
+      const type = (heard.get(task)![0] ?? '').split(' ')[0];
+      expect(heard.get(task), task).toEqual([ownerOf(index).userId, ...admitted].map((user) => `${type} ${user}`).sort());
+    }
+    const rows = await taskRows(tasks);
+    expect([...rows.values()].every((row) => ['closed', 'cancelled'].includes(row.status) && row.bounty_held === '0')).toBe(true);
+    for (const owner of owners) expect(await balance(test, owner)).toMatchObject({ available: '100.00', frozen: '0.00' });
+    const after = test.runtime.engine.transitions.batchStats();
+    expect(after.changes - before.changes).toBeGreaterThanOrEqual(tasks.length + purchases.length);
+    if (usingRealBackends()) expect(after.batches - before.batches).toBeLessThan(after.changes - before.changes);
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
