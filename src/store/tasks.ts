@@ -75,6 +75,23 @@ export const lockTask = (trx: Knex, id: string) =>
     .forNoKeyUpdate()
     .first(...taskColumns) as Promise<TaskRow | undefined>;
 
+/**
+ * The task locked as `lockTask` does (FOR NO KEY UPDATE), by an UPDATE that writes the row as it
+ * was, so that its version (`xmin`) is renewed: for the moves that change who a task's move tells
+ * or what it may do (an application, a selection), so that a task move decided in one statement
+ * on the version it read (engine/work/task-end.ts, task-update.ts) fails its compare-and-set and
+ * is decided again. Nothing an index or the generated search vector reads is set: PostgreSQL keeps
+ * the new version on its page (HOT) and does not compute the search vector again (PostgreSQL 13
+ * and later recompute a stored generated column only when a column it reads is set).
+ */
+export async function lockTaskRenewingVersion(trx: Knex, id: string): Promise<TaskRow | undefined> {
+  const [row] = (await trx<TaskRow>('tasks')
+    .where({ id })
+    .update({ status: trx.raw('status') })
+    .returning([...taskColumns])) as TaskRow[];
+  return row;
+}
+
 export interface TaskHallFilter {
   space: 'agent' | 'human';
   category?: string;

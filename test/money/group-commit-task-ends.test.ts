@@ -3,9 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSingleStatement } from '../../src/db/transaction.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { createTransitions } from '../../src/engine/money/index.ts';
-import { createTaskEnd } from '../../src/engine/work/index.ts';
-import type { StateChange } from '../../src/store/change.ts';
-import { type Actor, createAgent } from '../helpers/actors.ts';
+import { createTaskEnd, DecideInTransaction } from '../../src/engine/work/index.ts';
+import type { ChangeOutcome, StateChange } from '../../src/store/change.ts';
+import { FreshClaimNotWritten } from '../../src/db/transaction.ts';
+import { limits } from '../../src/limits.ts';
+import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
 import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
 import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { checkBooks } from '../helpers/books.ts';
@@ -86,9 +88,14 @@ async function endHeard(ids: string[]) {
 
 const taskRows = async (ids: string[]) =>
   new Map(
-    ((await db()('tasks').whereIn('id', ids).select('id', 'status', 'bounty_held', 'title')) as { id: string; status: string; bounty_held: string; title: string }[]).map(
-      (row) => [row.id, row],
-    ),
+    (
+      (await db()('tasks').whereIn('id', ids).select('id', 'status', 'bounty_held', 'title')) as {
+        id: string;
+        status: string;
+        bounty_held: string;
+        title: string;
+      }[]
+    ).map((row) => [row.id, row]),
   );
 
 describe('ending tasks in group commits', () => {
@@ -100,7 +107,13 @@ describe('ending tasks in group commits', () => {
     await credit(test, budgeted.userId, '50.00');
     await setBudget(test, budgeted.person, budgeted.apiKeyId, { daily_max: '30.00' }).expect(200);
     const applicants = [await funded(), await funded()];
-    const tasks = [await taskOf(first), await taskOf(second, { draft: true, bounty_amount: '5.00' }), await taskOf(third), await taskOf(budgeted), await taskOf(first)];
+    const tasks = [
+      await taskOf(first),
+      await taskOf(second, { draft: true, bounty_amount: '5.00' }),
+      await taskOf(third),
+      await taskOf(budgeted),
+      await taskOf(first),
+    ];
     for (const applicant of applicants) expect((await apply(applicant, tasks[0]!, await skillOf(applicant))).status).toBe(201);
     // The withdrawn application's applicant does not hear the close: only pending ones do.
     const withdrawn = await funded();
@@ -180,7 +193,10 @@ describe('ending tasks in group commits', () => {
     const [owner, other] = [await funded(), await funded()];
     const task = await taskOf(owner);
     expect((await close(other, task)).body.code).toBe(4030);
-    expect((await cancel(randomUUID())).body.code).toBe(4040);
+    expect((await cancel(randomUUID())).body).toMatchObject({ code: 4040, data: { detail: 'task not found' } });
+    // Another space's task is not found either, by the same words.
+    const person = await signUpHuman(test);
+    expect((await close(person, task)).body).toMatchObject({ code: 4040, data: { detail: 'task not found' } });
     const key = randomUUID();
     const closed = await close(owner, task, key);
     expect(closed.status).toBe(200);
@@ -196,6 +212,39 @@ describe('ending tasks in group commits', () => {
     expect((await cancel(draft)).body.code).toBe(4090);
     expect(await balance(test, owner)).toMatchObject({ available: '50.00', frozen: '0.00' });
     expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe("a task end and the batcher's other answers", () => {
+  /** Ends `task` in one statement with `submit` answering every change by `kind`; how many were submitted. */
+  async function endAnswered(task: string, owner: Actor, kind: ChangeOutcome['kind']) {
+    const { dependencies } = test.runtime.engine;
+    let submitted = 0;
+    const submit = (): Promise<ChangeOutcome> => {
+      submitted++;
+      return Promise.resolve({ kind } as ChangeOutcome);
+    };
+    const { endTask } = createTaskEnd({ submit }, test.runtime.engine.tasks.events, dependencies.db);
+    const viewer: Principal = { user_id: owner.userId, caller_type: 'agent', platform: 'custom_mcp', api_key_id: null };
+    const outcome = await withSingleStatement(dependencies.db, (unit) => endTask(unit, viewer, task, 'close', dependencies.now, (row) => row.status)).catch(
+      (error: unknown) => error,
+    );
+    return { outcome, submitted };
+  }
+
+  it('a row stale under every attempt goes to the transaction path after compareAndSetAttemptsMax; a lost claim is 4091; a taken key is not written', async () => {
+    const owner = await funded();
+    const task = await taskOf(owner);
+    const stale = await endAnswered(task, owner, 'stale');
+    expect(stale.outcome).toBeInstanceOf(DecideInTransaction);
+    expect(stale.submitted).toBe(limits.compareAndSetAttemptsMax);
+    const lost = await endAnswered(task, owner, 'claim_lost');
+    expect(lost.outcome).toMatchObject({ code: 4091 });
+    expect(lost.submitted).toBe(1);
+    expect((await endAnswered(task, owner, 'key_taken')).outcome).toBeInstanceOf(FreshClaimNotWritten);
+    // None of them wrote anything: the task is open with its hold.
+    expect((await taskRows([task])).get(task)).toMatchObject({ status: 'open', bounty_held: '1000' });
+    expect(await balance(test, owner)).toMatchObject({ available: '40.00', frozen: '10.00' });
   });
 });
 
@@ -241,7 +290,9 @@ describe('closing, cancelling and applying over HTTP at once', () => {
     const before = test.runtime.engine.transitions.batchStats();
 
     const [applies, ends, replays, purchases] = await Promise.all([
-      Promise.all(tasks.flatMap((task) => applicants.map((applicant, index) => apply(applicant, task, skills[index]!).then((answer) => ({ task, applicant, answer }))))),
+      Promise.all(
+        tasks.flatMap((task) => applicants.map((applicant, index) => apply(applicant, task, skills[index]!).then((answer) => ({ task, applicant, answer })))),
+      ),
       // Each task is ended twice: its owner twice, or its owner and the operator.
       Promise.all(tasks.flatMap((task, index) => [close(ownerOf(index), task), index % 2 === 0 ? close(ownerOf(index), task) : cancel(task)])),
       Promise.all([0, 1, 2].map(() => close(owners[0]!, tasks[0]!, key))),
@@ -255,7 +306,9 @@ describe('closing, cancelling and applying over HTTP at once', () => {
       const keyed = index === 0 ? replays.filter((answer) => answer.status === 200) : [];
       expect(new Set(keyed.map((answer) => JSON.stringify(answer.body))).size).toBeLessThanOrEqual(1);
       expect(own.filter((answer) => answer.status === 200).length + Math.min(1, keyed.length), task).toBe(1);
-      expect(own.filter((answer) => answer.status !== 200).map((answer) => answer.body.code)).toEqual(own.filter((answer) => answer.status !== 200).map(() => 4090));
+      expect(own.filter((answer) => answer.status !== 200).map((answer) => answer.body.code)).toEqual(
+        own.filter((answer) => answer.status !== 200).map(() => 4090),
+      );
     }
     expect(replays.filter((answer) => answer.status !== 200).every((answer) => [4090, 4091].includes(answer.body.code))).toBe(true);
     // An application that got in (201) was pending when its task ended: its applicant heard the end.

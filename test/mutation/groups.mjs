@@ -103,6 +103,9 @@ export const mutationGroups = {
       'src/store/ledger.ts',
       'src/store/change-deadlines.ts',
       'src/engine/money/transaction-sweeps.ts',
+      'src/engine/work/task-end.ts',
+      'src/engine/work/task-statement.ts',
+      'src/engine/work/task-update.ts',
     ],
     tests: [
       'test/money/batcher-units.test.ts',
@@ -126,6 +129,8 @@ export const mutationGroups = {
       'test/work/tasks.test.ts',
       'test/market/invoke.test.ts',
       'test/money/transaction-deadlines.test.ts',
+      'test/money/group-commit-task-ends.test.ts',
+      'test/money/group-commit-task-updates.test.ts',
     ],
   },
   /**

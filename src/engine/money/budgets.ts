@@ -135,8 +135,10 @@ export async function planPurchaseCharge(
 }
 
 /**
- * The charge of a task published with its bounty held in one statement (engine/work/task-publish.ts):
- * the whole bounty, bounded by per_purchase_max here (4021 at once) and by the day in the statement.
+ * The charge of a task's hold growing from `held` to `bounty` in one statement (a publish,
+ * engine/work/task-publish.ts, where `held` is 0; a raised bounty, task-update.ts): the
+ * difference, with the whole bounty bounded by per_purchase_max here (4021 at once) and the day
+ * in the statement, as chargeBounty charges in a transaction.
  */
 export function planBountyCharge(
   db: Knex,
@@ -144,11 +146,12 @@ export function planBountyCharge(
   task: { id: string; bounty_currency: Currency; category: string | null },
   bounty: bigint,
   at: Date,
+  held = 0n,
 ): Promise<FreezeCharge | undefined> {
-  // Without a bounty nothing is held, so nothing is charged or refused (as chargeBounty).
-  if (!principal.budget_key_id || bounty === 0n) return Promise.resolve(undefined);
+  // Without a rise nothing more is held, so nothing is charged or refused (as chargeBounty).
+  if (!principal.budget_key_id || bounty <= held) return Promise.resolve(undefined);
   return planCharge(db, principal, {
-    amount: bounty,
+    amount: bounty - held,
     price: bounty,
     currency: task.bounty_currency,
     category: task.category,

@@ -5,7 +5,7 @@ import { withTransaction } from '../../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../../errors.ts';
 import type { CreateApplicationInput } from '../../schemas/tasks.ts';
 import { findSkill } from '../../store/skills.ts';
-import { type TaskRow, taskColumns } from '../../store/tasks.ts';
+import { lockTaskRenewingVersion, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import { seeSkill, manageTask, seeTask, authorize } from '../access/index.ts';
 import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
 import type { Idempotency, IdempotencyRequest } from '../money/index.ts';
@@ -26,22 +26,13 @@ const isUniqueViolation = (error: unknown) => (error as { code?: string }).code 
 
 export function createTaskApplications({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents) {
   /**
-   * The task, locked as FOR NO KEY UPDATE does: a close or an expiry waits for the application (and
-   * the other way round), and applies to one task take turns, so that the count of its pending
+   * The task, locked FOR NO KEY UPDATE: a close or an expiry waits for the application (and the
+   * other way round), and applies to one task take turns, so that the count of its pending
    * applications cannot be read by two applies at once and both pass the cap (FOR SHARE let them).
-   * The lock is an UPDATE that writes the row as it was, so that the row's version (`xmin`) is
-   * renewed by every application: a close decided in one statement on the version it read
-   * (task-end.ts) then fails its compare-and-set and is decided again with the new applicant among
-   * its recipients. Nothing the row's indexes or generated columns read changes: PostgreSQL keeps
-   * the new version on its page (HOT) and does not compute the search vector again.
+   * The lock renews the row's version, so that a close decided in one statement before the
+   * application committed is decided again with the new applicant among those it tells.
    */
-  const lockTask = async (trx: Knex, id: string) => {
-    const [row] = (await trx<TaskRow>('tasks')
-      .where({ id })
-      .update({ status: trx.raw('status') })
-      .returning([...taskColumns])) as TaskRow[];
-    return row;
-  };
+  const lockTask = lockTaskRenewingVersion;
 
   function apply(principal: Principal, taskId: string, input: CreateApplicationInput, request: IdempotencyRequest | null) {
     return idempotency.run(principal, request, 201, async (unit) => {

@@ -64,8 +64,9 @@ export function createTaskEnd(transitions: Pick<Transitions, 'submit'>, events: 
         ...(unit.claim ? { claim: { ...unit.claim, responseBody: response } } : {}),
       };
       if (await submitTaskChange(transitions, events, unit, change, undefined)) {
-        // What the hold was charged goes back once the release committed (budgets.ts); a draft held nothing.
-        if (row.status === 'open') unit.afterCommit(() => giveBackAgentBudget(db, row.id));
+        // What the hold was charged goes back once the release committed (budgets.ts), as the
+        // transaction path gives it back in its transaction (a draft's close finds nothing).
+        unit.afterCommit(() => giveBackAgentBudget(db, row.id));
         return response;
       }
     }

@@ -8,7 +8,7 @@ import { withTransaction } from '../../db/transaction.ts';
 import { AppError, errorBody, forbidden, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { findSkill, hallTextCandidates, skillsByIds } from '../../store/skills.ts';
-import { findTask, lockTask, type TaskRow } from '../../store/tasks.ts';
+import { findTask, lockTaskRenewingVersion, type TaskRow } from '../../store/tasks.ts';
 import { seeSkill, manageTask, authorize } from '../access/index.ts';
 import { statusAt } from './task-rows.ts';
 import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
@@ -122,7 +122,9 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
   /** A push (invitation or selection) of an active skill of someone else's, to an open task of the publisher's, once per skill. */
   function push(principal: Principal, taskId: string, input: { skill_id: string; message?: string; price?: bigint }, kind: PushRow['kind']) {
     return withTransaction(db, async ({ trx }) => {
-      const task = authorize(manageTask, principal, await lockTask(trx, taskId), 'task');
+      // The lock renews the task's version: a bounty edit decided in one statement before this
+      // selection committed is decided again, and answers 4092 if the selection is above it.
+      const task = authorize(manageTask, principal, await lockTaskRenewingVersion(trx, taskId), 'task');
       const status = statusAt(task, now());
       if (status !== 'open')
         throw new AppError('invalid_state_transition', `cannot push a skill to a task that is ${status}`, {

@@ -9,11 +9,11 @@ import { manageTask, seeTask, authorize } from '../access/index.ts';
 import { type EngineDependencies, type Principal, newestFirstPage } from '../common/index.ts';
 import { type Idempotency, type IdempotencyRequest, type Outcome, type Transitions, changeHold, chargeBounty, giveBackAgentBudget } from '../money/index.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
-import { changedTaskColumns, deadlineOf, newTaskRow, statusAt, taskView } from './task-rows.ts';
-import { pendingSelectionsAbove } from './task-pushes.ts';
+import { deadlineOf, newTaskRow, taskView } from './task-rows.ts';
 import type { TaskEvents } from './task-events.ts';
 import { createTaskPublish, DecideInTransaction, type DraftRestated, type TaskOutcome } from './task-publish.ts';
 import { createTaskEnd } from './task-end.ts';
+import { createTaskUpdate } from './task-update.ts';
 
 export { type Shortfall, type TaskOutcome, shortfallError } from './task-publish.ts';
 
@@ -21,6 +21,7 @@ export { type Shortfall, type TaskOutcome, shortfallError } from './task-publish
 export function createTaskEngine({ db, now }: EngineDependencies, idempotency: Idempotency, events: TaskEvents, transitions: Pick<Transitions, 'submit'>) {
   const { publishNew, publishDraft: publishOne } = createTaskPublish(transitions, events);
   const { endTask } = createTaskEnd(transitions, events, db);
+  const { update } = createTaskUpdate({ db, now }, transitions, events);
 
   /**
    * A new task published in one statement that shares group commits (task-publish.ts); when the
@@ -152,61 +153,6 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     };
     const listed = await newestFirstPage<TaskRow>(filtered, query, { select: taskColumns });
     return { ...listed, items: listed.items.map((row) => taskView(row, principal)) };
-  }
-
-  /**
-   * A partial update while draft or open (an open task past its deadline is expired: 4090). On an
-   * open task a new bounty moves the hold by the difference in the same database transaction; too
-   * little money refuses the update (4020), and so does a bounty lowered below the price of a
-   * selection still waiting for its answer (4092 naming them: withdraw them first). Either way
-   * nothing changes.
-   */
-  function update(principal: Principal, id: string, patch: UpdateTaskInput): Promise<TaskView> {
-    return withTransaction(db, async (unit) => {
-      const { trx } = unit;
-      const row = authorize(manageTask, principal, await lockTask(trx, id), 'task');
-      const at = now();
-      nextTaskState(statusAt(row, at), 'update');
-      const columns = changedTaskColumns(principal, row, patch, at);
-      if (row.status === 'open' && 'bounty_amount' in columns) {
-        const wanted = columns.bounty_amount === null ? 0n : BigInt(columns.bounty_amount as string);
-        const waiting = wanted < BigInt(row.bounty_held) ? await pendingSelectionsAbove(trx, id, wanted) : [];
-        if (waiting.length > 0) {
-          throw new AppError(
-            'conflict',
-            'the bounty cannot drop below the price of a selection waiting for its answer: withdraw the selection first (DELETE /api/v1/tasks/{task_id}/pushes/{push_id})',
-            {
-              bounty_amount: formatAmount(wanted),
-              pending_selections: waiting,
-            },
-          );
-        }
-        const category = ('category' in columns ? columns.category : row.category) as string | null;
-        await chargeBounty(trx, principal, { ...row, category }, BigInt(row.bounty_held), wanted, at);
-        const held = await changeHold(trx, {
-          ownerId: row.owner_user_id,
-          currency: row.bounty_currency,
-          taskId: id,
-          held: BigInt(row.bounty_held),
-          wanted,
-          at,
-        });
-        if (!held.ok) {
-          throw new AppError('insufficient_balance', 'the new bounty is more than the available balance allows: nothing changed', {
-            currency: row.bounty_currency,
-            available: formatAmount(held.available),
-            required: formatAmount(held.required),
-          });
-        }
-        columns.bounty_held = String(wanted);
-      }
-      const [updated] = (await trx('tasks')
-        .where({ id })
-        .update({ ...columns, updated_at: at })
-        .returning([...taskColumns])) as TaskRow[];
-      await events.taskMoved(unit, updated!, 'update', row.status);
-      return taskView(updated!, principal);
-    });
   }
 
   /**

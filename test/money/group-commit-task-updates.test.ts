@@ -1,0 +1,248 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Principal } from '../../src/engine/common/index.ts';
+import { createTransitions } from '../../src/engine/money/index.ts';
+import { createTaskUpdate } from '../../src/engine/work/index.ts';
+import type { StateChange } from '../../src/store/change.ts';
+import { type Actor, createAgent } from '../helpers/actors.ts';
+import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
+import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
+import { checkBooks } from '../helpers/books.ts';
+import { lockWaiters, until } from '../helpers/locks.ts';
+import { balance, buy, createCapability, credit } from '../helpers/market.ts';
+
+/**
+ * Group commit for a task's update (docs/decisions/money-and-escrow.md "Task money and group
+ * commit"): the compare-and-set of the task row with the changed fields, the hold moved by a new
+ * bounty's difference, the budget's take of a rise, the event of the publisher and every pending
+ * applicant, as one change that shares statements with every other. One short of money alone
+ * fails its batch and answers 4020 on the transaction path; a fall gives back to the budget once
+ * committed; a selection that commits while an edit waits makes it decide again.
+ */
+let test: TestApp;
+beforeAll(async () => {
+  test = await startTestApp();
+});
+afterAll(() => test.close());
+
+const valid = { title: 'Index a catalogue', description: 'Four hundred entries, by author.', mode: 'online', category: 'translation' };
+type Answer = { status: number; body: { code: number; data: Record<string, unknown> } };
+const db = () => test.runtime.engine.dependencies.db;
+
+async function funded(amount = '50.00') {
+  const actor = await createAgent(test);
+  await credit(test, actor.userId, amount);
+  return actor;
+}
+
+async function taskOf(actor: Actor, extra: Record<string, unknown> = { bounty_amount: '10.00' }): Promise<string> {
+  const answer = await test.http
+    .post('/api/v1/tasks/')
+    .set(actor.headers)
+    .send({ ...valid, ...extra })
+    .expect(201);
+  return answer.body.data.id as string;
+}
+
+async function skillOf(actor: Actor): Promise<string> {
+  const answer = await test.http
+    .post('/api/v1/skills/')
+    .set(actor.headers)
+    .send({ name: 'Cataloguing', description: 'Library catalogues', category: 'translation' })
+    .expect(201);
+  return answer.body.data.id as string;
+}
+
+const put = (actor: Actor, taskId: string, body: Record<string, unknown>) =>
+  test.http
+    .put(`/api/v1/tasks/${taskId}`)
+    .set(actor.headers)
+    .send(body)
+    .then((answer) => answer as unknown as Answer);
+
+const select = (actor: Actor, taskId: string, body: Record<string, unknown>) =>
+  test.http
+    .post(`/api/v1/tasks/${taskId}/select-skill`)
+    .set(actor.headers)
+    .send(body)
+    .then((answer) => answer as unknown as Answer);
+
+const updatesHeard = async (taskId: string) =>
+  (
+    (await db()('task_events').where({ task_id: taskId, event_type: 'task.updated' }).orderBy('id').select('recipient_user_id', 'payload')) as {
+      recipient_user_id: string;
+      payload: { task: { bounty_held: string; title: string } };
+    }[]
+  ).map((event) => [event.recipient_user_id, event.payload.task.bounty_held, event.payload.task.title]);
+
+describe('updating tasks in group commits', () => {
+  it('a known batch: edits, a raise, a fall and a budgeted raise in one statement; the one short of money alone 4020 on the transaction path', async () => {
+    const { dependencies } = test.runtime.engine;
+    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+    const [drafter, raiser, short] = [await funded(), await funded(), await funded('15.00')];
+    const budgeted = await ownedAgent(test);
+    await credit(test, budgeted.userId, '50.00');
+    await setBudget(test, budgeted.person, budgeted.apiKeyId, { daily_max: '30.00' }).expect(200);
+    const tasks = [await taskOf(drafter, { draft: true }), await taskOf(raiser), await taskOf(short), await taskOf(budgeted), await taskOf(budgeted)];
+    const applicant = await funded();
+    expect(
+      (
+        await test.http
+          .post(`/api/v1/tasks/${tasks[1]}/applications`)
+          .set(applicant.headers)
+          .send({ skill_id: await skillOf(applicant) })
+      ).status,
+    ).toBe(201);
+    expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '20.00' });
+    const principal = (actor: Actor, keyId: string | null = null): Principal => ({
+      user_id: actor.userId,
+      caller_type: 'agent',
+      platform: 'custom_mcp',
+      api_key_id: keyId,
+      ...(keyId ? { budget_key_id: keyId } : {}),
+    });
+    const updates: [Principal, Record<string, unknown>][] = [
+      [principal(drafter), { title: 'Index a catalogue, drafted', bounty_amount: 4000n }],
+      [principal(raiser), { bounty_amount: 3000n, tags: ['books'] }],
+      [principal(short), { bounty_amount: 2000n }],
+      [principal(budgeted, budgeted.apiKeyId), { bounty_amount: 400n }],
+      [principal(budgeted, budgeted.apiKeyId), { bounty_amount: 1500n }],
+    ];
+    // The five changes wait for each other, so that they leave in one batch.
+    const waiting: (() => void)[] = [];
+    let submitted = 0;
+    const submit = async (change: StateChange) => {
+      if (++submitted <= tasks.length)
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          if (waiting.length === tasks.length) for (const release of waiting) release();
+        });
+      return transitions.submit(change);
+    };
+    const { update } = createTaskUpdate(dependencies, { submit }, test.runtime.engine.tasks.events);
+    const before = transitions.batchStats();
+    const answers = await Promise.allSettled(tasks.map((id, index) => update(updates[index]![0], id, updates[index]![1])));
+    const summary = answers.map((answer) =>
+      answer.status === 'fulfilled'
+        ? [answer.value.status, answer.value.bounty_held, answer.value.tags]
+        : [(answer.reason as { code: number; data: unknown }).code, (answer.reason as { data: unknown }).data],
+    );
+    expect(summary).toEqual([
+      ['draft', '0.00', []],
+      ['open', '30.00', ['books']],
+      [4020, { currency: 'UT', available: '5.00', required: '10.00' }],
+      ['open', '4.00', []],
+      ['open', '15.00', []],
+    ]);
+    const after = transitions.batchStats();
+    // One statement of five, split for the short one; the short one answered on the transaction path.
+    expect(after.changes - before.changes).toBe(5);
+    expect(after.largest).toBeGreaterThanOrEqual(5);
+    expect(after.splits - before.splits).toBeGreaterThanOrEqual(1);
+
+    expect(await balance(test, drafter)).toMatchObject({ available: '50.00', frozen: '0.00' });
+    expect(await balance(test, raiser)).toMatchObject({ available: '20.00', frozen: '30.00' });
+    expect(await balance(test, short)).toMatchObject({ available: '5.00', frozen: '10.00' });
+    expect(await balance(test, budgeted)).toMatchObject({ available: '31.00', frozen: '19.00' });
+    // 20.00 charged, 6.00 given back by the fall (once committed), 5.00 taken by the raise.
+    expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '19.00' });
+    expect(await updatesHeard(tasks[1]!)).toEqual(
+      expect.arrayContaining([
+        [raiser.userId, '30.00', 'Index a catalogue'],
+        [applicant.userId, '30.00', 'Index a catalogue'],
+      ]),
+    );
+    expect(await updatesHeard(tasks[0]!)).toEqual([[drafter.userId, '0.00', 'Index a catalogue, drafted']]);
+    expect(await updatesHeard(tasks[2]!)).toEqual([]);
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('over HTTP: another user 4030, a closed task 4090, a rise past the budget 4021 and past the money 4020; nothing moves', async () => {
+    const [owner, other] = [await funded('20.00'), await funded()];
+    const task = await taskOf(owner);
+    expect((await put(other, task, { title: 'Mine' })).body.code).toBe(4030);
+    expect((await put(owner, task, { bounty_amount: '25.00' })).body).toMatchObject({ code: 4020, data: { available: '10.00', required: '15.00' } });
+    const budgeted = await ownedAgent(test);
+    await credit(test, budgeted.userId, '50.00');
+    await setBudget(test, budgeted.person, budgeted.apiKeyId, { daily_max: '12.00' }).expect(200);
+    const capped = await taskOf(budgeted);
+    expect((await put(budgeted, capped, { bounty_amount: '13.00' })).body).toMatchObject({ code: 4021, data: { budget: 'daily', left_today: '2.00' } });
+    expect((await put(budgeted, capped, { bounty_amount: '12.00' })).body.data).toMatchObject({ bounty_held: '12.00' });
+    await test.http.post(`/api/v1/tasks/${task}/close`).set(owner.headers).send({}).expect(200);
+    expect((await put(owner, task, { title: 'Later' })).body.code).toBe(4090);
+    expect(await balance(test, owner)).toMatchObject({ available: '20.00', frozen: '0.00' });
+    expect(await balance(test, budgeted)).toMatchObject({ available: '38.00', frozen: '12.00' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe.runIf(usingRealBackends())('a bounty lowered while a selection commits', () => {
+  it('the edit is decided again and answers 4092 naming the selection', async () => {
+    const owner = await funded();
+    const skillOwner = await funded();
+    const task = await taskOf(owner, { bounty_amount: '30.00' });
+    const skill = await skillOf(skillOwner);
+    let selected: Promise<Answer> | undefined;
+    let lowered: Promise<Answer> | undefined;
+    await db()
+      .transaction(async (trx) => {
+        // A push of the same skill, not committed: the selection waits on its unique index entry
+        // after it has written the task row.
+        await trx('task_pushes').insert({
+          id: randomUUID(),
+          task_id: task,
+          skill_id: skill,
+          skill_owner_id: skillOwner.userId,
+          owner_type: 'agent',
+          kind: 'invitation',
+          status: 'pending',
+          created_at: new Date(),
+        });
+        selected = select(owner, task, { skill_id: skill, price: '25.00' });
+        await until(async () => (await lockWaiters(db())) > 0);
+        expect(await lockWaiters(db())).toBe(1);
+        // The edit reads the task and its selections before the selection commits, then waits for the row.
+        lowered = put(owner, task, { bounty_amount: '5.00' });
+        await until(async () => (await lockWaiters(db())) > 1);
+        expect(await lockWaiters(db())).toBe(2);
+        throw new Error('roll back the held push');
+      })
+      .catch((error: unknown) => {
+        if ((error as Error).message !== 'roll back the held push') throw error;
+      });
+    const selection = await selected!;
+    expect(selection.status, JSON.stringify(selection.body)).toBe(201);
+    const answer = await lowered!;
+    expect(answer.body).toMatchObject({ code: 4092, data: { pending_selections: [{ push_id: selection.body.data.id, price: '25.00' }] } });
+    expect(await balance(test, owner)).toMatchObject({ available: '20.00', frozen: '30.00' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe('updating one task over HTTP at once', () => {
+  it(raceTest('every accepted update is one event in order, the hold is the last bounty, beside purchases'), async () => {
+    const owner = await funded('60.00');
+    const task = await taskOf(owner);
+    const buyer = await funded('100.00');
+    const capability = await createCapability(test, await createAgent(test), { price_ut: '1.00' });
+    const bounties = ['20.00', '5.00', '55.00', '70.00', '12.00', '30.00', '1.00', '45.00'];
+    const [answers] = await Promise.all([
+      Promise.all(bounties.map((bounty, index) => put(owner, task, { bounty_amount: bounty, title: `Index a catalogue, version ${index}` }))),
+      Promise.all(Array.from({ length: 8 }, () => buy(test, buyer, capability.id))),
+    ]);
+    // 70.00 is past the money whatever ran before it; every other one fits in 60.00.
+    expect(answers.map((answer) => answer.status)).toEqual(bounties.map((bounty) => (bounty === '70.00' ? 402 : 200)));
+    const heard = await updatesHeard(task);
+    expect(heard).toHaveLength(7);
+    const row = (await db()('tasks').where({ id: task }).first('bounty_held', 'bounty_amount', 'title')) as {
+      bounty_held: string;
+      bounty_amount: string;
+      title: string;
+    };
+    // The last event says what the row says: the updates were applied one at a time, in the order heard.
+    expect(heard.at(-1)).toEqual([owner.userId, `${BigInt(row.bounty_held) / 100n}.00`, row.title]);
+    expect(row.bounty_held).toBe(row.bounty_amount);
+    expect(await balance(test, owner)).toMatchObject({ frozen: `${BigInt(row.bounty_held) / 100n}.00` });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
