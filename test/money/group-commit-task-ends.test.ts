@@ -201,6 +201,8 @@ describe('ending tasks in group commits', () => {
     const closed = await close(owner, task, key);
     expect(closed.status).toBe(200);
     expect(closed.body.data).toMatchObject({ status: 'closed', bounty_held: '0.00' });
+    // What the close answered is what the task reads as afterwards.
+    expect((await test.http.get(`/api/v1/tasks/${task}`).set(owner.headers).expect(200)).body.data).toEqual(closed.body.data);
     expect(await close(owner, task, key)).toMatchObject({ status: 200, body: closed.body });
     expect((await close(owner, task)).body).toMatchObject({ code: 4090, data: { status: 'closed', action: 'close' } });
     expect((await cancel(task)).body.code).toBe(4090);

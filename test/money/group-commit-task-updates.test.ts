@@ -134,6 +134,13 @@ describe('updating tasks in group commits', () => {
       ['open', '4.00', []],
       ['open', '15.00', []],
     ]);
+    // What each answered is what the task reads as afterwards: the JSON columns written as JSON.
+    for (const [index, id] of tasks.entries()) {
+      if (answers[index]!.status !== 'fulfilled') continue;
+      const owner = [drafter, raiser, short, budgeted, budgeted][index]!;
+      const read = (await test.http.get(`/api/v1/tasks/${id}`).set(owner.headers).expect(200)).body.data as Record<string, unknown>;
+      expect(read).toEqual((answers[index] as PromiseFulfilledResult<Record<string, unknown>>).value);
+    }
     const after = transitions.batchStats();
     // One statement of five, split for the short one; the short one answered on the transaction path.
     expect(after.changes - before.changes).toBe(5);
