@@ -241,7 +241,7 @@ describe("a task end and the batcher's other answers", () => {
     expect(stale.outcome).toBeInstanceOf(DecideInTransaction);
     expect(stale.submitted).toBe(limits.compareAndSetAttemptsMax);
     const lost = await endAnswered(task, owner, 'claim_lost');
-    expect(lost.outcome).toMatchObject({ code: 4091 });
+    expect(lost.outcome).toMatchObject({ code: 4091, detail: 'a request with this Idempotency-Key is still being processed' });
     expect(lost.submitted).toBe(1);
     expect((await endAnswered(task, owner, 'key_taken')).outcome).toBeInstanceOf(FreshClaimNotWritten);
     // None of them wrote anything: the task is open with its hold.

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { createTransitions } from '../../src/engine/money/index.ts';
 import { createTaskUpdate } from '../../src/engine/work/index.ts';
-import type { StateChange } from '../../src/store/change.ts';
-import { type Actor, createAgent } from '../helpers/actors.ts';
+import type { ChangeOutcome, StateChange } from '../../src/store/change.ts';
+import { limits } from '../../src/limits.ts';
+import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
 import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
 import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { checkBooks } from '../helpers/books.ts';
@@ -180,6 +181,138 @@ describe('updating tasks in group commits', () => {
     expect(await balance(test, owner)).toMatchObject({ available: '20.00', frozen: '0.00' });
     expect(await balance(test, budgeted)).toMatchObject({ available: '38.00', frozen: '12.00' });
     expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe('the statement and the transaction path decide an update alike', () => {
+  type Setup = { actor: Actor; principal: Principal; task: string; person?: Parameters<typeof budgetOf>[1]; keyId?: string };
+  const agentPrincipal = (actor: Actor, keyId?: string): Principal => ({
+    user_id: actor.userId,
+    caller_type: 'agent',
+    platform: 'custom_mcp',
+    api_key_id: keyId ?? null,
+    ...(keyId ? { budget_key_id: keyId } : {}),
+  });
+  async function plain(funds: string, extra: Record<string, unknown>): Promise<Setup> {
+    const actor = await funded(funds);
+    return { actor, principal: agentPrincipal(actor), task: await taskOf(actor, { bounty_amount: '10.00', ...extra }) };
+  }
+  async function withSelection(price: string): Promise<Setup> {
+    const setup = await plain('100.00', { bounty_amount: '30.00' });
+    const skillOwner = await funded();
+    expect((await select(setup.actor, setup.task, { skill_id: await skillOf(skillOwner), price })).status).toBe(201);
+    return setup;
+  }
+  async function budgeted(budget: Record<string, unknown>, later?: Record<string, unknown>): Promise<Setup> {
+    const owner = await ownedAgent(test);
+    await credit(test, owner.userId, '100.00');
+    await setBudget(test, owner.person, owner.apiKeyId, budget).expect(200);
+    const task = await taskOf(owner);
+    if (later) await setBudget(test, owner.person, owner.apiKeyId, later).expect(200);
+    return { actor: owner, principal: agentPrincipal(owner, owner.apiKeyId), task, person: owner.person, keyId: owner.apiKeyId };
+  }
+  const scenarios: [name: string, setup: () => Promise<Setup>, patch: Record<string, unknown>][] = [
+    ['a draft: its bounty and title, no money', () => plain('50.00', { draft: true, bounty_amount: '10.00' }), { title: 'Index it', bounty_amount: 2000n }],
+    ['a raise', () => plain('50.00', {}), { bounty_amount: 3000n }],
+    ['a raise past the money', () => plain('15.00', {}), { bounty_amount: 3000n }],
+    ['the bounty removed', () => plain('50.00', {}), { bounty_amount: null }],
+    ['a fall below a waiting selection', () => withSelection('25.00'), { bounty_amount: 500n }],
+    ['a rise with a selection above it', () => withSelection('50.00'), { bounty_amount: 4000n }],
+    ['the same bounty with a selection above it', () => withSelection('50.00'), { bounty_amount: 3000n }],
+    ['contact and images', () => plain('50.00', {}), { contact_info: { type: 'email', value: 'a@b.example' }, image_urls: ['https://img.example/a.png'] }],
+    ['a budgeted fall', () => budgeted({ daily_max: '30.00' }), { bounty_amount: 400n }],
+    [
+      'a budgeted raise into the one category it allows now',
+      () => budgeted({ daily_max: '50.00' }, { daily_max: '50.00', categories: ['design'] }),
+      { bounty_amount: 2000n, category: 'design' },
+    ],
+    ['a budgeted raise past its day', () => budgeted({ daily_max: '12.00' }), { bounty_amount: 1500n }],
+  ];
+  const staleAlways = () => {
+    const counter = { submitted: 0 };
+    const submit = (): Promise<ChangeOutcome> => {
+      counter.submitted++;
+      return Promise.resolve({ kind: 'stale' } as ChangeOutcome);
+    };
+    return { counter, submit };
+  };
+  /** What a user would notice of one update: the answer (its own ids and times left out), the money, the budget. */
+  async function outcome(setup: Setup, run: () => Promise<unknown>) {
+    const answer = await run().then(
+      async (view) => {
+        // What it answered is what the task reads as afterwards, its JSON columns stored as JSON.
+        expect(await test.runtime.engine.tasks.get(setup.principal, setup.task)).toEqual(view);
+        const kinds = (await db()('tasks')
+          .where({ id: setup.task })
+          .first(db().raw('jsonb_typeof(term_vector) AS vector, jsonb_typeof(tags) AS tags, jsonb_typeof(image_urls) AS images'))) as Record<string, string>;
+        expect(kinds).toEqual({ vector: 'object', tags: 'array', images: 'array' });
+        const {
+          id: _id,
+          user_id: _user,
+          created_at: _created,
+          updated_at: _updated,
+          published_at: _published,
+          expires_at: _expires,
+          ...rest
+        } = view as Record<string, unknown>;
+        return rest;
+      },
+      (error: { code: number; data: Record<string, unknown> | null }) => ({
+        code: error.code,
+        data: JSON.parse(JSON.stringify(error.data ?? {}).replace(/"(push_id|api_key_id)":"[^"]+"/g, '"$1":"*"')) as unknown,
+      }),
+    );
+    const budget = setup.person ? (await budgetOf(test, setup.person, setup.keyId!))!.spent_today : null;
+    return { answer, balance: await balance(test, setup.actor), budget };
+  }
+
+  it('every case answers, moves money and counts the budget the same way on both paths', async () => {
+    const { dependencies } = test.runtime.engine;
+    for (const [name, setup, patch] of scenarios) {
+      const inStatement = await setup();
+      const statement = await outcome(inStatement, () => test.runtime.engine.tasks.update(inStatement.principal, inStatement.task, patch));
+      const inTransaction = await setup();
+      const { counter, submit } = staleAlways();
+      const { update } = createTaskUpdate(dependencies, { submit }, test.runtime.engine.tasks.events);
+      const transaction = await outcome(inTransaction, () => update(inTransaction.principal, inTransaction.task, patch));
+      expect(transaction, name).toEqual(statement);
+      // The transaction path ran only after every attempt of the statement found its row changed (a refusal decided before it submits nothing).
+      expect([0, limits.compareAndSetAttemptsMax], name).toContain(counter.submitted);
+    }
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('the answers a user sees in each case', async () => {
+    const seen: unknown[] = [];
+    for (const [, setup, patch] of scenarios) {
+      const ready = await setup();
+      const { answer, balance: money, budget } = await outcome(ready, () => test.runtime.engine.tasks.update(ready.principal, ready.task, patch));
+      const { code, data, status, bounty_held: held } = answer as Record<string, unknown>;
+      seen.push([code ?? status, code === undefined ? held : data, money.available, money.frozen, budget]);
+    }
+    expect(seen).toEqual([
+      ['draft', '0.00', '50.00', '0.00', null],
+      ['open', '30.00', '20.00', '30.00', null],
+      [4020, { currency: 'UT', available: '5.00', required: '20.00' }, '5.00', '10.00', null],
+      ['open', '0.00', '50.00', '0.00', null],
+      [4092, { bounty_amount: '5.00', pending_selections: [{ push_id: '*', price: '25.00' }] }, '70.00', '30.00', null],
+      ['open', '40.00', '60.00', '40.00', null],
+      ['open', '30.00', '70.00', '30.00', null],
+      ['open', '10.00', '40.00', '10.00', null],
+      ['open', '4.00', '96.00', '4.00', '4.00'],
+      ['open', '20.00', '80.00', '20.00', '20.00'],
+      [4021, expect.objectContaining({ budget: 'daily', left_today: '2.00' }), '90.00', '10.00', '10.00'],
+    ]);
+  });
+
+  it('another space does not find the task, by the same words on both paths', async () => {
+    const setup = await plain('50.00', {});
+    const person = await signUpHuman(test);
+    const stranger: Principal = { user_id: person.userId, caller_type: 'human', platform: null, api_key_id: null } as Principal;
+    const { submit } = staleAlways();
+    const { update } = createTaskUpdate(test.runtime.engine.dependencies, { submit }, test.runtime.engine.tasks.events);
+    for (const run of [() => test.runtime.engine.tasks.update(stranger, setup.task, { title: 'x' }), () => update(stranger, setup.task, { title: 'x' })])
+      await expect(run()).rejects.toMatchObject({ code: 4040, detail: 'task not found' });
   });
 });
 

@@ -73,7 +73,7 @@ export function createTaskUpdate({ db, now }: Pick<EngineDependencies, 'db' | 'n
         write: { kind: 'update_task', fromStatus: row.status, fromVersion: version, set },
         legs: wanted === held ? [] : bountyHoldLegs({ ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held, wanted }),
         events: [],
-        taskEvents: taskMovedEvents(updated, 'update', row.status, row.status === 'open' ? await pendingApplicants(unit.trx, id) : []),
+        taskEvents: taskMovedEvents(updated, 'update', row.status, await pendingApplicants(unit.trx, id)),
         at,
         ...(charge ? { budget: charge.take } : {}),
       };
