@@ -305,6 +305,25 @@ describe('the statement and the transaction path decide an update alike', () => 
     ]);
   });
 
+  it('a selection that comes after the last attempt is seen by the transaction path: 4092, nothing moves', async () => {
+    const setup = await plain('100.00', { bounty_amount: '30.00' });
+    const skillOwner = await funded();
+    const skill = await skillOf(skillOwner);
+    let submitted = 0;
+    // Every attempt finds its row changed; after the last, the publisher selects a skill at 25.00.
+    const submit = async (): Promise<ChangeOutcome> => {
+      if (++submitted === limits.compareAndSetAttemptsMax)
+        expect((await select(setup.actor, setup.task, { skill_id: skill, price: '25.00' })).status).toBe(201);
+      return { kind: 'stale' } as ChangeOutcome;
+    };
+    const { update } = createTaskUpdate(test.runtime.engine.dependencies, { submit }, test.runtime.engine.tasks.events);
+    await expect(update(setup.principal, setup.task, { bounty_amount: 500n })).rejects.toMatchObject({
+      code: 4092,
+      data: { bounty_amount: '5.00', pending_selections: [{ price: '25.00' }] },
+    });
+    expect(await balance(test, setup.actor)).toMatchObject({ available: '70.00', frozen: '30.00' });
+  });
+
   it('another space does not find the task, by the same words on both paths', async () => {
     const setup = await plain('50.00', {});
     const person = await signUpHuman(test);
