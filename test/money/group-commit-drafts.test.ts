@@ -4,12 +4,12 @@ import { withSingleStatement } from '../../src/db/transaction.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { createTransitions } from '../../src/engine/money/index.ts';
 import { createTaskPublish } from '../../src/engine/work/index.ts';
-import type { StateChange } from '../../src/store/change.ts';
 import { InsufficientBalance } from '../../src/store/ledger.ts';
 import { type Actor, createAgent } from '../helpers/actors.ts';
 import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
 import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { checkBooks } from '../helpers/books.ts';
+import { batchGate } from '../helpers/task-market.ts';
 import { balance, createCapability, credit } from '../helpers/market.ts';
 
 /**
@@ -86,18 +86,13 @@ describe('publishing drafts in group commits', () => {
     ];
     // The five first changes wait for each other, so that they leave in one batch; the fourth
     // draft is edited (as a PATCH would) after it was read and before its statement.
-    const waiting: (() => void)[] = [];
-    let submitted = 0;
-    const submit = async (change: StateChange) => {
-      if (++submitted <= drafts.length) {
+    const submit = batchGate(
+      drafts.length,
+      (change) => transitions.submit(change),
+      async (change) => {
         if (change.transactionId === drafts[3]) await db()('tasks').where({ id: drafts[3] }).update({ title: 'Index a catalogue, edited' });
-        await new Promise<void>((resolve) => {
-          waiting.push(resolve);
-          if (waiting.length === drafts.length) for (const release of waiting) release();
-        });
-      }
-      return transitions.submit(change);
-    };
+      },
+    );
     const { publishDraft: publish } = createTaskPublish({ submit }, test.runtime.engine.tasks.events);
     const bodies = [{ delivery_hours: 7 }, { delivery_hours: 7 }, { delivery_hours: 7, bounty_amount: 2000n }, { delivery_hours: 7 }, { delivery_hours: 7 }];
     const before = transitions.batchStats();

@@ -4,13 +4,14 @@ import { withSingleStatement } from '../../src/db/transaction.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { createTransitions } from '../../src/engine/money/index.ts';
 import { createTaskEnd, DecideInTransaction } from '../../src/engine/work/index.ts';
-import type { ChangeOutcome, StateChange } from '../../src/store/change.ts';
+import type { ChangeOutcome } from '../../src/store/change.ts';
 import { FreshClaimNotWritten } from '../../src/db/transaction.ts';
 import { limits } from '../../src/limits.ts';
 import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
 import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
 import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { checkBooks } from '../helpers/books.ts';
+import { agentPrincipal, batchGate, fundedAgent, skillOf as skillOfAgent, taskOf as taskOfAgent } from '../helpers/task-market.ts';
 import { lockWaiters, until } from '../helpers/locks.ts';
 import { admin, balance, buy, createCapability, credit } from '../helpers/market.ts';
 
@@ -28,33 +29,11 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-const valid = { title: 'Index a catalogue', description: 'Four hundred entries, by author.', mode: 'online', category: 'translation' };
 type Answer = { status: number; body: { code: number; data: Record<string, unknown> } };
 const db = () => test.runtime.engine.dependencies.db;
-
-async function funded(amount = '50.00') {
-  const actor = await createAgent(test);
-  await credit(test, actor.userId, amount);
-  return actor;
-}
-
-async function taskOf(actor: Actor, extra: Record<string, unknown> = { bounty_amount: '10.00' }): Promise<string> {
-  const answer = await test.http
-    .post('/api/v1/tasks/')
-    .set(actor.headers)
-    .send({ ...valid, ...extra })
-    .expect(201);
-  return answer.body.data.id as string;
-}
-
-async function skillOf(actor: Actor): Promise<string> {
-  const answer = await test.http
-    .post('/api/v1/skills/')
-    .set(actor.headers)
-    .send({ name: 'Cataloguing', description: 'Library catalogues', category: 'translation' })
-    .expect(201);
-  return answer.body.data.id as string;
-}
+const funded = (amount?: string) => fundedAgent(test, amount);
+const taskOf = (actor: Actor, extra?: Record<string, unknown>) => taskOfAgent(test, actor, extra);
+const skillOf = (actor: Actor) => skillOfAgent(test, actor);
 
 const apply = (actor: Actor, taskId: string, skillId: string) =>
   test.http
@@ -120,13 +99,7 @@ describe('ending tasks in group commits', () => {
     const gone = (await apply(withdrawn, tasks[0]!, await skillOf(withdrawn))).body.data.id as string;
     await test.http.delete(`/api/v1/tasks/${tasks[0]}/applications/${gone}`).set(withdrawn.headers).expect(200);
     expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '10.00' });
-    const principal = (actor: Actor, keyId: string | null = null): Principal => ({
-      user_id: actor.userId,
-      caller_type: 'agent',
-      platform: 'custom_mcp',
-      api_key_id: keyId,
-      ...(keyId ? { budget_key_id: keyId } : {}),
-    });
+    const principal = agentPrincipal;
     const ends: { viewer: Principal | null; action: 'close' | 'cancel' }[] = [
       { viewer: principal(first), action: 'close' },
       { viewer: principal(second), action: 'close' },
@@ -136,18 +109,13 @@ describe('ending tasks in group commits', () => {
     ];
     // The five changes wait for each other, so that they leave in one batch; the third task is
     // edited (as a PATCH would) after it was read and before its statement.
-    const waiting: (() => void)[] = [];
-    let submitted = 0;
-    const submit = async (change: StateChange) => {
-      if (++submitted <= tasks.length) {
+    const submit = batchGate(
+      tasks.length,
+      (change) => transitions.submit(change),
+      async (change) => {
         if (change.transactionId === tasks[2]) await db()('tasks').where({ id: tasks[2] }).update({ title: 'Index a catalogue, edited' });
-        await new Promise<void>((resolve) => {
-          waiting.push(resolve);
-          if (waiting.length === tasks.length) for (const release of waiting) release();
-        });
-      }
-      return transitions.submit(change);
-    };
+      },
+    );
     const { endTask } = createTaskEnd({ submit }, test.runtime.engine.tasks.events, dependencies.db);
     const before = transitions.batchStats();
     const answers = await Promise.all(

@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { createTransitions } from '../../src/engine/money/index.ts';
 import { createTaskUpdate } from '../../src/engine/work/index.ts';
-import type { ChangeOutcome, StateChange } from '../../src/store/change.ts';
+import type { ChangeOutcome } from '../../src/store/change.ts';
 import { limits } from '../../src/limits.ts';
 import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
 import { budgetOf, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
 import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { checkBooks } from '../helpers/books.ts';
+import { agentPrincipal, batchGate, fundedAgent, skillOf as skillOfAgent, taskOf as taskOfAgent } from '../helpers/task-market.ts';
 import { lockWaiters, until } from '../helpers/locks.ts';
 import { balance, buy, createCapability, credit } from '../helpers/market.ts';
 
@@ -26,33 +27,11 @@ beforeAll(async () => {
 });
 afterAll(() => test.close());
 
-const valid = { title: 'Index a catalogue', description: 'Four hundred entries, by author.', mode: 'online', category: 'translation' };
 type Answer = { status: number; body: { code: number; data: Record<string, unknown> } };
 const db = () => test.runtime.engine.dependencies.db;
-
-async function funded(amount = '50.00') {
-  const actor = await createAgent(test);
-  await credit(test, actor.userId, amount);
-  return actor;
-}
-
-async function taskOf(actor: Actor, extra: Record<string, unknown> = { bounty_amount: '10.00' }): Promise<string> {
-  const answer = await test.http
-    .post('/api/v1/tasks/')
-    .set(actor.headers)
-    .send({ ...valid, ...extra })
-    .expect(201);
-  return answer.body.data.id as string;
-}
-
-async function skillOf(actor: Actor): Promise<string> {
-  const answer = await test.http
-    .post('/api/v1/skills/')
-    .set(actor.headers)
-    .send({ name: 'Cataloguing', description: 'Library catalogues', category: 'translation' })
-    .expect(201);
-  return answer.body.data.id as string;
-}
+const funded = (amount?: string) => fundedAgent(test, amount);
+const taskOf = (actor: Actor, extra?: Record<string, unknown>) => taskOfAgent(test, actor, extra);
+const skillOf = (actor: Actor) => skillOfAgent(test, actor);
 
 const put = (actor: Actor, taskId: string, body: Record<string, unknown>) =>
   test.http
@@ -95,13 +74,7 @@ describe('updating tasks in group commits', () => {
       ).status,
     ).toBe(201);
     expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '20.00' });
-    const principal = (actor: Actor, keyId: string | null = null): Principal => ({
-      user_id: actor.userId,
-      caller_type: 'agent',
-      platform: 'custom_mcp',
-      api_key_id: keyId,
-      ...(keyId ? { budget_key_id: keyId } : {}),
-    });
+    const principal = agentPrincipal;
     const updates: [Principal, Record<string, unknown>][] = [
       [principal(drafter), { title: 'Index a catalogue, drafted', bounty_amount: 4000n }],
       [principal(raiser), { bounty_amount: 3000n, tags: ['books'] }],
@@ -110,16 +83,7 @@ describe('updating tasks in group commits', () => {
       [principal(budgeted, budgeted.apiKeyId), { bounty_amount: 1500n }],
     ];
     // The five changes wait for each other, so that they leave in one batch.
-    const waiting: (() => void)[] = [];
-    let submitted = 0;
-    const submit = async (change: StateChange) => {
-      if (++submitted <= tasks.length)
-        await new Promise<void>((resolve) => {
-          waiting.push(resolve);
-          if (waiting.length === tasks.length) for (const release of waiting) release();
-        });
-      return transitions.submit(change);
-    };
+    const submit = batchGate(tasks.length, (change) => transitions.submit(change));
     const { update } = createTaskUpdate(dependencies, { submit }, test.runtime.engine.tasks.events);
     const before = transitions.batchStats();
     const answers = await Promise.allSettled(tasks.map((id, index) => update(updates[index]![0], id, updates[index]![1])));
@@ -186,13 +150,6 @@ describe('updating tasks in group commits', () => {
 
 describe('the statement and the transaction path decide an update alike', () => {
   type Setup = { actor: Actor; principal: Principal; task: string; person?: Parameters<typeof budgetOf>[1]; keyId?: string };
-  const agentPrincipal = (actor: Actor, keyId?: string): Principal => ({
-    user_id: actor.userId,
-    caller_type: 'agent',
-    platform: 'custom_mcp',
-    api_key_id: keyId ?? null,
-    ...(keyId ? { budget_key_id: keyId } : {}),
-  });
   async function plain(funds: string, extra: Record<string, unknown>): Promise<Setup> {
     const actor = await funded(funds);
     return { actor, principal: agentPrincipal(actor), task: await taskOf(actor, { bounty_amount: '10.00', ...extra }) };
