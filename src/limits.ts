@@ -117,6 +117,11 @@ export const limits = {
   /** A run stops after this many batches; the next run goes on where it stopped. */
   retentionBatchesPerRunMax: 100,
   sweepBatchSizeMax: 500,
+  /**
+   * Open tasks past their deadline that the sweeper expires at once, each one change of the
+   * batcher, so that they share statements (engine/work/tasks.ts `expireDue`).
+   */
+  taskExpiriesAtOnceMax: 32,
   /** Published outbox rows are marked in one batch this often. */
   publishedMarkFlushMs: 200,
   /** Serialization failures and deadlocks are retried this many times before giving up. */

@@ -185,6 +185,49 @@ describe('ending tasks in group commits', () => {
   });
 });
 
+describe('the sweeper expires tasks past their deadline in shared statements', () => {
+  it(raceTest('twelve due tasks, two sweepers and their publisher closing some at once: each ends once, in fewer statements than tasks'), async () => {
+    const owners = [await funded(), await funded()];
+    const budgeted = await ownedAgent(test);
+    await credit(test, budgeted.userId, '50.00');
+    await setBudget(test, budgeted.person, budgeted.apiKeyId, { daily_max: '40.00' }).expect(200);
+    const soon = () => ({ bounty_amount: '2.00', expires_at: new Date(test.clock.now.getTime() + 3_600_000).toISOString() });
+    const tasks = [
+      ...(await Promise.all(owners.flatMap((owner) => [0, 1, 2, 3, 4].map(() => taskOf(owner, soon()))))),
+      await taskOf(budgeted, soon()),
+      await taskOf(budgeted, soon()),
+    ];
+    const later = await taskOf(owners[0]!);
+    const applicant = await funded();
+    expect((await apply(applicant, tasks[0]!, await skillOf(applicant))).status).toBe(201);
+    expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '4.00' });
+    test.clock.advanceMs(3_600_001);
+    const before = test.runtime.engine.transitions.batchStats();
+    const { sweeper } = test.runtime.engine;
+    const [first, second, ...closes] = await Promise.all([sweeper.runOnce(), sweeper.runOnce(), close(owners[1]!, tasks[5]!), close(owners[1]!, tasks[6]!)]);
+    const closed = (closes as Answer[]).filter((answer) => answer.status === 200).length;
+    expect((closes as Answer[]).every((answer) => answer.status === 200 || answer.body.code === 4090)).toBe(true);
+    // Every due task ended once: expired by one of the sweepers, or closed by its publisher.
+    expect((first as number) + (second as number) + closed).toBe(tasks.length);
+    const rows = await taskRows([...tasks, later]);
+    expect(tasks.map((id) => rows.get(id)!).every((row) => ['expired', 'closed'].includes(row.status) && row.bounty_held === '0')).toBe(true);
+    expect(rows.get(later)!.status).toBe('open');
+    const heard = await db()('task_events')
+      .whereIn('task_id', tasks)
+      .whereIn('event_type', ['task.expired', 'task.closed'])
+      .select('task_id', 'recipient_user_id');
+    expect(heard).toHaveLength(tasks.length + 1);
+    expect(heard.filter((event: { recipient_user_id: string }) => event.recipient_user_id === applicant.userId)).toHaveLength(1);
+    expect(await balance(test, owners[0]!)).toMatchObject({ available: '40.00', frozen: '10.00' });
+    expect(await balance(test, owners[1]!)).toMatchObject({ available: '50.00', frozen: '0.00' });
+    expect(await balance(test, budgeted)).toMatchObject({ available: '50.00', frozen: '0.00' });
+    expect(await budgetOf(test, budgeted.person, budgeted.apiKeyId)).toMatchObject({ spent_today: '0.00' });
+    const after = test.runtime.engine.transitions.batchStats();
+    if (usingRealBackends()) expect(after.batches - before.batches).toBeLessThan(after.changes - before.changes);
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
 describe("a task end and the batcher's other answers", () => {
   /** Ends `task` in one statement with `submit` answering every change by `kind`; how many were submitted. */
   async function endAnswered(task: string, owner: Actor, kind: ChangeOutcome['kind']) {
@@ -201,6 +244,21 @@ describe("a task end and the batcher's other answers", () => {
     );
     return { outcome, submitted };
   }
+
+  it('an expiry of a task before its deadline is refused and writes nothing; past the deadline it expires', async () => {
+    const { dependencies } = test.runtime.engine;
+    const owner = await funded();
+    // The engine's clock is the test clock plus the time the file has run: the deadline is set from it.
+    const task = await taskOf(owner, { bounty_amount: '10.00', expires_at: new Date(dependencies.now().getTime() + 60_000).toISOString() });
+    const { endTask } = createTaskEnd(test.runtime.engine.transitions, test.runtime.engine.tasks.events, dependencies.db);
+    const expire = () => withSingleStatement(dependencies.db, (unit) => endTask(unit, null, task, 'expire', dependencies.now, (row) => row.status));
+    test.clock.advanceMs(30_000);
+    await expect(expire()).rejects.toMatchObject({ code: 4090, detail: 'the task is not past its deadline' });
+    expect((await taskRows([task])).get(task)).toMatchObject({ status: 'open', bounty_held: '1000' });
+    test.clock.advanceMs(30_001);
+    expect(await expire()).toBe('expired');
+    expect(await balance(test, owner)).toMatchObject({ available: '50.00', frozen: '0.00' });
+  });
 
   it('a row stale under every attempt goes to the transaction path after compareAndSetAttemptsMax; a lost claim is 4091; a taken key is not written', async () => {
     const owner = await funded();

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { nextTaskState } from '../../domain/tasks.ts';
 import type { UnitOfWork } from '../../db/transaction.ts';
-import { notFound } from '../../errors.ts';
+import { AppError, notFound } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import type { StateChange } from '../../store/change.ts';
 import type { TaskRow } from '../../store/tasks.ts';
@@ -12,10 +12,10 @@ import { pendingApplicants, type TaskEvents, taskMovedEvents } from './task-even
 import { DecideInTransaction, readVersioned, submitTaskChange } from './task-statement.ts';
 
 /**
- * A task closed by its publisher or cancelled by the operator as ONE change the batcher groups with
- * every other (docs/decisions/money-and-escrow.md "Task money and group commit"): the
- * compare-and-set of the task row on its status and version, to closed or cancelled with nothing
- * held, the hold's release (frozen -> available in the publisher's account, referring to the
+ * A task closed by its publisher, cancelled by the operator or expired by the sweeper as ONE change
+ * the batcher groups with every other (docs/decisions/money-and-escrow.md "Task money and group commit"): the
+ * compare-and-set of the task row on its status and version, to closed, cancelled or expired with
+ * nothing held, the hold's release (frozen -> available in the publisher's account, referring to the
  * task), the move's event for the publisher and every pending applicant, and, under an
  * Idempotency-Key, the claim's completion. What the hold was charged to an agent budget goes back
  * once the statement has committed, as for a purchase's release.
@@ -29,14 +29,14 @@ import { DecideInTransaction, readVersioned, submitTaskChange } from './task-sta
 export function createTaskEnd(transitions: Pick<Transitions, 'submit'>, events: TaskEvents, db: Knex) {
   /**
    * Ends the task `id` in one statement of `unit` (the pool): `viewer` is its publisher closing it,
-   * or null for the operator's cancel. A task that changed under every attempt goes to the
+   * or null for the operator's cancel and the sweeper's expiry (of a task past its deadline only). A task that changed under every attempt goes to the
    * transaction path (DecideInTransaction), which decides it as before.
    */
   async function endTask<T>(
     unit: UnitOfWork,
     viewer: Principal | null,
     id: string,
-    action: 'close' | 'cancel',
+    action: 'close' | 'cancel' | 'expire',
     now: () => Date,
     answer: (task: TaskRow) => T,
   ): Promise<T> {
@@ -45,8 +45,11 @@ export function createTaskEnd(transitions: Pick<Transitions, 'submit'>, events: 
       if (!viewer && !read) throw notFound('task');
       const { version, ...row } = viewer ? authorize(manageTask, viewer, read, 'task') : read!;
       const transition = nextTaskState(row.status, action);
-      const applicants = await pendingApplicants(unit.trx, id);
       const at = now();
+      // The sweeper expires only a task past its deadline as the row has it now.
+      if (action === 'expire' && !(row.expires_at !== null && new Date(row.expires_at).getTime() <= at.getTime()))
+        throw new AppError('invalid_state_transition', 'the task is not past its deadline', { status: row.status, action });
+      const applicants = await pendingApplicants(unit.trx, id);
       const set = { status: transition.to, bounty_held: '0', ended_at: at, updated_at: at };
       const ended = { ...row, ...set } as TaskRow;
       const response = answer(ended);
