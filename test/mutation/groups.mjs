@@ -106,6 +106,7 @@ export const mutationGroups = {
       'src/engine/work/task-end.ts',
       'src/engine/work/task-statement.ts',
       'src/engine/work/task-update.ts',
+      'src/engine/work/task-expiry.ts',
     ],
     tests: [
       'test/money/batcher-units.test.ts',
@@ -131,6 +132,7 @@ export const mutationGroups = {
       'test/money/transaction-deadlines.test.ts',
       'test/money/group-commit-task-ends.test.ts',
       'test/money/group-commit-task-updates.test.ts',
+      'test/work/task-expiry-sweeps.test.ts',
     ],
   },
   /**

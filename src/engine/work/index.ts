@@ -13,6 +13,7 @@ export { createTaskAi } from './task-ai.ts';
 export { createTaskApplications } from './task-applications.ts';
 export { createTaskEnd } from './task-end.ts';
 export { createTaskEvents } from './task-events.ts';
+export { createTaskExpiry } from './task-expiry.ts';
 export { createTaskHall } from './task-hall.ts';
 export { createTaskPublish } from './task-publish.ts';
 export { DecideInTransaction } from './task-statement.ts';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { formatAmount } from '../../domain/money.ts';
 import { nextTaskState } from '../../domain/tasks.ts';
-import { type UnitOfWork, withSingleStatement, withTransaction } from '../../db/transaction.ts';
+import { type UnitOfWork, withTransaction } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapeProblems } from '../../schemas/tasks.ts';
 import { findTask, lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
@@ -14,6 +14,7 @@ import type { TaskEvents } from './task-events.ts';
 import { createTaskPublish, DecideInTransaction, type DraftRestated, type TaskOutcome } from './task-publish.ts';
 import { createTaskEnd } from './task-end.ts';
 import { createTaskUpdate } from './task-update.ts';
+import { createTaskExpiry } from './task-expiry.ts';
 
 export { type Shortfall, type TaskOutcome, shortfallError } from './task-publish.ts';
 
@@ -22,6 +23,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
   const { publishNew, publishDraft: publishOne } = createTaskPublish(transitions, events);
   const { endTask } = createTaskEnd(transitions, events, db);
   const { update } = createTaskUpdate({ db, now }, transitions, events);
+  const { expireDue } = createTaskExpiry({ db, now }, endTask, (unit, row) => end(unit, row, 'expire', null));
 
   /**
    * A new task published in one statement that shares group commits (task-publish.ts); when the
@@ -196,48 +198,6 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
 
   /** The operator takes an open task down (cancelled), releasing its hold. */
   const cancel = (id: string, request: IdempotencyRequest | null) => endByRequest(null, id, 'cancel', request);
-
-  /**
-   * Expires one open task past its deadline in one statement (task-end.ts): true when this call
-   * expired it, false when it was no longer due (another instance expired it, its publisher closed
-   * it, or an acceptance matched it first: the compare-and-set decides). A task that kept changing
-   * under the statement's attempts is locked and decided on the transaction path.
-   */
-  async function expireOne(id: string): Promise<boolean> {
-    try {
-      await withSingleStatement(db, (unit) => endTask(unit, null, id, 'expire', now, () => id));
-      return true;
-    } catch (error) {
-      if (error instanceof AppError && error.errorName === 'invalid_state_transition') return false;
-      if (!(error instanceof DecideInTransaction)) throw error;
-      return withTransaction(db, async (unit) => {
-        const row = await lockTask(unit.trx, id);
-        if (!row || row.status !== 'open' || row.expires_at === null || new Date(row.expires_at).getTime() > now().getTime()) return false;
-        await end(unit, row, 'expire', null);
-        return true;
-      });
-    }
-  }
-
-  /**
-   * Expires up to `limit` open tasks past their deadline (not those in `skipIds`), each one change
-   * of the batcher, submitted at once so that they share statements. Several instances may pick
-   * the same tasks: the compare-and-set expires each once, and the others find it gone. Each task
-   * answers expired, gone, or the error that failed it.
-   */
-  async function expireDue(limit: number, skipIds: string[]): Promise<{ id: string; expired: boolean; error?: unknown }[]> {
-    const query = db<TaskRow>('tasks').where('status', 'open').where('expires_at', '<=', now()).orderBy('expires_at').limit(limit);
-    if (skipIds.length > 0) query.whereNotIn('id', skipIds);
-    const due = (await query.select('id')) as { id: string }[];
-    return Promise.all(
-      due.map(({ id }) =>
-        expireOne(id).then(
-          (expired) => ({ id, expired }),
-          (error: unknown) => ({ id, expired: false, error }),
-        ),
-      ),
-    );
-  }
 
   /** Publishes a new task from one of the caller's, with the restated fields (delivery_hours, bounty) and any others changed. */
   function reuse(
