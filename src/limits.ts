@@ -119,7 +119,7 @@ export const limits = {
   sweepBatchSizeMax: 500,
   /**
    * Open tasks past their deadline that the sweeper expires at once, each one change of the
-   * batcher, so that they share statements (engine/work/tasks.ts `expireDue`).
+   * batcher, so that they share statements (engine/work/task-expiry.ts `expireDue`).
    */
   taskExpiriesAtOnceMax: 32,
   /** Published outbox rows are marked in one batch this often. */

@@ -253,7 +253,7 @@ describe("a task end and the batcher's other answers", () => {
     const { endTask } = createTaskEnd(test.runtime.engine.transitions, test.runtime.engine.tasks.events, dependencies.db);
     const expire = () => withSingleStatement(dependencies.db, (unit) => endTask(unit, null, task, 'expire', dependencies.now, (row) => row.status));
     test.clock.advanceMs(30_000);
-    await expect(expire()).rejects.toMatchObject({ code: 4090, detail: 'the task is not past its deadline' });
+    await expect(expire()).rejects.toMatchObject({ code: 4090, detail: 'the task is not past its deadline', data: { status: 'open', action: 'expire' } });
     expect((await taskRows([task])).get(task)).toMatchObject({ status: 'open', bounty_held: '1000' });
     test.clock.advanceMs(30_001);
     expect(await expire()).toBe('expired');

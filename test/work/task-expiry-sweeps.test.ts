@@ -108,6 +108,7 @@ describe("the sweeper's run of expiries", () => {
     ]);
     expect(errors()).toHaveLength(1);
     expect(errors()[0]).toContain('"id":"f"');
+    expect(errors()[0]).toContain('expiry of an open task failed; passing over this row in this run');
   });
 
   it('asks for at most taskExpiriesAtOnceMax at once', async () => {
