@@ -9,6 +9,7 @@ import { authorize, manageTask } from '../access/index.ts';
 import type { Principal } from '../common/index.ts';
 import { bountyHoldLegs, giveBackAgentBudget, type Transitions } from '../money/index.ts';
 import { pendingApplicants, type TaskEvents, taskMovedEvents } from './task-events.ts';
+import { statusAt } from './task-rows.ts';
 import { DecideInTransaction, readVersioned, submitTaskChange } from './task-statement.ts';
 
 /**
@@ -47,7 +48,7 @@ export function createTaskEnd(transitions: Pick<Transitions, 'submit'>, events: 
       const transition = nextTaskState(row.status, action);
       const at = now();
       // The sweeper expires only a task past its deadline as the row has it now.
-      if (action === 'expire' && !(row.expires_at !== null && new Date(row.expires_at).getTime() <= at.getTime()))
+      if (action === 'expire' && statusAt(row, at) !== 'expired')
         throw new AppError('invalid_state_transition', 'the task is not past its deadline', { status: row.status, action });
       const applicants = await pendingApplicants(unit.trx, id);
       const set = { status: transition.to, bounty_held: '0', ended_at: at, updated_at: at };

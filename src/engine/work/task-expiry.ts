@@ -3,6 +3,7 @@ import { AppError } from '../../errors.ts';
 import { lockTask, type TaskRow } from '../../store/tasks.ts';
 import type { EngineDependencies } from '../common/index.ts';
 import type { createTaskEnd } from './task-end.ts';
+import { statusAt } from './task-rows.ts';
 import { DecideInTransaction } from './task-statement.ts';
 
 type EndTask = ReturnType<typeof createTaskEnd>['endTask'];
@@ -27,8 +28,6 @@ export function createTaskExpiry(
   endTask: EndTask,
   endInTransaction: (unit: UnitOfWork, row: TaskRow) => Promise<unknown>,
 ) {
-  const pastDeadline = (row: TaskRow) => row.expires_at !== null && new Date(row.expires_at).getTime() <= now().getTime();
-
   /** True when this call expired the task, false when it was gone or no longer due. */
   async function expireOne(id: string): Promise<boolean> {
     try {
@@ -39,7 +38,7 @@ export function createTaskExpiry(
       if (!(error instanceof DecideInTransaction)) throw error;
       return withTransaction(db, async (unit) => {
         const row = await lockTask(unit.trx, id);
-        if (!row || row.status !== 'open' || !pastDeadline(row)) return false;
+        if (!row || statusAt(row, now()) !== 'expired') return false;
         await endInTransaction(unit, row);
         return true;
       });

@@ -159,7 +159,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
 
   /**
    * A move that ends the task (close, cancel, expire) in a transaction of its own: its hold released
-   * in the same transaction. The sweeper's expiry, and a close or cancel the statement left here.
+   * in the same transaction. Only for a move the one-statement path (task-end.ts) left undecided.
    */
   async function end(unit: UnitOfWork, row: TaskRow, action: 'close' | 'cancel' | 'expire', viewer: Principal | null): Promise<TaskView> {
     const { trx } = unit;
