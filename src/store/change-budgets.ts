@@ -36,7 +36,7 @@ export const usageRowOf = (take: BudgetTake) => `${take.keyId}:${take.currency}:
 export function budgetClauses(
   numbered: { change: { budget?: BudgetTake }; ordinal: number }[],
   bindings: unknown[],
-  writes: { updates: boolean; inserts: boolean; taskInserts?: boolean; taskUpdates?: boolean },
+  writes: { updates: boolean; inserts: boolean; taskInserts?: boolean; taskUpdates?: boolean; acceptances?: boolean },
 ): string[] {
   const takes = numbered.flatMap(({ change, ordinal }) => {
     const take = change.budget;
@@ -54,10 +54,18 @@ export function budgetClauses(
         ]
       : []),
     // A new row has nothing to match: an insert whose claim held (insert_input) is due its take.
-    ...(writes.inserts ? ['SELECT take.* FROM budget_input AS take JOIN insert_input AS input ON input.ordinal = take.ordinal'] : []),
+    // An acceptance's insert is due as its task's write is, below (change-acceptances.ts): not here too.
+    ...(writes.inserts
+      ? [
+          `SELECT take.* FROM budget_input AS take JOIN insert_input AS input ON input.ordinal = take.ordinal${
+            writes.acceptances ? ' WHERE take.ordinal NOT IN (SELECT ordinal FROM acceptance_input)' : ''
+          }`,
+        ]
+      : []),
     // So is a task inserted open with its bounty held (change-tasks.ts).
     ...(writes.taskInserts ? ['SELECT take.* FROM budget_input AS take JOIN task_insert_input AS input ON input.ordinal = take.ordinal'] : []),
-    // A draft published is due its take only if its locked row still matched, as a move's (change-tasks.ts).
+    // A task moved (a draft published, a bounty raised) or matched by an acceptance is due its take
+    // only if its locked row still matched, as a move's (change-tasks.ts).
     ...(writes.taskUpdates
       ? [
           `SELECT take.* FROM budget_input AS take

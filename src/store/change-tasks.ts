@@ -1,3 +1,4 @@
+import type { AcceptanceParts } from './change-acceptances.ts';
 import { columnsOf, patchAssignments } from './change-columns.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
@@ -17,9 +18,17 @@ export interface TaskChangeParts {
     | { kind: string };
   taskEvents?: NewTaskEvent[];
   at: Date;
+  acceptance?: AcceptanceParts;
 }
 
 type TaskUpdate = { kind: 'update_task'; fromStatus: string; fromVersion: string; set: Record<string, unknown> };
+
+interface TaskUpdateRecord {
+  ordinal: number;
+  id: string;
+  write: TaskUpdate;
+  alone: boolean;
+}
 
 interface Numbered {
   change: TaskChangeParts;
@@ -50,7 +59,8 @@ export function taskInsertClauses(numbered: Numbered[], bindings: unknown[]): { 
 }
 
 /**
- * A draft published (engine/work/task-publish.ts): the compare-and-set of the task rows as one
+ * A task moved (a draft published, an update, a close, an expiry; engine/work/task-publish.ts,
+ * task-update.ts, task-end.ts) or matched by an acceptance: the compare-and-set of the task rows as one
  * UPDATE (`task_update_input`, `locked_tasks`, `task_updated`), written only if the row still has
  * the status and the version (its `xmin`, which every committed UPDATE of the row renews, however
  * close in time) the publish was decided on, and, for a budgeted one, only if its take was (`gate`).
@@ -60,20 +70,24 @@ export function taskInsertClauses(numbered: Numbered[], bindings: unknown[]): { 
  * column some changes set and others do not is set to itself where a change leaves it alone.
  */
 export function taskUpdateClauses(numbered: Numbered[], bindings: unknown[]): { reads: string[]; write: (gate: string) => string; source: string } {
-  const updates = numbered.filter(({ change }) => change.write.kind === 'update_task');
-  const sets = updates.map(({ change }) => (change.write as TaskUpdate).set);
+  const updates = taskUpdatesOf(numbered);
+  const sets = updates.map(({ write }) => write.set);
   const assignments = patchAssignments(sets, columnsOf(sets));
   bindings.push(
     JSON.stringify(
-      updates.map(({ change, ordinal }) => {
-        const write = change.write as TaskUpdate;
-        return { ordinal, id: change.transactionId, from_status: write.fromStatus, from_version: write.fromVersion, patch: write.set };
-      }),
+      updates.map(({ ordinal, id, write, alone }) => ({
+        ordinal,
+        id,
+        from_status: write.fromStatus,
+        from_version: write.fromVersion,
+        patch: write.set,
+        alone,
+      })),
     ),
   );
   return {
     reads: [
-      `task_update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_version text, patch jsonb)
+      `task_update_input AS (SELECT * FROM jsonb_to_recordset(?::jsonb) AS input(ordinal int, id uuid, from_status text, from_version text, patch jsonb, alone boolean)
       WHERE input.ordinal IN (SELECT ordinal FROM allowed))`,
       // As for the transactions: the ids as one array, locked in id order; a row that waited is seen as committed since.
       'locked_tasks AS (SELECT id, status, xmin::text AS version FROM tasks WHERE id = ANY (ARRAY(SELECT id FROM task_update_input)) ORDER BY id FOR NO KEY UPDATE)',
@@ -83,9 +97,24 @@ export function taskUpdateClauses(numbered: Numbered[], bindings: unknown[]): { 
       WHERE target.id = ANY (ARRAY(SELECT id FROM locked_tasks))
         AND target.id = input.id AND target.status = input.from_status AND target.xmin::text = input.from_version
         ${gate}
-      RETURNING input.ordinal, target.id)`,
-    source: 'SELECT ordinal, id FROM task_updated',
+      RETURNING input.ordinal, target.id, input.alone)`,
+    // An acceptance's row is its transaction's insert, which its task's write gates (store/change.ts).
+    source: 'SELECT ordinal, id FROM task_updated WHERE alone',
   };
+}
+
+/**
+ * The task compare-and-sets of the statement: a task move's own row write (`alone`), or an
+ * acceptance's task matched beside its transaction's insert (change-acceptances.ts).
+ */
+function taskUpdatesOf(numbered: Numbered[]): TaskUpdateRecord[] {
+  return numbered.flatMap(({ change, ordinal }): TaskUpdateRecord[] => {
+    if (change.write.kind === 'update_task') return [{ ordinal, id: change.transactionId, write: change.write as TaskUpdate, alone: true }];
+    const accepted = change.acceptance;
+    if (!accepted) return [];
+    const write: TaskUpdate = { kind: 'update_task', fromStatus: 'open', fromVersion: accepted.fromVersion, set: accepted.taskSet };
+    return [{ ordinal, id: accepted.taskId, write, alone: false }];
+  });
 }
 
 /**

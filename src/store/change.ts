@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { prepared } from '../db/prepared.ts';
-import { type Leg, assertBalanced, movementClauses, shortfallOf } from './ledger.ts';
+import { type Leg, type Movement, assertBalanced, movementClauses, shortfallOf } from './ledger.ts';
+import { type AcceptanceParts, acceptanceChargeClauses, acceptanceInputClause, applicationClauses } from './change-acceptances.ts';
 import type { OutboxRow } from './outbox.ts';
 import { type ClaimCompletion, type NumberedClaim, claimClauses, completionClause } from './claims.ts';
 import { type BudgetTake, budgetChargedClause, budgetClauses, usageRowOf } from './change-budgets.ts';
@@ -12,6 +13,7 @@ import { deadlineClauses } from './change-deadlines.ts';
 import { type FreshClaim, type PurchaseCheck, freshPurchaseClauses } from './change-purchases.ts';
 import type { NewTaskEvent, TaskEventRow } from './task-events.ts';
 
+export { type AcceptanceParts } from './change-acceptances.ts';
 export { type BudgetTake, usageRowOf } from './change-budgets.ts';
 export { type NewEvent } from './change-events.ts';
 export { type FreshClaim, type PurchaseCheck } from './change-purchases.ts';
@@ -73,6 +75,8 @@ export interface StateChange {
   budget?: BudgetTake;
   /** A task's events (its own outbox, numbered per recipient), written with the change. */
   taskEvents?: NewTaskEvent[];
+  /** An application accepted: the insert is its transaction's, already frozen (change-acceptances.ts). */
+  acceptance?: AcceptanceParts;
 }
 
 /**
@@ -102,12 +106,13 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
   const updates = numbered.filter(({ change }) => change.write.kind === 'update');
   const inserts = numbered.filter(({ change }) => change.write.kind === 'insert');
   const taskInserts = numbered.filter(({ change }) => change.write.kind === 'insert_task');
-  const taskUpdates = numbered.some(({ change }) => change.write.kind === 'update_task');
+  const acceptances = numbered.some(({ change }) => change.acceptance);
+  const taskUpdates = acceptances || numbered.some(({ change }) => change.write.kind === 'update_task');
   const budgeted = numbered.some(({ change }) => change.budget);
   // A budgeted change is written only if its take returned (budget_taken).
   const gate = (ordinal: string) =>
     budgeted ? `AND (${ordinal} NOT IN (SELECT ordinal FROM budget_input) OR ${ordinal} IN (SELECT ordinal FROM budget_taken))` : '';
-  const reads: string[] = [];
+  const reads: string[] = acceptances ? [acceptanceInputClause(numbered, bindings)] : [];
   const writes: string[] = [];
   const sources: string[] = [];
   if (updates.length > 0) {
@@ -115,6 +120,13 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
     reads.push(...update.reads);
     writes.push(update.write);
     sources.push('SELECT ordinal, id FROM updated');
+  }
+  // Before the inserts: an acceptance's transaction insert reads whether its task was matched (task_updated).
+  if (taskUpdates) {
+    const task = taskUpdateClauses(numbered, bindings);
+    reads.push(...task.reads);
+    writes.push(task.write(gate('input.ordinal')));
+    sources.push(task.source);
   }
   if (inserts.length > 0) {
     const columns = columnsOf(inserts.map(({ change }) => (change.write as { values: Record<string, unknown> }).values));
@@ -125,7 +137,7 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
     writes.push(`inserted AS (INSERT INTO transactions (${columns.join(', ')})
         SELECT ${columns.map((column) => `fresh.${column}`).join(', ')}
           FROM insert_input CROSS JOIN LATERAL jsonb_populate_record(NULL::transactions, insert_input.fields) AS fresh
-         WHERE true ${gate('insert_input.ordinal')}
+         WHERE true ${gate('insert_input.ordinal')} ${acceptances ? acceptedTaskGate : ''}
          ORDER BY insert_input.ordinal RETURNING id)`);
     sources.push("SELECT insert_input.ordinal, inserted.id FROM inserted JOIN insert_input ON (insert_input.fields->>'id')::uuid = inserted.id");
   }
@@ -135,18 +147,22 @@ function writeClauses(numbered: Numbered[], bindings: unknown[]): string[] {
     writes.push(task.write(gate('task_insert_input.ordinal')));
     sources.push(task.source);
   }
-  if (taskUpdates) {
-    const task = taskUpdateClauses(numbered, bindings);
-    reads.push(...task.reads);
-    writes.push(task.write(gate('input.ordinal')));
-    sources.push(task.source);
-  }
   // The budget clauses read the locked rows and the inputs and gate the writes: they go between, bound in that order.
   const budget = budgeted
-    ? budgetClauses(numbered, bindings, { updates: updates.length > 0, inserts: inserts.length > 0, taskInserts: taskInserts.length > 0, taskUpdates })
+    ? budgetClauses(numbered, bindings, {
+        updates: updates.length > 0,
+        inserts: inserts.length > 0,
+        taskInserts: taskInserts.length > 0,
+        taskUpdates,
+        acceptances,
+      })
     : [];
   return [...reads, ...budget, ...writes, `changed AS (${sources.join(' UNION ALL ')})`];
 }
+
+/** An acceptance's transaction is inserted only if its task was matched (change-acceptances.ts). */
+const acceptedTaskGate =
+  'AND (insert_input.ordinal NOT IN (SELECT ordinal FROM acceptance_input) OR insert_input.ordinal IN (SELECT ordinal FROM task_updated))';
 
 /**
  * The compare-and-set of every move, as one UPDATE: a row is changed only if its status and
@@ -200,6 +216,9 @@ interface ResultRow {
   seller_sequence: string | null;
 }
 
+/** The rows a change writes by compare-and-set or insert: its own, and an acceptance's task. One change per row in a statement. */
+export const rowIdsOf = (change: StateChange): string[] => (change.acceptance ? [change.transactionId, change.acceptance.taskId] : [change.transactionId]);
+
 /**
  * Refuses what no statement may write: an unbalanced movement, a change without an event, a
  * transaction twice, or two budget takes of one usage row. A create may take from a budget: an
@@ -211,8 +230,14 @@ export function assertWritable(changes: StateChange[]) {
   for (const change of changes) {
     assertBalanced(change.legs);
     if (change.events.length === 0 && !change.taskEvents?.length) throw new Error('a state change without an event');
-    if (ids.has(change.transactionId)) throw new Error('two changes of one transaction in one statement');
-    ids.add(change.transactionId);
+    for (const id of rowIdsOf(change)) {
+      if (ids.has(id)) throw new Error('two changes of one transaction in one statement');
+      ids.add(id);
+    }
+    if (change.acceptance) {
+      assertBalanced(change.acceptance.releasedHold);
+      if (change.write.kind !== 'insert') throw new Error("an acceptance is its transaction's insert");
+    }
     // A fresh claim is a new transaction's alone: nothing else gates its insert once its key is in.
     if (change.freshClaim && (!change.check || change.claim || change.budget || change.write.kind !== 'insert'))
       throw new Error('a fresh claim is for a checked purchase insert without a claim or a budget');
@@ -234,6 +259,7 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
   assertWritable(changes);
   const numbered = changes.map((change, index) => ({ change, ordinal: index + 1 }));
   const budgeted = changes.some((change) => change.budget);
+  const acceptances = changes.some((change) => change.acceptance);
   const taskEvents = changes.some((change) => change.taskEvents?.length);
   const claims: NumberedClaim[] = numbered.flatMap(({ change, ordinal }) => (change.claim ? [{ ...change.claim, ordinal }] : []));
   const bindings: unknown[] = [];
@@ -247,18 +273,14 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
       purchases.length > 0 ? ' UNION ALL SELECT ordinal FROM fresh_held' : ''
     })`,
     ...writeClauses(numbered, bindings),
-    ...movementClauses(
-      numbered.map(({ change, ordinal }) => ({ movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at, ordinal })),
-      bindings,
-      'changed',
-    ),
+    ...movementClauses(numbered.flatMap(movementsOf), bindings, 'changed'),
     ...eventClauses(numbered, bindings),
     // The sweeper's deadlines of the states entered and left (change-deadlines.ts).
     ...deadlineClauses(numbered, bindings),
     // A task's events lock their recipients' counters after the accounts (change-tasks.ts).
     ...(taskEvents ? taskEventClauses(numbered, bindings, changes.some((change) => change.legs.length > 0) ? 'balances' : null) : []),
     ...(claims.length > 0 ? [completionClause('changed')] : []),
-    ...(budgeted ? [budgetChargedClause] : []),
+    ...(acceptances ? [...applicationClauses, ...acceptanceChargeClauses(budgeted)] : budgeted ? [budgetChargedClause] : []),
   );
   // The outcome of every change: whether its claim held, whether it was written, and its events.
   const text = `WITH ${clauses.join(',\n')}
@@ -270,6 +292,17 @@ export async function commitChanges(executor: Knex, changes: StateChange[]): Pro
     ${budgeted ? "UNION ALL SELECT 'budget_due', ordinal, NULL, NULL, NULL, NULL FROM budget_due UNION ALL SELECT 'budget_taken', ordinal, NULL, NULL, NULL, NULL FROM budget_taken" : ''}
     ${taskEvents ? `UNION ALL ${taskEventResultClause}` : ''}`;
   return outcomesOf(numbered, await prepared<ResultRow>(executor, text, bindings));
+}
+
+/**
+ * A change's movements: its legs, referring to its row; an acceptance's hold released first, referring
+ * to its task, so that the entries' balance_after read as the transaction path wrote them.
+ */
+function movementsOf({ change, ordinal }: Numbered): Movement[] {
+  const own = { movementId: randomUUID(), legs: change.legs, bizRefId: change.transactionId, at: change.at, ordinal };
+  const release = change.acceptance?.releasedHold ?? [];
+  if (release.length === 0) return [own];
+  return [{ movementId: randomUUID(), legs: release, bizRefId: change.acceptance!.taskId, at: change.at, ordinal }, own];
 }
 
 function outcomesOf(numbered: Numbered[], rows: ResultRow[]): ChangeOutcome[] {

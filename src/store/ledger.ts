@@ -59,12 +59,22 @@ export interface Movement {
   ordinal: number;
 }
 
-/** Every leg of every movement as one JSON array: the statement reads them with jsonb_to_recordset. */
+/**
+ * Every leg of every movement as one JSON array: the statement reads them with jsonb_to_recordset.
+ * Legs are numbered 1, 2, … within their ordinal, across its movements in the order given (an
+ * acceptance's release, then its freeze), which is the order of their balance_after.
+ */
 function legRecords(movements: Movement[]) {
+  const legsSoFar = new Map<number, number>();
+  const nextLeg = (ordinal: number) => {
+    const leg = (legsSoFar.get(ordinal) ?? 0) + 1;
+    legsSoFar.set(ordinal, leg);
+    return leg;
+  };
   return movements.flatMap((movement) =>
-    movement.legs.map((leg, index) => ({
+    movement.legs.map((leg) => ({
       ordinal: movement.ordinal,
-      leg: index + 1,
+      leg: nextLeg(movement.ordinal),
       movement_id: movement.movementId,
       biz_ref_id: movement.bizRefId,
       account_id: leg.accountId,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { limits } from '../../limits.ts';
-import { type ChangeOutcome, type StateChange, assertWritable, commitChanges, usageRowOf } from '../../store/change.ts';
+import { type ChangeOutcome, type StateChange, assertWritable, commitChanges, rowIdsOf, usageRowOf } from '../../store/change.ts';
 import { type WaitTrialOptions, type WaitTrialStats, createWaitTrials } from './wait-trials.ts';
 
 /**
@@ -185,7 +185,7 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
   }
 
   /**
-   * The oldest waiting changes, at most one per transaction and one per agent budget's usage row
+   * The oldest waiting changes, at most one per transaction or task (rowIdsOf) and one per agent budget's usage row
    * (a take is decided on the sum the previous one left, which one statement cannot show it); a
    * second one keeps its place in the queue.
    */
@@ -196,11 +196,12 @@ export function createBatcher(db: Knex, options: BatcherOptions = defaults) {
     for (let index = 0; index < queue.length && batch.length < options.changesMax;) {
       const waiting = queue[index]!;
       const usageRow = waiting.change.budget ? usageRowOf(waiting.change.budget) : undefined;
-      if (ids.has(waiting.change.transactionId) || (usageRow !== undefined && usageRows.has(usageRow))) {
+      const rows = rowIdsOf(waiting.change);
+      if (rows.some((id) => ids.has(id)) || (usageRow !== undefined && usageRows.has(usageRow))) {
         index++;
         continue;
       }
-      ids.add(waiting.change.transactionId);
+      for (const id of rows) ids.add(id);
       if (usageRow !== undefined) usageRows.add(usageRow);
       batch.push(waiting);
       queue.splice(index, 1);

@@ -162,6 +162,23 @@ export function planBountyCharge(
 }
 
 /**
+ * The charge of an application accepted in one statement (engine/work/task-acceptance.ts): the
+ * part of the price beyond the hold, by the transaction's reference, with the whole price bounded
+ * by per_purchase_max here (4021 at once) and the day in the statement, as chargeAcceptance
+ * charges in a transaction. The task's charges move to the transaction in the statement.
+ */
+export function planAcceptanceCharge(
+  db: Knex,
+  principal: Principal,
+  accepted: { transactionId: string; price: bigint; held: bigint; currency: Currency; category: string | null; at: Date },
+): Promise<FreezeCharge | undefined> {
+  if (!principal.budget_key_id) return Promise.resolve(undefined);
+  const beyond = accepted.price > accepted.held ? accepted.price - accepted.held : 0n;
+  const { price, currency, category, at } = accepted;
+  return planCharge(db, principal, { amount: beyond, price, currency, category, capabilityId: null, refId: accepted.transactionId, at });
+}
+
+/**
  * An application accepted: the bounty's hold becomes the transaction's freeze. What the task was
  * charged moves to the transaction (a released price gives it back), a price below the hold gives
  * back the difference, and only the part of the price beyond the hold is a new charge; the whole

@@ -12,6 +12,7 @@ export {
   planFreezeCharge,
   type FreezeCharge,
   planPurchaseCharge,
+  planAcceptanceCharge,
   planBountyCharge,
   checkAgentBudget,
   giveBackAgentBudget,

@@ -6,7 +6,7 @@ import { AppError, notFound } from '../../errors.ts';
 import type { Publisher } from '../../events/publisher.ts';
 import { systemAccountId, userAccountId } from '../../store/accounts.ts';
 import type { Leg } from '../../store/ledger.ts';
-import { type NewEvent, type PurchaseCheck, type StateChange, commitChange, isClientTaskIdTaken } from '../../store/change.ts';
+import { type ChangeOutcome, type NewEvent, type PurchaseCheck, type StateChange, commitChange, isClientTaskIdTaken } from '../../store/change.ts';
 import { shortfallOf } from '../../store/ledger.ts';
 import { createBatcher } from './batcher.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
@@ -15,6 +15,9 @@ import { jsonBytesOf, transactionEventView } from './views.ts';
 import { type FreezeCharge, giveBackAgentBudget } from './budgets.ts';
 import { limits } from '../../limits.ts';
 import { authorizeAction, partyOf } from '../access/index.ts';
+
+/** A change written: its outbox rows, and its task events when it has any. */
+type Applied = Extract<ChangeOutcome, { kind: 'applied' }>;
 
 export type Mover = { principal: Principal } | { system: 'system' | 'admin' };
 
@@ -169,11 +172,12 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
    * Runs the change and schedules its events for publishing once it is committed. Under an
    * idempotency key the same statement stores the response.
    */
-  async function commit(unit: UnitOfWork, change: StateChange, budget?: FreezeCharge): Promise<boolean> {
+  async function commit(unit: UnitOfWork, change: StateChange, budget?: FreezeCharge, response?: unknown): Promise<Applied | null> {
     const { claim } = unit;
-    // The last event carries the view of the row after the change: the response, computed once.
-    // Like the event, it references a large input or result_payload; a replay fills them in.
-    const responseBody = change.events.at(-1)!.payload.transaction;
+    // The last event carries the view of the row after the change: the response, computed once,
+    // unless the change answers with more (an acceptance). Like the event, it references a large
+    // input or result_payload; a replay fills them in.
+    const responseBody = response ?? change.events.at(-1)!.payload.transaction;
     if (claim?.fresh) {
       const { scopeHash, token, responseStatus, fresh } = claim;
       change.freshClaim = { scopeHash, token, responseStatus, responseBody, ...fresh };
@@ -192,12 +196,12 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     }
     if (outcome.kind === 'claim_lost') throw new AppError('idempotency_in_progress', 'a request with this Idempotency-Key is still being processed');
     if (outcome.kind === 'key_taken') throw new FreshClaimNotWritten('key_taken');
-    if (outcome.kind === 'stale') return false;
+    if (outcome.kind === 'stale') return null;
     // The day's bound refused the budget charge: nothing of the change was written.
     if (outcome.kind === 'over_budget') throw await budget!.refuse();
     if (claim) claim.completed = true;
     for (const event of outcome.events) unit.afterCommit(() => publisher.publish(event));
-    return true;
+    return outcome;
   }
 
   /**
@@ -288,17 +292,34 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
    * (InsufficientBalance), and nothing of the purchase is written.
    */
   async function insertMoved(unit: UnitOfWork, row: TransactionRow, action: TransactionAction, mover: Mover, extra: ActionExtra = {}): Promise<TransactionRow> {
-    const step = decide(row, action, mover, row.created_at);
-    const { change: moved, after } = planMove(row, step, extra, row.created_at);
-    const change: StateChange = { ...moved, write: { kind: 'insert', values: { ...after } }, events: [eventOf('create', null, row), ...moved.events] };
+    const { change, after } = planInsertMoved(row, action, mover, extra);
     // An insert has no compare-and-set to lose: anything but applied or over_budget is a failure of its own.
     if (!(await commit(unit, change, extra.budget))) throw new Error('a transaction insert wrote nothing');
     remember(unit, after);
     return after;
   }
 
+  /** The change of a new transaction already moved by `action`, not yet written, and the row after it. */
+  function planInsertMoved(row: TransactionRow, action: TransactionAction, mover: Mover, extra: ActionExtra = {}) {
+    const step = decide(row, action, mover, row.created_at);
+    const { change: moved, after } = planMove(row, step, extra, row.created_at);
+    const change: StateChange = { ...moved, write: { kind: 'insert', values: { ...after } }, events: [eventOf('create', null, row), ...moved.events] };
+    return { change, after };
+  }
+
+  /**
+   * Writes a planned insert with parts of its own (an application's acceptance adds its task's,
+   * engine/work/task-acceptance.ts) and `response` as its idempotent answer: the outcome, or null
+   * when a compare-and-set of those parts found its row changed, so that nothing was written.
+   */
+  async function commitPlanned(unit: UnitOfWork, planned: { change: StateChange; after: TransactionRow }, response: unknown, budget?: FreezeCharge) {
+    const applied = await commit(unit, planned.change, budget, response);
+    if (applied) remember(unit, planned.after);
+    return applied;
+  }
+
   // submit: other single-statement changes (a task's publish, engine/work/task-publish.ts) share the same batches.
-  return { move, insert, insertMoved, submit: batcher.submit, batchStats: batcher.stats };
+  return { move, insert, insertMoved, planInsertMoved, commitPlanned, submit: batcher.submit, batchStats: batcher.stats };
 }
 
 export type Transitions = ReturnType<typeof createTransitions>;

@@ -2,24 +2,30 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
 import { nextApplicationState, nextTaskState } from '../../domain/tasks.ts';
+import { type UnitOfWork, withTransaction } from '../../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../../errors.ts';
+import { limits } from '../../limits.ts';
 import { userAccountId } from '../../store/accounts.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
 import type { TransactionRow } from '../../store/transactions.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
 import {
+  bountyHoldLegs,
   type Idempotency,
   type IdempotencyRequest,
   chargeAcceptance,
   changeHold,
+  giveBackAgentBudget,
+  planAcceptanceCharge,
   type Transitions,
   transactionView,
   untouchedLifecycle,
 } from '../money/index.ts';
 import { statusAt, taskView } from './task-rows.ts';
 import type { ApplicationRow } from './application-rows.ts';
-import type { TaskEvents } from './task-events.ts';
+import { applicationMovedEvents, type TaskEvents, taskMovedEvents } from './task-events.ts';
+import { DecideInTransaction, readVersioned } from './task-statement.ts';
 
 /**
  * Accepting an application (docs/tasks.md "Accepting"): in one database transaction the task is
@@ -97,19 +103,101 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
   } as TransactionRow;
 }
 
+/** As for withdraw and reject: an application is known to its applicant and the publisher only; only the publisher accepts. */
+function authorizeAcceptance<T extends TaskRow>(principal: Principal, task: T | undefined, application: ApplicationRow | undefined): [T, ApplicationRow] {
+  if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
+  if (task.owner_user_id !== principal.user_id) {
+    if (application.applicant_id === principal.user_id) throw forbidden("only the task's publisher can accept an application");
+    throw notFound('application');
+  }
+  return [task, application];
+}
+
+/** The task's row once matched by `transactionId`: nothing held any more. */
+const matchedColumns = (application: ApplicationRow, transactionId: string, at: Date) => ({
+  status: 'matched',
+  matched_skill_id: application.skill_id,
+  transaction_id: transactionId,
+  bounty_held: '0',
+  ended_at: at,
+  updated_at: at,
+});
+
 export function createTaskAcceptance({ db, now, config }: EngineDependencies, idempotency: Idempotency, transitions: Transitions, events: TaskEvents) {
+  /**
+   * The acceptance as ONE change the batcher groups with every other (docs/decisions/money-and-escrow.md
+   * "Task money and group commit"): the transaction inserted already frozen, the task matched by a
+   * compare-and-set on its status and version, the hold released by the task's reference, the
+   * applications decided, the budget's charges moved and topped up, the task events and the
+   * transaction's, the claim's completion. Before it, reads only, deciding as the transaction path
+   * does. A task whose row changed since it was read (an application, a withdrawal, a rejection,
+   * a selection, an edit: each writes the row) is read and decided again; after
+   * compareAndSetAttemptsMax, DecideInTransaction. Too little money fails the statement alone
+   * (InsufficientBalance): the transaction path answers 4020 with the numbers.
+   */
+  async function acceptInStatement(unit: UnitOfWork, principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined) {
+    for (let attempt = 0; attempt < limits.compareAndSetAttemptsMax; attempt++) {
+      const read = await readVersioned(unit.trx, taskId);
+      const found = (await unit.trx('task_applications').where({ id: applicationId, task_id: taskId }).first()) as ApplicationRow | undefined;
+      const [{ version, ...task }, application] = authorizeAcceptance(principal, read, found);
+      nextApplicationState(application.status, 'accept');
+      const at = now();
+      nextTaskState(statusAt(task, at), 'match');
+      const price = agreedPrice(application, task);
+      const ceiling = await ceilingOf(unit.trx, task, applicationId, maxPrice);
+      if (price > ceiling) throw aboveCeiling(task, price, ceiling, maxPrice);
+      const row = taskTransactionRow(task, application, price, config.PLATFORM_FEE_BPS, at, principal.budget_key_id ?? null);
+      const held = BigInt(task.bounty_held);
+      const { bounty_currency: currency, category } = task;
+      // What the budget allows and per_purchase_max answer 4021 here; the day's bound is the statement's.
+      const charge = await planAcceptanceCharge(unit.trx, principal, { transactionId: row.id, price, held, currency, category, at });
+      const planned = transitions.planInsertMoved(row, 'freeze', { principal });
+      const taskSet = matchedColumns(application, row.id, at);
+      const matched = { ...task, ...taskSet } as TaskRow;
+      const pending = (await unit.trx('task_applications').where({ task_id: taskId, status: 'pending' })) as ApplicationRow[];
+      const rejected = pending.filter((each) => each.id !== applicationId).map((each) => ({ ...each, status: 'rejected' as const, decided_at: at }));
+      const response = {
+        task: taskView(matched, principal),
+        application_id: applicationId,
+        rejected_applications: rejected.length,
+        transaction: transactionView(planned.after),
+      };
+      planned.change.acceptance = {
+        taskId,
+        fromVersion: version,
+        taskSet,
+        applicationId,
+        decidedAt: at,
+        releasedHold: held === 0n ? [] : bountyHoldLegs({ ownerId: task.owner_user_id, currency, taskId, held, wanted: 0n }),
+      };
+      // As the transaction path: the match heard by the publisher and every pending applicant, then each application's move.
+      planned.change.taskEvents = [
+        ...taskMovedEvents(matched, 'match', task.status, [...new Set(pending.map((each) => each.applicant_id))]),
+        ...applicationMovedEvents(matched, [
+          { application: { ...application, status: 'accepted' as const, decided_at: at }, action: 'accept', previousStatus: application.status },
+          ...rejected.map((each) => ({ application: each, action: 'match' as const, previousStatus: 'pending' })),
+        ]),
+      ];
+      if (charge) planned.change.budget = charge.take;
+      const applied = await transitions.commitPlanned(unit, planned, response, charge);
+      if (!applied) continue;
+      events.written(unit, applied.taskEvents ?? []);
+      // A price below the hold gives back the difference of what the task was charged (now the transaction's), once committed.
+      if (price < held) unit.afterCommit(() => withTransaction(db, ({ trx }) => giveBackAgentBudget(trx, row.id, held - price)));
+      return response;
+    }
+    throw new DecideInTransaction('the task changed under every attempt');
+  }
+
   function attempt(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
     return idempotency.run(principal, request, 200, async (unit) => {
       const { trx } = unit;
       // The task first, then the application: every path locks them in this order.
-      const task = await lockTask(trx, taskId);
-      const application = (await trx('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined;
-      // As for withdraw and reject: an application is known to its applicant and the publisher only.
-      if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
-      if (task.owner_user_id !== principal.user_id) {
-        if (application.applicant_id === principal.user_id) throw forbidden("only the task's publisher can accept an application");
-        throw notFound('application');
-      }
+      const [task, application] = authorizeAcceptance(
+        principal,
+        await lockTask(trx, taskId),
+        (await trx('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined,
+      );
       nextApplicationState(application.status, 'accept');
       const at = now();
       nextTaskState(statusAt(task, at), 'match');
@@ -129,7 +217,7 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       const frozen = await transitions.move(unit, row.id, 'freeze', { principal });
       const [matched] = (await trx('tasks')
         .where({ id: taskId, status: 'open' })
-        .update({ status: 'matched', matched_skill_id: application.skill_id, transaction_id: row.id, bounty_held: '0', ended_at: at, updated_at: at })
+        .update(matchedColumns(application, row.id, at))
         .returning([...taskColumns])) as TaskRow[];
       // Heard by every applicant still pending, the one accepted included, before their applications move.
       await events.taskMoved(unit, matched!, 'match', task.status);
@@ -155,10 +243,17 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
   }
 
   /**
-   * A freeze the money cannot cover fails its statement, and so the whole database transaction:
-   * nothing changed. The answer says what was available once the hold is counted in.
+   * One statement first; the transaction path when the money is short (it answers with the numbers)
+   * or the task kept changing. A freeze the money cannot cover fails its statement, and so the
+   * whole database transaction: nothing changed. The answer says what was available once the hold
+   * is counted in.
    */
   async function accept(principal: Principal, taskId: string, applicationId: string, maxPrice: bigint | undefined, request: IdempotencyRequest | null) {
+    try {
+      return await idempotency.run(principal, request, 200, (unit) => acceptInStatement(unit, principal, taskId, applicationId, maxPrice), 'one statement');
+    } catch (error) {
+      if (!(error instanceof InsufficientBalance || error instanceof DecideInTransaction)) throw error;
+    }
     try {
       return await attempt(principal, taskId, applicationId, maxPrice, request);
     } catch (error) {

@@ -119,9 +119,10 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
   function decide(principal: Principal, taskId: string, applicationId: string, action: 'withdraw' | 'reject') {
     return withTransaction(db, async (unit) => {
       const { trx } = unit;
-      const task = (await trx<TaskRow>('tasks')
-        .where({ id: taskId })
-        .first(...taskColumns)) as TaskRow | undefined;
+      // The task first, written as it is locked, as an application does: an acceptance decided before
+      // this withdrawal or rejection committed fails its compare-and-set and is decided again
+      // (task-acceptance.ts), and so does a close that named this applicant.
+      const task = await lockTask(trx, taskId);
       const application = (await trx<ApplicationRow>('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as
         ApplicationRow | undefined;
       if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');

@@ -53,6 +53,27 @@ export function taskMovedEvents(task: TaskRow, action: TaskEventAction, previous
   }));
 }
 
+export interface ApplicationMove {
+  application: ApplicationRow;
+  action: ApplicationEventAction;
+  previousStatus: string | null;
+}
+
+/** The events of moves of applications of one task: each heard by the publisher and its applicant. */
+export function applicationMovedEvents(task: TaskRow, moves: ApplicationMove[]): NewTaskEvent[] {
+  return moves.flatMap(({ application, action, previousStatus }) => {
+    const payload = { action, previous_status: previousStatus, application: applicationView(application), task: taskEventSummary(task) };
+    return [task.owner_user_id, application.applicant_id].map((recipientUserId) => ({
+      recipientUserId,
+      space: task.owner_type,
+      taskId: task.id,
+      applicationId: application.id,
+      type: applicationEventTypes[action],
+      payload,
+    }));
+  });
+}
+
 /** The applicants who hear a task's moves: those with a pending application (at most taskPendingApplicationsMax). */
 export async function pendingApplicants(trx: Knex, taskId: string): Promise<string[]> {
   const rows = (await trx('task_applications').where({ task_id: taskId, status: 'pending' }).distinct('applicant_id')) as { applicant_id: string }[];
@@ -77,23 +98,8 @@ export function createTaskEvents({ bus, asyncCommitDb, log, now }: EngineDepende
   }
 
   /** Moves of applications of one task, each heard by the publisher and its applicant. */
-  async function applicationsMoved(
-    unit: UnitOfWork,
-    task: TaskRow,
-    moves: { application: ApplicationRow; action: ApplicationEventAction; previousStatus: string | null }[],
-  ) {
-    const events = moves.flatMap(({ application, action, previousStatus }) => {
-      const payload = { action, previous_status: previousStatus, application: applicationView(application), task: taskEventSummary(task) };
-      return [task.owner_user_id, application.applicant_id].map((recipientUserId) => ({
-        recipientUserId,
-        space: task.owner_type,
-        taskId: task.id,
-        applicationId: application.id,
-        type: applicationEventTypes[action],
-        payload,
-      }));
-    });
-    await record(unit, events);
+  async function applicationsMoved(unit: UnitOfWork, task: TaskRow, moves: ApplicationMove[]) {
+    await record(unit, applicationMovedEvents(task, moves));
   }
 
   /** The caller's task stream, of the caller's space only (an event of the other space still advances the position). */

@@ -1,0 +1,305 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdempotency, createTransitions, type Transitions } from '../../src/engine/money/index.ts';
+import { createTaskAcceptance } from '../../src/engine/work/index.ts';
+import type { Principal } from '../../src/engine/common/index.ts';
+import { formatAmount, parseAmount } from '../../src/domain/money.ts';
+import { type Actor, createAgent } from '../helpers/actors.ts';
+import { type OwnedAgent, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
+import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
+import { checkBooks } from '../helpers/books.ts';
+import { lockWaiters, until } from '../helpers/locks.ts';
+import { balance, buy, createCapability, credit } from '../helpers/market.ts';
+import { agentPrincipal, fundedAgent, skillOf as skillOfAgent, taskOf as taskOfAgent } from '../helpers/task-market.ts';
+
+/**
+ * Group commit for an application's acceptance (docs/decisions/money-and-escrow.md "Task money and
+ * group commit"): one change that shares statements with every other: the transaction inserted
+ * already frozen, the task matched by its compare-and-set on status and version, the hold released
+ * by the task's reference, the applications decided, the budget's charges moved and topped up, the
+ * task's events and the transaction's. An application, a withdrawal and a rejection write the task
+ * row, so an acceptance decided before one of them committed is decided again.
+ */
+let test: TestApp;
+beforeAll(async () => {
+  test = await startTestApp();
+});
+afterAll(() => test.close());
+
+type Answer = { status: number; body: { code: number; data: Record<string, any> } };
+const db = () => test.runtime.engine.dependencies.db;
+const funded = (amount?: string) => fundedAgent(test, amount);
+
+const apply = async (actor: Actor, taskId: string, body: Record<string, unknown> = {}) => {
+  const skill = await skillOfAgent(test, actor);
+  const answer = await test.http
+    .post(`/api/v1/tasks/${taskId}/applications`)
+    .set(actor.headers)
+    .send({ skill_id: skill, ...body })
+    .expect(201);
+  return answer.body.data.id as string;
+};
+
+const accept = (actor: Actor, taskId: string, applicationId: string, body: Record<string, unknown> = {}) =>
+  test.http
+    .post(`/api/v1/tasks/${taskId}/applications/${applicationId}/accept`)
+    .set(actor.headers)
+    .send(body)
+    .then((answer) => answer as unknown as Answer);
+
+const withdraw = (actor: Actor, taskId: string, applicationId: string) =>
+  test.http
+    .delete(`/api/v1/tasks/${taskId}/applications/${applicationId}`)
+    .set(actor.headers)
+    .then((answer) => answer as unknown as Answer);
+
+/** A task of `owner`'s with a bounty and `count` applications of fresh agents (with `bodies[i]` each). */
+async function taskWithApplications(owner: Actor, bounty: string, bodies: Record<string, unknown>[]) {
+  const task = await taskOfAgent(test, owner, { bounty_amount: bounty });
+  const applicants = await Promise.all(bodies.map(() => createAgent(test)));
+  const applications: string[] = [];
+  for (const [index, applicant] of applicants.entries()) applications.push(await apply(applicant, task, bodies[index]));
+  return { task, applicants, applications };
+}
+
+const taskRow = (id: string) => db()('tasks').where({ id }).first('status', 'bounty_held', 'transaction_id') as Promise<Record<string, string | null>>;
+const applicationStatuses = async (taskId: string) =>
+  Object.fromEntries(
+    ((await db()('task_applications').where({ task_id: taskId }).select('id', 'status')) as { id: string; status: string }[]).map((row) => [
+      row.id,
+      row.status,
+    ]),
+  );
+const chargesOf = async (refId: string) =>
+  ((await db()('agent_budget_charges').where({ ref_id: refId }).select('amount')) as { amount: string }[]).map((row) => row.amount).sort();
+const heard = async (taskId: string, type: string) =>
+  ((await db()('task_events').where({ task_id: taskId, event_type: type }).select('recipient_user_id')) as { recipient_user_id: string }[])
+    .map((row) => row.recipient_user_id)
+    .sort();
+
+/** A person's agent key with a budget of `dailyMax` a day, and money. */
+async function budgetedPublisher(dailyMax: string): Promise<OwnedAgent> {
+  const agent = await ownedAgent(test);
+  await credit(test, agent.userId, '100.00');
+  await setBudget(test, agent.person, agent.apiKeyId, { daily_max: dailyMax }).expect(200);
+  return agent;
+}
+
+/**
+ * The acceptance engine over transitions whose planned changes are held until `count` arrived, so
+ * that they leave in one batch; `before` runs for each first (to change a row after it was read).
+ */
+function gatedAcceptance(count: number, before?: (taskId: string) => Promise<unknown>) {
+  const { dependencies } = test.runtime.engine;
+  const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+  const waiting: (() => void)[] = [];
+  let submitted = 0;
+  const commitPlanned: Transitions['commitPlanned'] = async (unit, planned, response, budget) => {
+    if (++submitted <= count) {
+      await before?.(planned.change.acceptance!.taskId);
+      await new Promise<void>((resolve) => {
+        waiting.push(resolve);
+        if (waiting.length === count) for (const release of waiting) release();
+      });
+    }
+    return transitions.commitPlanned(unit, planned, response, budget);
+  };
+  const acceptance = createTaskAcceptance(dependencies, createIdempotency(dependencies), { ...transitions, commitPlanned }, test.runtime.engine.tasks.events);
+  return { acceptance, transitions, submitted: () => submitted };
+}
+
+describe('acceptances in a known batch', () => {
+  it('share one statement: each matched with its money and events, the short one answered 4020 apart, the one over its day 4021, a withdrawn one decided again', async () => {
+    // plain: the price is the bounty. topUp: a budgeted key pays 12.00 on a hold of 10.00. short: 15.00 on 10.00 held and nothing more.
+    // overDay: 12.00 on 10.00 held, 11.00 a day. stale: its application is withdrawn after the acceptance read it.
+    const plainOwner = await funded('100.00');
+    const plain = await taskWithApplications(plainOwner, '10.00', [{}, {}, {}]);
+    const topUpOwner = await budgetedPublisher('20.00');
+    const topUp = await taskWithApplications(topUpOwner, '10.00', [{ proposed_price: '12.00' }, {}]);
+    const shortOwner = await funded('10.00');
+    const short = await taskWithApplications(shortOwner, '10.00', [{ proposed_price: '15.00' }]);
+    const overDayOwner = await budgetedPublisher('11.00');
+    const overDay = await taskWithApplications(overDayOwner, '10.00', [{ proposed_price: '12.00' }]);
+    const staleOwner = await funded('100.00');
+    const stale = await taskWithApplications(staleOwner, '10.00', [{}, {}]);
+
+    const { acceptance, transitions } = gatedAcceptance(5, async (taskId) => {
+      if (taskId === stale.task) expect((await withdraw(stale.applicants[0]!, stale.task, stale.applications[0]!)).status).toBe(200);
+    });
+    const principal = (owner: Actor | OwnedAgent): Principal => agentPrincipal(owner, 'apiKeyId' in owner ? owner.apiKeyId : undefined);
+    const before = transitions.batchStats();
+    const answers = await Promise.allSettled([
+      acceptance.accept(principal(plainOwner), plain.task, plain.applications[0]!, undefined, null),
+      acceptance.accept(principal(topUpOwner), topUp.task, topUp.applications[0]!, 1200n, null),
+      acceptance.accept(principal(shortOwner), short.task, short.applications[0]!, 1500n, null),
+      acceptance.accept(principal(overDayOwner), overDay.task, overDay.applications[0]!, 1200n, null),
+      acceptance.accept(principal(staleOwner), stale.task, stale.applications[0]!, undefined, null),
+    ]);
+    const codeOf = (answer: PromiseSettledResult<unknown>) => (answer.status === 'fulfilled' ? 0 : (answer.reason as { code: number }).code);
+    expect(answers.map(codeOf)).toEqual([0, 0, 4020, 4021, 4090]);
+    // All five left in one statement; the short one failed it, and it was split down to that one.
+    const after = transitions.batchStats();
+    expect(after.largest).toBe(5);
+    expect(after.splits - before.splits).toBeGreaterThanOrEqual(1);
+
+    // plain: matched, its hold became the freeze, the two others rejected, everyone heard.
+    const plainAnswer = (answers[0] as PromiseFulfilledResult<{ data: Record<string, any> }>).value.data;
+    expect(plainAnswer).toMatchObject({ application_id: plain.applications[0], rejected_applications: 2, task: { status: 'matched', bounty_held: '0.00' } });
+    expect(plainAnswer.transaction).toMatchObject({ status: 'frozen', price_ut: '10.00', task_id: plain.task });
+    const plainRow = await taskRow(plain.task);
+    expect(plainRow).toMatchObject({ status: 'matched', bounty_held: '0', transaction_id: plainAnswer.transaction.id });
+    expect(Object.values(await applicationStatuses(plain.task)).sort()).toEqual(['accepted', 'rejected', 'rejected']);
+    expect(await balance(test, plainOwner)).toMatchObject({ available: '90.00', frozen: '10.00' });
+    const everyone = [plainOwner, ...plain.applicants].map((actor) => actor.userId).sort();
+    expect(await heard(plain.task, 'task.matched')).toEqual(everyone);
+    expect(await heard(plain.task, 'application.accepted')).toEqual([plainOwner.userId, plain.applicants[0]!.userId].sort());
+    expect((await heard(plain.task, 'application.rejected')).length).toBe(4);
+    const entries = (await db()('ledger_entries').whereIn('biz_ref_id', [plain.task, plainAnswer.transaction.id]).select('biz_ref_id', 'type', 'amount')) as {
+      biz_ref_id: string;
+      type: string;
+    }[];
+    expect(
+      entries
+        .filter((entry) => entry.biz_ref_id === plain.task)
+        .map((entry) => entry.type)
+        .sort(),
+    ).toEqual(['freeze', 'freeze', 'unfreeze', 'unfreeze']);
+    expect(entries.filter((entry) => entry.biz_ref_id === plainAnswer.transaction.id).map((entry) => entry.type)).toEqual(['freeze', 'freeze']);
+    const events = (await db()('outbox_events').where({ transaction_id: plainAnswer.transaction.id }).orderBy('transaction_sequence').select('event_type')) as {
+      event_type: string;
+    }[];
+    expect(events.map((event) => event.event_type)).toEqual(['transaction.pending_freeze', 'transaction.frozen']);
+
+    // topUp: 2.00 more frozen; the task's 10.00 charge and the 2.00 are now the transaction's.
+    const topUpAnswer = (answers[1] as PromiseFulfilledResult<{ data: Record<string, any> }>).value.data;
+    expect(topUpAnswer.transaction).toMatchObject({ status: 'frozen', price_ut: '12.00' });
+    expect(await balance(test, topUpOwner)).toMatchObject({ available: '88.00', frozen: '12.00' });
+    expect(await chargesOf(topUp.task)).toEqual([]);
+    expect(await chargesOf(topUpAnswer.transaction.id)).toEqual(['1200']);
+
+    // short: the transaction path answered with the numbers; nothing moved.
+    expect((answers[2] as PromiseRejectedResult).reason).toMatchObject({ data: { available: '10.00', required: '15.00' } });
+    expect(await taskRow(short.task)).toMatchObject({ status: 'open', bounty_held: '1000', transaction_id: null });
+    expect(await balance(test, shortOwner)).toMatchObject({ available: '0.00', frozen: '10.00' });
+
+    // overDay: refused by the day's bound in the statement, with what is left; nothing written.
+    expect((answers[3] as PromiseRejectedResult).reason).toMatchObject({ data: { budget: 'daily', left_today: '1.00', spent_today: '10.00', amount: '2.00' } });
+    expect(await taskRow(overDay.task)).toMatchObject({ status: 'open', bounty_held: '1000', transaction_id: null });
+    expect(await chargesOf(overDay.task)).toEqual(['1000']);
+    expect(Object.values(await applicationStatuses(overDay.task))).toEqual(['pending']);
+
+    // stale: the withdrawal wrote the task row, so the acceptance read it again and found the application withdrawn.
+    expect(await taskRow(stale.task)).toMatchObject({ status: 'open', bounty_held: '1000' });
+    expect(await applicationStatuses(stale.task)).toEqual({ [stale.applications[0]!]: 'withdrawn', [stale.applications[1]!]: 'pending' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('a price below the hold gives the difference back to the budget once committed, and a replay under the key answers the same', async () => {
+    const owner = await budgetedPublisher('30.00');
+    const { task, applications } = await taskWithApplications(owner, '10.00', [{ proposed_price: '7.50' }]);
+    const key = `accept-${task}`;
+    const first = await test.http.post(`/api/v1/tasks/${task}/applications/${applications[0]}/accept`).set(owner.headers).set('Idempotency-Key', key).send({});
+    expect(first.status).toBe(200);
+    const again = await test.http.post(`/api/v1/tasks/${task}/applications/${applications[0]}/accept`).set(owner.headers).set('Idempotency-Key', key).send({});
+    expect(again.status).toBe(200);
+    expect(again.body.data).toEqual(first.body.data);
+    const transactionId = first.body.data.transaction.id as string;
+    await until(async () => (await chargesOf(transactionId))[0] === '750');
+    expect(await chargesOf(transactionId)).toEqual(['750']);
+    expect(await chargesOf(task)).toEqual([]);
+    expect(await balance(test, owner)).toMatchObject({ available: '92.50', frozen: '7.50' });
+    // Releasing the transaction gives back what it holds of the day: 7.50 of 7.50 spent.
+    await test.http.post(`/api/v1/transactions/${transactionId}/cancel`).set(owner.headers).send({}).expect(200);
+    await until(async () => (await chargesOf(transactionId)).length === 0);
+    const usage = (await db()('agent_budget_usage').where({ api_key_id: owner.apiKeyId }).first('spent')) as { spent: string };
+    expect(usage.spent).toBe('0');
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe.runIf(usingRealBackends())('an acceptance and a withdrawal that commits while the acceptance waits', () => {
+  it('the acceptance is decided again: the withdrawn applicant is neither rejected nor told of the match', async () => {
+    const owner = await funded('100.00');
+    const { task, applicants, applications } = await taskWithApplications(owner, '10.00', [{}, {}, {}]);
+    let withdrawn: Promise<Answer> | undefined;
+    let accepted: Promise<Answer> | undefined;
+    await db().transaction(async (trx) => {
+      // Holds the withdrawal after it wrote the task row, waiting for its application's row.
+      await trx('task_applications').where({ id: applications[1] }).forNoKeyUpdate().select('id');
+      withdrawn = withdraw(applicants[1]!, task, applications[1]!);
+      await until(async () => (await lockWaiters(db())) > 0);
+      expect(await lockWaiters(db())).toBe(1);
+      // The acceptance reads the task and its pending applications, then waits for the task row.
+      accepted = accept(owner, task, applications[0]!);
+      await until(async () => (await lockWaiters(db())) > 1);
+      expect(await lockWaiters(db())).toBe(2);
+    });
+    expect((await withdrawn!).status).toBe(200);
+    const answer = await accepted!;
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.data.rejected_applications).toBe(1);
+    expect(await applicationStatuses(task)).toEqual({ [applications[0]!]: 'accepted', [applications[1]!]: 'withdrawn', [applications[2]!]: 'rejected' });
+    expect(await heard(task, 'task.matched')).toEqual([owner.userId, applicants[0]!.userId, applicants[2]!.userId].sort());
+    expect(await heard(task, 'application.rejected')).toEqual([owner.userId, applicants[2]!.userId].sort());
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe('accepting, applying and withdrawing over HTTP at once', () => {
+  it(raceTest('every task is matched once with one transaction, no application stays pending on it, beside purchases'), async () => {
+    const owners = await Promise.all(Array.from({ length: 4 }, () => funded('100.00')));
+    const tasks = await Promise.all(owners.flatMap((owner) => [0, 1].map(() => taskWithApplications(owner, '10.00', [{}, {}, { proposed_price: '11.00' }]))));
+    const ownerOf = (index: number) => owners[Math.floor(index / 2)]!;
+    const late = await Promise.all(tasks.map(() => createAgent(test)));
+    const lateSkills = await Promise.all(late.map((actor) => skillOfAgent(test, actor)));
+    const buyer = await funded('100.00');
+    const capability = await createCapability(test, await createAgent(test), { price_ut: '1.00' });
+
+    const [accepts, withdrawals, applies, purchases] = await Promise.all([
+      // Two applications accepted at once; the third above the bounty with max_price.
+      Promise.all(
+        tasks.flatMap(({ task, applications }, index) => [
+          accept(ownerOf(index), task, applications[0]!),
+          accept(ownerOf(index), task, applications[2]!, { max_price: '11.00' }),
+        ]),
+      ),
+      Promise.all(tasks.map(({ task, applicants, applications }) => withdraw(applicants[1]!, task, applications[1]!))),
+      Promise.all(
+        tasks.map(({ task }, index) =>
+          test.http
+            .post(`/api/v1/tasks/${task}/applications`)
+            .set(late[index]!.headers)
+            .send({ skill_id: lateSkills[index] })
+            .then((answer) => answer as unknown as Answer),
+        ),
+      ),
+      Promise.all(Array.from({ length: 8 }, () => buy(test, buyer, capability.id))),
+    ]);
+    expect(purchases.every((purchase) => purchase.status === 'pending_freeze' || purchase.status === 'frozen')).toBe(true);
+    for (const [index, { task }] of tasks.entries()) {
+      const pair = [accepts[2 * index]!, accepts[2 * index + 1]!];
+      // Exactly one acceptance won; the other found the task matched or its application rejected (4090).
+      expect(pair.map((answer) => answer.status).sort(), JSON.stringify(pair.map((answer) => answer.body))).toEqual([200, 409]);
+      const won = pair.find((answer) => answer.status === 200)!.body.data;
+      const row = await taskRow(task);
+      expect(row).toMatchObject({ status: 'matched', bounty_held: '0', transaction_id: won.transaction.id });
+      const statuses = Object.values(await applicationStatuses(task));
+      expect(statuses.filter((status) => status === 'accepted')).toHaveLength(1);
+      expect(statuses).not.toContain('pending');
+      // The withdrawal either came first or found the application rejected by the match.
+      expect([200, 409]).toContain(withdrawals[index]!.status);
+      // A late application either got in before the match (and was rejected by it) or found the task matched.
+      expect([201, 409]).toContain(applies[index]!.status);
+      const transactions = (await db()('transactions').where({ task_id: task }).select('status', 'price')) as { status: string; price: string }[];
+      expect(transactions).toEqual([{ status: 'frozen', price: won.transaction.price_ut === '11.00' ? '1100' : '1000' }]);
+    }
+    // Each publisher's frozen money is exactly its two transactions' prices.
+    for (const [index, owner] of owners.entries()) {
+      const prices = await Promise.all([0, 1].map(async (offset) => (await taskRow(tasks[2 * index + offset]!.task)).transaction_id!));
+      const frozen = (await db()('transactions').whereIn('id', prices).sum({ total: 'price' })) as { total: string }[];
+      const wallet = await balance(test, owner);
+      expect(wallet.frozen).toBe(formatAmount(BigInt(frozen[0]!.total)));
+      expect(parseAmount(wallet.available)! + parseAmount(wallet.frozen)!).toBe(10000n);
+    }
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
