@@ -107,6 +107,8 @@ export const mutationGroups = {
       'src/engine/work/task-statement.ts',
       'src/engine/work/task-update.ts',
       'src/engine/work/task-expiry.ts',
+      'src/engine/work/task-acceptance.ts',
+      'src/store/change-acceptances.ts',
     ],
     tests: [
       'test/money/batcher-units.test.ts',
@@ -133,6 +135,8 @@ export const mutationGroups = {
       'test/money/group-commit-task-ends.test.ts',
       'test/money/group-commit-task-updates.test.ts',
       'test/work/task-expiry-sweeps.test.ts',
+      'test/money/group-commit-acceptances.test.ts',
+      'test/work/task-accept.test.ts',
     ],
   },
   /**

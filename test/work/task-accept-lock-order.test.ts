@@ -7,13 +7,14 @@ import { lockWaiters, until } from '../helpers/locks.ts';
 import { balance, credit } from '../helpers/market.ts';
 
 /**
- * An acceptance runs in a database transaction of its own beside the group commit's statements,
- * which lock the parties' stream counters before their accounts (docs/decisions/money-and-escrow.md
- * "Locks in one order", "Task money and group commit"). The acceptance must take them in the same
- * order: if it released the hold (the publisher's account) before inserting the transaction (the
- * stream counters), a batch holding the publisher's counter and waiting for the account would wait
- * in a circle with it, and PostgreSQL would abort one of them as a deadlock. Here a transaction of
- * the test plays that batch. Two connections are needed, so it runs on PostgreSQL only.
+ * An acceptance is one change of the group commit's statements (its statement locks the stream
+ * counters before the accounts, as every change statement); short of money or under contention it
+ * runs in a database transaction of its own beside them (docs/decisions/money-and-escrow.md "Locks
+ * in one order", "Task money and group commit"), which must take them in the same order: if it
+ * released the hold (the publisher's account) before inserting the transaction (the stream
+ * counters), a batch holding the publisher's counter and waiting for the account would wait in a
+ * circle with it, and PostgreSQL would abort one of them as a deadlock. Here a transaction of the
+ * test plays that batch. Two connections are needed, so it runs on PostgreSQL only.
  */
 let test: TestApp;
 beforeAll(async () => {
