@@ -152,7 +152,11 @@ describe('acceptances in a known batch', () => {
     const everyone = [plainOwner, ...plain.applicants].map((actor) => actor.userId).sort();
     expect(await heard(plain.task, 'task.matched')).toEqual(everyone);
     expect(await heard(plain.task, 'application.accepted')).toEqual([plainOwner.userId, plain.applicants[0]!.userId].sort());
-    expect((await heard(plain.task, 'application.rejected')).length).toBe(4);
+    const rejections = (await db()('task_events').where({ task_id: plain.task, event_type: 'application.rejected' }).select('payload')) as {
+      payload: { action: string; previous_status: string; application: { status: string } };
+    }[];
+    expect(rejections).toHaveLength(4);
+    for (const { payload } of rejections) expect(payload).toMatchObject({ action: 'match', previous_status: 'pending', application: { status: 'rejected' } });
     const entries = (await db()('ledger_entries').whereIn('biz_ref_id', [plain.task, plainAnswer.transaction.id]).select('biz_ref_id', 'type', 'amount')) as {
       biz_ref_id: string;
       type: string;
@@ -175,6 +179,8 @@ describe('acceptances in a known batch', () => {
     expect(await balance(test, topUpOwner)).toMatchObject({ available: '88.00', frozen: '12.00' });
     expect(await chargesOf(topUp.task)).toEqual([]);
     expect(await chargesOf(topUpAnswer.transaction.id)).toEqual(['1200']);
+    // The key that accepted is the key that made the purchase, as for a buy.
+    expect(await db()('transactions').where({ id: topUpAnswer.transaction.id }).first('api_key_id')).toEqual({ api_key_id: topUpOwner.apiKeyId });
 
     // short: the transaction path answered with the numbers; nothing moved.
     expect((answers[2] as PromiseRejectedResult).reason).toMatchObject({ data: { available: '10.00', required: '15.00' } });
