@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { limits } from '../../src/limits.ts';
 import { createIdempotency, createTransitions, type Transitions } from '../../src/engine/money/index.ts';
 import { createTaskAcceptance } from '../../src/engine/work/index.ts';
 import type { Principal } from '../../src/engine/common/index.ts';
 import { formatAmount, parseAmount } from '../../src/domain/money.ts';
 import { type Actor, createAgent } from '../helpers/actors.ts';
-import { type OwnedAgent, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
+import { budgetOf, type OwnedAgent, ownedAgent, setBudget } from '../helpers/agent-budgets.ts';
 import { raceTest, startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts';
 import { checkBooks } from '../helpers/books.ts';
 import { lockWaiters, until } from '../helpers/locks.ts';
@@ -219,6 +220,137 @@ describe('acceptances in a known batch', () => {
     const usage = (await db()('agent_budget_usage').where({ api_key_id: owner.apiKeyId }).first('spent')) as { spent: string };
     expect(usage.spent).toBe('0');
     expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
+describe('the statement and the transaction path decide an acceptance alike', () => {
+  type Setup = { principal: Principal; owner: Actor; task: string; application: string; maxPrice?: bigint; person?: OwnedAgent['person']; keyId?: string };
+  async function plain(funds: string, taskExtra: Record<string, unknown>, body: Record<string, unknown> = {}, maxPrice?: bigint): Promise<Setup> {
+    const owner = await funded(funds);
+    const task = await taskOfAgent(test, owner, taskExtra);
+    const applicants = await Promise.all([0, 1, 2].map(() => createAgent(test)));
+    const [application, ...others] = [await apply(applicants[0]!, task, body), await apply(applicants[1]!, task), await apply(applicants[2]!, task)];
+    expect(others).toHaveLength(2);
+    return { principal: agentPrincipal(owner), owner, task, application: application!, ...(maxPrice ? { maxPrice } : {}) };
+  }
+  async function budgeted(budget: Record<string, unknown>, body: Record<string, unknown>, maxPrice?: bigint): Promise<Setup> {
+    const owner = await ownedAgent(test);
+    await credit(test, owner.userId, '100.00');
+    await setBudget(test, owner.person, owner.apiKeyId, budget).expect(200);
+    const task = await taskOfAgent(test, owner, { bounty_amount: '10.00' });
+    const application = await apply(await createAgent(test), task, body);
+    return {
+      principal: agentPrincipal(owner, owner.apiKeyId),
+      owner,
+      task,
+      application,
+      person: owner.person,
+      keyId: owner.apiKeyId,
+      ...(maxPrice ? { maxPrice } : {}),
+    };
+  }
+  const bounty = { bounty_amount: '10.00' };
+  const scenarios: [name: string, setup: () => Promise<Setup>][] = [
+    ["the bounty's price, two others pending", () => plain('100.00', bounty)],
+    ['a price above the hold with max_price', () => plain('100.00', bounty, { proposed_price: '12.00' }, 1200n)],
+    ['a price below the hold', () => plain('100.00', bounty, { proposed_price: '7.50' })],
+    ['no bounty, a proposed price with max_price', () => plain('100.00', {}, { proposed_price: '5.00' }, 500n)],
+    ['no bounty and no price', () => plain('100.00', {})],
+    ['above the ceiling without max_price', () => plain('100.00', bounty, { proposed_price: '12.00' })],
+    ['short of money', () => plain('10.00', bounty, { proposed_price: '15.00' }, 1500n)],
+    ['a budgeted top-up', () => budgeted({ daily_max: '30.00' }, { proposed_price: '12.00' }, 1200n)],
+    ['a budgeted price below the hold', () => budgeted({ daily_max: '30.00' }, { proposed_price: '7.50' })],
+    ['a budgeted top-up past its day', () => budgeted({ daily_max: '11.00' }, { proposed_price: '12.00' }, 1200n)],
+    ['a budgeted price past per_purchase_max', () => budgeted({ daily_max: '50.00', per_purchase_max: '11.00' }, { proposed_price: '12.00' }, 1200n)],
+  ];
+  const anonymous = (value: unknown) =>
+    JSON.parse(
+      JSON.stringify(value)
+        .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '*')
+        .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g, '*'),
+    ) as unknown;
+  /** What a user would notice of one acceptance: the answer (ids and times left out), the rows, the money, the budget, the events. */
+  async function outcome(setup: Setup, run: () => Promise<{ data: unknown }>) {
+    const answer = await run().then(
+      (done) => anonymous(done.data),
+      (error: { code: number; data: unknown }) => ({ code: error.code, data: anonymous(error.data ?? {}) }),
+    );
+    const row = await taskRow(setup.task);
+    const refs = [setup.task, ...(row.transaction_id ? [row.transaction_id] : [])];
+    const entries = (await db()('ledger_entries').whereIn('biz_ref_id', refs).select('biz_ref_id', 'type', 'bucket', 'amount')) as Record<string, string>[];
+    const events = (await db()('task_events').where({ task_id: setup.task }).select('event_type')) as { event_type: string }[];
+    return {
+      answer,
+      task: { ...row, transaction_id: row.transaction_id ? '*' : null },
+      applications: Object.values(await applicationStatuses(setup.task)).sort(),
+      balance: await balance(test, setup.owner),
+      budget: setup.person ? (await budgetOf(test, setup.person, setup.keyId!))!.spent_today : null,
+      charges: { task: await chargesOf(setup.task), transaction: row.transaction_id ? await chargesOf(row.transaction_id) : null },
+      entries: entries.map((entry) => `${entry.biz_ref_id === setup.task ? 'task' : 'transaction'} ${entry.type} ${entry.bucket} ${entry.amount}`).sort(),
+      taskEvents: events.map((event) => event.event_type).sort(),
+      transactionEvents: row.transaction_id
+        ? (
+            (await db()('outbox_events').where({ transaction_id: row.transaction_id }).orderBy('transaction_sequence').select('event_type')) as {
+              event_type: string;
+            }[]
+          ).map((event) => event.event_type)
+        : [],
+    };
+  }
+
+  it('every case answers, moves money, decides applications, counts the budget and tells the same on both paths', async () => {
+    const { dependencies } = test.runtime.engine;
+    for (const [name, setup] of scenarios) {
+      const inStatement = await setup();
+      const statement = await outcome(inStatement, () =>
+        test.runtime.engine.tasks.applications.accept(inStatement.principal, inStatement.task, inStatement.application, inStatement.maxPrice, null),
+      );
+      const inTransaction = await setup();
+      // Transitions whose every statement finds the task changed: after the last attempt, the transaction path.
+      const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+      let submitted = 0;
+      const commitPlanned: Transitions['commitPlanned'] = () => {
+        submitted++;
+        return Promise.resolve(null);
+      };
+      const { accept } = createTaskAcceptance(
+        dependencies,
+        createIdempotency(dependencies),
+        { ...transitions, commitPlanned },
+        test.runtime.engine.tasks.events,
+      );
+      const transaction = await outcome(inTransaction, () =>
+        accept(inTransaction.principal, inTransaction.task, inTransaction.application, inTransaction.maxPrice, null),
+      );
+      expect(transaction, name).toEqual(statement);
+      // A refusal decided before the statement submits nothing; every other case lost every attempt first.
+      expect([0, limits.compareAndSetAttemptsMax], name).toContain(submitted);
+    }
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('the answers a user sees in each case', async () => {
+    const codes: Record<string, number> = {};
+    for (const [name, setup] of scenarios) {
+      const given = await setup();
+      codes[name] = await test.runtime.engine.tasks.applications.accept(given.principal, given.task, given.application, given.maxPrice, null).then(
+        () => 0,
+        (error: { code: number }) => error.code,
+      );
+    }
+    expect(codes).toEqual({
+      "the bounty's price, two others pending": 0,
+      'a price above the hold with max_price': 0,
+      'a price below the hold': 0,
+      'no bounty, a proposed price with max_price': 0,
+      'no bounty and no price': 4090,
+      'above the ceiling without max_price': 4093,
+      'short of money': 4020,
+      'a budgeted top-up': 0,
+      'a budgeted price below the hold': 0,
+      'a budgeted top-up past its day': 4021,
+      'a budgeted price past per_purchase_max': 4021,
+    });
   });
 });
 
