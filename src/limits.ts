@@ -118,10 +118,11 @@ export const limits = {
   retentionBatchesPerRunMax: 100,
   sweepBatchSizeMax: 500,
   /**
-   * Open tasks past their deadline that the sweeper expires at once, each one change of the
-   * batcher, so that they share statements (engine/work/task-expiry.ts `expireDue`).
+   * Due rows the sweeper moves at once (auto-confirms, overdue invokes' failures, expiries of open
+   * tasks), each one change of the batcher, so that they share statements
+   * (engine/money/transaction-sweeps.ts, engine/work/task-expiry.ts).
    */
-  taskExpiriesAtOnceMax: 32,
+  sweepMovesAtOnceMax: 32,
   /** Published outbox rows are marked in one batch this often. */
   publishedMarkFlushMs: 200,
   /** Serialization failures and deadlocks are retried this many times before giving up. */

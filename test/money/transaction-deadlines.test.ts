@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backfillDeadlines } from '../../src/db/migrations/070_transaction_deadlines.ts';
 import { deadlineClauses } from '../../src/store/change-deadlines.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { checkBooks } from '../helpers/books.ts';
 import { act, agentMarket, buy } from '../helpers/market.ts';
 
 /**
@@ -185,24 +186,60 @@ describe('the sweep of due deadlines (engine/money/transaction-sweeps.ts)', () =
     return { id, buyer };
   };
 
-  it('throw a failure that comes before any row is claimed: there is no row to pass over', async () => {
+  it('throw a failure that comes before any row is picked: there is no row to pass over', async () => {
     const { transactions } = test.runtime.engine;
     // Nothing is due, with no rows to pass over named.
-    expect(await transactions.failNextOverdueInvoke()).toBeNull();
+    expect(await transactions.failOverdueInvokes(32)).toEqual([]);
     // A query that fails (an id that is no UUID) fails the sweep itself, not one row of it.
-    await expect(transactions.autoConfirmNextDue(['not a transaction id'])).rejects.toThrow();
-    await expect(transactions.failNextOverdueInvoke(['not a transaction id'])).rejects.toThrow();
+    await expect(transactions.autoConfirmDue(32, ['not a transaction id'])).rejects.toThrow();
+    await expect(transactions.failOverdueInvokes(32, ['not a transaction id'])).rejects.toThrow();
   });
 
-  it('claims no row whose transaction has left the state, as a sweep racing that move would see it', async () => {
+  it('picks no row whose transaction has left the state, as a sweep racing that move would see it', async () => {
     const left = await delivered();
     await act(test, left.buyer, left.id, 'confirm').expect(200);
-    // The sweep read the deadline before the confirmation deleted it: the transaction row it then
-    // locks is settled, and it is not taken (else its auto-confirm fails and is logged as failed).
+    // The deadline is still there, as the sweep could read it before the confirmation deleted it:
+    // the transaction is settled, and it is not picked (else its auto-confirm fails and is logged).
     await db()('transaction_deadlines').insert({ transaction_id: left.id, kind: 'auto_confirm', due_at: new Date('2000-01-01T00:00:00Z') });
-    const outcome = await test.runtime.engine.transactions.autoConfirmNextDue();
-    expect(outcome?.id).not.toBe(left.id);
-    expect(outcome?.error).toBeUndefined();
+    const outcomes = await test.runtime.engine.transactions.autoConfirmDue(32);
+    expect(outcomes.map((outcome) => outcome.id)).not.toContain(left.id);
+    expect(outcomes.filter((outcome) => outcome.error !== undefined)).toEqual([]);
     await db()('transaction_deadlines').where({ transaction_id: left.id }).del();
+  });
+
+  it('moves the due rows at once in shared statements; a row another move took first is gone, not failed', async () => {
+    const { transactions, transitions } = test.runtime.engine;
+    // Whatever earlier tests left due is settled first, so that this sweep sees its own rows.
+    test.clock.advanceMs(72 * hourMs + 1000);
+    while ((await transactions.autoConfirmDue(32)).length > 0);
+    const rows = await Promise.all(Array.from({ length: 6 }, () => delivered()));
+    test.clock.advanceMs(72 * hourMs + 1000);
+    const before = transitions.batchStats();
+    // The buyer of the first confirms while the sweep runs: one of the two moves it, the other finds it gone.
+    const [outcomes, confirmed] = await Promise.all([transactions.autoConfirmDue(32), act(test, rows[0]!.buyer, rows[0]!.id, 'confirm')]);
+    const after = transitions.batchStats();
+    expect(outcomes.filter((outcome) => outcome.error !== undefined)).toEqual([]);
+    const moved = outcomes.filter((outcome) => outcome.moved).map((outcome) => outcome.id);
+    expect(moved.length + (confirmed.status === 200 ? 1 : 0)).toBe(6);
+    expect(new Set(moved).size).toBe(moved.length);
+    for (const { id, buyer } of rows)
+      expect((await test.http.get(`/api/v1/transactions/${id}`).set(buyer.headers).expect(200)).body.data.status).toBe('settled');
+    // The moves were submitted at once and shared statements: fewer statements than changes.
+    expect(after.changes - before.changes).toBeGreaterThanOrEqual(moved.length);
+    expect(after.batches - before.batches).toBeLessThan(after.changes - before.changes);
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('two sweeps at once over the same due rows move each once', async () => {
+    const { transactions } = test.runtime.engine;
+    test.clock.advanceMs(72 * hourMs + 1000);
+    while ((await transactions.autoConfirmDue(32)).length > 0);
+    const rows = await Promise.all(Array.from({ length: 8 }, () => delivered()));
+    test.clock.advanceMs(72 * hourMs + 1000);
+    const [first, second] = await Promise.all([transactions.autoConfirmDue(32), transactions.autoConfirmDue(32)]);
+    const moved = [...first, ...second].filter((outcome) => outcome.moved).map((outcome) => outcome.id);
+    expect(moved.sort()).toEqual(rows.map((row) => row.id).sort());
+    expect([...first, ...second].filter((outcome) => outcome.error !== undefined)).toEqual([]);
+    expect(await checkBooks(db())).toEqual([]);
   });
 });

@@ -65,7 +65,7 @@ describe('a sweep of due tasks', () => {
 });
 
 describe("the sweeper's run of expiries", () => {
-  const transactions = { autoConfirmNextDue: () => Promise.resolve(null), failNextOverdueInvoke: () => Promise.resolve(null) } as unknown as TransactionEngine;
+  const transactions = { autoConfirmDue: () => Promise.resolve([]), failOverdueInvokes: () => Promise.resolve([]) } as unknown as TransactionEngine;
 
   /** A sweeper whose sweeps answer `rounds` in turn (then nothing), with the calls it made and its error lines. */
   function scripted(batchSizeMax: number, rounds: { id: string; expired: boolean; error?: unknown }[][]) {
@@ -111,10 +111,10 @@ describe("the sweeper's run of expiries", () => {
     expect(errors()[0]).toContain('expiry of an open task failed; passing over this row in this run');
   });
 
-  it('asks for at most taskExpiriesAtOnceMax at once', async () => {
+  it('asks for at most sweepMovesAtOnceMax at once', async () => {
     const { sweeper, calls } = scripted(1000, []);
     expect(await sweeper.runOnce()).toBe(0);
-    expect(calls).toEqual([[limits.taskExpiriesAtOnceMax, []]]);
+    expect(calls).toEqual([[limits.sweepMovesAtOnceMax, []]]);
   });
 
   it('stops when every task of a round was gone, and goes on while some were its own', async () => {

@@ -24,7 +24,7 @@ export type PartyAction = Extract<TransactionAction, 'freeze' | 'accept' | 'reje
 export function createTransactionEngine(dependencies: EngineDependencies, idempotency: Idempotency, transitions: Transitions) {
   const { db, now } = dependencies;
   const { completed, completeView, get, findForCaller, list, agentTransactions } = createTransactionReads(db);
-  const { autoConfirmNextDue, failNextOverdueInvoke } = createTransactionSweeps(dependencies, transitions);
+  const { autoConfirmDue, failOverdueInvokes } = createTransactionSweeps(dependencies, transitions);
   /**
    * Each buyer's last purchase read of a capability, as it stands after the purchase: a repeat
    * purchase under a key decides on it without a read, and its write statement checks it and
@@ -168,7 +168,7 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
     return idempotency.run(null, null, 200, async (unit) => transactionView(await transitions.move(unit, id, 'fail', { system: 'system' })), 'one statement');
   }
 
-  return { create, purchase, act, resolve, fail, get, list, agentTransactions, findForCaller, completeView, autoConfirmNextDue, failNextOverdueInvoke };
+  return { create, purchase, act, resolve, fail, get, list, agentTransactions, findForCaller, completeView, autoConfirmDue, failOverdueInvokes };
 }
 
 export type TransactionEngine = ReturnType<typeof createTransactionEngine>;
