@@ -230,6 +230,27 @@ describe('the sweep of due deadlines (engine/money/transaction-sweeps.ts)', () =
     expect(await checkBooks(db())).toEqual([]);
   });
 
+  it('answers a move that fails with its error, not as gone, and moves the others of the round', async () => {
+    const { transactions } = test.runtime.engine;
+    test.clock.advanceMs(72 * hourMs + 1000);
+    while ((await transactions.autoConfirmDue(32)).length > 0);
+    const [broken, healthy] = [await delivered(), await delivered()];
+    // The buyer's frozen money taken behind the engine's back: the settlement fails its statement.
+    const account = db()('accounts').where({ owner_user_id: broken.buyer.userId, currency: 'UT' });
+    const [before] = (await account.clone().select('available', 'frozen')) as { available: string; frozen: string }[];
+    await account.clone().update({ frozen: 0, available: BigInt(before!.available) + BigInt(before!.frozen) });
+    test.clock.advanceMs(72 * hourMs + 1000);
+    const outcomes = await transactions.autoConfirmDue(32);
+    const of = (id: string) => outcomes.find((outcome) => outcome.id === id);
+    expect(of(healthy.id)).toEqual({ id: healthy.id, moved: true });
+    expect(of(broken.id)).toMatchObject({ id: broken.id, moved: false, error: { constraint: 'accounts_frozen_not_negative' } });
+    // Passed over by name, the broken row is not picked; repaired, it is moved.
+    expect((await transactions.autoConfirmDue(32, [broken.id])).map((outcome) => outcome.id)).not.toContain(broken.id);
+    await account.clone().update(before!);
+    expect(await transactions.autoConfirmDue(32)).toEqual([{ id: broken.id, moved: true }]);
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
   it('two sweeps at once over the same due rows move each once', async () => {
     const { transactions } = test.runtime.engine;
     test.clock.advanceMs(72 * hourMs + 1000);
