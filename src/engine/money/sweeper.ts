@@ -12,15 +12,6 @@ import { limits } from '../../limits.ts';
 type Sweep = (limit: number, skipIds: string[]) => Promise<SweepOutcome[]>;
 
 /**
- * Settles delivered transactions whose auto_confirm_at has passed, and releases invokes whose
- * deadline passed while they were still frozen (their server died during the callback). Expired
- * idempotency keys are the retention job's (engine/common/retention.ts). The due rows are read
- * without a lock and moved several at once, as changes of the batcher that share statements; the
- * compare-and-set of each move decides, so several instances can sweep at once without moving
- * anything twice (the second finds the row gone). Old counts of capability usage windows and agent budgets' old days are pruned here too, and open tasks past
- * their deadline expire (their bounty released), several at once in shared statements.
- */
-/**
  * Open tasks past their deadline (engine/work/tasks.ts), expired with their bounty released, up to
  * `limit` at once as changes of the batcher that share statements: each answers expired, gone
  * (another instance or a move of the task's own got there first), or the error that failed it.
@@ -35,6 +26,15 @@ const expiriesOf =
   async (limit, skipIds) =>
     (await expiry.expireDue(limit, skipIds)).map(({ id, expired, error }) => ({ id, moved: expired, error }));
 
+/**
+ * Settles delivered transactions whose auto_confirm_at has passed, releases invokes whose deadline
+ * passed while they were still frozen (their server died during the callback), and expires open
+ * tasks past their deadline (their bounty released). The due rows are read without a lock and
+ * moved several at once, as changes of the batcher that share statements; the compare-and-set of
+ * each move decides, so several instances can sweep at once without moving anything twice (the
+ * second finds the row gone). Old counts of capability usage windows and agent budgets' old days
+ * are pruned here too. Expired idempotency keys are the retention job's (engine/common/retention.ts).
+ */
 export function createSweeper(
   transactions: TransactionEngine,
   log: Logger,

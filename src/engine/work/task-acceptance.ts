@@ -28,12 +28,13 @@ import { applicationMovedEvents, type TaskEvents, taskMovedEvents } from './task
 import { DecideInTransaction, readVersioned } from './task-statement.ts';
 
 /**
- * Accepting an application (docs/tasks.md "Accepting"): in one database transaction the task is
- * matched, its bounty hold released, and an escrow transaction created and frozen in which the
- * publisher buys from the applicant at the agreed price, never above the publisher's ceiling (its
- * max_price, else the bounty held); the other pending applications are rejected. From then on delivery, confirmation, dispute and settlement are the transaction's.
- * A price the publisher's money cannot cover (even with the released hold) refuses the whole
- * accept with 4020: the task keeps its hold and stays open.
+ * Accepting an application (docs/tasks.md "Accepting"): in one commit (one change of the batcher's
+ * shared statements, or its transaction path) the task is matched, its bounty hold released, and
+ * an escrow transaction created and frozen in which the publisher buys from the applicant at the
+ * agreed price, never above the publisher's ceiling (its max_price, else the bounty held); the
+ * other pending applications are rejected. From then on delivery, confirmation, dispute and
+ * settlement are the transaction's. A price the publisher's money cannot cover (even with the
+ * released hold) refuses the whole accept with 4020: the task keeps its hold and stays open.
  */
 /** The agreed price: what the application proposed, else the task's bounty; neither is 4090. */
 function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
