@@ -1,11 +1,12 @@
-import { startClientProcesses } from './client-pool.ts';
+import { type ClientProcesses, startClientProcesses } from './client-pool.ts';
 import { type Memory, type ServerProcess, log, sleep, waitUntil } from './processes.ts';
 import { type ClientTarget, percentileOf } from './sse-clients.ts';
 
 /**
  * One measurement, the same for the bare server and the product: memory before the subscribers,
- * N subscribers connected (over K client processes), memory again (live heap and RSS after a full
- * collection, and RSS after a compacting one), then W warm-up changes whose latencies are not
+ * N subscribers connected (over K client processes) in two halves with a reading between, memory
+ * again (live heap and RSS after a full collection, and RSS after a compacting one), then W
+ * warm-up changes whose latencies are not
  * kept, then M changes `intervalMs` apart, each reaching one group of subscribers, and the
  * change-to-client latency of every event of those M.
  */
@@ -18,6 +19,7 @@ export interface Row {
   delivered: number;
   expected: number;
   heap_bytes_per_subscriber: number;
+  /** After a full collection, the young generation left out: what the second half of the subscribers added (connectInHalves). */
   rss_bytes_per_subscriber: number;
   /** After a compacting collection: a floor (memory-probe.ts). */
   compacted_rss_bytes_per_subscriber: number;
@@ -40,6 +42,43 @@ export interface Plan {
   perChange: number;
 }
 
+/**
+ * What the process holds after a full collection, its young generation left out: V8 sizes that
+ * from how fast the process allocates, up to a fixed cap, and the full collection has just emptied
+ * it, so it is the same whether 0 or 10,000 subscribers are open (the product's was 30 MiB right
+ * after its setup, before any subscriber; the bare server's 4 MiB). Counted, it swung the product's
+ * RSS per subscriber at 1,000 by up to 24 KiB either way (docs/benchmark-history.md, "sixteenth
+ * session"). The half-empty old-space pages that the product's per-stream work leaves stay in.
+ */
+const heldRss = (memory: Memory) => memory.rssBytes - memory.youngBytes;
+
+/**
+ * The subscribers connect in two halves; the RSS per subscriber is what the second half added
+ * (heldRss at the end less heldRss at half-way, a reading that compacts nothing). Measured from
+ * before the first subscriber, it also counted the free old-space pages any working process of
+ * the product carries (about 10 MiB, with or without subscribers), or, counted from before the
+ * probe's compaction, took them off: at 1,000 subscribers that read from -2.6 to +15 KiB each
+ * for the same code. Half-way, that slack is already there, and what grows is the subscribers'.
+ */
+async function connectInHalves(name: string, server: ServerProcess, clients: ClientProcesses, targets: ClientTarget[]) {
+  const half = Math.floor(targets.length / 2);
+  const connect = async (from: number, upTo: number) => {
+    clients.open(targets.slice(from, upTo));
+    await waitUntil(
+      () => clients.connected() === upTo,
+      `${name}: subscribers connected`,
+      600_000,
+      () => `${clients.connected()}/${upTo}`,
+    );
+    await sleep(1000);
+  };
+  await connect(0, half);
+  const halfway = await server.memory(false);
+  await connect(half, targets.length);
+  const after = await server.memory();
+  return { halfway, after, rssPerSubscriber: Math.round((heldRss(after) - heldRss(halfway)) / (targets.length - half)) };
+}
+
 export async function measure(
   name: string,
   server: ServerProcess,
@@ -51,18 +90,11 @@ export async function measure(
   await sleep(500);
   const before = await server.memory();
   const clients = startClientProcesses(plan.clientProcesses);
-  clients.open(targets);
-  await waitUntil(
-    () => clients.connected() === subscribers,
-    `${name}: subscribers connected`,
-    600_000,
-    () => `${clients.connected()}/${subscribers}`,
-  );
-  await sleep(1000);
-  const after = await server.memory();
+  const { halfway, after, rssPerSubscriber } = await connectInHalves(name, server, clients, targets);
   const per = (field: keyof Memory) => Math.round((after[field] - before[field]) / subscribers);
+  const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
   log(
-    `${name}: ${subscribers} connected (${clients.reconnects()} reconnects), ${(per('heapBytes') / 1024).toFixed(1)} KiB live heap each; ${plan.changes} changes`,
+    `${name}: ${subscribers} connected (${clients.reconnects()} reconnects), ${(per('heapBytes') / 1024).toFixed(1)} KiB live heap each; RSS before ${mib(before.rssBytes)} (compacted ${mib(before.compactedRssBytes)}), half-way ${mib(halfway.rssBytes)} (young generation ${mib(halfway.youngBytes)}), after ${mib(after.rssBytes)} (young ${mib(after.youngBytes)}; compacted ${mib(after.compactedRssBytes)}); ${plan.changes} changes`,
   );
   for (let index = 0; index < plan.warmupChanges; index++) {
     await change(index);
@@ -99,7 +131,7 @@ export async function measure(
     delivered,
     expected,
     heap_bytes_per_subscriber: per('heapBytes'),
-    rss_bytes_per_subscriber: per('rssBytes'),
+    rss_bytes_per_subscriber: rssPerSubscriber,
     compacted_rss_bytes_per_subscriber: per('compactedRssBytes'),
     p50_ms: percentileOf(histogram, 0.5),
     p99_ms: percentileOf(histogram, 0.99),

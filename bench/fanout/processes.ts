@@ -43,13 +43,17 @@ export interface Memory {
   /** After a compacting (last-resort) collection: a floor. */
   compactedRssBytes: number;
   heapBytes: number;
+  /** The young generation's size at each of those readings (memory-probe.ts). */
+  youngBytes: number;
+  compactedYoungBytes: number;
 }
 
 export interface ServerProcess {
   pid: number;
   url: string;
   stop(): void;
-  memory(): Promise<Memory>;
+  /** A reading after a full collection and, unless `compact` is false, after a compacting one. */
+  memory(compact?: boolean): Promise<Memory>;
 }
 
 /**
@@ -69,18 +73,18 @@ export function startProcess(command: string[], environment: Record<string, stri
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
   /** Live heap and RSS after a full collection, and RSS after a compacting one, summed over the process tree as each probe reports them. */
-  const memory = async (): Promise<Memory> => {
+  const memory = async (compact = true): Promise<Memory> => {
     const seen = output.length;
     const pids = processTree(child.pid!);
-    for (const pid of pids) process.kill(pid, 'SIGUSR2');
+    for (const pid of pids) process.kill(pid, compact ? 'SIGUSR2' : 'SIGWINCH');
     for (let attempt = 0; attempt < 100; attempt++) {
       await sleep(50);
-      const reports = [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+) rss=(\d+) compacted_rss=(\d+)/g)];
+      const reports = [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+) rss=(\d+) young=(\d+) compacted_rss=(\d+) compacted_young=(\d+)/g)];
       if (reports.length < pids.length) continue;
       const sum = (group: number) => reports.reduce((total, report) => total + Number(report[group]), 0);
-      return { heapBytes: sum(2), rssBytes: sum(3), compactedRssBytes: sum(4) };
+      return { heapBytes: sum(2), rssBytes: sum(3), youngBytes: sum(4), compactedRssBytes: sum(5), compactedYoungBytes: sum(6) };
     }
-    return { heapBytes: Number.NaN, rssBytes: Number.NaN, compactedRssBytes: Number.NaN };
+    return { heapBytes: Number.NaN, rssBytes: Number.NaN, youngBytes: Number.NaN, compactedRssBytes: Number.NaN, compactedYoungBytes: Number.NaN };
   };
   return new Promise((resolve, reject) => {
     const timer = setInterval(() => {

@@ -83,8 +83,14 @@ function metricsOf(row: Row, bare: Row, label: string, withAims: boolean): Metri
       : {};
   const heap = Number((row.heap_bytes_per_subscriber / 1024).toFixed(1));
   const bareHeap = Number((bare.heap_bytes_per_subscriber / 1024).toFixed(1));
-  const rss = Number((row.rss_bytes_per_subscriber / 1024).toFixed(1));
-  const bareRss = Number((bare.rss_bytes_per_subscriber / 1024).toFixed(1));
+  // RSS is judged on the larger of its two readings, each a fair one with its own bias: after a
+  // full collection, what the second half of the subscribers added (which may fill free pages the
+  // first half left, and so read low), and after a compacting collection (which leaves out the
+  // litter of the server's per-stream work). Neither can pass the aim alone by coming out small.
+  const kibOf = (bytes: number) => Number((bytes / 1024).toFixed(1));
+  const judgedRss = (of: Row) => kibOf(Math.max(of.rss_bytes_per_subscriber, of.compacted_rss_bytes_per_subscriber));
+  const rss = judgedRss(row);
+  const bareRss = judgedRss(bare);
   return [
     {
       metric: `${label}, ${row.subscribers} subscribers: live heap per subscriber`,
@@ -93,12 +99,24 @@ function metricsOf(row: Row, bare: Row, label: string, withAims: boolean): Metri
       baseline: baseline(bareHeap),
       ...aim(2, heap, bareHeap),
     },
-    { metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber`, value: rss, unit: 'KiB', baseline: baseline(bareRss), ...aim(1.5, rss, bareRss) },
     {
-      metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber after a compacting collection (a floor)`,
-      value: Number((row.compacted_rss_bytes_per_subscriber / 1024).toFixed(1)),
+      metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber (the larger of the two readings below)`,
+      value: rss,
       unit: 'KiB',
-      baseline: baseline(Number((bare.compacted_rss_bytes_per_subscriber / 1024).toFixed(1))),
+      baseline: baseline(bareRss),
+      ...aim(1.5, rss, bareRss),
+    },
+    {
+      metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber after a full collection, young generation left out (the second half of the subscribers)`,
+      value: kibOf(row.rss_bytes_per_subscriber),
+      unit: 'KiB',
+      baseline: baseline(kibOf(bare.rss_bytes_per_subscriber)),
+    },
+    {
+      metric: `${label}, ${row.subscribers} subscribers: RSS per subscriber after a compacting collection`,
+      value: kibOf(row.compacted_rss_bytes_per_subscriber),
+      unit: 'KiB',
+      baseline: baseline(kibOf(bare.compacted_rss_bytes_per_subscriber)),
     },
     {
       metric: `${label}, ${row.subscribers} subscribers: change-to-client p99`,
