@@ -223,6 +223,61 @@ describe('acceptances in a known batch', () => {
   });
 });
 
+describe('an acceptance whose task changes under every attempt', () => {
+  it('is decided by the transaction path: matched once, the key that accepted recorded, its charge moved, every late application rejected', async () => {
+    const owner = await budgetedPublisher('30.00');
+    const { task, applications } = await taskWithApplications(owner, '10.00', [{ proposed_price: '12.00' }]);
+    // Before each of the statement's attempts, another agent applies: that writes the task row, so
+    // the attempt's compare-and-set on the task's version misses, the attempts run out, and the
+    // transaction path decides under its lock.
+    const { dependencies } = test.runtime.engine;
+    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+    const late: string[] = [];
+    const commitPlanned: Transitions['commitPlanned'] = async (unit, planned, response, budget) => {
+      late.push(await apply(await createAgent(test), task));
+      return transitions.commitPlanned(unit, planned, response, budget);
+    };
+    const acceptance = createTaskAcceptance(dependencies, createIdempotency(dependencies), { ...transitions, commitPlanned }, test.runtime.engine.tasks.events);
+    const answer = await acceptance.accept(agentPrincipal(owner, owner.apiKeyId), task, applications[0]!, 1200n, null);
+    expect(late).toHaveLength(limits.compareAndSetAttemptsMax);
+    const transaction = answer.data.transaction as { id: string; status: string; price_ut: string };
+    expect(transaction).toMatchObject({ status: 'frozen', price_ut: '12.00' });
+    expect(answer.data).toMatchObject({ rejected_applications: limits.compareAndSetAttemptsMax });
+    expect(await taskRow(task)).toMatchObject({ status: 'matched', bounty_held: '0', transaction_id: transaction.id });
+    expect(await applicationStatuses(task)).toEqual(Object.fromEntries([[applications[0]!, 'accepted'], ...late.map((id) => [id, 'rejected'])]));
+    // The key that accepted is the key that made the purchase, and the day counts the 12.00 once.
+    expect(await db()('transactions').where({ task_id: task }).select('id', 'api_key_id')).toEqual([{ id: transaction.id, api_key_id: owner.apiKeyId }]);
+    expect(await chargesOf(task)).toEqual([]);
+    expect(await chargesOf(transaction.id)).toEqual(['1200']);
+    expect((await budgetOf(test, owner.person, owner.apiKeyId))!.spent_today).toBe('12.00');
+    expect(await balance(test, owner)).toMatchObject({ available: '88.00', frozen: '12.00' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+
+  it('whose bounty was lowered before its last attempt is refused by the transaction path (4093) with the new hold, nothing moved', async () => {
+    const owner = await funded('100.00');
+    const { task, applications } = await taskWithApplications(owner, '10.00', [{ proposed_price: '10.00' }]);
+    const { dependencies } = test.runtime.engine;
+    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+    let attempts = 0;
+    const commitPlanned: Transitions['commitPlanned'] = async (unit, planned, response, budget) => {
+      if (++attempts < limits.compareAndSetAttemptsMax) await apply(await createAgent(test), task);
+      else await test.http.put(`/api/v1/tasks/${task}`).set(owner.headers).send({ bounty_amount: '8.00' }).expect(200);
+      return transitions.commitPlanned(unit, planned, response, budget);
+    };
+    const acceptance = createTaskAcceptance(dependencies, createIdempotency(dependencies), { ...transitions, commitPlanned }, test.runtime.engine.tasks.events);
+    const refusal = (await acceptance.accept(agentPrincipal(owner), task, applications[0]!, undefined, null).then(
+      () => null,
+      (error: unknown) => error,
+    )) as { code: number; data: Record<string, string> } | null;
+    expect(refusal).toMatchObject({ code: 4093, data: { price: '10.00', max_price: '8.00', bounty_held: '8.00' } });
+    expect(await taskRow(task)).toMatchObject({ status: 'open', bounty_held: '800', transaction_id: null });
+    expect(await db()('transactions').where({ task_id: task })).toEqual([]);
+    expect(await balance(test, owner)).toMatchObject({ available: '92.00', frozen: '8.00' });
+    expect(await checkBooks(db())).toEqual([]);
+  });
+});
+
 describe('the statement and the transaction path decide an acceptance alike', () => {
   type Setup = { principal: Principal; owner: Actor; task: string; application: string; maxPrice?: bigint; person?: OwnedAgent['person']; keyId?: string };
   async function plain(funds: string, taskExtra: Record<string, unknown>, body: Record<string, unknown> = {}, maxPrice?: bigint): Promise<Setup> {
