@@ -1,10 +1,10 @@
-import { type ClientProcesses, startClientProcesses } from './client-pool.ts';
+import { startClientProcesses } from './client-pool.ts';
 import { type Memory, type ServerProcess, log, sleep, waitUntil } from './processes.ts';
 import { type ClientTarget, percentileOf } from './sse-clients.ts';
 
 /**
- * One measurement, the same for the bare server and the product: memory before the subscribers,
- * N subscribers connected (over K client processes) in two halves with a reading between, memory
+ * One measurement, the same for the bare server and the product: N subscribers opened and closed
+ * once, memory before the subscribers, N subscribers connected (over K client processes), memory
  * again (live heap and RSS after a full collection, and RSS after a compacting one), then W
  * warm-up changes whose latencies are not
  * kept, then M changes `intervalMs` apart, each reaching one group of subscribers, and the
@@ -18,9 +18,8 @@ export interface Row {
   interval_ms: number;
   delivered: number;
   expected: number;
-  /** What the second half of the subscribers added (connectInHalves). */
   heap_bytes_per_subscriber: number;
-  /** After a full collection, the young generation left out: what the second half of the subscribers added (connectInHalves). */
+  /** After a full collection, the young generation left out, from the compacted start (heldRss). */
   rss_bytes_per_subscriber: number;
   /** After a compacting collection: a floor (memory-probe.ts). */
   compacted_rss_bytes_per_subscriber: number;
@@ -45,44 +44,36 @@ export interface Plan {
 
 /**
  * What the process holds after a full collection, its young generation left out: V8 sizes that
- * from how fast the process allocates, up to a fixed cap, and the full collection has just emptied
- * it, so it is the same whether 0 or 10,000 subscribers are open (the product's was 30 MiB right
- * after its setup, before any subscriber; the bare server's 4 MiB). Counted, it swung the product's
- * RSS per subscriber at 1,000 by up to 24 KiB either way (docs/benchmark-history.md, "sixteenth
- * session"). The half-empty old-space pages that the product's per-stream work leaves stay in.
+ * from how fast the process allocates, up to a fixed cap (16 MiB semi-spaces by default), and the
+ * full collection has just emptied it. The product's held about 30 MiB resident right after its
+ * setup, before any subscriber, the bare server's about 4; counted, it swung the product's RSS
+ * per subscriber at 1,000 by up to 31 KiB (docs/benchmark-history.md, "sixteenth session"). Its
+ * size at each reading is in the log line, so what is left out is seen.
  */
 const heldRss = (memory: Memory) => memory.rssBytes - memory.youngBytes;
+const heldCompactedRss = (memory: Memory) => memory.compactedRssBytes - memory.compactedYoungBytes;
 
 /**
- * The subscribers connect in two halves; the RSS per subscriber is what the second half added
- * (heldRss at the end less heldRss at half-way, a reading that compacts nothing). Measured from
- * before the first subscriber, it also counted the free old-space pages any working process of
- * the product carries (about 10 MiB, with or without subscribers), or, counted from before the
- * probe's compaction, took them off: at 1,000 subscribers that read from -2.6 to +15 KiB each
- * for the same code. Half-way, that slack is already there, and what grows is the subscribers'.
- * The live heap is counted the same way: from before the first subscriber it read -12.8 KiB per
- * subscriber for WORKERS=2 at 300, the workers having let go of more that they held before the
- * subscribers than the subscribers took; over the second half, both readings come after the
- * streams' first opening.
+ * Opens the N subscribers once and closes them, the same for every server measured, before the
+ * reading the subscribers are counted from: each server has then opened N streams once (its code
+ * compiled, its allocator grown for N sockets), and the product's setup (hundreds of admin calls)
+ * is not the only work behind its figure. The reading after it ends with the probe's compacting
+ * collection, so the measured subscribers start from a compacted process: counted from the RSS
+ * before that collection, the product read negative at 1,000 (the setup's free pages, given back
+ * by the probe itself, came off the subscribers' figure).
  */
-async function connectInHalves(name: string, server: ServerProcess, clients: ClientProcesses, targets: ClientTarget[]) {
-  const half = Math.floor(targets.length / 2);
-  const connect = async (from: number, upTo: number) => {
-    clients.open(targets.slice(from, upTo));
-    await waitUntil(
-      () => clients.connected() === upTo,
-      `${name}: subscribers connected`,
-      600_000,
-      () => `${clients.connected()}/${upTo}`,
-    );
-    await sleep(1000);
-  };
-  await connect(0, half);
-  const halfway = await server.memory(false);
-  await connect(half, targets.length);
-  const after = await server.memory();
-  const secondHalf = (bytes: (memory: Memory) => number) => Math.round((bytes(after) - bytes(halfway)) / (targets.length - half));
-  return { halfway, after, rssPerSubscriber: secondHalf(heldRss), heapPerSubscriber: secondHalf((memory) => memory.heapBytes) };
+async function openAndCloseOnce(name: string, plan: Plan, targets: ClientTarget[]) {
+  const clients = startClientProcesses(plan.clientProcesses);
+  clients.open(targets);
+  await waitUntil(
+    () => clients.connected() === targets.length,
+    `${name}: first subscribers connected`,
+    600_000,
+    () => `${clients.connected()}/${targets.length}`,
+  );
+  await clients.finish();
+  // The server hears the closes and lets the streams go (a credential's count of open streams too).
+  await sleep(3000);
 }
 
 export async function measure(
@@ -93,14 +84,25 @@ export async function measure(
   change: (index: number) => Promise<void>,
 ): Promise<Row> {
   const subscribers = targets.length;
-  await sleep(500);
+  await openAndCloseOnce(name, plan, targets);
   const before = await server.memory();
   const clients = startClientProcesses(plan.clientProcesses);
-  const { halfway, after, rssPerSubscriber, heapPerSubscriber } = await connectInHalves(name, server, clients, targets);
+  clients.open(targets);
+  await waitUntil(
+    () => clients.connected() === subscribers,
+    `${name}: subscribers connected`,
+    600_000,
+    () => `${clients.connected()}/${subscribers}`,
+  );
+  await sleep(1000);
+  const after = await server.memory();
   const per = (field: keyof Memory) => Math.round((after[field] - before[field]) / subscribers);
+  // From the compacted process the subscribers started from: what they hold, their per-stream
+  // work's half-empty pages included, the young generation left out at both ends.
+  const rssPerSubscriber = Math.round((heldRss(after) - heldCompactedRss(before)) / subscribers);
   const mib = (bytes: number) => `${(bytes / 1048576).toFixed(1)} MiB`;
   log(
-    `${name}: ${subscribers} connected (${clients.reconnects()} reconnects), ${(heapPerSubscriber / 1024).toFixed(1)} KiB live heap each (${(per('heapBytes') / 1024).toFixed(1)} counted from before the first); RSS before ${mib(before.rssBytes)} (compacted ${mib(before.compactedRssBytes)}), half-way ${mib(halfway.rssBytes)} (young generation ${mib(halfway.youngBytes)}), after ${mib(after.rssBytes)} (young ${mib(after.youngBytes)}; compacted ${mib(after.compactedRssBytes)}); ${plan.changes} changes`,
+    `${name}: ${subscribers} connected (${clients.reconnects()} reconnects), ${(per('heapBytes') / 1024).toFixed(1)} KiB live heap each; RSS before ${mib(before.rssBytes)} (compacted ${mib(before.compactedRssBytes)}, young generation ${mib(before.compactedYoungBytes)}), after ${mib(after.rssBytes)} (young generation ${mib(after.youngBytes)}; compacted ${mib(after.compactedRssBytes)}); ${plan.changes} changes`,
   );
   for (let index = 0; index < plan.warmupChanges; index++) {
     await change(index);
@@ -136,7 +138,7 @@ export async function measure(
     interval_ms: plan.intervalMs,
     delivered,
     expected,
-    heap_bytes_per_subscriber: heapPerSubscriber,
+    heap_bytes_per_subscriber: per('heapBytes'),
     rss_bytes_per_subscriber: rssPerSubscriber,
     compacted_rss_bytes_per_subscriber: per('compactedRssBytes'),
     p50_ms: percentileOf(histogram, 0.5),

@@ -52,8 +52,7 @@ export interface ServerProcess {
   pid: number;
   url: string;
   stop(): void;
-  /** A reading after a full collection and, unless `compact` is false, after a compacting one. */
-  memory(compact?: boolean): Promise<Memory>;
+  memory(): Promise<Memory>;
 }
 
 /**
@@ -73,13 +72,19 @@ export function startProcess(command: string[], environment: Record<string, stri
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
   /** Live heap and RSS after a full collection, and RSS after a compacting one, summed over the process tree as each probe reports them. */
-  const memory = async (compact = true): Promise<Memory> => {
+  const memory = async (): Promise<Memory> => {
     const seen = output.length;
     const pids = processTree(child.pid!);
-    for (const pid of pids) process.kill(pid, compact ? 'SIGUSR2' : 'SIGWINCH');
+    for (const pid of pids) process.kill(pid, 'SIGUSR2');
     for (let attempt = 0; attempt < 100; attempt++) {
       await sleep(50);
-      const reports = [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+) rss=(\d+) young=(\d+) compacted_rss=(\d+) compacted_young=(\d+)/g)];
+      // One report from each process asked, the latest if one answered twice (a late line of an earlier reading).
+      const byPid = new Map(
+        [...output.slice(seen).matchAll(/memory-probe pid=(\d+) heap=(\d+) rss=(\d+) young=(\d+) compacted_rss=(\d+) compacted_young=(\d+)/g)]
+          .filter((report) => pids.includes(Number(report[1])))
+          .map((report) => [report[1], report] as const),
+      );
+      const reports = [...byPid.values()];
       if (reports.length < pids.length) continue;
       const sum = (group: number) => reports.reduce((total, report) => total + Number(report[group]), 0);
       return { heapBytes: sum(2), rssBytes: sum(3), youngBytes: sum(4), compactedRssBytes: sum(5), compactedYoungBytes: sum(6) };
