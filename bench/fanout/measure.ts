@@ -6,9 +6,8 @@ import { type ClientTarget, percentileOf } from './sse-clients.ts';
  * One measurement, the same for the bare server and the product: N subscribers opened and closed
  * once, memory before the subscribers, N subscribers connected (over K client processes), memory
  * again (live heap and RSS after a full collection, and RSS after a compacting one), then W
- * warm-up changes whose latencies are not
- * kept, then M changes `intervalMs` apart, each reaching one group of subscribers, and the
- * change-to-client latency of every event of those M.
+ * warm-up changes whose latencies are not kept, then M changes `intervalMs` apart, each reaching
+ * one group of subscribers, and the change-to-client latency of every event of those M.
  */
 export interface Row {
   name: string;

@@ -22,8 +22,8 @@ type Collect = (options?: { type: 'major'; execution: 'sync'; flavor?: 'last-res
 /**
  * The young generation's resident size (its semi-spaces and young large objects): empty after any
  * full collection, but resident, and sized by V8 from how fast the process allocates (about 4 MiB
- * resident for the bare server, up to 32 MiB for a busy one), not from what it keeps. It is reported so that
- * the bench can leave it out of the RSS per subscriber (measure.ts).
+ * resident for the bare server, up to 32 MiB for a busy one), not from what it keeps. It is
+ * reported so that the bench can leave it out of the RSS per subscriber (measure.ts).
  */
 const youngBytes = () =>
   v8

@@ -43,7 +43,7 @@ export interface Memory {
   /** After a compacting (last-resort) collection: a floor. */
   compactedRssBytes: number;
   heapBytes: number;
-  /** The young generation's size at each of those readings (memory-probe.ts). */
+  /** The young generation's resident size at each of those readings (memory-probe.ts). */
   youngBytes: number;
   compactedYoungBytes: number;
 }

@@ -102,9 +102,9 @@ function metricsOf(row: Row, bare: Row, label: string, withAims: boolean): Metri
               : { text: `at most ${max}x bare: no valid reading (${value} KiB), not judged`, met: false },
         }
       : {};
-  const heap = Number((row.heap_bytes_per_subscriber / 1024).toFixed(1));
-  const bareHeap = Number((bare.heap_bytes_per_subscriber / 1024).toFixed(1));
   const kibOf = (bytes: number) => Number((bytes / 1024).toFixed(1));
+  const heap = kibOf(row.heap_bytes_per_subscriber);
+  const bareHeap = kibOf(bare.heap_bytes_per_subscriber);
   const rss = kibOf(row.rss_bytes_per_subscriber);
   const bareRss = kibOf(bare.rss_bytes_per_subscriber);
   return [
