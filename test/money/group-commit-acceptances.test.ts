@@ -85,16 +85,22 @@ async function budgetedPublisher(dailyMax: string): Promise<OwnedAgent> {
   return agent;
 }
 
+/** The acceptance engine over transitions of its own, whose commit of a planned change is `commitPlanned(theirs)`. */
+function acceptanceOver(commitPlanned: (theirs: Transitions['commitPlanned']) => Transitions['commitPlanned']) {
+  const { dependencies } = test.runtime.engine;
+  const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
+  const wrapped = { ...transitions, commitPlanned: commitPlanned(transitions.commitPlanned) };
+  return { acceptance: createTaskAcceptance(dependencies, createIdempotency(dependencies), wrapped, test.runtime.engine.tasks.events), transitions };
+}
+
 /**
  * The acceptance engine over transitions whose planned changes are held until `count` arrived, so
  * that they leave in one batch; `before` runs for each first (to change a row after it was read).
  */
 function gatedAcceptance(count: number, before?: (taskId: string) => Promise<unknown>) {
-  const { dependencies } = test.runtime.engine;
-  const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
   const waiting: (() => void)[] = [];
   let submitted = 0;
-  const commitPlanned: Transitions['commitPlanned'] = async (unit, planned, response, budget) => {
+  const gated = acceptanceOver((commit) => async (unit, planned, response, budget) => {
     if (++submitted <= count) {
       await before?.(planned.change.acceptance!.taskId);
       await new Promise<void>((resolve) => {
@@ -102,10 +108,9 @@ function gatedAcceptance(count: number, before?: (taskId: string) => Promise<unk
         if (waiting.length === count) for (const release of waiting) release();
       });
     }
-    return transitions.commitPlanned(unit, planned, response, budget);
-  };
-  const acceptance = createTaskAcceptance(dependencies, createIdempotency(dependencies), { ...transitions, commitPlanned }, test.runtime.engine.tasks.events);
-  return { acceptance, transitions, submitted: () => submitted };
+    return commit(unit, planned, response, budget);
+  });
+  return { ...gated, submitted: () => submitted };
 }
 
 describe('acceptances in a known batch', () => {
@@ -230,14 +235,11 @@ describe('an acceptance whose task changes under every attempt', () => {
     // Before each of the statement's attempts, another agent applies: that writes the task row, so
     // the attempt's compare-and-set on the task's version misses, the attempts run out, and the
     // transaction path decides under its lock.
-    const { dependencies } = test.runtime.engine;
-    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
     const late: string[] = [];
-    const commitPlanned: Transitions['commitPlanned'] = async (unit, planned, response, budget) => {
+    const { acceptance } = acceptanceOver((commit) => async (unit, planned, response, budget) => {
       late.push(await apply(await createAgent(test), task));
-      return transitions.commitPlanned(unit, planned, response, budget);
-    };
-    const acceptance = createTaskAcceptance(dependencies, createIdempotency(dependencies), { ...transitions, commitPlanned }, test.runtime.engine.tasks.events);
+      return commit(unit, planned, response, budget);
+    });
     const answer = await acceptance.accept(agentPrincipal(owner, owner.apiKeyId), task, applications[0]!, 1200n, null);
     expect(late).toHaveLength(limits.compareAndSetAttemptsMax);
     const transaction = answer.data.transaction as { id: string; status: string; price_ut: string };
@@ -257,15 +259,12 @@ describe('an acceptance whose task changes under every attempt', () => {
   it('whose bounty was lowered before its last attempt is refused by the transaction path (4093) with the new hold, nothing moved', async () => {
     const owner = await funded('100.00');
     const { task, applications } = await taskWithApplications(owner, '10.00', [{ proposed_price: '10.00' }]);
-    const { dependencies } = test.runtime.engine;
-    const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
     let attempts = 0;
-    const commitPlanned: Transitions['commitPlanned'] = async (unit, planned, response, budget) => {
+    const { acceptance } = acceptanceOver((commit) => async (unit, planned, response, budget) => {
       if (++attempts < limits.compareAndSetAttemptsMax) await apply(await createAgent(test), task);
       else await test.http.put(`/api/v1/tasks/${task}`).set(owner.headers).send({ bounty_amount: '8.00' }).expect(200);
-      return transitions.commitPlanned(unit, planned, response, budget);
-    };
-    const acceptance = createTaskAcceptance(dependencies, createIdempotency(dependencies), { ...transitions, commitPlanned }, test.runtime.engine.tasks.events);
+      return commit(unit, planned, response, budget);
+    });
     const refusal = (await acceptance.accept(agentPrincipal(owner), task, applications[0]!, undefined, null).then(
       () => null,
       (error: unknown) => error,
@@ -354,7 +353,6 @@ describe('the statement and the transaction path decide an acceptance alike', ()
   }
 
   it('every case answers, moves money, decides applications, counts the budget and tells the same on both paths', async () => {
-    const { dependencies } = test.runtime.engine;
     const codes: Record<string, number> = {};
     for (const [name, setup] of scenarios) {
       const inStatement = await setup();
@@ -363,18 +361,11 @@ describe('the statement and the transaction path decide an acceptance alike', ()
       );
       const inTransaction = await setup();
       // Transitions whose every statement finds the task changed: after the last attempt, the transaction path.
-      const transitions = createTransitions(dependencies, { publish: () => {}, flush: async () => {}, close: async () => {} });
       let submitted = 0;
-      const commitPlanned: Transitions['commitPlanned'] = () => {
+      const { accept } = acceptanceOver(() => () => {
         submitted++;
         return Promise.resolve(null);
-      };
-      const { accept } = createTaskAcceptance(
-        dependencies,
-        createIdempotency(dependencies),
-        { ...transitions, commitPlanned },
-        test.runtime.engine.tasks.events,
-      );
+      }).acceptance;
       const transaction = await outcome(inTransaction, () =>
         accept(inTransaction.principal, inTransaction.task, inTransaction.application, inTransaction.maxPrice, null),
       );
