@@ -153,17 +153,40 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       subscriber.shutdown();
       return subscriber;
     }
+    if (!fromRequestedPosition) subscriber.startsAtRealPosition();
     // The set may have been emptied and dropped meanwhile: register in the current one.
     (index.get(key) ?? index.set(key, new Set()).get(key)!).add(subscriber);
     // A stream from the head has nothing to fetch: an event after the head was committed after
     // the head's read began, so published after the placeholder was registered, and it is in
-    // `early` or comes live. Not asking the outbox spares a query per stream opened; with
-    // thousands of streams opening at once, those queries waiting for the pool kept their garbage
-    // alive into the old generation, which then held about twice the memory the streams need
-    // (docs/benchmark-history.md, "Fan-out per subscriber"). A catch-up asked meanwhile is done.
+    // `early` or comes live. Nor has one from an up-to-date sibling's position (startOf): an event
+    // after it had not been heard here yet, and comes live. Not asking the outbox spares a query
+    // per stream opened; with thousands of streams opening at once, those queries waiting for the
+    // pool kept their garbage alive into the old generation, which then held about twice the
+    // memory the streams need (docs/benchmark-history.md, "Fan-out per subscriber"). A catch-up
+    // asked meanwhile is done.
     if (fromRequestedPosition || catchUpMissed) subscriber.catchUp(fromRequestedPosition);
     for (const item of early) subscriber.offer(item);
     return subscriber;
+  }
+
+  /**
+   * Where a stream opened without Last-Event-ID starts. Beside a stream of the same user that is
+   * up to date here (nothing pending, nothing being fetched), at that stream's position: every
+   * event after it reaches this instance's subscribers of the user from now on, and what it has
+   * seen was committed, so the position is at or before the head; at worst the new stream also
+   * gets an event committed a moment before it opened and not yet heard here, as if it had opened
+   * that moment earlier. Nothing is read then, and the stream opens within the request's own
+   * turn: in a storm of opens (clients reconnecting) a read per stream kept every request's
+   * garbage waiting into the old generation (docs/benchmark-history.md, "seventeenth session").
+   * Otherwise at the head, read from the database with the others asked at the same moment.
+   */
+  function startOf<E>(channel: SubscriberChannel<E>, key: string, readHead: (key: string) => Promise<bigint>): Promise<bigint> | (() => Promise<bigint>) {
+    for (const subscriber of channel.index.get(key) ?? []) {
+      // A placeholder (a stream still opening) is not a Subscriber and has no position yet.
+      const position = subscriber instanceof Subscriber ? subscriber.upToDatePosition : null;
+      if (position !== null) return Promise.resolve(position);
+    }
+    return () => readHead(key);
   }
 
   /**
@@ -183,8 +206,8 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
       // A transaction stream starts at a position the client chose: its start, or Last-Event-ID.
       return attach(transactions, target.transactionId, Promise.resolve(after ?? 0n), listener, true, visible, viewer);
     }
-    // A user stream without Last-Event-ID starts at the head, which nothing can be older than.
-    const start = after === undefined ? () => userHead(target.userId) : Promise.resolve(after);
+    // A user stream without Last-Event-ID starts from now on (startOf).
+    const start = after === undefined ? startOf(users, target.userId, userHead) : Promise.resolve(after);
     return attach(users, target.userId, start, listener, after !== undefined, visible, viewer);
   }
 
@@ -200,7 +223,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     viewer: V,
   ): Promise<Subscription> {
     const after = options.afterSequence === undefined ? undefined : BigInt(options.afterSequence);
-    const start = after === undefined ? () => taskHead(userId) : Promise.resolve(after);
+    const start = after === undefined ? startOf(tasks, userId, taskHead) : Promise.resolve(after);
     return attach(tasks, userId, start, listener, after !== undefined, visible, viewer);
   }
 

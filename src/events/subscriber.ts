@@ -41,6 +41,8 @@ export class Subscriber<E = PublishedEvent> {
   private queue: Promise<void> | null = null;
   private queuedTasks = 0;
   private catchUpQueued = false;
+  /** `last` is a position of the stream (not one the client named): see upToDatePosition. */
+  private positionIsReal = false;
   ended = false;
 
   constructor(
@@ -53,6 +55,22 @@ export class Subscriber<E = PublishedEvent> {
     private readonly visible: Visibility<E, unknown> | null = null,
     private readonly viewer: unknown = null,
   ) {}
+
+  /**
+   * The position, while it is known to be a real one and nothing waits for a gap or is being
+   * fetched: every event after it will reach this subscriber live, so a new stream of the same
+   * user may start there (hub.ts startOf). A position the client chose (Last-Event-ID) may lie
+   * beyond the head, where a stream started from it would wait for events that do not exist yet:
+   * it becomes real only once an event is delivered or the head was read.
+   */
+  get upToDatePosition(): bigint | null {
+    return this.positionIsReal && !this.ended && this.pending === null && this.queuedTasks === 0 ? this.last : null;
+  }
+
+  /** The starting position was read from the head, or from a stream whose position was real. */
+  startsAtRealPosition() {
+    this.positionIsReal = true;
+  }
 
   /** A live event from the bus, wrapped once for every subscriber of this stream. */
   offer(item: StreamEvent<E>) {
@@ -132,6 +150,7 @@ export class Subscriber<E = PublishedEvent> {
     if (resumeAfter === null || this.ended) return;
     const requestedAfter = this.last;
     this.last = resumeAfter;
+    this.positionIsReal = true;
     this.listener.onTooOld?.({ requestedAfter: String(requestedAfter), resumedAfter: String(resumeAfter) });
   }
 
@@ -171,6 +190,7 @@ export class Subscriber<E = PublishedEvent> {
     const sequence = item.position;
     if (this.ended || sequence <= this.last) return !this.ended;
     this.last = sequence;
+    this.positionIsReal = true;
     this.pending?.delete(sequence);
     if ((this.visible === null || this.visible(item.event, this.viewer)) && !this.listener.onEvent(item)) {
       this.end('slow_consumer');

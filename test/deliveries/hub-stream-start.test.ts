@@ -35,8 +35,10 @@ function harness(head: number, stored: number[]) {
   let releaseHead: () => void = () => {};
   const headRead = new Promise<void>((resolve) => (releaseHead = resolve));
   let outboxReads = 0;
+  let headReads = 0;
   // Heads are read together (events/sources.ts batchedHeads): `whereIn(...).select(...)`.
   const select = async () => {
+    headReads++;
     await headRead;
     return [{ owner_user_id: user, last_sequence: String(head) }];
   };
@@ -53,8 +55,16 @@ function harness(head: number, stored: number[]) {
   const hub = createEventHub(bus, db, createLogger('silent'));
   const received: string[] = [];
   const listener = { onEvent: (item: StreamEvent) => received.push(item.sequence) > 0 };
-  return { hub, bus, releaseHead, reconnect: () => reconnected(), outboxReads: () => outboxReads, received, listener };
+  return { hub, bus, releaseHead, reconnect: () => reconnected(), outboxReads: () => outboxReads, headReads: () => headReads, received, listener };
 }
+
+/** A listener of its own, for a second stream of the same user. */
+function recorder() {
+  const received: string[] = [];
+  return { received, listener: { onEvent: (item: StreamEvent) => received.push(item.sequence) > 0 } };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 const message = (sequence: number) => JSON.stringify({ ...row(sequence), type: 'transaction.pending_freeze', data: {}, created_at: new Date(0).toISOString() });
 
@@ -102,4 +112,43 @@ describe("a user's stream opened without Last-Event-ID", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(received).toEqual([]);
   });
+
+  it("starts beside an up-to-date stream of the same user at that stream's position, without reading the head", async () => {
+    const { hub, bus, releaseHead, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
+    releaseHead();
+    const first = await opening;
+    await bus.publish(eventsChannel, message(6));
+    await settle();
+    const second = recorder();
+    const subscription = await hub.subscribe({ kind: 'user', userId: user }, {}, second.listener);
+    expect(headReads()).toBe(1);
+    await bus.publish(eventsChannel, message(7));
+    await settle();
+    // Event 6 came before the second stream opened: only the first has it.
+    expect(received).toEqual(['6', '7']);
+    expect(second.received).toEqual(['7']);
+    first.close();
+    subscription.close();
+    await hub.stop();
+  });
+
+  it('reads the head beside a stream of the same user that waits for a gap to be filled', async () => {
+    // Events 6 and 7 are not in the outbox yet: the first stream holds 8 until they are.
+    const { hub, bus, releaseHead, headReads, outboxReads, listener } = harness(5, [1, 2, 3, 4, 5]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
+    releaseHead();
+    const first = await opening;
+    await bus.publish(eventsChannel, message(8));
+    await expect.poll(() => outboxReads()).toBeGreaterThan(0);
+    await settle();
+    const second = await hub.subscribe({ kind: 'user', userId: user }, {}, recorder().listener);
+    expect(headReads()).toBe(2);
+    first.close();
+    second.close();
+    await hub.stop();
+  });
 });
+

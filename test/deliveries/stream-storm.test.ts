@@ -118,4 +118,42 @@ describe('streams opening at once', () => {
     for (const stream of firstStreams!) expect(stream.received.map((event) => [event.id, event.data.transaction_id])).toEqual([['4', firstNext.id]]);
     for (const stream of secondStreams!) expect(stream.received.map((event) => [event.id, event.data.transaction_id])).toEqual([['2', secondNext.id]]);
   });
+
 });
+
+/**
+ * A stream opened beside another of the same user on this instance starts at that stream's
+ * position when it is up to date, instead of reading the head (events/hub.ts startOf): it must
+ * still get exactly the events after it opened.
+ */
+describe('a stream opened beside another stream of the same user', () => {
+  it('starts after the last event the other stream got, and gets the next one', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const headers = await freshCredentials(buyer);
+    const [first] = await openStreams(1, headers, randomUUID());
+    const seen = await buy(test, buyer, capability.id);
+    await until(() => first!.received.length === 1);
+    const [second] = await openStreams(1, headers, randomUUID());
+    const next = await buy(test, buyer, capability.id);
+    await until(() => first!.received.length === 2 && second!.received.length > 0);
+    expect(first!.received.map((event) => [event.id, event.data.transaction_id])).toEqual([
+      ['1', seen.id],
+      ['2', next.id],
+    ]);
+    expect(second!.received.map((event) => [event.id, event.data.transaction_id])).toEqual([['2', next.id]]);
+  });
+
+  it('beside a stream resumed at a Last-Event-ID beyond the head, still starts at the head', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    await buy(test, buyer, capability.id);
+    const headers = await freshCredentials(buyer);
+    // A client may name any sequence; this one is far past the user's one event.
+    const [ahead] = await openStreams(1, { ...headers, 'Last-Event-ID': '1000' }, randomUUID());
+    const [fromNow] = await openStreams(1, headers, randomUUID());
+    const next = await buy(test, buyer, capability.id);
+    await until(() => fromNow!.received.length > 0);
+    expect(fromNow!.received.map((event) => [event.id, event.data.transaction_id])).toEqual([['2', next.id]]);
+    expect(ahead!.received).toEqual([]);
+  });
+});
+
