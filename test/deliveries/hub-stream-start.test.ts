@@ -151,4 +151,3 @@ describe("a user's stream opened without Last-Event-ID", () => {
     await hub.stop();
   });
 });
-

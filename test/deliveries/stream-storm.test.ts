@@ -118,7 +118,6 @@ describe('streams opening at once', () => {
     for (const stream of firstStreams!) expect(stream.received.map((event) => [event.id, event.data.transaction_id])).toEqual([['4', firstNext.id]]);
     for (const stream of secondStreams!) expect(stream.received.map((event) => [event.id, event.data.transaction_id])).toEqual([['2', secondNext.id]]);
   });
-
 });
 
 /**
@@ -156,4 +155,3 @@ describe('a stream opened beside another stream of the same user', () => {
     expect(ahead!.received).toEqual([]);
   });
 });
-
