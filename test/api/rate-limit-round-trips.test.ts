@@ -5,8 +5,8 @@ import { startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts
 /**
  * What a request's rate-limit buckets cost in Redis round trips, counted as the writes the shared
  * connection makes to its socket while one request is admitted. A write's buckets (exact) cost one
- * round trip together (issue 15 point 10), not one each; a read's (reconciled, issue 30 point 2)
- * none on the request's way: the tokens reach Redis afterwards, every key in one write. Needs
+ * round trip together (issue 15 point 10), not one each; a read's and a stream open's (reconciled,
+ * issue 30 point 2) none on the request's way: the tokens reach Redis afterwards, every key in one write. Needs
  * Redis, which the run on real backends (CI) has.
  */
 describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate limits on Redis', () => {
@@ -56,5 +56,19 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
     const redis = test.runtime.bus.shared!.redis;
     expect(await redis.get(`${keyPrefix}rate:readsPerCredential:key:${agent.apiKeyId}:${agent.userId}`)).toBe('2');
     expect(await redis.get(`${keyPrefix}rate:readsPerApiKey:api-key:${agent.apiKeyId}`)).toBe('2');
+  });
+
+  it("takes a stream open's two buckets without a round trip, and tells Redis of both in one write afterwards", async () => {
+    const agent = await createAgent(test);
+    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const { admission } = test.runtime.engine;
+    await admission.reconcile();
+    const open = () => admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: '127.0.0.1', principal });
+    expect(await writesDuring(open)).toBe(0);
+    expect(await writesDuring(() => admission.reconcile())).toBe(1);
+    const keyPrefix = test.runtime.bus.shared!.keyPrefix;
+    const redis = test.runtime.bus.shared!.redis;
+    expect(await redis.get(`${keyPrefix}rate:streamOpensPerCredential:key:${agent.apiKeyId}:${agent.userId}`)).toBe('1');
+    expect(await redis.get(`${keyPrefix}rate:streamOpensPerApiKey:api-key:${agent.apiKeyId}`)).toBe('1');
   });
 });

@@ -110,6 +110,8 @@ export const reconciledBucketNames: ReadonlySet<RateLimitName> = new Set<RateLim
   'readsPerApiKey',
   'rpcCallsPerCredential',
   'rpcCallsPerApiKey',
+  'streamOpensPerCredential',
+  'streamOpensPerApiKey',
 ]);
 
 interface Bucket {
