@@ -26,6 +26,11 @@ export interface EventBus {
    * so whatever was published meanwhile must be fetched from the outbox by the caller.
    */
   onReconnect(handler: () => void): void;
+  /**
+   * Whether the subscription connection is up as far as this instance knows: while it is not,
+   * messages published elsewhere are not heard here (the hub lends no stream position then).
+   */
+  listening(): boolean;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -49,6 +54,7 @@ export function createInProcessBus(): EventBus {
     onReconnect() {
       // An in-process bus never loses its connection.
     },
+    listening: () => true,
     async ping() {},
     async close() {
       emitter.removeAllListeners();
@@ -121,6 +127,7 @@ export function createRedisBus(url: string, channelPrefix = ''): EventBus {
     onReconnect(handler) {
       reconnectHandlers.push(handler);
     },
+    listening: () => subscriber.status === 'ready',
     async ping() {
       await publisher.ping();
     },

@@ -28,6 +28,8 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   const taskHead = batchedHeads(db, 'task_event_streams');
   let stopListening: (() => Promise<void>) | null = null;
   let stopListeningToTasks: (() => Promise<void>) | null = null;
+  /** Set from the bus's reconnection until its second catch-up: no stream position is lent meanwhile. */
+  let lendingPaused = false;
 
   /** Hands the event at `position` of stream `key` to its subscribers here, wrapped once for all of them. */
   function deliver<E>(index: Map<string, Set<Subscriber<E>>>, key: string, event: E, position: string | number) {
@@ -108,8 +110,14 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
     stopListeningToTasks = await bus.subscribe(taskEventsChannel, onTaskMessage, { ownAtOnce: true });
     bus.onReconnect(() => {
       log.info('event bus reconnected; subscribers catch up from the outbox');
+      // Until the second catch-up is under way a stream's position may lack what the bus lost,
+      // so none is lent (startOf); the catch-ups then keep each stream busy until it is whole.
+      lendingPaused = true;
       catchUpEveryone();
-      setTimeout(catchUpEveryone, limits.busReconnectSecondCatchUpMs).unref();
+      setTimeout(() => {
+        lendingPaused = false;
+        catchUpEveryone();
+      }, limits.busReconnectSecondCatchUpMs).unref();
     });
   }
 
@@ -171,16 +179,20 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
 
   /**
    * Where a stream opened without Last-Event-ID starts. Beside a stream of the same user that is
-   * up to date here (nothing pending, nothing being fetched), at that stream's position: every
-   * event after it reaches this instance's subscribers of the user from now on, and what it has
-   * seen was committed, so the position is at or before the head; at worst the new stream also
-   * gets an event committed a moment before it opened and not yet heard here, as if it had opened
-   * that moment earlier. Nothing is read then, and the stream opens within the request's own
-   * turn: in a storm of opens (clients reconnecting) a read per stream kept every request's
-   * garbage waiting into the old generation (docs/benchmark-history.md, "seventeenth session").
-   * Otherwise at the head, read from the database with the others asked at the same moment.
+   * up to date here (nothing pending, nothing being fetched), at that stream's position, with no
+   * read: the stream then opens within its request's own turn, where in a storm of opens (clients
+   * reconnecting) a read per stream kept every request's garbage waiting into the old generation
+   * (docs/benchmark-history.md, "seventeenth session"). Every event after that position reaches
+   * this instance's subscribers of the user from now on, and what the sibling has seen was
+   * committed, so the position is at or before the head. At worst the new stream also gets an
+   * event committed before it opened and not yet heard here, as if it had opened that much
+   * earlier: a moment, or the few seconds until the relay publishes what a crashed instance had
+   * committed. While the bus is down, and from its return until its second catch-up, a sibling
+   * may lack what the bus lost, so no position is lent. Otherwise the stream starts at the head,
+   * read from the database with the others asked at the same moment.
    */
   function startOf<E>(channel: SubscriberChannel<E>, key: string, readHead: (key: string) => Promise<bigint>): Promise<bigint> | (() => Promise<bigint>) {
+    if (lendingPaused || !bus.listening()) return () => readHead(key);
     for (const subscriber of channel.index.get(key) ?? []) {
       // A placeholder (a stream still opening) is not a Subscriber and has no position yet.
       const position = subscriber instanceof Subscriber ? subscriber.upToDatePosition : null;

@@ -4,6 +4,7 @@ import { createInProcessBus, type EventBus } from '../../src/events/bus.ts';
 import { createEventHub } from '../../src/events/hub.ts';
 import { eventsChannel } from '../../src/events/publisher.ts';
 import type { StreamEvent } from '../../src/events/stream-types.ts';
+import { limits } from '../../src/limits.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { OutboxRow } from '../../src/store/outbox.ts';
 
@@ -32,6 +33,8 @@ function row(sequence: number): OutboxRow {
 }
 
 function harness(head: number, stored: number[]) {
+  /** What the database holds; a test may commit more "on another instance" (not published here). */
+  const committed = { head, stored };
   let releaseHead: () => void = () => {};
   const headRead = new Promise<void>((resolve) => (releaseHead = resolve));
   let outboxReads = 0;
@@ -40,22 +43,27 @@ function harness(head: number, stored: number[]) {
   const select = async () => {
     headReads++;
     await headRead;
-    return [{ owner_user_id: user, last_sequence: String(head) }];
+    return [{ owner_user_id: user, last_sequence: String(committed.head) }];
   };
   const db = Object.assign(() => ({ whereIn: () => ({ select }) }), {
     raw: async (_sql: string, bindings: unknown[]) => {
       outboxReads++;
       const after = Number(bindings[1]);
-      return { rows: stored.filter((sequence) => sequence > after).map(row) };
+      return { rows: committed.stored.filter((sequence) => sequence > after).map(row) };
     },
   }) as unknown as Database;
   const inner = createInProcessBus();
   let reconnected: () => void = () => {};
-  const bus: EventBus = { ...inner, onReconnect: (handler) => (reconnected = handler) };
+  const connection = { up: true };
+  const bus: EventBus = { ...inner, onReconnect: (handler) => (reconnected = handler), listening: () => connection.up };
   const hub = createEventHub(bus, db, createLogger('silent'));
   const received: string[] = [];
   const listener = { onEvent: (item: StreamEvent) => received.push(item.sequence) > 0 };
-  return { hub, bus, releaseHead, reconnect: () => reconnected(), outboxReads: () => outboxReads, headReads: () => headReads, received, listener };
+  const reconnect = () => {
+    connection.up = true;
+    reconnected();
+  };
+  return { hub, bus, committed, connection, releaseHead, reconnect, outboxReads: () => outboxReads, headReads: () => headReads, received, listener };
 }
 
 /** A listener of its own, for a second stream of the same user. */
@@ -148,6 +156,43 @@ describe("a user's stream opened without Last-Event-ID", () => {
     expect(headReads()).toBe(2);
     first.close();
     second.close();
+    await hub.stop();
+  });
+
+  it('reads the head while the bus is down, and from its return until its second catch-up', async () => {
+    const { hub, bus, committed, connection, releaseHead, reconnect, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
+    releaseHead();
+    const first = await opening;
+    // The bus goes down, and another instance commits 6 to 8: nobody here hears of them.
+    connection.up = false;
+    committed.stored.push(6, 7, 8);
+    committed.head = 8;
+    const whileDown = recorder();
+    const streams = [first, await hub.subscribe({ kind: 'user', userId: user }, {}, whileDown.listener)];
+    expect(headReads()).toBe(2);
+    reconnect();
+    // The first stream gets what the bus lost from the outbox; the second started after it.
+    await expect.poll(() => received).toEqual(['6', '7', '8']);
+    // Event 9 falls between the reconnection and the resubscription, and is lost too: until the
+    // second catch-up, the first stream's position (8) is not lent.
+    committed.stored.push(9);
+    committed.head = 9;
+    const justBack = recorder();
+    streams.push(await hub.subscribe({ kind: 'user', userId: user }, {}, justBack.listener));
+    expect(headReads()).toBe(3);
+    await new Promise((resolve) => setTimeout(resolve, limits.busReconnectSecondCatchUpMs + 100));
+    expect(received).toEqual(['6', '7', '8', '9']);
+    const afterCatchUp = recorder();
+    streams.push(await hub.subscribe({ kind: 'user', userId: user }, {}, afterCatchUp.listener));
+    expect(headReads()).toBe(3);
+    await bus.publish(eventsChannel, message(10));
+    await settle();
+    expect(received).toEqual(['6', '7', '8', '9', '10']);
+    expect(whileDown.received).toEqual(['9', '10']);
+    for (const stream of [justBack, afterCatchUp]) expect(stream.received).toEqual(['10']);
+    for (const stream of streams) stream.close();
     await hub.stop();
   });
 });
