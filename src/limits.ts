@@ -227,6 +227,11 @@ export const limits = {
     /** Stream opens (REST SSE, JSON-RPC SSE, WebSocket subscriptions) by credential. */
     streamOpensPerCredential: { requests: 120, windowSeconds: 60 },
     /**
+     * Drafts streamed by POST /skills/ai-create and /tasks/ai-create, by credential: each may be
+     * a paid language-model call, so this bucket stays exact where stream opens are reconciled.
+     */
+    aiDraftsPerCredential: { requests: 120, windowSeconds: 60 },
+    /**
      * The same, for all the users of one API key together (ten times a credential's): an
      * auto-provisioning key gets a new credential with every new user id.
      */
@@ -234,6 +239,7 @@ export const limits = {
     writesPerApiKey: { requests: 6_000, windowSeconds: 60 },
     rpcCallsPerApiKey: { requests: 12_000, windowSeconds: 60 },
     streamOpensPerApiKey: { requests: 1_200, windowSeconds: 60 },
+    aiDraftsPerApiKey: { requests: 1_200, windowSeconds: 60 },
     /** Device authorization requests a client address may start (each is a row until it expires). */
     deviceAuthorizationsPerAddress: { requests: 60, windowSeconds: 3_600 },
     /**

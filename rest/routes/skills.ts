@@ -5,7 +5,8 @@ import { renderOutcome } from '../idempotency.ts';
 import { route } from '../route.ts';
 
 const base = '/api/v1/skills';
-const streamLimits = ['streamOpensPerCredential', 'streamOpensPerApiKey'] as const;
+/** A draft may be a paid model call: its own exact buckets, not the reconciled stream-open ones. */
+const draftLimits = ['aiDraftsPerCredential', 'aiDraftsPerApiKey'] as const;
 
 /** The same route at both of the specification's spellings of the collection (with and without the slash). */
 const bothSpellings = <T>(make: (path: string) => T) => [make(`${base}/`), make(base)];
@@ -57,7 +58,7 @@ export const skillRoutes = (engine: Engine) => [
     path: `${base}/ai-create`,
     tag: 'skills',
     auth: 'user',
-    rateLimits: streamLimits,
+    rateLimits: draftLimits,
     rawResponse: { contentType: 'text/event-stream' },
     summary: 'Draft a skill from a short prompt, streamed over SSE (progress, field or delta events, then draft or error); nothing is stored',
     body: schemas.aiCreateBody,

@@ -62,7 +62,8 @@ export const taskRoutes = (engine: Engine) => [
     path: `${base}/ai-create`,
     tag: 'tasks',
     auth: 'user',
-    rateLimits: ['streamOpensPerCredential', 'streamOpensPerApiKey'],
+    // A draft may be a paid model call: its own exact buckets, not the reconciled stream-open ones.
+    rateLimits: ['aiDraftsPerCredential', 'aiDraftsPerApiKey'],
     rawResponse: { contentType: 'text/event-stream' },
     summary: 'Draft a task from a short prompt, streamed over SSE (progress, field or delta events, then draft or error); nothing is stored',
     body: schemas.taskAiCreateBody,

@@ -71,4 +71,13 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
     expect(await redis.get(`${keyPrefix}rate:streamOpensPerCredential:key:${agent.apiKeyId}:${agent.userId}`)).toBe('1');
     expect(await redis.get(`${keyPrefix}rate:streamOpensPerApiKey:api-key:${agent.apiKeyId}`)).toBe('1');
   });
+
+  it("takes an ai-create draft's two buckets (exact: each may be a paid model call) in one round trip", async () => {
+    const agent = await createAgent(test);
+    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const draft = () => test.runtime.engine.admission.consume(['aiDraftsPerCredential', 'aiDraftsPerApiKey'], { address: '127.0.0.1', principal });
+    expect(await writesDuring(draft)).toBe(1);
+    const keyPrefix = test.runtime.bus.shared!.keyPrefix;
+    expect(await test.runtime.bus.shared!.redis.get(`${keyPrefix}rate:aiDraftsPerCredential:key:${agent.apiKeyId}:${agent.userId}`)).toBe('1');
+  });
 });

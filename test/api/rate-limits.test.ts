@@ -285,3 +285,34 @@ describe('the buckets of one API key, shared by all its users', () => {
     expect(codes).toEqual([200, 200, 429]);
   });
 });
+
+describe('ai-create drafts', () => {
+  /** Opens the caller's transaction stream and hangs up at once; its HTTP status. */
+  const openStream = async (test: TestApp, headers: Record<string, string>) =>
+    (
+      await test.http
+        .get('/api/v1/transactions/events')
+        .set(headers)
+        .timeout({ response: 5_000 })
+        .ok(() => true)
+        .buffer(false)
+        .parse((stream, done) => {
+          (stream as unknown as { destroy(): void }).destroy();
+          done(null, null);
+        })
+    ).status;
+
+  it('count in buckets of their own (each may be a paid model call), apart from stream opens', async () => {
+    const test = await app({ RATE_LIMIT_AI_DRAFTS_PER_CREDENTIAL: '1/60', RATE_LIMIT_STREAM_OPENS_PER_CREDENTIAL: '1/60' });
+    const agent = await createAgent(test);
+    const draft = await test.http.post('/api/v1/tasks/ai-create').set(agent.headers).send({ prompt: 'Translate a contract into Chinese' }).buffer(true);
+    expect(draft.status).toBe(200);
+    expect(draft.text).toContain('event: draft');
+    const over = await test.http.post('/api/v1/skills/ai-create').set(agent.headers).send({ prompt: 'Logos for bakeries' });
+    expect(over.status).toBe(429);
+    expect(over.body).toMatchObject({ code: 4290, data: { detail: 'rate limit aiDraftsPerCredential reached' } });
+    // The draft took nothing from the stream opens, which have their own one.
+    expect(await openStream(test, agent.headers)).toBe(200);
+    expect(await openStream(test, agent.headers)).toBe(429);
+  });
+});
