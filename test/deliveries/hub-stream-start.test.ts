@@ -34,7 +34,7 @@ function row(sequence: number): OutboxRow {
 
 function harness(head: number, stored: number[]) {
   /** What the database holds; a test may commit more "on another instance" (not published here). */
-  const committed = { head, stored };
+  const committed = { head, stored, outboxRead: Promise.resolve() };
   let releaseHead: () => void = () => {};
   const headRead = new Promise<void>((resolve) => (releaseHead = resolve));
   let outboxReads = 0;
@@ -45,9 +45,12 @@ function harness(head: number, stored: number[]) {
     await headRead;
     return [{ owner_user_id: user, last_sequence: String(committed.head) }];
   };
-  const db = Object.assign(() => ({ whereIn: () => ({ select }) }), {
+  // One stream's own head read (a resumed stream that found nothing after its position): `where(...).first(...)`.
+  const first = async () => ({ last_sequence: String(committed.head) });
+  const db = Object.assign(() => ({ whereIn: () => ({ select }), where: () => ({ first }) }), {
     raw: async (_sql: string, bindings: unknown[]) => {
       outboxReads++;
+      await committed.outboxRead;
       const after = Number(bindings[1]);
       return { rows: committed.stored.filter((sequence) => sequence > after).map(row) };
     },
@@ -193,6 +196,66 @@ describe("a user's stream opened without Last-Event-ID", () => {
     expect(whileDown.received).toEqual(['9', '10']);
     for (const stream of [justBack, afterCatchUp]) expect(stream.received).toEqual(['10']);
     for (const stream of streams) stream.close();
+    await hub.stop();
+  });
+
+  it('lends the head a stream started at before any event reached it', async () => {
+    const { hub, releaseHead, headReads } = harness(5, [1, 2, 3, 4, 5]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, recorder().listener);
+    releaseHead();
+    const first = await opening;
+    const second = await hub.subscribe({ kind: 'user', userId: user }, {}, recorder().listener);
+    expect(headReads()).toBe(1);
+    first.close();
+    second.close();
+    await hub.stop();
+  });
+
+  it('reads the head beside a stream still fetching what the bus lost after the catch-ups began', async () => {
+    const { hub, bus, committed, releaseHead, reconnect, headReads, outboxReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    await hub.start();
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
+    releaseHead();
+    const first = await opening;
+    // The outbox answers slowly: the first stream's catch-up outlasts the pause after reconnection.
+    let answer: () => void = () => {};
+    committed.outboxRead = new Promise((resolve) => (answer = resolve));
+    committed.stored.push(6);
+    committed.head = 6;
+    reconnect();
+    await new Promise((resolve) => setTimeout(resolve, limits.busReconnectSecondCatchUpMs + 100));
+    expect(outboxReads()).toBeGreaterThan(0);
+    const second = recorder();
+    const streams = [first, await hub.subscribe({ kind: 'user', userId: user }, {}, second.listener)];
+    expect(headReads()).toBe(2);
+    answer();
+    await expect.poll(() => received).toEqual(['6']);
+    await bus.publish(eventsChannel, message(7));
+    await settle();
+    expect(second.received).toEqual(['7']);
+    for (const stream of streams) stream.close();
+    await hub.stop();
+  });
+
+  it('lends the position a resumed stream moved to when the events after its Last-Event-ID were deleted', async () => {
+    // Events 3 to 5 are gone (the retention job): a stream resumed after 2 goes on from the head.
+    const { hub, headReads } = harness(5, []);
+    await hub.start();
+    const tooOld: string[] = [];
+    const resumed = await hub.subscribe(
+      { kind: 'user', userId: user },
+      { afterSequence: '2' },
+      {
+        ...recorder().listener,
+        onTooOld: (gap: { resumedAfter: string }) => tooOld.push(gap.resumedAfter),
+      },
+    );
+    await expect.poll(() => tooOld).toEqual(['5']);
+    const fromNow = await hub.subscribe({ kind: 'user', userId: user }, {}, recorder().listener);
+    expect(headReads()).toBe(0);
+    resumed.close();
+    fromNow.close();
     await hub.stop();
   });
 });
