@@ -107,14 +107,22 @@ const outageLogIntervalMs = 60_000;
  * instance's memory with no round trip, and reconciled with Redis in the background. Every
  * other bucket is exact: each token is taken in Redis.
  */
-export const reconciledBucketNames: ReadonlySet<RateLimitName> = new Set<RateLimitName>([
+const reconciledNames = [
   'readsPerCredential',
   'readsPerApiKey',
   'rpcCallsPerCredential',
   'rpcCallsPerApiKey',
   'streamOpensPerCredential',
   'streamOpensPerApiKey',
-]);
+] as const satisfies readonly RateLimitName[];
+export const reconciledBucketNames: ReadonlySet<RateLimitName> = new Set<RateLimitName>(reconciledNames);
+
+/**
+ * The buckets every token of which is taken in Redis. Only these may be held, given back or
+ * cleared one by one (underFailureLimits, giveBack): a reconciled bucket's tokens are in this
+ * instance's tally until reconciled, which rate-limiter-flexible's calls would not see.
+ */
+type ExactBucketName = Exclude<RateLimitName, (typeof reconciledNames)[number]>;
 
 interface Bucket {
   shared: RateLimiterAbstract | null;
@@ -174,9 +182,9 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
 
   /** Runs `operation` on each named bucket that is on and applies to the requester. */
   async function eachBucket(
-    names: readonly RateLimitName[],
+    names: readonly ExactBucketName[],
     requester: Requester,
-    operation: (limiter: RateLimiterAbstract, key: string, name: RateLimitName) => Promise<unknown>,
+    operation: (limiter: RateLimiterAbstract, key: string, name: ExactBucketName) => Promise<unknown>,
   ) {
     for (const name of names) {
       // A bucket that is off costs nothing, not even its key (which parses the address).
@@ -238,7 +246,7 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
     throw rateLimited(reason.msBeforeNext, `rate limit ${applying[refusedAt]!.name} reached`);
   }
 
-  const giveBack = (names: readonly RateLimitName[], requester: Requester) => eachBucket(names, requester, (limiter, key) => limiter.reward(key, 1));
+  const giveBack = (names: readonly ExactBucketName[], requester: Requester) => eachBucket(names, requester, (limiter, key) => limiter.reward(key, 1));
 
   /**
    * Runs `check` holding a token of each bucket, so parallel attempts cannot overrun them; a
@@ -246,13 +254,13 @@ export function createAdmission({ bus, config, log }: EngineDependencies) {
    * refuses (4290) before `check`, whatever its answer, and leaves no count behind.
    */
   async function underFailureLimits<T>(
-    names: readonly RateLimitName[],
+    names: readonly ExactBucketName[],
     requester: Requester,
     detail: string,
     check: () => Promise<T>,
     failed: (error: unknown) => boolean,
   ): Promise<T> {
-    const held: RateLimitName[] = [];
+    const held: ExactBucketName[] = [];
     try {
       // The refusing bucket counted the attempt too, so it is held (and given back) like the others.
       await eachBucket(names, requester, async (limiter, key, name) => {
