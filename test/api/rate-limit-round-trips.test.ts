@@ -9,6 +9,14 @@ import { startTestApp, type TestApp, usingRealBackends } from '../helpers/app.ts
  * issue 30 point 2) none on the request's way: the tokens reach Redis afterwards, every key in one write. Needs
  * Redis, which the run on real backends (CI) has.
  */
+/** The principal an agent's API-key credentials resolve to, for admission called directly. */
+const principalOf = (agent: Awaited<ReturnType<typeof createAgent>>) => ({
+  user_id: agent.userId,
+  caller_type: 'agent' as const,
+  platform: null,
+  api_key_id: agent.apiKeyId,
+});
+
 describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate limits on Redis', () => {
   let test: TestApp;
   beforeAll(async () => {
@@ -36,7 +44,7 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
   it("takes an agent write's two buckets (credential and API key) in one round trip", async () => {
     const agent = await createAgent(test);
     await test.http.get('/api/v1/wallet/transactions').set(agent.headers).expect(200);
-    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const principal = principalOf(agent);
     const writes = await writesDuring(() =>
       test.runtime.engine.admission.consume(['writesPerCredential', 'writesPerApiKey'], { address: '127.0.0.1', principal }),
     );
@@ -45,7 +53,7 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
 
   it("takes an agent read's two buckets without a round trip, and tells Redis of both in one write afterwards", async () => {
     const agent = await createAgent(test);
-    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const principal = principalOf(agent);
     const { admission } = test.runtime.engine;
     await admission.reconcile();
     const read = () => admission.consume(['readsPerCredential', 'readsPerApiKey'], { address: '127.0.0.1', principal });
@@ -60,7 +68,7 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
 
   it("takes a stream open's two buckets without a round trip, and tells Redis of both in one write afterwards", async () => {
     const agent = await createAgent(test);
-    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const principal = principalOf(agent);
     const { admission } = test.runtime.engine;
     await admission.reconcile();
     const open = () => admission.consume(['streamOpensPerCredential', 'streamOpensPerApiKey'], { address: '127.0.0.1', principal });
@@ -74,7 +82,7 @@ describe.runIf(usingRealBackends() && Boolean(process.env.TEST_REDIS_URL))('rate
 
   it("takes an ai-create draft's two buckets (exact: each may be a paid model call) in one round trip", async () => {
     const agent = await createAgent(test);
-    const principal = { user_id: agent.userId, caller_type: 'agent' as const, platform: null, api_key_id: agent.apiKeyId };
+    const principal = principalOf(agent);
     const draft = () => test.runtime.engine.admission.consume(['aiDraftsPerCredential', 'aiDraftsPerApiKey'], { address: '127.0.0.1', principal });
     expect(await writesDuring(draft)).toBe(1);
     const keyPrefix = test.runtime.bus.shared!.keyPrefix;

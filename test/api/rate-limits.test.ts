@@ -29,6 +29,22 @@ async function answeredBeforeRefusal(send: () => Promise<{ body: { code: number 
   return max;
 }
 
+/** Opens the caller's transaction stream and hangs up at once; its HTTP status. */
+const openStream = async (test: TestApp, headers: Record<string, string>) =>
+  (
+    await test.http
+      .get('/api/v1/transactions/events')
+      .set(headers)
+      .timeout({ response: 5_000 })
+      .ok(() => true)
+      .buffer(false)
+      .parse((stream, done) => {
+        (stream as unknown as { destroy(): void }).destroy();
+        done(null, null);
+      })
+      .catch((error: { response?: { status: number } }) => error.response ?? { status: 0 })
+  ).status;
+
 describe('login', () => {
   const login = (test: TestApp, address: string, email: string, password: string) =>
     test.http.post('/api/v1/auth/login').set('X-Forwarded-For', address).send({ email, password });
@@ -269,39 +285,13 @@ describe('the buckets of one API key, shared by all its users', () => {
     const users = await usersOfOneKey(test, 3);
     const codes: number[] = [];
     for (const headers of users) {
-      const response = await test.http
-        .get('/api/v1/transactions/events')
-        .set(headers)
-        .timeout({ response: 5_000 })
-        .ok(() => true)
-        .buffer(false)
-        .parse((stream, done) => {
-          (stream as unknown as { destroy(): void }).destroy();
-          done(null, null);
-        })
-        .catch((error: { response?: { status: number } }) => error.response ?? { status: 0 });
-      codes.push(response.status);
+      codes.push(await openStream(test, headers));
     }
     expect(codes).toEqual([200, 200, 429]);
   });
 });
 
 describe('ai-create drafts', () => {
-  /** Opens the caller's transaction stream and hangs up at once; its HTTP status. */
-  const openStream = async (test: TestApp, headers: Record<string, string>) =>
-    (
-      await test.http
-        .get('/api/v1/transactions/events')
-        .set(headers)
-        .timeout({ response: 5_000 })
-        .ok(() => true)
-        .buffer(false)
-        .parse((stream, done) => {
-          (stream as unknown as { destroy(): void }).destroy();
-          done(null, null);
-        })
-    ).status;
-
   it('count in buckets of their own (each may be a paid model call), apart from stream opens', async () => {
     const test = await app({ RATE_LIMIT_AI_DRAFTS_PER_CREDENTIAL: '1/60', RATE_LIMIT_STREAM_OPENS_PER_CREDENTIAL: '1/60' });
     const agent = await createAgent(test);

@@ -62,11 +62,29 @@ function harness(head: number, stored: number[]) {
   const hub = createEventHub(bus, db, createLogger('silent'));
   const received: string[] = [];
   const listener = { onEvent: (item: StreamEvent) => received.push(item.sequence) > 0 };
+  /** A user's stream opened from the head, the head read let through. */
+  const openAtHead = async (onEvent: typeof listener = listener) => {
+    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, onEvent);
+    releaseHead();
+    return opening;
+  };
   const reconnect = () => {
     connection.up = true;
     reconnected();
   };
-  return { hub, bus, committed, connection, releaseHead, reconnect, outboxReads: () => outboxReads, headReads: () => headReads, received, listener };
+  return {
+    hub,
+    bus,
+    committed,
+    connection,
+    releaseHead,
+    openAtHead,
+    reconnect,
+    outboxReads: () => outboxReads,
+    headReads: () => headReads,
+    received,
+    listener,
+  };
 }
 
 /** A listener of its own, for a second stream of the same user. */
@@ -125,11 +143,9 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it("starts beside an up-to-date stream of the same user at that stream's position, without reading the head", async () => {
-    const { hub, bus, releaseHead, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, openAtHead, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
-    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
-    releaseHead();
-    const first = await opening;
+    const first = await openAtHead();
     await bus.publish(eventsChannel, message(6));
     await settle();
     const second = recorder();
@@ -147,11 +163,9 @@ describe("a user's stream opened without Last-Event-ID", () => {
 
   it('reads the head beside a stream of the same user that waits for a gap to be filled', async () => {
     // Events 6 and 7 are not in the outbox yet: the first stream holds 8 until they are.
-    const { hub, bus, releaseHead, headReads, outboxReads, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, openAtHead, headReads, outboxReads, listener } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
-    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
-    releaseHead();
-    const first = await opening;
+    const first = await openAtHead();
     await bus.publish(eventsChannel, message(8));
     await expect.poll(() => outboxReads()).toBeGreaterThan(0);
     await settle();
@@ -163,11 +177,9 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it('reads the head while the bus is down, and from its return until its second catch-up', async () => {
-    const { hub, bus, committed, connection, releaseHead, reconnect, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, committed, connection, openAtHead, reconnect, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
-    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
-    releaseHead();
-    const first = await opening;
+    const first = await openAtHead();
     // The bus goes down, and another instance commits 6 to 8: nobody here hears of them.
     connection.up = false;
     committed.stored.push(6, 7, 8);
@@ -200,11 +212,9 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it('lends the head a stream started at before any event reached it', async () => {
-    const { hub, releaseHead, headReads } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, openAtHead, headReads } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
-    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, recorder().listener);
-    releaseHead();
-    const first = await opening;
+    const first = await openAtHead(recorder().listener);
     const second = await hub.subscribe({ kind: 'user', userId: user }, {}, recorder().listener);
     expect(headReads()).toBe(1);
     first.close();
@@ -213,11 +223,9 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it('reads the head beside a stream still fetching what the bus lost after the catch-ups began', async () => {
-    const { hub, bus, committed, releaseHead, reconnect, headReads, outboxReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, committed, openAtHead, reconnect, headReads, outboxReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
-    const opening = hub.subscribe({ kind: 'user', userId: user }, {}, listener);
-    releaseHead();
-    const first = await opening;
+    const first = await openAtHead();
     // The outbox answers slowly: the first stream's catch-up outlasts the pause after reconnection.
     let answer: () => void = () => {};
     committed.outboxRead = new Promise((resolve) => (answer = resolve));
