@@ -1,6 +1,6 @@
 import { limits } from '../src/limits.ts';
 import type { JSONRPCID, JSONRPCRequest, JSONRPCResponse } from 'json-rpc-2.0';
-import { errorResponse, invalidRequest, rpcCodes, unsupportedOperation } from './errors.ts';
+import { answersInV10, errorResponse, invalidRequest, rpcCodes, unsupportedOperation } from './errors.ts';
 import type { RpcContext } from './context.ts';
 import type { RpcServer } from './methods.ts';
 import { streamingMethods } from './methods.ts';
@@ -47,10 +47,10 @@ export function createDispatcher(server: RpcServer) {
       return errorResponse(idOf(entry), { code, message, data });
     }
     const request = entry as JSONRPCRequest;
+    const v10 = answersInV10(request.method, context.headerGeneration);
     if (inBatch && !options.streamsInBatch && streamingMethods.has(request.method)) {
       if (request.id === undefined) return null;
-      const error = unsupportedOperation(`${request.method} streams its answer and cannot be part of a batch; send it alone`);
-      return errorResponse(request.id, { code: error.code, message: error.message, data: error.data });
+      return server.errorOf(request.id, unsupportedOperation(`${request.method} streams its answer and cannot be part of a batch; send it alone`), v10);
     }
     // A call (not a notification) of a known method is answered here as the library would
     // answer it, without its layers of promises (about a twentieth of a read's time); anything
@@ -60,7 +60,7 @@ export function createDispatcher(server: RpcServer) {
     try {
       return { jsonrpc: '2.0', id: request.id!, result: (await method(request.params, context)) ?? null };
     } catch (error) {
-      return server.errorOf(request.id!, error);
+      return server.errorOf(request.id!, error, v10);
     }
   }
 

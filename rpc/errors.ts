@@ -1,6 +1,7 @@
 import type { JSONRPCErrorResponse, JSONRPCID } from 'json-rpc-2.0';
 import { AppError, errorBody, toAppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
+import { type Generation, hasEnded } from './shapes.ts';
 
 /**
  * Every failure becomes one JSON-RPC error object. Marketplace errors keep the code the error
@@ -63,8 +64,69 @@ export function asNotCancelable(error: unknown): unknown {
   return new RpcError(rpcCodes.taskNotCancelable, error.detail ?? 'Task cannot be canceled', errorBody(error) as unknown as Record<string, unknown>);
 }
 
+/**
+ * A2A v1.0: a message to a task in a terminal state is UnsupportedOperationError (-32004,
+ * specification 3.1.1), still carrying the 4090 details. Other 4090s (an action the task's state
+ * does not allow yet) stay 4090.
+ */
+export function asEndedTaskRefusal(error: unknown): unknown {
+  if (!(error instanceof AppError) || error.errorName !== 'invalid_state_transition') return error;
+  const status = error.data?.status;
+  if (typeof status !== 'string' || !hasEnded(status)) return error;
+  return new RpcError(rpcCodes.unsupportedOperation, error.detail ?? 'the task has ended', errorBody(error) as unknown as Record<string, unknown>);
+}
+
+/** A2A v1.0's errors by JSON-RPC code (specification 5.4), named as google.rpc.ErrorInfo's reason. */
+const a2aReasons = new Map<number, string>([
+  [-32001, 'TASK_NOT_FOUND'],
+  [-32002, 'TASK_NOT_CANCELABLE'],
+  [-32003, 'PUSH_NOTIFICATION_NOT_SUPPORTED'],
+  [-32004, 'UNSUPPORTED_OPERATION'],
+  [-32005, 'CONTENT_TYPE_NOT_SUPPORTED'],
+  [-32006, 'INVALID_AGENT_RESPONSE'],
+  [-32007, 'EXTENDED_AGENT_CARD_NOT_CONFIGURED'],
+  [-32008, 'EXTENSION_SUPPORT_REQUIRED'],
+  [-32009, 'VERSION_NOT_SUPPORTED'],
+]);
+
+/** ErrorInfo's metadata is a map of strings: the scalar fields of what the error carried. */
+function metadataOf(data: unknown): Record<string, string> {
+  if (typeof data !== 'object' || data === null) return {};
+  const scalars = Object.entries(data).filter(([, value]) => ['string', 'number', 'boolean'].includes(typeof value));
+  return Object.fromEntries(scalars.map(([key, value]) => [key, String(value)]));
+}
+
+/**
+ * An A2A error as v1.0 renders it (specification 9.5): `data` is an array of google.protobuf.Any
+ * in ProtoJSON, first a google.rpc.ErrorInfo (reason, domain "a2a-protocol.org"), then what the
+ * error carried before (the marketplace envelope `{code, message, data}`) as a Struct, so a
+ * client still finds the marketplace code. Errors outside A2A's own codes are left as they are.
+ */
+export function inV10Shape(error: RpcErrorObject): RpcErrorObject {
+  const reason = a2aReasons.get(error.code);
+  if (reason === undefined) return error;
+  const metadata = metadataOf(error.data);
+  const info = {
+    '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+    reason,
+    domain: 'a2a-protocol.org',
+    ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+  };
+  const carried = error.data === undefined ? [] : [{ '@type': 'type.googleapis.com/google.protobuf.Struct', value: error.data }];
+  return { ...error, data: [info, ...carried] };
+}
+
 export function fromAppError(error: AppError): RpcErrorObject {
   return { code: error.rpcCode, message: error.detail ?? error.errorName, data: errorBody(error) };
+}
+
+/** A call answers in v1.0's shapes when its method is a v1.0 name (PascalCase) or its A2A-Version header asks for 1.0. */
+export const answersInV10 = (method: string, headerGeneration: Generation) => /^[A-Z]/.test(method) || headerGeneration === 'v1.0';
+
+/** toRpcError, in v1.0's error shape when `v10` (inV10Shape). */
+export function toRpcErrorIn(v10: boolean, error: unknown, log: Logger): RpcErrorObject {
+  const rendered = toRpcError(error, log);
+  return v10 ? inV10Shape(rendered) : rendered;
 }
 
 export function toRpcError(error: unknown, log: Logger): RpcErrorObject {

@@ -9,7 +9,7 @@ import type { Logger } from '../src/logger.ts';
 import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts';
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
-import { errorResponse, fromAppError, parseErrorResponse, toRpcError } from './errors.ts';
+import { errorResponse, fromAppError, parseErrorResponse, toRpcError, toRpcErrorIn } from './errors.ts';
 import type { RpcContext } from './context.ts';
 import { streamingMethods } from './methods.ts';
 import { generationOfHeader } from './shapes.ts';
@@ -219,7 +219,7 @@ async function streamOverSse(
     });
   } catch (error) {
     release();
-    return answer(errorResponse(id, toRpcError(error, context.log ?? engine.dependencies.log)));
+    return answer(errorResponse(id, toRpcErrorIn(start.generation === 'v1.0', error, context.log ?? engine.dependencies.log)));
   }
   sse = openSse(response, () => {
     release();

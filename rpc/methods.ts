@@ -1,8 +1,9 @@
 import { type JSONRPCID, JSONRPCServer } from 'json-rpc-2.0';
+import type { A2ATask } from '../src/engine/a2a/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import type { RpcContext } from './context.ts';
-import { DecoratedError, RpcError, asNotCancelable, errorResponse, toRpcError, unsupportedOperation } from './errors.ts';
+import { DecoratedError, RpcError, asEndedTaskRefusal, asNotCancelable, errorResponse, toRpcErrorIn, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
@@ -10,6 +11,7 @@ import type { Generation } from './shapes.ts';
 import { listTasks } from './list-tasks.ts';
 import { ensureInlineRoom, type PushConfigGiven, pushMethods, registerInline } from './push.ts';
 import { StreamStart } from './task-stream.ts';
+import { hasEnded } from './shapes.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
 export const streamingMethods: ReadonlySet<string> = new Set([
@@ -79,14 +81,25 @@ async function withBudgetLeft<T>(engine: Engine, context: RpcContext, rendered: 
   return rendered;
 }
 
+/** A send, where v1.0 answers a message to an ended task with UnsupportedOperationError (asEndedTaskRefusal). */
+async function sendIn(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration, streaming: boolean) {
+  if (generation !== 'v1.0') return send(engine, params, context, generation, streaming);
+  return send(engine, params, context, generation, streaming).catch((error: unknown) => {
+    throw asEndedTaskRefusal(error);
+  });
+}
+
+/** Whether a task is in one of A2A's terminal states: its transaction's, or before a pick its conversation's. */
+const taskHasEnded = (task: A2ATask) => hasEnded(task.transaction?.status ?? task.conversation?.status ?? '');
+
 function sendMethods(engine: Engine, generation: SendGeneration): [Method, Method] {
   const plain: Method = async (params, context) => {
-    const { task, name, historyLength } = await send(engine, params, context, generation, false);
+    const { task, name, historyLength } = await sendIn(engine, params, context, generation, false);
     const rendered = await withBudgetLeft(engine, context, renderTask(task, generation, name, { historyLength }));
     return generation === 'v1.0' ? { task: rendered } : rendered;
   };
   const streaming: Method = async (params, context) => {
-    const { task, name, historyLength } = await send(engine, params, context, generation, true);
+    const { task, name, historyLength } = await sendIn(engine, params, context, generation, true);
     // The first event carries what is left of the key's budget, as the answer of a plain send does.
     return new StreamStart(name, generation, task, { historyLength }, await engine.agentBudgets.left(context.principal));
   };
@@ -109,6 +122,12 @@ function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel:
     },
     subscribe: async (params, context) => {
       const { task, name, historyLength } = await lookUp(engine, params, context);
+      // v1.0's SubscribeToTask refuses a task that has ended (specification 3.1.6); the older
+      // resubscribe answers it with its one final event, as those generations' clients expect.
+      if (fixed === 'v1.0' && taskHasEnded(task))
+        throw unsupportedOperation(
+          `the task has ended (${task.transaction?.status ?? task.conversation?.status}): there is nothing to subscribe to; GetTask reads it`,
+        );
       return new StreamStart(name, fixed ?? context.headerGeneration, task, { historyLength });
     },
   };
@@ -162,8 +181,9 @@ export function createMethods(engine: Engine): Record<string, Method> {
 export function createRpcServer(engine: Engine) {
   const server = new JSONRPCServer<RpcContext>({ errorListener: () => {} });
   const { log } = engine.dependencies;
-  const errorOf = (id: JSONRPCID, error: unknown) => errorResponse(id, toRpcError(error, log));
-  server.mapErrorToJSONRPCErrorResponse = errorOf;
+  /** A failure as its JSON-RPC error, in v1.0's shape for a v1.0 call (rpc/errors.ts inV10Shape). */
+  const errorOf = (id: JSONRPCID, error: unknown, v10 = false) => errorResponse(id, toRpcErrorIn(v10, error, log));
+  server.mapErrorToJSONRPCErrorResponse = (id, error) => errorOf(id, error);
   // An unexpected error is logged here, where the exchange's own logger is known, and goes on as
   // the generic 5000 that mapErrorToJSONRPCErrorResponse renders.
   const logged =

@@ -60,6 +60,17 @@ export const a2aState = (status: TransactionStatus, generation: Generation) => s
 
 export const conversationState = (phase: OpenPhase, generation: Generation) => spelled(stateOfPhase[phase], generation);
 
+const endedStates: ReadonlySet<A2AState> = new Set(['completed', 'canceled', 'rejected', 'failed']);
+
+/**
+ * Whether a transaction status or conversation phase is one of A2A's terminal states (completed,
+ * canceled, rejected, failed): such a task takes no more messages nor subscriptions.
+ */
+export function hasEnded(status: string): boolean {
+  if (Object.hasOwn(stateOfStatus, status)) return endedStates.has(stateOfStatus[status as TransactionStatus]);
+  return Object.hasOwn(stateOfPhase, status) && endedStates.has(stateOfPhase[status as OpenPhase]);
+}
+
 /** A stream ends once the task waits for the buyer (input-required) or can no longer change. */
 export const closesStream = (status: TransactionStatus) => !['submitted', 'working'].includes(stateOfStatus[status]);
 

@@ -11,7 +11,7 @@ import type { Logger } from '../src/logger.ts';
 import { AppError } from '../src/errors.ts';
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
-import { errorResponse, parseErrorResponse, toRpcError } from './errors.ts';
+import { errorResponse, parseErrorResponse, toRpcError, toRpcErrorIn } from './errors.ts';
 import { authenticateHeaders } from './http.ts';
 import { compileTrustProxy, peerAddress } from '../rest/client-address.ts';
 import type { RpcContext } from './context.ts';
@@ -257,7 +257,7 @@ class RpcSockets {
         opened.push(subscription);
         return { jsonrpc: '2.0', id: response.id, result: { subscription: subscription.id } };
       } catch (error) {
-        return errorResponse(response.id, toRpcError(error, this.log));
+        return errorResponse(response.id, toRpcErrorIn(response.result.generation === 'v1.0', error, this.log));
       }
     };
     send(connection, Array.isArray(result) ? await Promise.all(result.map(settle)) : await settle(result));

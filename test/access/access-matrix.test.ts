@@ -18,6 +18,7 @@ import {
 } from '../../rest/access-matrix.ts';
 import { mcpTools } from '../../mcp/tools.ts';
 import { createMethods } from '../../rpc/methods.ts';
+import { marketplaceCodeOf } from '../helpers/a2a.ts';
 import { callTool, connectMcp } from '../helpers/mcp.ts';
 import { pendingSignIn } from '../helpers/oauth.ts';
 import type { RouteSpec } from '../../rest/route.ts';
@@ -425,7 +426,7 @@ describe('the access matrix of the JSON-RPC methods and the MCP tools', () => {
           expect.soft(deniedRpcCodes.has(answer?.error?.code ?? 0), `${what}: allowed, answered ${JSON.stringify(answer?.error)}`).toBe(false);
           expect.soft(response.status, what).toBeLessThan(500);
         } else {
-          expect.soft({ rpc: answer?.error?.data?.code }, `${what}: ${JSON.stringify(answer?.error)}`).toEqual({ rpc: expected });
+          expect.soft({ rpc: marketplaceCodeOf(answer?.error) }, `${what}: ${JSON.stringify(answer?.error)}`).toEqual({ rpc: expected });
         }
       }
     }

@@ -52,3 +52,19 @@ export function candidatesOf(task: Json): { demand_id: string; candidates: Json[
 }
 
 export const textOf = (task: Json) => (task.status.message.parts as Json[]).find((part) => typeof part.text === 'string')!.text as string;
+
+/**
+ * The marketplace code a JSON-RPC error carries: in `data.code`, or for an A2A error of a v1.0 call
+ * in the `google.protobuf.Struct` after the ErrorInfo in the `data` array (rpc/errors.ts inV10Shape).
+ */
+export function marketplaceCodeOf(error: { data?: unknown } | undefined): unknown {
+  const data = error?.data;
+  if (!Array.isArray(data)) return (data as { code?: unknown } | undefined)?.code;
+  return (data as { value?: { code?: unknown } }[]).find((detail) => detail.value !== undefined)?.value?.code;
+}
+
+/** A matcher for a v1.0 call's A2A error data: the ErrorInfo of `reason`, then the envelope of `code`. */
+export const v10Details = (reason: string, code: number) => [
+  { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org' },
+  { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { code } },
+];

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
-import { candidatesOf, hex, rpcCaller, textOf, v01Text, v03Text, v10Text } from '../helpers/a2a.ts';
+import { candidatesOf, hex, rpcCaller, textOf, v01Text, v03Text, v10Details, v10Text } from '../helpers/a2a.ts';
 import { raceTest, startTestApp, type TestApp } from '../helpers/app.ts';
 import { startCallbackServer } from '../helpers/callback-server.ts';
 import { act, balance, createCapability, credit } from '../helpers/market.ts';
@@ -231,7 +231,7 @@ describe('cancelling a conversation, and who may touch it', () => {
     });
     const demandId = cancelled.metadata.marketplace.demand_id;
     expect((await test.http.get(`/api/v1/demands/${demandId}`).set(buyer.headers).expect(200)).body.data.status).toBe('cancelled');
-    expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: { code: 4090 } });
+    expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: v10Details('TASK_NOT_CANCELABLE', 4090) });
     expect((await rpc.call(buyer, 'message/send', v03Text('1', { taskId: started.id }))).error).toMatchObject({ code: -32190 });
     expect((await transactionsOf(buyer)).total).toBe(0);
   });
@@ -245,7 +245,7 @@ describe('cancelling a conversation, and who may touch it', () => {
     expect((await test.http.get(`/api/v1/demands/${cancelled.metadata.marketplace.demand_id}`).set(buyer.headers).expect(200)).body.data.status).toBe(
       'cancelled',
     );
-    expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: { code: 4090 } });
+    expect((await rpc.call(buyer, 'CancelTask', { id: started.id })).error).toMatchObject({ code: -32002, data: v10Details('TASK_NOT_CANCELABLE', 4090) });
   });
 
   it('hides a conversation from everyone else (-32001), and refuses calls without credentials', async () => {
@@ -254,11 +254,14 @@ describe('cancelling a conversation, and who may touch it', () => {
     const person = await signUpHuman(test);
     const started = (await rpc.ok(buyer, 'SendMessage', v10Text(`${topic} reports`))).task;
     const missing = await rpc.call(other, 'GetTask', { id: randomUUID() });
-    expect(missing.error).toMatchObject({ code: -32001, data: { code: 4040 } });
+    expect(missing.error).toMatchObject({ code: -32001, data: v10Details('TASK_NOT_FOUND', 4040) });
     expect((await rpc.call(other, 'GetTask', { id: started.id })).error).toEqual(missing.error);
     expect((await rpc.call(other, 'CancelTask', { id: started.id })).error).toEqual(missing.error);
     expect((await rpc.call(other, 'SendMessage', v10Text('1', { taskId: started.id }))).error).toEqual(missing.error);
-    expect((await rpc.call(person, 'tasks/get', { id: started.id })).error).toEqual(missing.error);
+    // The shared name without A2A-Version answers in the older shape: the same envelope, in data itself.
+    const missingShared = (await rpc.call(other, 'tasks/get', { id: randomUUID() })).error;
+    expect(missingShared).toMatchObject({ code: -32001, data: { code: 4040 } });
+    expect((await rpc.call(person, 'tasks/get', { id: started.id })).error).toEqual(missingShared);
     const anonymous = await test.http
       .post('/api/v1/rpc')
       .send({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: v10Text('anything') })

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { limits } from '../../src/limits.ts';
 import type { Actor } from '../helpers/actors.ts';
 import { createAgent } from '../helpers/actors.ts';
-import { hex, rpcCaller, v01Text, v10Text } from '../helpers/a2a.ts';
+import { hex, rpcCaller, v01Text, v10Details, v10Text } from '../helpers/a2a.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, admin, agentMarket } from '../helpers/market.ts';
 import { startReceiver } from '../helpers/receiver.ts';
@@ -89,7 +89,7 @@ describe('config methods, v1.0', () => {
       [stranger, task.id],
     ] as const) {
       const error = (await rpc.call(actor, 'CreateTaskPushNotificationConfig', { taskId, url: 'https://receiver.example/a2a' })).error!;
-      expect(error).toMatchObject({ code: -32001, data: { code: 4040 } });
+      expect(error).toMatchObject({ code: -32001, data: v10Details('TASK_NOT_FOUND', 4040) });
       expect(error.message.toLowerCase()).toContain('not found');
       expect((await rpc.call(actor, 'ListTaskPushNotificationConfigs', { taskId })).error).toMatchObject({ code: -32001 });
       expect((await rpc.call(actor, 'DeleteTaskPushNotificationConfig', { taskId, id: 'x' })).error).toMatchObject({ code: -32001 });

@@ -92,6 +92,20 @@ describe('JSON-RPC framing', () => {
   });
 });
 
+/** An A2A error as a v1.0 call gets it: ErrorInfo first, then the envelope the older generations carry in data. */
+const inV10 = (error: { code: number; message: string; data: { code: number; message: string } }) => ({
+  ...error,
+  data: [
+    {
+      '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+      reason: 'TASK_NOT_FOUND',
+      domain: 'a2a-protocol.org',
+      metadata: { code: String(error.data.code), message: error.data.message },
+    },
+    { '@type': 'type.googleapis.com/google.protobuf.Struct', value: error.data },
+  ],
+});
+
 describe('task errors', () => {
   it("answers a missing task and another user's task with the same -32001", async () => {
     const { buyer, capability } = await agentMarket(test);
@@ -102,7 +116,7 @@ describe('task errors', () => {
     const foreign = (await call('tasks/get', { id: theirs.id }).expect(200)).body;
     expect(missing.error).toMatchObject({ code: -32001, data: { code: 4040, message: 'not_found' } });
     expect(foreign.error).toEqual(missing.error);
-    expect((await call('GetTask', { id: 'client-chosen-id' }).expect(200)).body.error).toEqual(missing.error);
+    expect((await call('GetTask', { id: 'client-chosen-id' }).expect(200)).body.error).toEqual(inV10(missing.error));
   });
 
   it('answers a streaming method that fails before its stream starts with one SSE error frame, and v1.0 callers with JSON', async () => {
@@ -112,7 +126,7 @@ describe('task errors', () => {
     expect(answerOf(response).error).toMatchObject({ code: -32001, data: { code: 4040 } });
     const v10 = await post({ jsonrpc: '2.0', id: 1, method: 'message/stream', params }, { ...caller.headers, 'A2A-Version': '1.0' }).expect(200);
     expect(v10.headers['content-type']).toMatch(/^application\/json/);
-    expect(v10.body.error).toMatchObject({ code: -32001, data: { code: 4040 } });
+    expect(v10.body.error).toMatchObject({ code: -32001, data: [{ reason: 'TASK_NOT_FOUND' }, { value: { code: 4040 } }] });
   });
 
   it('answers cancelling a settled task with -32002 carrying the 4090 details', async () => {
@@ -305,5 +319,123 @@ describe('an action refused by the state, other than cancel', () => {
       buyer.headers,
     ).expect(200);
     expect(confirmTooEarly.body.error).toMatchObject({ code: -32190, data: { code: 4090, data: { status: 'frozen', action: 'confirm' } } });
+  });
+});
+
+describe('v1.0 errors (A2A specification 1.0, sections 3.1 and 9.5)', () => {
+  const v10Message = (parts: unknown[], taskId?: string) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', ...(taskId ? { taskId } : {}), parts } });
+
+  /** A task bought, delivered and confirmed over v1.0: it has ended (completed). */
+  async function settledTask() {
+    const { buyer, seller, capability } = await agentMarket(test);
+    const sent = await post(
+      { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: v10Message([{ data: { capability_id: capability.id } }]) },
+      buyer.headers,
+    ).expect(200);
+    const task = sent.body.result.task as { id: string };
+    await act(test, seller, task.id, 'accept').expect(200);
+    await act(test, seller, task.id, 'deliver', { result_payload: { ok: true } }).expect(200);
+    await act(test, buyer, task.id, 'confirm').expect(200);
+    return { buyer, task };
+  }
+
+  it('gives A2A errors a google.rpc.ErrorInfo first in data, by method name or by the A2A-Version header; other errors keep the envelope', async () => {
+    const byName = (await call('GetTask', { id: randomUUID() }).expect(200)).body.error;
+    expect(byName).toEqual({
+      code: -32001,
+      message: expect.any(String),
+      data: [
+        {
+          '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+          reason: 'TASK_NOT_FOUND',
+          domain: 'a2a-protocol.org',
+          metadata: { code: '4040', message: 'not_found' },
+        },
+        { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { code: 4040, message: 'not_found', data: expect.anything() } },
+      ],
+    });
+    const byHeader = await post(
+      { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } },
+      { ...caller.headers, 'A2A-Version': '1.0' },
+    ).expect(200);
+    expect(byHeader.body.error).toEqual(byName);
+    const unsupported = (await call('GetExtendedAgentCard', {}).expect(200)).body.error;
+    expect(unsupported.data).toEqual([
+      {
+        '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+        reason: 'UNSUPPORTED_OPERATION',
+        domain: 'a2a-protocol.org',
+        metadata: { detail: expect.any(String) },
+      },
+      { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { detail: expect.any(String) } },
+    ]);
+    // JSON-RPC's own codes and the marketplace's are not A2A errors: their data stays the envelope.
+    expect((await call('GetTask', {}).expect(200)).body.error).toMatchObject({ code: -32602, data: { code: 4000 } });
+    expect((await post({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, {}).expect(401)).body.error).toMatchObject({
+      code: -32110,
+      data: { code: 4010 },
+    });
+    expect((await call('tasks/get', { id: randomUUID() }).expect(200)).body.error.data).toMatchObject({ code: 4040 });
+  });
+
+  it('answers a message to an ended task, and SubscribeToTask of it, with -32004 carrying the 4090; older generations keep theirs', async () => {
+    const { buyer, task } = await settledTask();
+    const again = await post(
+      { jsonrpc: '2.0', id: 2, method: 'SendMessage', params: v10Message([{ data: { action: 'confirm' } }], task.id) },
+      buyer.headers,
+    ).expect(200);
+    expect(again.body.error).toMatchObject({
+      code: -32004,
+      data: [{ reason: 'UNSUPPORTED_OPERATION', metadata: { code: '4090' } }, { value: { code: 4090, data: { status: 'settled', action: 'confirm' } } }],
+    });
+    // The streaming methods fail before a stream starts: JSON for a caller that names 1.0, one SSE error frame otherwise.
+    const v10Headers = { ...buyer.headers, 'A2A-Version': '1.0' };
+    const words = await post({ jsonrpc: '2.0', id: 3, method: 'SendStreamingMessage', params: v10Message([{ text: 'thanks' }], task.id) }, v10Headers).expect(
+      200,
+    );
+    expect(words.headers['content-type']).toMatch(/^application\/json/);
+    expect(words.body.error).toMatchObject({
+      code: -32004,
+      data: [{ reason: 'UNSUPPORTED_OPERATION' }, { value: { data: { status: 'settled', action: 'message' } } }],
+    });
+    for (const headers of [v10Headers, buyer.headers]) {
+      const subscribed = await post({ jsonrpc: '2.0', id: 4, method: 'SubscribeToTask', params: { id: task.id } }, headers).expect(200);
+      expect(answerOf(subscribed).error).toMatchObject({
+        code: -32004,
+        data: [{ reason: 'UNSUPPORTED_OPERATION' }, { value: { detail: expect.stringContaining('settled') } }],
+      });
+    }
+    expect((await post({ jsonrpc: '2.0', id: 5, method: 'GetTask', params: { id: task.id } }, buyer.headers).expect(200)).body.result.status.state).toBe(
+      'TASK_STATE_COMPLETED',
+    );
+
+    const older = await post(
+      {
+        jsonrpc: '2.0',
+        id: 6,
+        method: 'message/send',
+        params: {
+          message: { kind: 'message', messageId: randomUUID(), role: 'user', taskId: task.id, parts: [{ kind: 'data', data: { action: 'confirm' } }] },
+        },
+      },
+      buyer.headers,
+    ).expect(200);
+    expect(older.body.error).toMatchObject({ code: -32190, data: { code: 4090, data: { status: 'settled', action: 'confirm' } } });
+    const resubscribed = await post({ jsonrpc: '2.0', id: 7, method: 'tasks/resubscribe', params: { id: task.id } }, buyer.headers).expect(200);
+    expect(resubscribed.headers['content-type']).toMatch(/^text\/event-stream/);
+    expect(resubscribed.text).toContain('"state":"completed"');
+  });
+
+  it('keeps -32190 for a v1.0 message the task cannot take yet (confirm before delivery)', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const sent = await post(
+      { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: v10Message([{ data: { capability_id: capability.id } }]) },
+      buyer.headers,
+    ).expect(200);
+    const early = await post(
+      { jsonrpc: '2.0', id: 2, method: 'SendMessage', params: v10Message([{ data: { action: 'confirm' } }], sent.body.result.task.id) },
+      buyer.headers,
+    ).expect(200);
+    expect(early.body.error).toMatchObject({ code: -32190, data: { code: 4090, data: { status: 'frozen', action: 'confirm' } } });
   });
 });

@@ -7,6 +7,7 @@ import { attachRpcWebSocket } from '../../rpc/index.ts';
 import { type Actor, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, agentMarket } from '../helpers/market.ts';
+import { v10Details } from '../helpers/a2a.ts';
 
 let test: TestApp;
 let server: Server;
@@ -99,6 +100,8 @@ describe('JSON-RPC over WebSocket', () => {
     const sent = await peer.call('message/send', buyParams(capability.id));
     expect(sent.result).toMatchObject({ kind: 'task', status: { state: 'submitted' } });
     expect((await peer.call('tasks/get', { id: randomUUID() })).error).toMatchObject({ code: -32001, data: { code: 4040 } });
+    // A v1.0 name answers A2A's errors in v1.0's shape here too (docs/decisions/a2a.md "Errors").
+    expect((await peer.call('SubscribeToTask', { id: randomUUID() })).error).toMatchObject({ code: -32001, data: v10Details('TASK_NOT_FOUND', 4040) });
     peer.send('{not json');
     expect(await peer.waitFor((message) => message.error?.code === -32700)).toMatchObject({ id: null });
     peer.send([

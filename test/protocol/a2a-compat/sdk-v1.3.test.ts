@@ -118,10 +118,16 @@ describe('@a2a-js/sdk client', () => {
     expect(marketplace(confirmed).status).toBe('settled');
     expect(await balance(test, seller)).toMatchObject({ available: '10.00' });
 
-    const resubscribed: StreamResponse[] = [];
-    for await (const event of client.resubscribeTask({ tenant: '', id: streamed.id })) resubscribed.push(event);
-    expect(resubscribed).toHaveLength(1);
-    expect((resubscribed[0]!.payload!.value as Task).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    // A task that has ended takes no more messages nor subscriptions (v1.0, 3.1.1 and 3.1.6).
+    await expect(client.sendMessage(message({ action: 'confirm' }, { taskId: streamed.id }))).rejects.toMatchObject({
+      name: 'UnsupportedOperationError',
+      data: [{ reason: 'UNSUPPORTED_OPERATION', domain: 'a2a-protocol.org' }, { value: { code: 4090, data: { status: 'settled', action: 'confirm' } } }],
+    });
+    const resubscribe = async () => {
+      for await (const event of client.resubscribeTask({ tenant: '', id: streamed.id })) expect(event).toBeUndefined();
+    };
+    await expect(resubscribe()).rejects.toMatchObject({ name: 'UnsupportedOperationError' });
+    expect(await balance(test, seller)).toMatchObject({ available: '10.00' });
 
     const listed = await client.listTasks({
       tenant: '',
@@ -142,12 +148,17 @@ describe('@a2a-js/sdk client', () => {
     expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     expect(await balance(test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
 
+    // v1.0 errors carry a google.rpc.ErrorInfo first, then the marketplace envelope (specification 9.5).
+    const details = (reason: string, code: number) => [
+      { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org', metadata: { code: String(code) } },
+      { '@type': 'type.googleapis.com/google.protobuf.Struct', value: { code } },
+    ];
     await expect(client.cancelTask({ tenant: '', id: bought.id, metadata: undefined })).rejects.toMatchObject({
       name: 'TaskNotCancelableError',
-      data: { code: 4090 },
+      data: details('TASK_NOT_CANCELABLE', 4090),
     });
-    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
-    await expect(client.sendMessage(message({ capability_id: randomUUID() }))).rejects.toMatchObject({ data: { code: 4040 } });
+    await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ name: 'TaskNotFoundError', data: details('TASK_NOT_FOUND', 4040) });
+    await expect(client.sendMessage(message({ capability_id: randomUUID() }))).rejects.toMatchObject({ data: details('TASK_NOT_FOUND', 4040) });
   });
 
   it('buys with words: a text-only conversation, a pick by number, the seller over REST, confirm in words', async () => {
@@ -281,7 +292,7 @@ describe('@a2a-js/sdk 1.3 in the compatibility suite', () => {
       for await (const event of (await clientFor(buyer)).resubscribeTask({ tenant: '', id: randomUUID() }))
         throw new Error(`no event expected, got ${JSON.stringify(event)}`);
     };
-    await expect(resubscribe()).rejects.toMatchObject({ name: 'TaskNotFoundError', data: { code: 4040 } });
+    await expect(resubscribe()).rejects.toMatchObject({ name: 'TaskNotFoundError', data: [{ reason: 'TASK_NOT_FOUND' }, { value: { code: 4040 } }] });
   });
 
   it('surfaces wrong credentials as a JSON-RPC auth error', async () => {
