@@ -17,6 +17,12 @@ export interface BenchOptions {
   waitQuietSeconds: number;
   /** Server processes: 1 runs it in this process; more run it as the product's WORKERS=N cluster. */
   workers: number;
+  /** Interleaved rounds after the measured run (interleaved.ts); 0 skips them. */
+  rounds: number;
+  /** Lifecycles of the product in each round. */
+  roundLifecycles: number;
+  /** Seconds of each pgbench slice between the rounds. */
+  roundPgbenchSeconds: number;
   /** Run the load generator in this process instead of a child (not recommended). */
   inProcessClient: boolean;
   out: string;
@@ -35,6 +41,9 @@ const usage = `usage: npm run bench:lifecycle -- [options]
   --wait-quiet S        wait up to S seconds for foreign CPU load to drop below 0.25 cores (default 0)
   --workers N           server processes, as the product's WORKERS=N (default 1: the server runs in
                         this process; with more, the profile, cost-model and V8 profile passes are skipped)
+  --rounds R            interleaved rounds after the run: pgbench, product, pgbench, ... (default 0 = skip)
+  --round-lifecycles L  the product's lifecycles in each round (default 500)
+  --round-pgbench-seconds S  each pgbench slice between the rounds (default 3)
   --in-process-client   drive the load from the server's own process
   --out FILE            JSON results (default .bench-out/lifecycle.json)`;
 
@@ -51,6 +60,9 @@ export function parseArgs(argv: string[]): BenchOptions {
     cpuProfileLifecycles: 400,
     waitQuietSeconds: 0,
     workers: 1,
+    rounds: 0,
+    roundLifecycles: 500,
+    roundPgbenchSeconds: 3,
     inProcessClient: false,
     out: '.bench-out/lifecycle.json',
   };
@@ -95,6 +107,15 @@ export function parseArgs(argv: string[]): BenchOptions {
         break;
       case '--workers':
         options.workers = integer(flag, value(), 1);
+        break;
+      case '--rounds':
+        options.rounds = integer(flag, value(), 0);
+        break;
+      case '--round-lifecycles':
+        options.roundLifecycles = integer(flag, value(), 1);
+        break;
+      case '--round-pgbench-seconds':
+        options.roundPgbenchSeconds = integer(flag, value(), 1);
         break;
       case '--in-process-client':
         options.inProcessClient = true;

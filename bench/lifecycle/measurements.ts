@@ -50,3 +50,15 @@ export interface RawMeasurement {
   /** Why clients is fewer than the run's count; null when it is the same. */
   clientsWhy: string | null;
 }
+
+/** The interleaved rounds (interleaved.ts): rates per slice, pgbench's one more than the product's. */
+export interface InterleavedMeasurement {
+  lifecyclesPerRound: number;
+  pgbenchSeconds: number;
+  productRates: number[];
+  pgbenchRates: number[];
+  /** Each round's product rate over the mean of the pgbench slices before and after it. */
+  ratios: number[];
+  medianRatio: number;
+  failed: number;
+}

@@ -28,6 +28,12 @@ export function printResult(result: BenchResult, outPath: string, say: (line: st
   say(
     `ratio                   ${result.ratio}   (${ratioAim.min === null ? `no aim at ${concurrency} clients` : `aim >= ${ratioAim.min}: ${ratioAim.met ? 'met' : 'NOT met'}`})`,
   );
+  if (result.interleaved) {
+    const rounds = result.interleaved;
+    say(
+      `ratio, interleaved     ${rounds.medianRatio}   (median of ${rounds.ratios.length} rounds of ${rounds.lifecyclesPerRound} lifecycles between ${rounds.pgbenchSeconds} s pgbench slices: ${rounds.ratios.join(', ')})`,
+    );
+  }
   const p99 = result.aims.stateChangeP99Ms;
   const verdict = p99.met === null ? `not judged at ${concurrency} clients` : p99.met ? 'met' : 'NOT met';
   say(

@@ -3,7 +3,7 @@ import type { BenchOptions } from './args.ts';
 import type { CostModel } from './costmodel.ts';
 import type { CpuProfileSummary } from './cpuprofile.ts';
 import type { Activity, ServerInfo } from './database.ts';
-import type { RawMeasurement, RunMeasurement } from './measurements.ts';
+import type { InterleavedMeasurement, RawMeasurement, RunMeasurement } from './measurements.ts';
 import { type StepProfile, aims, stateChangesPerLifecycle, summarizeLatencies } from './report.ts';
 import { round } from './stats.ts';
 import { steps } from './load.ts';
@@ -19,6 +19,7 @@ export interface ResultInputs {
   setupMs: number;
   run: RunMeasurement;
   raw: RawMeasurement;
+  interleaved: InterleavedMeasurement | null;
   profile: { steps: Record<string, StepProfile>; background: Record<string, number> } | null;
   costModel: CostModel | null;
   cpuProfile: CpuProfileSummary | null;
@@ -134,6 +135,8 @@ export function assembleResult(inputs: ResultInputs) {
       singleStatementTps: round(raw.singleStatement.tps, 1),
     },
     ratio: round(ratio, 3),
+    /** The ratio read in interleaved rounds (interleaved.ts): the whole-run ratio without the drift between its two pgbench runs. */
+    interleaved: inputs.interleaved,
     aims: {
       ratio: { min: ratioMin, actual: round(ratio, 3), met: ratioMin === null ? null : ratio >= ratioMin },
       stateChangeP99Ms: {

@@ -9,6 +9,7 @@ import { runCostModel } from './costmodel.ts';
 import { databaseNameOf, otherActivity, postmasterPidOf, recreateDatabase, serverInfo } from './database.ts';
 import { childProcessDriver, inProcessDriver } from './driver.ts';
 import { createHttpClient } from './http.ts';
+import { interleavedRounds } from './interleaved.ts';
 import { type PhaseContext, cpuProfilePass, measuredRun, profilePass, rawBefore, rawCeiling } from './phases.ts';
 import { printResult } from './print.ts';
 import { assembleResult } from './result.ts';
@@ -77,7 +78,8 @@ async function main() {
     // Setup: buyers are credited the price of every lifecycle any one of them might run.
     const setupAt = performance.now();
     const setupHttp = createHttpClient(server.baseUrl, 4);
-    const perBuyerMax = options.warmup + options.lifecycles + options.profileLifecycles + options.cpuProfileLifecycles + 10;
+    const perBuyerMax =
+      options.warmup + options.lifecycles + options.rounds * options.roundLifecycles + options.profileLifecycles + options.cpuProfileLifecycles + 10;
     const pairs = await setupMarket(setupHttp, benchAdminToken, options.concurrency, perBuyerMax, say);
     setupHttp.close();
     const setupMs = performance.now() - setupAt;
@@ -90,6 +92,7 @@ async function main() {
       if (warm.failed > 0) say(`warmup: ${warm.failed} failed; first error: ${warm.errors[0]}`);
     }
     const run = await measuredRun(context);
+    const interleaved = await interleavedRounds(context, rawFirst.clients);
     const profile = options.profileLifecycles > 0 ? await profilePass(context) : null;
     let costModel = null;
     if (options.costModelRequests > 0) {
@@ -119,6 +122,7 @@ async function main() {
       setupMs,
       run,
       raw,
+      interleaved,
       profile,
       costModel,
       cpuProfile,
