@@ -1,7 +1,7 @@
 import type { JSONRPCErrorResponse, JSONRPCID } from 'json-rpc-2.0';
 import { AppError, errorBody, toAppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
-import { type Generation, hasEnded } from './shapes.ts';
+import type { Generation } from './shapes.ts';
 
 /**
  * Every failure becomes one JSON-RPC error object. Marketplace errors keep the code the error
@@ -64,18 +64,6 @@ export function asNotCancelable(error: unknown): unknown {
   return new RpcError(rpcCodes.taskNotCancelable, error.detail ?? 'Task cannot be canceled', errorBody(error) as unknown as Record<string, unknown>);
 }
 
-/**
- * A2A v1.0: a message to a task in a terminal state is UnsupportedOperationError (-32004,
- * specification 3.1.1), still carrying the 4090 details. Other 4090s (an action the task's state
- * does not allow yet) stay 4090.
- */
-export function asEndedTaskRefusal(error: unknown): unknown {
-  if (!(error instanceof AppError) || error.errorName !== 'invalid_state_transition') return error;
-  const status = error.data?.status;
-  if (typeof status !== 'string' || !hasEnded(status)) return error;
-  return new RpcError(rpcCodes.unsupportedOperation, error.detail ?? 'the task has ended', errorBody(error) as unknown as Record<string, unknown>);
-}
-
 /** A2A v1.0's errors by JSON-RPC code (specification 5.4), named as google.rpc.ErrorInfo's reason. */
 const a2aReasons = new Map<number, string>([
   [-32001, 'TASK_NOT_FOUND'],
@@ -112,7 +100,9 @@ export function inV10Shape(error: RpcErrorObject): RpcErrorObject {
     domain: 'a2a-protocol.org',
     ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
   };
-  const carried = error.data === undefined ? [] : [{ '@type': 'type.googleapis.com/google.protobuf.Struct', value: error.data }];
+  // A Struct holds an object only; every error of this server carries one or nothing.
+  const isObject = typeof error.data === 'object' && error.data !== null && !Array.isArray(error.data);
+  const carried = isObject ? [{ '@type': 'type.googleapis.com/google.protobuf.Struct', value: error.data }] : [];
   return { ...error, data: [info, ...carried] };
 }
 

@@ -219,7 +219,9 @@ async function streamOverSse(
     });
   } catch (error) {
     release();
-    return answer(errorResponse(id, toRpcErrorIn(start.generation === 'v1.0', error, context.log ?? engine.dependencies.log)));
+    return answer(
+      errorResponse(id, toRpcErrorIn(start.generation === 'v1.0' || context.headerGeneration === 'v1.0', error, context.log ?? engine.dependencies.log)),
+    );
   }
   sse = openSse(response, () => {
     release();

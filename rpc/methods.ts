@@ -1,17 +1,16 @@
 import { type JSONRPCID, JSONRPCServer } from 'json-rpc-2.0';
 import type { A2ATask } from '../src/engine/a2a/index.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { AppError, toAppError } from '../src/errors.ts';
+import { AppError, errorBody, toAppError } from '../src/errors.ts';
 import type { RpcContext } from './context.ts';
-import { DecoratedError, RpcError, asEndedTaskRefusal, asNotCancelable, errorResponse, toRpcErrorIn, unsupportedOperation } from './errors.ts';
+import { DecoratedError, RpcError, asNotCancelable, errorResponse, rpcCodes, toRpcErrorIn, unsupportedOperation } from './errors.ts';
 import * as schemas from './params.ts';
 import { parse } from './params.ts';
 import { sendMessage, type SendRequest } from './purchase.ts';
-import type { Generation } from './shapes.ts';
+import { type Generation, hasEnded } from './shapes.ts';
 import { listTasks } from './list-tasks.ts';
 import { ensureInlineRoom, type PushConfigGiven, pushMethods, registerInline } from './push.ts';
 import { StreamStart } from './task-stream.ts';
-import { hasEnded } from './shapes.ts';
 import { nameFor, renderTask } from './tasks.ts';
 
 export const streamingMethods: ReadonlySet<string> = new Set([
@@ -81,16 +80,33 @@ async function withBudgetLeft<T>(engine: Engine, context: RpcContext, rendered: 
   return rendered;
 }
 
-/** A send, where v1.0 answers a message to an ended task with UnsupportedOperationError (asEndedTaskRefusal). */
-async function sendIn(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration, streaming: boolean) {
-  if (generation !== 'v1.0') return send(engine, params, context, generation, streaming);
-  return send(engine, params, context, generation, streaming).catch((error: unknown) => {
-    throw asEndedTaskRefusal(error);
-  });
-}
-
 /** Whether a task is in one of A2A's terminal states: its transaction's, or before a pick its conversation's. */
 const taskHasEnded = (task: A2ATask) => hasEnded(task.transaction?.status ?? task.conversation?.status ?? '');
+
+/**
+ * A v1.0 send refused by a task's state (4090) whose task has ended, read again after the
+ * refusal: UnsupportedOperationError (-32004, specification 3.1.1), still carrying the 4090
+ * details. Decided on the task itself, as SubscribeToTask decides, not on the refusal's words;
+ * a 4090 of a task that has not ended (confirm before delivery) stays -32190.
+ */
+async function asEndedTaskRefusal(engine: Engine, context: RpcContext, params: unknown, error: unknown): Promise<unknown> {
+  if (!(error instanceof AppError) || error.errorName !== 'invalid_state_transition') return error;
+  const taskId = (params as { message?: { taskId?: unknown } } | null)?.message?.taskId;
+  if (typeof taskId !== 'string' || taskId === '') return error;
+  const task = await engine.a2a.find(context.principal, taskId).catch(() => null);
+  if (!task || !taskHasEnded(task)) return error;
+  return new RpcError(rpcCodes.unsupportedOperation, error.detail ?? 'the task has ended', errorBody(error) as unknown as Record<string, unknown>);
+}
+
+/** A send; in v1.0 a message to an ended task is refused as asEndedTaskRefusal says. */
+async function sendIn(engine: Engine, params: unknown, context: RpcContext, generation: SendGeneration, streaming: boolean) {
+  if (generation !== 'v1.0') return send(engine, params, context, generation, streaming);
+  try {
+    return await send(engine, params, context, generation, streaming);
+  } catch (error) {
+    throw await asEndedTaskRefusal(engine, context, params, error);
+  }
+}
 
 function sendMethods(engine: Engine, generation: SendGeneration): [Method, Method] {
   const plain: Method = async (params, context) => {
@@ -122,9 +138,10 @@ function taskMethods(engine: Engine, fixed?: Generation): { get: Method; cancel:
     },
     subscribe: async (params, context) => {
       const { task, name, historyLength } = await lookUp(engine, params, context);
-      // v1.0's SubscribeToTask refuses a task that has ended (specification 3.1.6); the older
-      // resubscribe answers it with its one final event, as those generations' clients expect.
-      if (fixed === 'v1.0' && taskHasEnded(task))
+      // v1.0's SubscribeToTask (and tasks/resubscribe under A2A-Version: 1.0) refuses a task that
+      // has ended (specification 3.1.6); GetTask reads it. The older generations' resubscribe
+      // answers it with its one final event, as their clients expect.
+      if ((fixed ?? context.headerGeneration) === 'v1.0' && taskHasEnded(task))
         throw unsupportedOperation(
           `the task has ended (${task.transaction?.status ?? task.conversation?.status}): there is nothing to subscribe to; GetTask reads it`,
         );

@@ -257,7 +257,7 @@ class RpcSockets {
         opened.push(subscription);
         return { jsonrpc: '2.0', id: response.id, result: { subscription: subscription.id } };
       } catch (error) {
-        return errorResponse(response.id, toRpcErrorIn(response.result.generation === 'v1.0', error, this.log));
+        return errorResponse(response.id, toRpcErrorIn(response.result.generation === 'v1.0' || context.headerGeneration === 'v1.0', error, this.log));
       }
     };
     send(connection, Array.isArray(result) ? await Promise.all(result.map(settle)) : await settle(result));

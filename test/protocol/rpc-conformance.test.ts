@@ -424,6 +424,18 @@ describe('v1.0 errors (A2A specification 1.0, sections 3.1 and 9.5)', () => {
     const resubscribed = await post({ jsonrpc: '2.0', id: 7, method: 'tasks/resubscribe', params: { id: task.id } }, buyer.headers).expect(200);
     expect(resubscribed.headers['content-type']).toMatch(/^text\/event-stream/);
     expect(resubscribed.text).toContain('"state":"completed"');
+    // The shared name under A2A-Version: 1.0 is a v1.0 call: refused as SubscribeToTask is.
+    const resubscribedIn10 = await post({ jsonrpc: '2.0', id: 8, method: 'tasks/resubscribe', params: { id: task.id } }, v10Headers).expect(200);
+    expect(resubscribedIn10.body.error).toMatchObject({ code: -32004, data: [{ reason: 'UNSUPPORTED_OPERATION' }, { value: { detail: expect.any(String) } }] });
+    // A purchase part to the ended task is refused by its state too, not as a bad part.
+    const buyAgain = await post(
+      { jsonrpc: '2.0', id: 9, method: 'SendMessage', params: v10Message([{ data: { capability_id: randomUUID() } }], task.id) },
+      buyer.headers,
+    ).expect(200);
+    expect(buyAgain.body.error).toMatchObject({
+      code: -32004,
+      data: [{ reason: 'UNSUPPORTED_OPERATION' }, { value: { code: 4090, data: { status: 'settled', action: 'buy' } } }],
+    });
   });
 
   it('keeps -32190 for a v1.0 message the task cannot take yet (confirm before delivery)', async () => {

@@ -271,6 +271,10 @@ export function createA2AEngine(
   /** On a purchase: confirm or dispute (in words or a data part); other words are kept as a note while the task is open. */
   async function answerDelivery(principal: Principal, task: A2ATask, intent: Intent, message: IncomingMessage): Promise<A2ATask> {
     const view = task.transaction!;
+    // An ended task takes no message, a purchase part included: the state's refusal comes first.
+    if (intent.kind === 'buy' && finalStatuses.has(view.status)) {
+      throw new AppError('invalid_state_transition', `the task is ${view.status} and takes no more messages`, { status: view.status, action: 'buy' });
+    }
     if (intent.kind === 'buy') {
       throw new AppError('validation_error', 'request failed validation', {
         errors: [{ path: 'params.message.parts', message: 'this task has bought already; send {action: "confirm" | "dispute"} or words once it is delivered' }],
