@@ -75,6 +75,7 @@ export const routeAccess: Record<string, RouteAccess> = {
   'GET /.well-known/agent.json': everyone,
   'GET /api/v1/rpc/.well-known/agent-card.json': everyone,
   'GET /api/v1/rpc/.well-known/agent.json': everyone,
+  'GET /api/v1/.well-known/agent-card.json': everyone,
   'POST /api/v1/auth/signup': everyone,
   'POST /api/v1/auth/login': everyone,
   'POST /api/v1/auth/device-auth': everyone,

@@ -31,6 +31,9 @@ export const cardPaths = [
   '/.well-known/agent.json',
   `${rpcPath}/.well-known/agent-card.json`,
   `${rpcPath}/.well-known/agent.json`,
+  // @a2a-js/sdk 1.x resolves the well-known path against the URL it is given as a URL reference:
+  // given the endpoint's URL (no trailing slash), it asks beside the endpoint, here.
+  '/api/v1/.well-known/agent-card.json',
 ] as const;
 
 const agentDescription =
@@ -158,7 +161,7 @@ export const cardRoutes = (config: Config): RouteSpec[] =>
       tag: 'a2a',
       auth: 'none',
       rawResponse: { contentType: 'application/json' },
-      summary: `A2A agent card${path.endsWith('agent.json') ? ' (legacy path)' : path.startsWith(rpcPath) ? ' (under the endpoint)' : ''}, served bare (not enveloped)`,
+      summary: `A2A agent card${path.endsWith('agent.json') ? ' (legacy path)' : path.startsWith(rpcPath) ? ' (under the endpoint)' : path.startsWith('/api/') ? ' (beside the endpoint)' : ''}, served bare (not enveloped)`,
       response: cardSchema,
       handler: async ({ request, response }) => {
         response.setHeader('Cache-Control', 'public, max-age=300');

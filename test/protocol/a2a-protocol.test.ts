@@ -260,6 +260,7 @@ describe('agent card', () => {
     expect(plain).not.toHaveProperty('security');
     expect(plain).not.toHaveProperty('authentication');
     expect(await card({}, '/api/v1/rpc/.well-known/agent-card.json')).toEqual(plain);
+    expect(await card({}, '/api/v1/.well-known/agent-card.json')).toEqual(plain);
     // The legacy path is where v0.1 clients look, with no header: they also get v0.1's authentication.
     const legacy = { ...plain, authentication: { schemes: ['apiKey', 'bearer'] } };
     expect(await card({}, '/api/v1/rpc/.well-known/agent.json')).toEqual(legacy);

@@ -85,6 +85,14 @@ describe('@a2a-js/sdk client', () => {
     expect(card.skills.length).toBeGreaterThan(0);
   });
 
+  it("finds the card from the endpoint's own URL too, with or without a trailing slash", async () => {
+    for (const url of [`${baseUrl}/api/v1/rpc`, `${baseUrl}/api/v1/rpc/`]) {
+      const client = await factoryFor(null).createFromUrl(url);
+      expect(client.protocolVersion, url).toBe('1.0');
+      expect((await client.getAgentCard()).supportedInterfaces?.[0]?.url, url).toBe(`${baseUrl}/api/v1/rpc`);
+    }
+  });
+
   it('buys, reads, streams to delivery while the seller acts over REST, confirms, and lists', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const client = await clientFor(buyer);
