@@ -166,7 +166,7 @@ export const cardRoutes = (config: Config): RouteSpec[] =>
       handler: async ({ request, response }) => {
         response.setHeader('Cache-Control', 'public, max-age=300');
         response.setHeader('Vary', 'A2A-Version');
-        response.json(agentCard(config, generationOfHeader(request.get('a2a-version')), path.endsWith('/agent.json')));
+        response.json(agentCard(config, generationOfHeader(request.get('a2a-version')) ?? 'v1.0', path.endsWith('/agent.json')));
         return handled;
       },
     }),

@@ -11,6 +11,8 @@ export interface RpcContext {
   principal: Principal;
   /** From the `A2A-Version` header. */
   headerGeneration: Generation;
+  /** The `A2A-Version` header as sent, when it names a version this server does not speak. */
+  unsupportedVersion?: string;
   /** WebSocket only: ends one of this connection's subscriptions. */
   unsubscribe?: (subscription: string) => boolean;
   /** The logger for this exchange (over HTTP it carries the request id). */

@@ -1,9 +1,10 @@
 import { limits } from '../src/limits.ts';
 import type { JSONRPCID, JSONRPCRequest, JSONRPCResponse } from 'json-rpc-2.0';
-import { answersInV10, errorResponse, invalidRequest, rpcCodes, unsupportedOperation } from './errors.ts';
+import { answersInV10, errorResponse, invalidRequest, rpcCodes, unsupportedOperation, versionNotSupported } from './errors.ts';
 import type { RpcContext } from './context.ts';
 import type { RpcServer } from './methods.ts';
 import { streamingMethods } from './methods.ts';
+import { supportedA2AVersions } from './shapes.ts';
 
 /**
  * JSON-RPC 2.0 framing, shared by the HTTP and WebSocket transports. The library's own checks are
@@ -47,6 +48,12 @@ export function createDispatcher(server: RpcServer) {
       return errorResponse(idOf(entry), { code, message, data });
     }
     const request = entry as JSONRPCRequest;
+    // An A2A-Version this server does not speak: every call is refused, in v1.0's error shape
+    // (the code exists since 1.0); a notification, which is owed no answer, does nothing.
+    if (context.unsupportedVersion !== undefined) {
+      if (request.id === undefined) return null;
+      return server.errorOf(request.id, versionNotSupported(context.unsupportedVersion, supportedA2AVersions), true);
+    }
     const v10 = answersInV10(request.method, context.headerGeneration);
     if (inBatch && !options.streamsInBatch && streamingMethods.has(request.method)) {
       if (request.id === undefined) return null;

@@ -26,6 +26,7 @@ export const rpcCodes = {
   pushNotificationNotSupported: -32003,
   unsupportedOperation: -32004,
   contentTypeNotSupported: -32005,
+  versionNotSupported: -32009,
 } as const;
 
 /** A protocol-level error of the A2A vocabulary that has no marketplace code. */
@@ -46,6 +47,13 @@ export const pushNotificationsNotSupported = () =>
   });
 export const contentTypeNotSupported = (path: string) =>
   new RpcError(rpcCodes.contentTypeNotSupported, 'Incompatible content types', { detail: `${path}: only text and data parts are accepted` });
+/** A2A v1.0's answer to an `A2A-Version` this server does not speak (specification 3.6.2). */
+export const versionNotSupported = (requested: string, supported: readonly string[]) =>
+  new RpcError(rpcCodes.versionNotSupported, 'Version not supported', {
+    detail: `A2A-Version ${requested} is not supported; send one of ${supported.join(', ')}`,
+    requested_version: requested,
+    supported_versions: supported.join(','),
+  });
 export const invalidRequest = (detail: string) => new RpcError(rpcCodes.invalidRequest, 'Invalid Request', { detail });
 
 /** A marketplace error plus where it left things (a send whose freeze failed). */

@@ -12,7 +12,7 @@ import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, fromAppError, parseErrorResponse, toRpcError, toRpcErrorIn } from './errors.ts';
 import type { RpcContext } from './context.ts';
 import { streamingMethods } from './methods.ts';
-import { generationOfHeader } from './shapes.ts';
+import { versionContextOf } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
 import { clientAddress } from '../rest/route.ts';
 import { sendJson, sendRetryAfter } from '../rest/envelope.ts';
@@ -128,7 +128,7 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   try {
     context = {
       principal: await authenticateHeaders(engine, request.headers, clientAddress(request)),
-      headerGeneration: generationOfHeader(request.get('a2a-version')),
+      ...versionContextOf(request.get('a2a-version')),
       log,
     };
   } catch (error) {

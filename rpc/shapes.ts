@@ -221,12 +221,36 @@ export function artifactEvent(view: TransactionView, generation: Generation, nam
   return { kind: 'artifact-update', ...event, ...(generation === 'hybrid' ? { id: name.taskId } : {}) };
 }
 
-/** `A2A-Version` header -> the generation whose shapes the shared `tasks/*` names answer with. */
-export function generationOfHeader(header: string | undefined): Generation {
-  const match = /^\s*(\d+)(?:\.(\d+))?/.exec(header ?? '');
-  if (!match) return 'hybrid';
-  const [major, minor] = [Number(match[1]), Number(match[2] ?? 0)];
-  if (major >= 1) return 'v1.0';
-  if (minor <= 1) return 'v0.1';
-  return 'v0.3';
+/**
+ * The A2A versions this server speaks (`Major.Minor`, specification 3.6.2), each with the
+ * generation whose shapes it answers in; 0.2 is read as 0.3, whose shapes it already had.
+ */
+const generationsByVersion = new Map<string, Generation>([
+  ['0.1', 'v0.1'],
+  ['0.2', 'v0.3'],
+  ['0.3', 'v0.3'],
+  ['1.0', 'v1.0'],
+]);
+export const supportedA2AVersions = [...generationsByVersion.keys()];
+
+/**
+ * `A2A-Version` header -> the generation whose shapes the shared `tasks/*` names answer with
+ * (none: hybrid), or undefined for a version this server does not speak. A patch number or a
+ * missing minor is read as the `Major.Minor` it names ("1.0.1" and "1" are 1.0).
+ */
+export function generationOfHeader(header: string | undefined): Generation | undefined {
+  const value = (header ?? '').trim();
+  if (value === '') return 'hybrid';
+  const match = /^v?(\d{1,4})(?:\.(\d{1,4}))?(?:\.\d{1,4})?$/i.exec(value);
+  return match ? generationsByVersion.get(`${Number(match[1])}.${Number(match[2] ?? 0)}`) : undefined;
+}
+
+/**
+ * What a call's context learns from its `A2A-Version` header. A version this server does not
+ * speak is refused call by call (-32009, rpc/dispatch.ts); meanwhile it is answered as the newest
+ * generation, which is what a client newer than this server expects most nearly.
+ */
+export function versionContextOf(header: string | undefined): { headerGeneration: Generation; unsupportedVersion?: string } {
+  const generation = generationOfHeader(header);
+  return generation === undefined ? { headerGeneration: 'v1.0', unsupportedVersion: header!.trim() } : { headerGeneration: generation };
 }

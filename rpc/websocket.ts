@@ -15,7 +15,7 @@ import { errorResponse, parseErrorResponse, toRpcError, toRpcErrorIn } from './e
 import { authenticateHeaders } from './http.ts';
 import { compileTrustProxy, peerAddress } from '../rest/client-address.ts';
 import type { RpcContext } from './context.ts';
-import { generationOfHeader } from './shapes.ts';
+import { versionContextOf } from './shapes.ts';
 import { type StreamEndReason, StreamStart, type TaskStreamSink, openTaskStream } from './task-stream.ts';
 
 /**
@@ -219,7 +219,7 @@ class RpcSockets {
   private contextOf(connection: Connection): RpcContext {
     return {
       principal: connection.principal,
-      headerGeneration: generationOfHeader(connection.version),
+      ...versionContextOf(connection.version),
       unsubscribe: (id) => {
         const subscription = connection.subscriptions.get(id);
         if (!subscription) return false;

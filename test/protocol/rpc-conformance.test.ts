@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { act, agentMarket } from '../helpers/market.ts';
+import { act, agentMarket, balance } from '../helpers/market.ts';
 
 let test: TestApp;
 let caller: Actor;
@@ -449,5 +449,82 @@ describe('v1.0 errors (A2A specification 1.0, sections 3.1 and 9.5)', () => {
       buyer.headers,
     ).expect(200);
     expect(early.body.error).toMatchObject({ code: -32190, data: { code: 4090, data: { status: 'frozen', action: 'confirm' } } });
+  });
+});
+
+describe('A2A-Version (A2A specification 1.0, section 3.6)', () => {
+  const buy = (capabilityId: string, id: unknown = 1) => ({
+    jsonrpc: '2.0',
+    id,
+    method: 'SendMessage',
+    params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capabilityId } }] } },
+  });
+  const versionError = (requested: string) => ({
+    code: -32009,
+    message: 'Version not supported',
+    data: [
+      {
+        '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+        reason: 'VERSION_NOT_SUPPORTED',
+        domain: 'a2a-protocol.org',
+        metadata: { detail: expect.stringContaining(requested), requested_version: requested, supported_versions: '0.1,0.2,0.3,1.0' },
+      },
+      { '@type': 'type.googleapis.com/google.protobuf.Struct', value: expect.objectContaining({ requested_version: requested }) },
+    ],
+  });
+
+  it('refuses every call under a version this server does not speak with -32009, buying nothing, whatever the method name', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const before = await balance(test, buyer);
+    for (const version of ['2.0', '1.1', '0.4', 'latest']) {
+      const headers = { ...buyer.headers, 'A2A-Version': version };
+      expect((await post(buy(capability.id), headers).expect(200)).body).toEqual({ jsonrpc: '2.0', id: 1, error: versionError(version) });
+      const older = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: randomUUID() } }, headers).expect(200);
+      expect(older.body.error).toEqual(versionError(version));
+      // A streaming method is refused before any stream starts, in JSON.
+      const streaming = await post({ ...buy(capability.id, 3), method: 'SendStreamingMessage' }, headers).expect(200);
+      expect(streaming.headers['content-type']).toMatch(/^application\/json/);
+      expect(streaming.body.error).toEqual(versionError(version));
+    }
+    // A batch: each call its own refusal; a notification is owed nothing.
+    const batch = await post([buy(capability.id, 'a'), { jsonrpc: '2.0', method: 'tasks/cancel', params: { id: randomUUID() } }, buy(capability.id, 'b')], {
+      ...buyer.headers,
+      'A2A-Version': '2.0',
+    }).expect(200);
+    expect(batch.body).toEqual([
+      { jsonrpc: '2.0', id: 'a', error: versionError('2.0') },
+      { jsonrpc: '2.0', id: 'b', error: versionError('2.0') },
+    ]);
+    expect(await balance(test, buyer)).toEqual(before);
+    expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
+  });
+
+  it('speaks 0.1, 0.2, 0.3 and 1.0, read as Major.Minor (a patch number or a missing minor are the version they name), and none at all', async () => {
+    const { buyer, capability } = await agentMarket(test, '100.00');
+    const answers: [string, string][] = [
+      ['1.0', 'TASK_STATE_SUBMITTED'],
+      ['1', 'TASK_STATE_SUBMITTED'],
+      ['1.0.1', 'TASK_STATE_SUBMITTED'],
+      [' 1.0 ', 'TASK_STATE_SUBMITTED'],
+      ['0.3', 'submitted'],
+      ['0.3.0', 'submitted'],
+      ['0.2', 'submitted'],
+      ['', 'submitted'],
+    ];
+    for (const [version, state] of answers) {
+      const headers = version === '' ? buyer.headers : { ...buyer.headers, 'A2A-Version': version };
+      const sent = await post(buy(capability.id), headers).expect(200);
+      expect(sent.body.error, version).toBeUndefined();
+      const task = sent.body.result.task as { id: string };
+      const read = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: task.id } }, headers).expect(200);
+      expect(read.body.result.status.state, version).toBe(state);
+    }
+    const v01 = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: randomUUID() } }, { ...buyer.headers, 'A2A-Version': '0.1' }).expect(200);
+    expect(v01.body.error).toMatchObject({ code: -32001, data: { code: 4040 } });
+  });
+
+  it('still serves the agent card to a client of another version, in its newest form, so the client can read which versions are spoken', async () => {
+    const card = await test.http.get('/.well-known/agent-card.json').set('A2A-Version', '2.0').expect(200);
+    expect(card.body.supportedInterfaces.map((entry: { protocolVersion: string }) => entry.protocolVersion)).toEqual(['1.0', '0.3']);
   });
 });

@@ -116,6 +116,19 @@ describe('JSON-RPC over WebSocket', () => {
     peer.socket.close();
   });
 
+  it('refuses every call on a socket opened under an A2A-Version this server does not speak with -32009, buying nothing', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const peer = await Peer.connect(buyer, { 'A2A-Version': '2.0' });
+    for (const method of ['message/send', 'SendMessage', 'tasks/sendSubscribe']) {
+      expect((await peer.call(method, buyParams(capability.id))).error, method).toMatchObject({
+        code: -32009,
+        data: [{ reason: 'VERSION_NOT_SUPPORTED', metadata: { requested_version: '2.0', supported_versions: '0.1,0.2,0.3,1.0' } }, {}],
+      });
+    }
+    peer.socket.close();
+    expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
+  });
+
   it('delivers a subscription as notifications while the seller acts over REST; unsubscribe stops them', async () => {
     const { buyer, seller, capability } = await agentMarket(test);
     const peer = await Peer.connect(buyer, { 'A2A-Version': '0.3' });

@@ -206,6 +206,23 @@ describe('@a2a-js/sdk client', () => {
     expect(await balance(test, seller)).toMatchObject({ available: '10.00' });
   });
 
+  it('surfaces an A2A-Version the server does not speak as VersionNotSupportedError, and nothing is bought', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    // A newer client than this server: the same SDK, announcing a version from the future.
+    const fromTheFuture: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('A2A-Version', '2.0');
+      return fetchAs(buyer)(input, { ...init, headers });
+    };
+    const transport = new JsonRpcTransportFactory({ fetchImpl: fromTheFuture });
+    const client = await new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [transport] })).createFromUrl(baseUrl);
+    await expect(client.sendMessage(message({ capability_id: capability.id }))).rejects.toMatchObject({
+      name: 'VersionNotSupportedError',
+      data: [{ reason: 'VERSION_NOT_SUPPORTED', metadata: { requested_version: '2.0', supported_versions: '0.1,0.2,0.3,1.0' } }, {}],
+    });
+    expect(await balance(test, buyer)).toMatchObject({ available: '100.00', frozen: '0.00' });
+  });
+
   it('reports missing credentials as a JSON-RPC auth error', async () => {
     const client = await clientFor(null);
     await expect(client.getTask({ tenant: '', id: randomUUID() })).rejects.toMatchObject({ envelopeCode: -32110, data: { code: 4010 } });
