@@ -1,13 +1,15 @@
 import { z } from 'zod';
 import { type RouteSpec, handled, route } from '../rest/route.ts';
 import type { Config } from '../src/config.ts';
-import { type Generation, generationOfHeader } from './shapes.ts';
+import { type Generation, generationOfHeader, requestedVersionOf } from './shapes.ts';
 
 /**
  * The agent card, in the form the caller's generation reads, chosen by the `A2A-Version` request
- * header as for the shared `tasks/*` methods (docs/decisions/a2a.md, "The agent card"):
+ * header (or query parameter) as for the shared `tasks/*` methods (docs/decisions/a2a.md, "The
+ * agent card"):
  *
- * - `A2A-Version: 1.x` (@a2a-js/sdk 1.x sends it): exactly the v1.0 AgentCard. It picks its
+ * - `A2A-Version: 1.0` (@a2a-js/sdk 1.x sends it), or a version this server does not speak,
+ *   whose client learns here which are: exactly the v1.0 AgentCard. It picks its
  *   transport from `supportedInterfaces` and reads `securitySchemes` in the proto-JSON form
  *   (`{apiKeySecurityScheme: {...}}`, one key per scheme) with `securityRequirements`.
  * - no header (@a2a-js/sdk 0.2/0.3, the v0.1 samples, the conformance kit): the v1.0 card plus
@@ -15,7 +17,7 @@ import { type Generation, generationOfHeader } from './shapes.ts';
  *   `preferredTransport`, `additionalInterfaces`. Its security schemes are still the exact v1.0
  *   form (a strict v1.0 parser refuses v0.3's flat `{type, in, name}` beside it); SDK 0.3 reads
  *   that form through its proto-JSON fallback, and 0.2 and the v0.1 samples do not read it.
- * - `A2A-Version: 0.x`: the v0.3 card, with OpenAPI-style `securitySchemes` and `security`, and
+ * - `A2A-Version: 0.1` to `0.3`: the v0.3 card, with OpenAPI-style `securitySchemes` and `security`, and
  *   v0.1's `authentication.schemes`.
  *
  * Every interface is the same endpoint: the method names tell the generations apart.
@@ -166,7 +168,7 @@ export const cardRoutes = (config: Config): RouteSpec[] =>
       handler: async ({ request, response }) => {
         response.setHeader('Cache-Control', 'public, max-age=300');
         response.setHeader('Vary', 'A2A-Version');
-        response.json(agentCard(config, generationOfHeader(request.get('a2a-version')) ?? 'v1.0', path.endsWith('/agent.json')));
+        response.json(agentCard(config, generationOfHeader(requestedVersionOf(request)) ?? 'v1.0', path.endsWith('/agent.json')));
         return handled;
       },
     }),

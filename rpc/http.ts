@@ -12,7 +12,7 @@ import { type Dispatcher, idOf } from './dispatch.ts';
 import { errorResponse, fromAppError, parseErrorResponse, toRpcError, toRpcErrorIn } from './errors.ts';
 import type { RpcContext } from './context.ts';
 import { streamingMethods } from './methods.ts';
-import { versionContextOf } from './shapes.ts';
+import { requestedVersionOf, versionContextOf } from './shapes.ts';
 import { StreamStart, openTaskStream } from './task-stream.ts';
 import { clientAddress } from '../rest/route.ts';
 import { sendJson, sendRetryAfter } from '../rest/envelope.ts';
@@ -96,7 +96,7 @@ function tryParse(text: string): { ok: true; value: unknown } | { ok: false } {
  * (@a2a-js/sdk 1.x) get the complete JSON-RPC response.
  */
 function reply(response: Response, status: number, body: JSONRPCResponse | JSONRPCResponse[]) {
-  if (status >= 300 && !response.req.get('a2a-version') && !Array.isArray(body)) {
+  if (status >= 300 && requestedVersionOf(response.req) === undefined && !Array.isArray(body)) {
     const { jsonrpc: _jsonrpc, ...rest } = body;
     return sendJson(response, status, rest);
   }
@@ -128,7 +128,7 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   try {
     context = {
       principal: await authenticateHeaders(engine, request.headers, clientAddress(request)),
-      ...versionContextOf(request.get('a2a-version')),
+      ...versionContextOf(requestedVersionOf(request)),
       log,
     };
   } catch (error) {

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { type TransactionStatus, transitionTable } from '../src/domain/escrow.ts';
 import type { TransactionView } from '../src/schemas/transactions.ts';
 
@@ -243,6 +244,18 @@ export function generationOfHeader(header: string | undefined): Generation | und
   if (value === '') return 'hybrid';
   const match = /^v?(\d{1,4})(?:\.(\d{1,4}))?(?:\.\d{1,4})?$/i.exec(value);
   return match ? generationsByVersion.get(`${Number(match[1])}.${Number(match[2] ?? 0)}`) : undefined;
+}
+
+/**
+ * The version a request names: its `A2A-Version` header, else an `A2A-Version` query parameter
+ * (specification 3.6.1 lets a client send either; the reference server reads them in this order).
+ */
+export function requestedVersionOf(request: IncomingMessage): string | undefined {
+  const header = request.headers['a2a-version'];
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value !== undefined && value.trim() !== '') return value;
+  const query = request.url?.indexOf('?') ?? -1;
+  return query < 0 ? undefined : (new URLSearchParams(request.url!.slice(query + 1)).get('A2A-Version') ?? undefined);
 }
 
 /**

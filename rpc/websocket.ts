@@ -15,7 +15,7 @@ import { errorResponse, parseErrorResponse, toRpcError, toRpcErrorIn } from './e
 import { authenticateHeaders } from './http.ts';
 import { compileTrustProxy, peerAddress } from '../rest/client-address.ts';
 import type { RpcContext } from './context.ts';
-import { versionContextOf } from './shapes.ts';
+import { requestedVersionOf, versionContextOf } from './shapes.ts';
 import { type StreamEndReason, StreamStart, type TaskStreamSink, openTaskStream } from './task-stream.ts';
 
 /**
@@ -43,7 +43,7 @@ interface Connection {
   principal: Principal;
   /** The upgrade's credential headers, checked again on every message and heartbeat. */
   credentials: IncomingHttpHeaders;
-  /** The upgrade request's `A2A-Version` header. */
+  /** The upgrade request's `A2A-Version` header, or its query parameter of that name. */
   version: string | undefined;
   alive: boolean;
   /** The peer's address, for rate limits keyed by address. */
@@ -190,13 +190,12 @@ class RpcSockets {
   };
 
   private onConnection(socket: WebSocket, principal: Principal, request: IncomingMessage, address: string) {
-    const version = request.headers['a2a-version'];
     const credentials = pickCredentials(request.headers);
     const connection: Connection = {
       socket,
       principal,
       credentials,
-      version: Array.isArray(version) ? version[0] : version,
+      version: requestedVersionOf(request),
       alive: true,
       address,
       subscriptions: new Map(),

@@ -523,6 +523,25 @@ describe('A2A-Version (A2A specification 1.0, section 3.6)', () => {
     expect(v01.body.error).toMatchObject({ code: -32001, data: { code: 4040 } });
   });
 
+  it('reads the version from an A2A-Version query parameter when no header names one', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const postTo = (query: string, body: unknown, headers: Record<string, string> = buyer.headers) =>
+      test.http.post(`/api/v1/rpc?${query}`).set(headers).set('Content-Type', 'application/json').send(JSON.stringify(body));
+    const sent = await postTo('A2A-Version=1.0', buy(capability.id)).expect(200);
+    const read = await postTo('A2A-Version=1.0', { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: sent.body.result.task.id } }).expect(200);
+    expect(read.body.result.status.state).toBe('TASK_STATE_SUBMITTED');
+    expect((await postTo('A2A-Version=2.0', buy(capability.id)).expect(200)).body.error).toEqual(versionError('2.0'));
+    // The header, when sent, is what counts.
+    const headerWins = await postTo('A2A-Version=2.0', { jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: sent.body.result.task.id } }, {
+      ...buyer.headers,
+      'A2A-Version': '0.3',
+    }).expect(200);
+    expect(headerWins.body.result.status.state).toBe('submitted');
+    const card = await test.http.get('/.well-known/agent-card.json?A2A-Version=0.3').expect(200);
+    expect(card.body).toHaveProperty('securitySchemes');
+    expect(card.body).not.toHaveProperty('supportedInterfaces');
+  });
+
   it('still serves the agent card to a client of another version, in its newest form, so the client can read which versions are spoken', async () => {
     const card = await test.http.get('/.well-known/agent-card.json').set('A2A-Version', '2.0').expect(200);
     expect(card.body.supportedInterfaces.map((entry: { protocolVersion: string }) => entry.protocolVersion)).toEqual(['1.0', '0.3']);
