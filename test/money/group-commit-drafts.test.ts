@@ -156,7 +156,9 @@ describe('publishing a draft in one statement, one at a time', () => {
     // The key answers what it answered, though the money is there now; the envelope's timestamp
     // is when each answer was sent (docs/decisions/api-surface.md), so it may have ticked.
     const { timestamp: _first, ...firstAnswer } = short.body as Answer['body'] & { timestamp: number };
-    const { timestamp: _again, ...replayed } = (await publishDraft(publisher, draft, key, { delivery_hours: 9 })).body as Answer['body'] & { timestamp: number };
+    const { timestamp: _again, ...replayed } = (await publishDraft(publisher, draft, key, { delivery_hours: 9 })).body as Answer['body'] & {
+      timestamp: number;
+    };
     expect(replayed).toEqual(firstAnswer);
     expect((await taskRows([draft])).get(draft)).toMatchObject({ status: 'draft', delivery_hours: 9, bounty_held: '0' });
     const opened = await publishDraft(publisher, draft, randomUUID(), { delivery_hours: 10 });

@@ -519,7 +519,9 @@ describe('A2A-Version (A2A specification 1.0, section 3.6)', () => {
       const read = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: task.id } }, headers).expect(200);
       expect(read.body.result.status.state, version).toBe(state);
     }
-    const v01 = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: randomUUID() } }, { ...buyer.headers, 'A2A-Version': '0.1' }).expect(200);
+    const v01 = await post({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: randomUUID() } }, { ...buyer.headers, 'A2A-Version': '0.1' }).expect(
+      200,
+    );
     expect(v01.body.error).toMatchObject({ code: -32001, data: { code: 4040 } });
   });
 
@@ -532,10 +534,14 @@ describe('A2A-Version (A2A specification 1.0, section 3.6)', () => {
     expect(read.body.result.status.state).toBe('TASK_STATE_SUBMITTED');
     expect((await postTo('A2A-Version=2.0', buy(capability.id)).expect(200)).body.error).toEqual(versionError('2.0'));
     // The header, when sent, is what counts.
-    const headerWins = await postTo('A2A-Version=2.0', { jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: sent.body.result.task.id } }, {
-      ...buyer.headers,
-      'A2A-Version': '0.3',
-    }).expect(200);
+    const headerWins = await postTo(
+      'A2A-Version=2.0',
+      { jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: sent.body.result.task.id } },
+      {
+        ...buyer.headers,
+        'A2A-Version': '0.3',
+      },
+    ).expect(200);
     expect(headerWins.body.result.status.state).toBe('submitted');
     const card = await test.http.get('/.well-known/agent-card.json?A2A-Version=0.3').expect(200);
     expect(card.body).toHaveProperty('securitySchemes');
