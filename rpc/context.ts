@@ -9,7 +9,7 @@ import type { Generation } from './shapes.ts';
  */
 export interface RpcContext {
   principal: Principal;
-  /** From the `A2A-Version` header. */
+  /** From the `A2A-Version` header, or the query parameter of that name. */
   headerGeneration: Generation;
   /** The `A2A-Version` header as sent, when it names a version this server does not speak. */
   unsupportedVersion?: string;

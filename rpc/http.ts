@@ -39,7 +39,7 @@ import { sendJson, sendRetryAfter } from '../rest/envelope.ts';
  *    answer is still `text/event-stream`: one `event: error` frame carrying the JSON-RPC error,
  *    then the end, as the reference server of @a2a-js/sdk 0.3 does; SDK 0.2/0.3, the v0.1
  *    samples' SSE library and the conformance kit accept nothing else. Callers sending
- *    `A2A-Version: 1.0` or later get the plain JSON error instead, as the reference server of
+ *    `A2A-Version: 1.0` (or a version this server does not speak) get the plain JSON error instead, as the reference server of
  *    @a2a-js/sdk 1.x answers them (its client then raises the typed error). Failures of the
  *    whole exchange (steps 1 to 3) keep their JSON body under their non-2xx status.
  */
@@ -150,7 +150,8 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   }
   const answer = answerOf(response, errorsAsSse(parsed.value, context));
   const afterSequence = parseLastEventId(request.get('last-event-id'));
-  if (afterSequence === null) {
+  // Under a version this server does not speak, every call is refused as such (rpc/dispatch.ts).
+  if (afterSequence === null && context.unsupportedVersion === undefined) {
     const error = new AppError('validation_error', 'invalid Last-Event-ID', {
       errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }],
     });
@@ -159,7 +160,7 @@ export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request:
   const result = await dispatcher.dispatch(parsed.value, context, { streamsInBatch: false });
   if (result === null) return response.status(204).end();
   if (!Array.isArray(result) && result.result instanceof StreamStart) {
-    return streamOverSse(engine, context, result.id, result.result, afterSequence, request, response, answer);
+    return streamOverSse(engine, context, result.id, result.result, afterSequence ?? undefined, request, response, answer);
   }
   return answer(result);
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { limits } from '../src/limits.ts';
 import { type TransactionStatus, transitionTable } from '../src/domain/escrow.ts';
 import type { TransactionView } from '../src/schemas/transactions.ts';
 
@@ -234,36 +235,47 @@ const generationsByVersion = new Map<string, Generation>([
 ]);
 export const supportedA2AVersions = [...generationsByVersion.keys()];
 
-/**
- * `A2A-Version` header -> the generation whose shapes the shared `tasks/*` names answer with
- * (none: hybrid), or undefined for a version this server does not speak. A patch number or a
- * missing minor is read as the `Major.Minor` it names ("1.0.1" and "1" are 1.0).
- */
-export function generationOfHeader(header: string | undefined): Generation | undefined {
-  const value = (header ?? '').trim();
-  if (value === '') return 'hybrid';
+/** One `Major.Minor` value -> its generation, or undefined when this server does not speak it. */
+function generationOfVersion(value: string): Generation | undefined {
   const match = /^v?(\d{1,4})(?:\.(\d{1,4}))?(?:\.\d{1,4})?$/i.exec(value);
   return match ? generationsByVersion.get(`${Number(match[1])}.${Number(match[2] ?? 0)}`) : undefined;
 }
 
 /**
- * The version a request names: its `A2A-Version` header, else an `A2A-Version` query parameter
- * (specification 3.6.1 lets a client send either; the reference server reads them in this order).
+ * `A2A-Version` header -> the generation whose shapes the shared `tasks/*` names answer with
+ * (none: hybrid), or undefined for a version this server does not speak. A patch number or a
+ * missing minor is read as the `Major.Minor` it names ("1.0.1" and "1" are 1.0). A header sent
+ * twice arrives joined by a comma ("1.0, 1.0": a fetch wrapper adding what the SDK already set);
+ * it names one version when every part names the same one.
  */
-export function requestedVersionOf(request: IncomingMessage): string | undefined {
-  const header = request.headers['a2a-version'];
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value !== undefined && value.trim() !== '') return value;
-  const query = request.url?.indexOf('?') ?? -1;
-  return query < 0 ? undefined : (new URLSearchParams(request.url!.slice(query + 1)).get('A2A-Version') ?? undefined);
+export function generationOfHeader(header: string | undefined): Generation | undefined {
+  const parts = (header ?? '').split(',').map((part) => part.trim());
+  if (parts.every((part) => part === '')) return 'hybrid';
+  const generations = new Set(parts.map(generationOfVersion));
+  return generations.size === 1 ? [...generations][0] : undefined;
 }
 
 /**
- * What a call's context learns from its `A2A-Version` header. A version this server does not
- * speak is refused call by call (-32009, rpc/dispatch.ts); meanwhile it is answered as the newest
- * generation, which is what a client newer than this server expects most nearly.
+ * The version a request names: its `A2A-Version` header, else an `A2A-Version` query parameter of
+ * its URL (specification 3.6.1 lets a client send the version either way); undefined when neither
+ * names one.
  */
-export function versionContextOf(header: string | undefined): { headerGeneration: Generation; unsupportedVersion?: string } {
-  const generation = generationOfHeader(header);
-  return generation === undefined ? { headerGeneration: 'v1.0', unsupportedVersion: header!.trim() } : { headerGeneration: generation };
+export function requestedVersionOf(request: IncomingMessage): string | undefined {
+  const header = request.headers['a2a-version'];
+  if (typeof header === 'string' && header.trim() !== '') return header;
+  const query = request.url?.indexOf('?') ?? -1;
+  const parameter = query < 0 ? null : new URLSearchParams(request.url!.slice(query + 1)).get('A2A-Version');
+  return parameter?.trim() ? parameter : undefined;
+}
+
+/**
+ * What a call's context learns from its `A2A-Version`. A version this server does not speak is
+ * refused call by call (-32009, rpc/dispatch.ts), echoing at most `a2aVersionEchoLengthMax`
+ * characters of it; meanwhile it is answered as the newest generation, which is what a client
+ * newer than this server expects most nearly.
+ */
+export function versionContextOf(requested: string | undefined): { headerGeneration: Generation; unsupportedVersion?: string } {
+  const generation = generationOfHeader(requested);
+  if (generation !== undefined) return { headerGeneration: generation };
+  return { headerGeneration: 'v1.0', unsupportedVersion: requested!.trim().slice(0, limits.a2aVersionEchoLengthMax) };
 }

@@ -391,6 +391,12 @@ export const limits = {
   userCodeDrawsMax: 5,
   /** Requests past their expiry are kept this long (a late poll still hears 4803), then deleted. */
   deviceAuthorizationRetentionMs: 24 * 60 * 60 * 1000,
+  /**
+   * Characters of an `A2A-Version` this server does not speak that its -32009 echoes back: the
+   * value is repeated in every refused call's error, so an 8 KiB header in a batch of 50 would
+   * otherwise come back as megabytes.
+   */
+  a2aVersionEchoLengthMax: 32,
   // A2A conversations, ids and history (docs/decisions/a2a.md "Context ids and message ids").
   /** A client's contextId / sessionId; longer ones are refused (-32602). */
   a2aContextIdLengthMax: 256,

@@ -476,7 +476,7 @@ describe('A2A-Version (A2A specification 1.0, section 3.6)', () => {
   it('refuses every call under a version this server does not speak with -32009, buying nothing, whatever the method name', async () => {
     const { buyer, capability } = await agentMarket(test);
     const before = await balance(test, buyer);
-    for (const version of ['2.0', '1.1', '0.4', 'latest']) {
+    for (const version of ['2.0', '1.1', '0.4', 'latest', '1.0-rc', '0', '1.0, 0.3']) {
       const headers = { ...buyer.headers, 'A2A-Version': version };
       expect((await post(buy(capability.id), headers).expect(200)).body).toEqual({ jsonrpc: '2.0', id: 1, error: versionError(version) });
       const older = await post({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: randomUUID() } }, headers).expect(200);
@@ -495,17 +495,41 @@ describe('A2A-Version (A2A specification 1.0, section 3.6)', () => {
       { jsonrpc: '2.0', id: 'a', error: versionError('2.0') },
       { jsonrpc: '2.0', id: 'b', error: versionError('2.0') },
     ]);
+    // A notification alone is owed nothing: no body.
+    await post({ jsonrpc: '2.0', method: 'SendMessage', params: buy(capability.id).params }, { ...buyer.headers, 'A2A-Version': '2.0' }).expect(204);
+    // The refusal comes before a bad Last-Event-ID is looked at.
+    const resumed = await post(
+      { jsonrpc: '2.0', id: 4, method: 'SubscribeToTask', params: { id: randomUUID() } },
+      {
+        ...buyer.headers,
+        'A2A-Version': '2.0',
+        'Last-Event-ID': 'not-a-sequence',
+      },
+    ).expect(200);
+    expect(resumed.body.error).toEqual(versionError('2.0'));
+    // A long value is echoed back cut to 32 characters, however many calls of a batch repeat it.
+    const long = `9.${'9'.repeat(4000)}`;
+    const echoed = await post(
+      Array.from({ length: 20 }, (_, index) => buy(capability.id, index)),
+      { ...buyer.headers, 'A2A-Version': long },
+    ).expect(200);
+    expect(echoed.body[0].error.data[0].metadata.requested_version).toBe(long.slice(0, 32));
+    expect(echoed.text.length).toBeLessThan(20 * 1024);
     expect(await balance(test, buyer)).toEqual(before);
     expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
   });
 
   it('speaks 0.1, 0.2, 0.3 and 1.0, read as Major.Minor (a patch number or a missing minor are the version they name), and none at all', async () => {
-    const { buyer, capability } = await agentMarket(test, '100.00');
+    const { buyer, capability } = await agentMarket(test, '1000.00');
     const answers: [string, string][] = [
       ['1.0', 'TASK_STATE_SUBMITTED'],
       ['1', 'TASK_STATE_SUBMITTED'],
       ['1.0.1', 'TASK_STATE_SUBMITTED'],
       [' 1.0 ', 'TASK_STATE_SUBMITTED'],
+      ['v1.0', 'TASK_STATE_SUBMITTED'],
+      ['01.0', 'TASK_STATE_SUBMITTED'],
+      // A header sent twice arrives joined by a comma; the same version twice is that version.
+      ['1.0, 1.0', 'TASK_STATE_SUBMITTED'],
       ['0.3', 'submitted'],
       ['0.3.0', 'submitted'],
       ['0.2', 'submitted'],

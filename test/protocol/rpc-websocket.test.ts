@@ -126,6 +126,12 @@ describe('JSON-RPC over WebSocket', () => {
       });
     }
     peer.socket.close();
+    // The same through the upgrade URL's query parameter, with no header.
+    const byQuery = new WebSocket(`${url}?A2A-Version=2.0`, { headers: buyer.headers });
+    await new Promise((resolve, reject) => byQuery.once('open', resolve).once('error', reject));
+    const queried = new Peer(byQuery);
+    expect((await queried.call('SendMessage', buyParams(capability.id))).error).toMatchObject({ code: -32009 });
+    byQuery.close();
     expect((await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items).toEqual([]);
   });
 
