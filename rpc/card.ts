@@ -12,10 +12,11 @@ import { type Generation, generationOfHeader, requestedVersionOf } from './shape
  *   whose client learns here which are: exactly the v1.0 AgentCard. It picks its
  *   transport from `supportedInterfaces` and reads `securitySchemes` in the proto-JSON form
  *   (`{apiKeySecurityScheme: {...}}`, one key per scheme) with `securityRequirements`.
- * - no header (@a2a-js/sdk 0.2/0.3, the Python SDK 0.3, the v0.1 samples, the conformance kit):
- *   the v1.0 card plus the fields older clients locate the endpoint by: `url`, `protocolVersion`,
- *   `preferredTransport`, `additionalInterfaces`, v0.3's `security`, and each security scheme in
- *   both forms (bothFormsSecuritySchemes).
+ * - no header (@a2a-js/sdk 0.2/0.3, the v0.1 samples, the conformance kit): the v1.0 card plus
+ *   the fields older clients locate the endpoint by: `url`, `protocolVersion`,
+ *   `preferredTransport`, `additionalInterfaces`. Its security schemes are still the exact v1.0
+ *   form (a strict v1.0 parser refuses v0.3's flat `{type, in, name}` beside it); SDK 0.3 reads
+ *   that form through its proto-JSON fallback, and 0.2 and the v0.1 samples do not read it.
  * - `A2A-Version: 0.1` to `0.3`: the v0.3 card, with OpenAPI-style `securitySchemes` and `security`, and
  *   v0.1's `authentication.schemes`.
  *
@@ -61,20 +62,6 @@ const v03SecuritySchemes = {
   platformUserId: { type: 'apiKey', in: 'header', ...schemes.platformUserId },
   bearer: { type: 'http', scheme: 'bearer', ...schemes.bearer },
 };
-
-/**
- * Each scheme in both forms at once, for the card sent without a version: v1.0's oneof key and
- * v0.3's flat `type`, `in`/`scheme`, `name` beside it. A v0.3 reader (the Python SDK 0.3, whose
- * scheme union takes an object without `type` for mutual TLS and then sends no credentials)
- * finds its form; a v1.0 reader finds the oneof key and ignores the rest, as the headerless card's
- * other v0.x fields already ask of it (the Python SDK 1.x maps `type`/`in` to the same scheme).
- */
-const bothFormsSecuritySchemes = {
-  apiKey: { ...v03SecuritySchemes.apiKey, ...v10SecuritySchemes.apiKey },
-  platformUserId: { ...v03SecuritySchemes.platformUserId, ...v10SecuritySchemes.platformUserId },
-  bearer: { ...v03SecuritySchemes.bearer, ...v10SecuritySchemes.bearer },
-};
-const v03Security = [{ apiKey: [], platformUserId: [] }, { bearer: [] }];
 
 function v10Card(config: Config) {
   const base = config.publicBaseUrl.replace(/\/+$/, '');
@@ -138,10 +125,7 @@ export function agentCard(config: Config, generation: Generation, legacyPath = f
   if (generation === 'v1.0') return card;
   const url = card.supportedInterfaces[0]!.url;
   const locators = { url, protocolVersion: '0.3.0', preferredTransport: 'JSONRPC', additionalInterfaces: [{ url, transport: 'JSONRPC' }] };
-  if (generation === 'hybrid') {
-    const hybrid = { ...card, ...locators, securitySchemes: bothFormsSecuritySchemes, security: v03Security };
-    return legacyPath ? { ...hybrid, authentication: v01Authentication } : hybrid;
-  }
+  if (generation === 'hybrid') return legacyPath ? { ...card, ...locators, authentication: v01Authentication } : { ...card, ...locators };
   const { securityRequirements: _requirements, supportedInterfaces: _interfaces, ...rest } = card;
   return {
     ...rest,
@@ -149,7 +133,7 @@ export function agentCard(config: Config, generation: Generation, legacyPath = f
     capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: false },
     authentication: v01Authentication,
     securitySchemes: v03SecuritySchemes,
-    security: v03Security,
+    security: [{ apiKey: [], platformUserId: [] }, { bearer: [] }],
   };
 }
 
