@@ -41,10 +41,6 @@ export class RpcError extends Error {
 }
 
 export const unsupportedOperation = (detail: string) => new RpcError(rpcCodes.unsupportedOperation, 'Unsupported operation', { detail });
-export const pushNotificationsNotSupported = () =>
-  new RpcError(rpcCodes.pushNotificationNotSupported, 'Push notifications are not supported', {
-    detail: 'subscribe with a streaming method or over the WebSocket instead',
-  });
 export const contentTypeNotSupported = (path: string) =>
   new RpcError(rpcCodes.contentTypeNotSupported, 'Incompatible content types', { detail: `${path}: only text and data parts are accepted` });
 /** A2A v1.0's answer to an `A2A-Version` this server does not speak (specification 3.6.2). */
