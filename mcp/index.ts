@@ -1,10 +1,14 @@
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { sendJson, sendRetryAfter } from '../rest/envelope.ts';
 import { requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, clientAddress, handled, route } from '../rest/route.ts';
 import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
+import { toAppError } from '../src/errors.ts';
+import { idOf } from '../rpc/dispatch.ts';
+import { errorResponse, fromAppError } from '../rpc/errors.ts';
 import { mcpAuthenticator } from './authentication.ts';
 import { createMcpServer } from './server.ts';
 import { type McpTool, mcpTools } from './tools.ts';
@@ -22,9 +26,9 @@ export const mcpPath = '/mcp';
  * With no session there is no server-to-client stream: GET and DELETE on /mcp answer 405 with
  * `Allow: POST` (the router's method check), as the MCP spec allows, and answers are plain JSON.
  *
- * Credentials and rate limits are REST's: the route authenticates with the shared authenticator
- * (4010 / 4011 as an HTTP answer in the envelope), then each message takes a token from the read
- * buckets, or from the write buckets when it calls a tool that changes state.
+ * Credentials and rate limits are REST's: the route authenticates with the shared authenticator,
+ * then each message takes a token from the read buckets, or from the write buckets when it calls
+ * a tool that changes state. A refusal of either is answered by refuse() below.
  */
 export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools): RouteSpec[] {
   const authenticate = mcpAuthenticator(engine);
@@ -44,12 +48,18 @@ export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools):
       summary:
         'Model Context Protocol endpoint (Streamable HTTP, stateless; docs/mcp.md). An OAuth 2.1 protected resource: ' +
         'MCP clients sign in from the 401 challenge (/.well-known/oauth-protected-resource/mcp); automation may send ' +
-        'X-Api-Key + X-Platform-User-Id (wrong ones answer 403, code 4012), or a bearer token. Send Accept: application/json, text/event-stream',
+        'X-Api-Key + X-Platform-User-Id (wrong ones answer 403, code 4012), or a bearer token. A refusal (401, 403, 400, 429) is a ' +
+        'JSON-RPC error response whose data is the envelope. Send Accept: application/json, text/event-stream',
       body: z.record(z.string(), z.unknown()).meta({ description: 'One JSON-RPC 2.0 message of the MCP protocol' }),
       response: z.record(z.string(), z.unknown()),
       handler: async ({ request, response }) => {
-        const principal = await authenticate(request, response);
-        await admit(engine, tools, request, principal);
+        let principal: Principal;
+        try {
+          principal = await authenticate(request, response);
+          await admit(engine, tools, request, principal);
+        } catch (error) {
+          return refuse(engine, request, response, error);
+        }
         const server = createMcpServer(engine, principal, tools, request);
         const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
         response.on('close', () => {
@@ -69,6 +79,21 @@ export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools):
       },
     }),
   ];
+}
+
+/**
+ * A refusal before the transport reads the message (credentials, rate limits) keeps its HTTP status
+ * and headers (WWW-Authenticate, Retry-After) and its body is a JSON-RPC error response, which the
+ * MCP transport allows at an error status: the Python SDK reads nothing else from a non-2xx body
+ * (it showed "Server returned an error response" for an unknown API key). `data` is the
+ * marketplace envelope `{code, message, data}`, so 4010 / 4011 / 4012 / 4290 are still there.
+ */
+function refuse(engine: Engine, request: Request, response: Response, error: unknown) {
+  const log = requestLogger(request, engine.dependencies.log);
+  const refusal = toAppError(error, (message, cause) => log.error(`mcp: ${message}`, { error: cause }));
+  sendRetryAfter(response, refusal);
+  sendJson(response, refusal.httpStatus, errorResponse(idOf(request.body), fromAppError(refusal)));
+  return handled;
 }
 
 /** REST counts a GET as a read and a POST as a write; MCP counts a state-changing tool call as a write. */

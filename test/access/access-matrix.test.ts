@@ -71,8 +71,10 @@ async function call(method: string, path: string, headers: Headers, body?: unkno
     return { status: response.status, code: null };
   }
   const text = await response.text();
-  const parsed = text.startsWith('{') ? (JSON.parse(text) as { code?: unknown }) : {};
-  return { status: response.status, code: typeof parsed.code === 'number' ? parsed.code : null };
+  // The envelope's code, or, from /mcp and /api/v1/rpc, the one inside a JSON-RPC error's data.
+  const parsed = text.startsWith('{') ? (JSON.parse(text) as { code?: unknown; error?: { data?: { code?: unknown } } }) : {};
+  const code = parsed.code ?? parsed.error?.data?.code;
+  return { status: response.status, code: typeof code === 'number' ? code : null };
 }
 
 async function ok<T>(method: string, path: string, headers: Headers, body?: unknown): Promise<T> {

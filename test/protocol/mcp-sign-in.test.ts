@@ -323,7 +323,8 @@ describe('the authorization server', () => {
     expect(expired.headers.get('www-authenticate')).toBe(
       `Bearer error="invalid_token", error_description="the access token is invalid, expired or revoked", resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`,
     );
-    expect(((await expired.json()) as { code: number }).code).toBe(4010);
+    // A JSON-RPC error response, the marketplace envelope in its data (mcp/index.ts refuse()).
+    expect(await expired.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32110, message: expect.stringContaining('expired'), data: { code: 4010 } } });
     const refreshed = await token(base, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: granted.client.client_id });
     expect((await list(refreshed.body.access_token)).status).toBe(200);
   });

@@ -49,8 +49,10 @@ async function refusal(headers: Record<string, string>) {
     (caught: unknown) => caught,
   );
   expect(error).toBeInstanceOf(StreamableHTTPError);
-  const envelope = JSON.parse((error as Error).message.slice((error as Error).message.indexOf('{'))) as { code: number };
-  return { status: (error as StreamableHTTPError).code, code: envelope.code };
+  // The body is a JSON-RPC error response whose data is the marketplace envelope.
+  const body = JSON.parse((error as Error).message.slice((error as Error).message.indexOf('{'))) as { jsonrpc: string; error: { data: { code: number } } };
+  expect(body.jsonrpc).toBe('2.0');
+  return { status: (error as StreamableHTTPError).code, code: body.error.data.code };
 }
 
 describe('MCP: the categories resource', () => {
@@ -186,6 +188,33 @@ describe('MCP: failures', () => {
     const agent = await createAgent(test);
     expect(await refusal({ 'X-Api-Key': 'not-a-key', 'X-Platform-User-Id': agent.userId })).toEqual({ status: 403, code: 4012 });
     expect(await refusal({ ...agent.headers, Authorization: 'Bearer whatever' })).toEqual({ status: 400, code: 4011 });
+  });
+
+  it('answers a refusal with a JSON-RPC error response under its HTTP status, which clients that read only that (the Python SDK) show', async () => {
+    const agent = await createAgent(test);
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
+    const post = (headers: Record<string, string>) => test.http.post('/mcp').set(headers).set('Accept', 'application/json, text/event-stream').send(initialize);
+    const unknownKey = await post({ 'X-Api-Key': 'mk_not_a_key', 'X-Platform-User-Id': agent.userId }).expect(403);
+    expect(unknownKey.headers['content-type']).toMatch(/^application\/json/);
+    expect(unknownKey.body).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: {
+        code: -32112,
+        message: expect.stringContaining('unknown API key'),
+        data: { code: 4012, message: 'credentials_rejected', data: expect.anything() },
+      },
+    });
+    const anonymous = await post({}).expect(401);
+    expect(anonymous.headers['www-authenticate']).toMatch(/^Bearer resource_metadata=/);
+    expect(anonymous.body).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32110, data: { code: 4010 } } });
+    const mixed = await post({ ...agent.headers, Authorization: 'Bearer whatever' }).expect(400);
+    expect(mixed.body).toMatchObject({ jsonrpc: '2.0', id: 7, error: { data: { code: 4011 } } });
   });
 
   it('answers GET and DELETE on /mcp with 405 (stateless: no stream, no session)', async () => {
