@@ -6,9 +6,8 @@ import { requestLogger } from '../rest/request-log.ts';
 import { type RouteSpec, clientAddress, handled, route } from '../rest/route.ts';
 import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
-import { toAppError } from '../src/errors.ts';
 import { idOf } from '../rpc/dispatch.ts';
-import { errorResponse, fromAppError } from '../rpc/errors.ts';
+import { exchangeRefusal } from '../rpc/errors.ts';
 import { mcpAuthenticator } from './authentication.ts';
 import { createMcpServer } from './server.ts';
 import { type McpTool, mcpTools } from './tools.ts';
@@ -89,10 +88,9 @@ export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools):
  * marketplace envelope `{code, message, data}`, so 4010 / 4011 / 4012 / 4290 are still there.
  */
 function refuse(engine: Engine, request: Request, response: Response, error: unknown) {
-  const log = requestLogger(request, engine.dependencies.log);
-  const refusal = toAppError(error, (message, cause) => log.error(`mcp: ${message}`, { error: cause }));
+  const { refusal, body } = exchangeRefusal(error, idOf(request.body), requestLogger(request, engine.dependencies.log), 'mcp');
   sendRetryAfter(response, refusal);
-  sendJson(response, refusal.httpStatus, errorResponse(idOf(request.body), fromAppError(refusal)));
+  sendJson(response, refusal.httpStatus, body);
   return handled;
 }
 

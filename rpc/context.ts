@@ -11,7 +11,7 @@ export interface RpcContext {
   principal: Principal;
   /** From the `A2A-Version` header, or the query parameter of that name. */
   headerGeneration: Generation;
-  /** The `A2A-Version` header as sent, when it names a version this server does not speak. */
+  /** The `A2A-Version` as sent (header or query parameter, cut to a2aVersionEchoLengthMax), when this server does not speak it. */
   unsupportedVersion?: string;
   /** WebSocket only: ends one of this connection's subscriptions. */
   unsubscribe?: (subscription: string) => boolean;

@@ -134,4 +134,15 @@ export function toRpcError(error: unknown, log: Logger): RpcErrorObject {
 
 export const errorResponse = (id: JSONRPCID, error: RpcErrorObject): JSONRPCErrorResponse => ({ jsonrpc: '2.0', id, error });
 
+/**
+ * A refusal of a whole HTTP exchange (credentials, rate limits, a backend unreachable while
+ * checking them), over /api/v1/rpc and /mcp alike: the AppError, whose HTTP status and Retry-After
+ * the transport sends, and the JSON-RPC error response, the envelope in its data. `source` names
+ * the transport in the log line of an unexpected error.
+ */
+export function exchangeRefusal(error: unknown, id: JSONRPCID, log: Logger, source: string) {
+  const refusal = toAppError(error, (message, cause) => log.error(`${source}: ${message}`, { error: cause }));
+  return { refusal, body: errorResponse(id, fromAppError(refusal)) };
+}
+
 export const parseErrorResponse = (detail: string) => errorResponse(null, fromAppError(new AppError('invalid_json', detail)));

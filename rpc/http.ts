@@ -9,7 +9,7 @@ import type { Logger } from '../src/logger.ts';
 import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts';
 import { limits } from '../src/limits.ts';
 import { type Dispatcher, idOf } from './dispatch.ts';
-import { errorResponse, fromAppError, parseErrorResponse, toRpcError, toRpcErrorIn } from './errors.ts';
+import { errorResponse, exchangeRefusal, fromAppError, parseErrorResponse, toRpcError, toRpcErrorIn } from './errors.ts';
 import type { RpcContext } from './context.ts';
 import { streamingMethods } from './methods.ts';
 import { requestedVersionOf, versionContextOf } from './shapes.ts';
@@ -103,18 +103,14 @@ function reply(response: Response, status: number, body: JSONRPCResponse | JSONR
   return sendJson(response, status, body);
 }
 
-/** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
-/**
- * A refusal of the whole exchange (credentials, rate limits, a backend that cannot be reached
- * while checking them) is answered with its HTTP status (401, 429, 503 with Retry-After) and
- * the JSON-RPC error as body.
- */
+/** A refusal of the whole exchange: its HTTP status (401, 429, 503 with Retry-After), the JSON-RPC error as body. */
 function refuseExchange(response: Response, error: unknown, id: ReturnType<typeof idOf> | null, log: Logger) {
-  const refusal = toAppError(error, (message, cause) => log.error(`json-rpc: ${message}`, { error: cause }));
+  const { refusal, body } = exchangeRefusal(error, id, log, 'json-rpc');
   sendRetryAfter(response, refusal);
-  return reply(response, refusal.httpStatus, errorResponse(id, fromAppError(refusal)));
+  return reply(response, refusal.httpStatus, body);
 }
 
+/** Answers one POST /api/v1/rpc exchange (see the order of checks above). */
 export async function serveHttp(engine: Engine, dispatcher: Dispatcher, request: Request, response: Response) {
   const log = requestLogger(request, engine.dependencies.log);
   const text = await readBody(request, limits.requestBodyBytesMax);
