@@ -7,7 +7,7 @@ import { type RouteSpec, clientAddress, handled, route } from '../rest/route.ts'
 import type { Principal } from '../src/engine/common/index.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { idOf } from '../rpc/dispatch.ts';
-import { exchangeRefusal } from '../rpc/errors.ts';
+import { exchangeRefusal, jsonRpcRefusal } from '../rpc/errors.ts';
 import { mcpAuthenticator } from './authentication.ts';
 import { createMcpServer } from './server.ts';
 import { type McpTool, mcpTools } from './tools.ts';
@@ -41,6 +41,12 @@ export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools):
       auth: 'none',
       documentedAuth: 'user',
       rawResponse: { contentType: 'application/json' },
+      failureBody: jsonRpcRefusal,
+      moreAnswers: {
+        '202': { description: 'The message was a notification or a response: accepted, nothing to answer' },
+        '406': { description: 'Accept does not name both application/json and text/event-stream', failure: true },
+        '415': { description: 'The body is not application/json', failure: true },
+      },
       // Limited in the handler, per message, by what each message does.
       rateLimits: [],
       errors: [4010, 4011, 4012, 4290],
@@ -87,7 +93,7 @@ export function mcpRoutes(engine: Engine, tools: readonly McpTool[] = mcpTools):
  * (it showed "Server returned an error response" for an unknown API key). `data` is the
  * marketplace envelope `{code, message, data}`, so 4010 / 4011 / 4012 / 4290 are still there.
  */
-function refuse(engine: Engine, request: Request, response: Response, error: unknown) {
+export function refuse(engine: Engine, request: Request, response: Response, error: unknown) {
   const { refusal, body } = exchangeRefusal(error, idOf(request.body), requestLogger(request, engine.dependencies.log), 'mcp');
   sendRetryAfter(response, refusal);
   sendJson(response, refusal.httpStatus, body);

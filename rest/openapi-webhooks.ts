@@ -57,6 +57,10 @@ export function webhookEntries(convert: (schema: z.ZodType, io: 'input' | 'outpu
           type === webhookPing
             ? 'Sent on POST /api/v1/webhooks/{id}/ping, to every subscription'
             : `A ${type} event, to subscriptions naming it, its family or *`,
+        // `transaction.cancelled_by_buyer` -> `webhookTransactionCancelledByBuyer`: a generated receiver's handler name.
+        operationId: `webhook${type.replace(/(?:^|[._])([a-z])/g, (_match, letter: string) => letter.toUpperCase())}`,
+        // No credential of the receiver's: the receiver checks the signature headers below.
+        security: [],
         parameters: signatureHeaders,
         requestBody: { required: true, content: { 'application/json': { schema: convert(payloadOf(type, data), 'output') } } },
         responses: {

@@ -79,7 +79,9 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
     : { 'application/json': { schema: convert(envelope(spec.response), 'output') } };
   const successStatus = String(spec.successStatus ?? 200);
   const responses: Record<string, unknown> = { [successStatus]: { description: 'success', content: successContent } };
-  const errorSchema = { $ref: '#/components/schemas/ErrorEnvelope' };
+  const errorSchema = spec.failureBody ? convert(spec.failureBody, 'output') : { $ref: '#/components/schemas/ErrorEnvelope' };
+  for (const [status, { description, failure }] of Object.entries(spec.moreAnswers ?? {}))
+    responses[status] = failure ? { description, content: { 'application/json': { schema: errorSchema } } } : { description };
   // Any request that carries a JSON body is parsed before it is routed, whether the operation
   // reads one or not: malformed JSON (4001) or too much of it (4130) can be the answer of any.
   // Any may find PostgreSQL or Redis unreachable: 5030 with Retry-After (src/dependency-failures.ts).

@@ -46,6 +46,17 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    */
   rawResponse?: { contentType: string };
   /**
+   * For routes that speak a protocol of their own (JSON-RPC, MCP): the body of a refusal, which is
+   * then this schema instead of the REST envelope, for the OpenAPI document.
+   */
+  failureBody?: z.ZodType;
+  /**
+   * Answers besides success and the error table's failures, by HTTP status: with no body (a 304, a
+   * 204 to JSON-RPC notifications), or `failure` ones a protocol library answers in failureBody's
+   * shape (MCP's 406 and 415).
+   */
+  moreAnswers?: Record<string, { description: string; failure?: true }>;
+  /**
    * For routes that authenticate by themselves (auth 'none' here, to answer failures in their own
    * protocol): the credentials they accept, for the OpenAPI document only.
    */

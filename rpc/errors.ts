@@ -1,4 +1,5 @@
 import type { JSONRPCErrorResponse, JSONRPCID } from 'json-rpc-2.0';
+import { z } from 'zod';
 import { AppError, errorBody, toAppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
 import type { Generation } from './shapes.ts';
@@ -144,5 +145,25 @@ export function exchangeRefusal(error: unknown, id: JSONRPCID, log: Logger, sour
   const refusal = toAppError(error, (message, cause) => log.error(`${source}: ${message}`, { error: cause }));
   return { refusal, body: errorResponse(id, fromAppError(refusal)) };
 }
+
+/**
+ * What exchangeRefusal answers, for the OpenAPI document of /api/v1/rpc and /mcp: a JSON-RPC error
+ * response whose error.data is the envelope's {code, message, data}. `jsonrpc` may be missing on
+ * /api/v1/rpc (reply() in rpc/http.ts says why).
+ */
+export const jsonRpcRefusal = z
+  .object({
+    jsonrpc: z.literal('2.0').optional(),
+    id: z.union([z.string(), z.number(), z.null()]),
+    error: z.object({
+      code: z.number().int(),
+      message: z.string(),
+      data: z
+        .object({ code: z.number().int(), message: z.string(), data: z.record(z.string(), z.unknown()).nullable() })
+        .optional()
+        .meta({ description: "The envelope's code, message and data; absent on a refusal by the MCP SDK's transport (406, 415, a malformed message)" }),
+    }),
+  })
+  .meta({ id: 'JsonRpcRefusal', description: 'A refusal of the whole exchange: a JSON-RPC error response, the marketplace envelope in error.data' });
 
 export const parseErrorResponse = (detail: string) => errorResponse(null, fromAppError(new AppError('invalid_json', detail)));

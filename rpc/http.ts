@@ -103,8 +103,11 @@ function reply(response: Response, status: number, body: JSONRPCResponse | JSONR
   return sendJson(response, status, body);
 }
 
-/** A refusal of the whole exchange: its HTTP status (401, 429, 503 with Retry-After), the JSON-RPC error as body. */
-function refuseExchange(response: Response, error: unknown, id: ReturnType<typeof idOf> | null, log: Logger) {
+/**
+ * A refusal of the whole exchange: its HTTP status (401, 429, 503 with Retry-After), the JSON-RPC
+ * error as body. Also the answer to a refusal before serveHttp (the Origin guard: src/app.ts).
+ */
+export function refuseExchange(response: Response, error: unknown, id: ReturnType<typeof idOf> | null, log: Logger) {
   const { refusal, body } = exchangeRefusal(error, id, log, 'json-rpc');
   sendRetryAfter(response, refusal);
   return reply(response, refusal.httpStatus, body);

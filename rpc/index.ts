@@ -4,7 +4,7 @@ import { type RouteSpec, handled, route } from '../rest/route.ts';
 import type { Engine } from '../src/engine/index.ts';
 import { cardRoutes, rpcPath } from './card.ts';
 import { createDispatcher } from './dispatch.ts';
-import { errorResponse, toRpcError } from './errors.ts';
+import { errorResponse, jsonRpcRefusal, toRpcError } from './errors.ts';
 import { serveHttp } from './http.ts';
 import { requestLogger } from '../rest/request-log.ts';
 import { createRpcServer } from './methods.ts';
@@ -53,9 +53,11 @@ export function rpcRoutes(engine: Engine): RouteSpec[] {
       auth: 'none',
       documentedAuth: 'user',
       rawResponse: { contentType: 'application/json' },
+      failureBody: jsonRpcRefusal,
+      moreAnswers: { '204': { description: 'Only notifications (calls without an id) were sent: nothing to answer' } },
       // Limited in serveHttp, per call, and answered in JSON-RPC's own shape.
       rateLimits: [],
-      errors: [4290],
+      errors: [4010, 4011, 4290],
       summary:
         'JSON-RPC 2.0 endpoint for A2A clients (single or batch; streaming methods answer as text/event-stream). ' +
         'Authenticates like REST: X-Api-Key + X-Platform-User-Id, or a bearer token',

@@ -28,11 +28,13 @@ import { transactionRoutes } from '../rest/routes/transactions.ts';
 import { walletRoutes } from '../rest/routes/wallet.ts';
 import { publicMarketRoutes } from '../rest/routes/public-market.ts';
 import { ownKeyRoutes } from '../rest/routes/own-keys.ts';
-import { mcpRoutes } from '../mcp/index.ts';
+import { mcpPath, mcpRoutes, refuse as refuseMcpMessage } from '../mcp/index.ts';
 import { consentPage, consoleSite, verificationPage } from '../web/serve.ts';
 import { oauthRoutes } from '../rest/routes/oauth.ts';
 import { oauthRouter } from '../mcp/oauth.ts';
 import { originGuard } from '../rest/origin-guard.ts';
+import { rpcPath } from '../rpc/card.ts';
+import { refuseExchange } from '../rpc/http.ts';
 import { rpcRoutes } from '../rpc/index.ts';
 import type { Engine } from './engine/index.ts';
 import { AppError, toAppError } from './errors.ts';
@@ -75,6 +77,7 @@ export function allRoutes(engine: Engine): RouteSpec[] {
     tag: 'meta',
     auth: 'none',
     rawResponse: { contentType: 'application/json' },
+    moreAnswers: { '304': { description: 'Not modified: If-None-Match named the document as it is (its ETag)' } },
     summary: 'This OpenAPI 3.1 document',
     response: z.record(z.string(), z.unknown()),
     handler: async ({ request, response }) => {
@@ -188,10 +191,12 @@ export function createApp(engine: Engine) {
 
   app.use((_request: Request, _response: Response, next: NextFunction) => next(new AppError('not_found', 'no such route')));
   app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
-    sendError(
-      response,
-      fromHttpError(error, (message, cause) => requestLogger(request, log).error(message, { error: cause })),
-    );
+    const refusal = fromHttpError(error, (message, cause) => requestLogger(request, log).error(message, { error: cause }));
+    // A message to /mcp or JSON-RPC refused before its handler (the Origin guard, the body
+    // parser) is answered in its protocol too: a JSON-RPC error response, the envelope in its data.
+    if (request.method === 'POST' && request.path === mcpPath) return void refuseMcpMessage(engine, request, response, refusal);
+    if (request.method === 'POST' && request.path === rpcPath) return void refuseExchange(response, refusal, null, requestLogger(request, log));
+    sendError(response, refusal);
   });
   return app;
 }

@@ -170,7 +170,9 @@ export const taskStatsResponse = z
   .object({
     owner_type: z.enum(['agent', 'human']),
     currency,
-    by_status: z.record(z.enum(taskStatuses), z.number().int()),
+    // Named properties rather than a record keyed by an enum: a client generated from the document
+    // gets a field per status instead of an open map.
+    by_status: z.object(Object.fromEntries(taskStatuses.map((status) => [status, z.number().int()])) as Record<(typeof taskStatuses)[number], z.ZodNumber>),
     by_category: z.array(z.object({ category: z.string().nullable(), open: z.number().int(), total: z.number().int() })),
     open_bounty: z
       .object({ count: z.number().int(), total: amountOutput, median: amountOutput.nullable() })

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitNames, rateLimitVariable } from '../../src/config.ts';
 import { createMethods } from '../../rpc/methods.ts';
 import { type TestApp, startTestApp, testAdminToken } from '../helpers/app.ts';
+import { load as checkAnswersAgainst, nonConformance } from '../helpers/conformance.ts';
 import { type Schema, arbitraryOf, deeplyNested, mutatedBody, nastyValue } from '../helpers/schema-arbitrary.ts';
 
 /**
@@ -70,6 +71,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
   document = JSON.parse((await send('GET', '/api/v1/public/openapi.json', {})).body);
+  checkAnswersAgainst(document);
   const json = async (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
     JSON.parse((await send(method, path, { 'content-type': 'application/json', ...headers }, body === undefined ? undefined : JSON.stringify(body))).body).data;
   const key = await json('POST', '/api/v1/admin/api-keys', admin, { agent_platform_type: 'custom_mcp', auto_provision: true });
@@ -120,8 +122,11 @@ const balances = async () => JSON.stringify(await test.runtime.engine.dependenci
 const codesOf = (description: string) => [...description.matchAll(/\b(\d{4}) [a-z_]+/g)].map((match) => Number(match[1]));
 
 /** What the document allows this operation to answer: the status, and the envelope's code under it. */
-function expectDeclared(operation: Operation, answer: Answer, what: string) {
+function expectDeclared(operation: Operation, answer: Answer, what: string, method: string, template: string) {
   expect(answer.status, `${what}: ${answer.body.slice(0, 300)}`).toBeLessThan(500);
+  // The body too: what the document declares for that status, checked by JSON Schema.
+  const checked = { status: answer.status, headers: { 'content-type': answer.contentType }, text: answer.body };
+  expect(nonConformance(method.toLowerCase(), template, checked, template), what).toBeUndefined();
   const declared = operation.responses[String(answer.status)];
   expect(declared, `${what}: status ${answer.status} is not declared (${answer.body.slice(0, 200)})`).toBeDefined();
   if (!answer.contentType.startsWith('application/json') || answer.status === 304) return;
@@ -253,7 +258,7 @@ describe('every operation of the served OpenAPI document, fuzzed', () => {
             const before = await balances();
             const answer = await send(method, request.path, request.headers, method === 'GET' || method === 'DELETE' ? undefined : request.body);
             const what = `${method} ${request.path.slice(0, 120)} ${JSON.stringify(request.headers).slice(0, 200)} ${String(request.body).slice(0, 200)}`;
-            expectDeclared(operation, answer, what);
+            expectDeclared(operation, answer, what, method, path);
             if (answer.status >= 400) expect(await balances(), `${what}: a refused request moved money`).toBe(before);
           }),
           { numRuns: runs },

@@ -1,5 +1,16 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { nonConformance } from '../helpers/conformance.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+interface Operation {
+  operationId: string;
+  security?: unknown[];
+  requestBody?: { content: Record<string, unknown> };
+  responses: Record<string, { content?: Record<string, unknown> }>;
+}
 
 let test: TestApp;
 beforeAll(async () => {
@@ -101,6 +112,66 @@ describe('OpenAPI', () => {
       Object.values(ops).map((op) => op.operationId),
     );
     expect(new Set(operationIds).size).toBe(operationIds.length);
+  });
+
+  it('compiles, every schema of it, under JSON Schema 2020-12 (Ajv), and names every operation and webhook once', async () => {
+    const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+    ajv.addSchema({ ...document, $id: 'openapi.json' });
+    const pointer = (parts: string[]) => parts.map((part) => encodeURIComponent(part.replaceAll('~', '~0').replaceAll('/', '~1'))).join('/');
+    let compiled = 0;
+    const operations = Object.entries(document.paths as Record<string, Record<string, Operation>>).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, operation]) => ({ at: ['paths', path, method], operation })),
+    );
+    const webhooks = Object.entries(document.webhooks as Record<string, { post: Operation }>).map(([name, item]) => ({
+      at: ['webhooks', name, 'post'],
+      operation: item.post,
+    }));
+    for (const { at, operation } of [...operations, ...webhooks]) {
+      for (const [status, answer] of Object.entries(operation.responses)) {
+        for (const type of Object.keys(answer.content ?? {})) {
+          ajv.compile({ $ref: `openapi.json#/${pointer([...at, 'responses', status, 'content', type, 'schema'])}` });
+          compiled++;
+        }
+      }
+      for (const type of Object.keys(operation.requestBody?.content ?? {})) {
+        ajv.compile({ $ref: `openapi.json#/${pointer([...at, 'requestBody', 'content', type, 'schema'])}` });
+        compiled++;
+      }
+    }
+    expect(compiled).toBeGreaterThan(300);
+    const names = [...operations, ...webhooks].map(({ operation }) => operation.operationId);
+    for (const name of names) expect(name).toMatch(/^[A-Za-z0-9]+$/);
+    expect(new Set(names).size).toBe(names.length);
+    // A webhook carries no credential of the receiver's: its security is declared empty, not left out.
+    for (const { operation } of webhooks) expect(operation.security).toEqual([]);
+  });
+
+  it('tells a failure from a success by the schema alone, even under one HTTP status (the device poll)', async () => {
+    const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
+    const ajv = addFormats(new Ajv2020({ strict: false }));
+    ajv.addSchema({ ...document, $id: 'openapi.json' });
+    const poll = ajv.compile({ $ref: 'openapi.json#/paths/~1api~1v1~1auth~1device-auth~1poll/post/responses/200/content/application~1json/schema' });
+    const approved = { status: 'approved', api_key: 'mk_x', user_id: '7f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f', agent_platform_type: 'custom_mcp' };
+    const pending = { code: 4801, message: 'authorization_pending', data: null, timestamp: 1 };
+    // oneOf: each must match exactly one branch; a success with an error's code matches none.
+    expect(poll(pending), JSON.stringify(poll.errors)).toBe(true);
+    expect(poll({ ...pending, code: 4040 })).toBe(true);
+    expect(poll({ ...pending, code: 1234 })).toBe(false);
+    expect(poll({ code: 0, message: 'success', data: approved, timestamp: 1 }), JSON.stringify(poll.errors)).toBe(true);
+    expect(poll({ code: 0, message: 'success', data: null, timestamp: 1 })).toBe(false);
+  });
+
+  it('flags, through the suite-wide check, an answer the document does not declare', async () => {
+    const categories = await test.http.get('/api/v1/categories').expect(200);
+    const answer = { status: 200, headers: { 'content-type': 'application/json' }, text: categories.text };
+    expect(nonConformance('get', '/api/v1/categories', answer)).toBeUndefined();
+    expect(nonConformance('get', '/api/v1/categories?x=1', { ...answer, text: JSON.stringify({ ...categories.body, code: 7 }) })).toMatch(
+      /GET \/api\/v1\/categories 200: \/code must be equal to constant/,
+    );
+    expect(nonConformance('get', '/api/v1/categories', { ...answer, status: 418 })).toMatch(/answered 418, which it does not declare/);
+    const withExtra = { ...categories.body, data: [{ ...categories.body.data[0], extra: true }] };
+    expect(nonConformance('get', '/api/v1/categories', { ...answer, text: JSON.stringify(withExtra) })).toMatch(/additional properties/);
   });
 
   it('documents request bodies from the same schema that validates them', async () => {

@@ -7,6 +7,7 @@ import { type DatabaseHandle, openPostgres } from '../../src/db/database.ts';
 import { createInProcessBus, createRedisBus, type EventBus } from '../../src/events/bus.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { CallbackNetwork } from '../../src/callbacks/client.ts';
+import { conformingHttp } from './conformance.ts';
 import { cloneTemplate } from './databases.ts';
 import { openApps } from './open-apps.ts';
 import { openTestPglite } from './pglite-template.ts';
@@ -94,7 +95,7 @@ export async function startTestApp(environment: Record<string, string> = {}, opt
     runtime,
     config,
     app,
-    http: supertest(app),
+    http: conformingHttp(app),
     clock,
     async close() {
       openApps.delete(test);

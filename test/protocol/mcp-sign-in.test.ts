@@ -382,7 +382,8 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
         body: '{}',
       });
       expect(foreign.status, path).toBe(403);
-      expect(((await foreign.json()) as { code: number }).code).toBe(4030);
+      // Refused in the endpoint's protocol: a JSON-RPC error response, the envelope in its data.
+      expect((await foreign.json()) as unknown, path).toMatchObject({ id: null, error: { code: -32130, data: { code: 4030, message: 'forbidden' } } });
       const own = await fetch(`${base}${path}`, {
         method: 'POST',
         headers: { ...human.headers, Origin: base, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
@@ -392,6 +393,7 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
     }
     const rebound = await test.http.post('/mcp').set('Host', 'evil.example').set(human.headers).send({});
     expect(rebound.status).toBe(403);
+    expect(rebound.body).toMatchObject({ jsonrpc: '2.0', error: { data: { code: 4030 } } });
     // The JSON-RPC WebSocket too: the upgrade is refused before any socket exists.
     const socket = new WebSocket(`${base.replace('http', 'ws')}/api/v1/rpc/ws`, { headers: { ...human.headers, Origin: 'http://evil.example' } });
     const status = await new Promise<number>((resolve) => {

@@ -8,6 +8,7 @@ import { type TestApp, startTestApp } from '../helpers/app.ts';
 import { agentMarket, balance, createCapability, credit, humanMarket } from '../helpers/market.ts';
 import { callTool, connectMcp, expectSameAsRest } from '../helpers/mcp.ts';
 import { listen } from '../helpers/server.ts';
+import { limits } from '../../src/limits.ts';
 
 let test: TestApp;
 let server: Awaited<ReturnType<typeof listen>>;
@@ -226,7 +227,7 @@ describe('MCP: failures', () => {
     }
   });
 
-  it('refuses a body that is not one JSON object (a JSON-RPC batch) with 4001, and is in the OpenAPI document', async () => {
+  it('refuses a body that is not one JSON object (a JSON-RPC batch) or not JSON with 4001 as a JSON-RPC error, and is in the OpenAPI document', async () => {
     const agent = await createAgent(test);
     const batch = await test.http
       .post('/mcp')
@@ -234,7 +235,22 @@ describe('MCP: failures', () => {
       .set('Accept', 'application/json, text/event-stream')
       .send([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]);
     expect(batch.status).toBe(400);
-    expect(batch.body.code).toBe(4001);
+    expect(batch.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, data: { code: 4001, message: 'invalid_json' } } });
+    const broken = await test.http
+      .post('/mcp')
+      .set(agent.headers)
+      .set('Accept', 'application/json, text/event-stream')
+      .set('Content-Type', 'application/json')
+      .send('{"jsonrpc": "2.0", "id": 1,');
+    expect(broken.status).toBe(400);
+    expect(broken.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, data: { code: 4001 } } });
+    const huge = await test.http
+      .post('/mcp')
+      .set(agent.headers)
+      .set('Accept', 'application/json, text/event-stream')
+      .send({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { padding: 'x'.repeat(limits.requestBodyBytesMax) } });
+    expect(huge.status).toBe(413);
+    expect(huge.body).toMatchObject({ jsonrpc: '2.0', error: { data: { code: 4130, message: 'payload_too_large' } } });
     const document = await test.http.get('/api/v1/public/openapi.json').expect(200);
     expect(document.body.paths['/mcp'].post.tags).toEqual(['mcp']);
   });

@@ -1,0 +1,102 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import supertest from 'supertest';
+
+/**
+ * Every answer a test gets through `test.http` is held against the served OpenAPI document: the
+ * status must be one the operation declares, and a JSON body must match the schema declared for
+ * that status. A client generated from the document (openapi-typescript, openapi-generator) or a
+ * response validator trusts exactly this; the whole suite's thousands of requests check it.
+ */
+type Document = { paths: Record<string, Record<string, Operation>> };
+type Operation = { responses: Record<string, { content?: Record<string, unknown> }> };
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+const documentId = 'openapi.json';
+let templates: { template: string; pattern: RegExp; parameters: number }[] | undefined;
+let document: Document | undefined;
+const validators = new Map<string, ValidateFunction>();
+
+/** Checks answers against `served` from now on (the suite's document is the same for every app). */
+export function load(served: Document) {
+  if (document) return;
+  document = served;
+  ajv.addSchema({ ...served, $id: documentId });
+  templates = Object.keys(served.paths)
+    .map((template) => ({
+      template,
+      pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`),
+      parameters: (template.match(/\{/g) ?? []).length,
+    }))
+    .sort((a, b) => a.parameters - b.parameters);
+}
+
+const pointerOf = (parts: string[]) => parts.map((part) => encodeURIComponent(part.replaceAll('~', '~0').replaceAll('/', '~1'))).join('/');
+
+function validatorFor(template: string, method: string, status: string) {
+  const key = `${documentId}#/${pointerOf(['paths', template, method, 'responses', status, 'content', 'application/json', 'schema'])}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = ajv.compile({ $ref: key });
+    validators.set(key, validate);
+  }
+  return validate;
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | undefined>;
+  text: string;
+}
+
+/** What is wrong with this answer against the document, or undefined. */
+export function nonConformance(method: string, url: string, answer: Answer, knownTemplate?: string): string | undefined {
+  if (!document || !templates) return undefined;
+  const path = url.replace(/^https?:\/\/[^/]+/, '').split('?')[0]!;
+  const template = knownTemplate ?? templates.find((candidate) => candidate.pattern.test(path))?.template;
+  const operation = template ? document.paths[template]![method] : undefined;
+  if (!template || !operation) return undefined;
+  const declared = operation.responses[String(answer.status)];
+  if (!declared) return `${method.toUpperCase()} ${template} answered ${answer.status}, which it does not declare`;
+  // A test that parsed the body itself (a stream it cut short) left no text to check.
+  if (!declared.content?.['application/json'] || !(answer.headers['content-type'] ?? '').startsWith('application/json') || typeof answer.text !== 'string')
+    return undefined;
+  const validate = validatorFor(template, method, String(answer.status));
+  if (validate(JSON.parse(answer.text))) return undefined;
+  const problems = (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message} ${JSON.stringify(error.params)}`).join('; ');
+  return `${method.toUpperCase()} ${template} ${answer.status}: ${problems}`;
+}
+
+const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+/** supertest for `app`, each answer checked against the document the app serves. */
+export function conformingHttp(app: Parameters<typeof supertest>[0]): ReturnType<typeof supertest> {
+  const agent = supertest(app);
+  let loading: Promise<void> | undefined;
+  const ensureLoaded = () =>
+    document
+      ? Promise.resolve()
+      : (loading ??= supertest(app)
+          .get('/api/v1/public/openapi.json')
+          .then((response) => load(response.body as Document)));
+  for (const method of methods) {
+    const original = agent[method].bind(agent);
+    agent[method] = ((url: string) => {
+      const request = original(url);
+      const end = request.end.bind(request);
+      request.end = ((callback?: (error: unknown, response: supertest.Response) => void) =>
+        end((error: unknown, response: supertest.Response) => {
+          if (!response) return callback?.(error, response);
+          ensureLoaded()
+            .then(() => nonConformance(method, url, response as unknown as Answer))
+            .then(
+              (problem) => callback?.(error ?? (problem ? new Error(`the answer is not what the OpenAPI document declares: ${problem}`) : null), response),
+              (thrown: unknown) => callback?.(thrown, response),
+            );
+        })) as typeof request.end;
+      return request;
+    }) as (typeof agent)[typeof method];
+  }
+  return agent;
+}
