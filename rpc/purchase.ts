@@ -91,6 +91,28 @@ function classifyParts(parts: Record<string, unknown>[]) {
 }
 
 export async function sendMessage(engine: Engine, principal: Principal, request: SendRequest): Promise<SendOutcome> {
+  try {
+    return await answerMessage(engine, principal, request);
+  } catch (error) {
+    throw withKeyNamed(error, request.generation);
+  }
+}
+
+/**
+ * Over A2A the idempotency key is the message's own id (v0.1: the client's task id), not the
+ * Idempotency-Key header the engine's sentence names, which the client never sent: a reused one
+ * is refused (4220) with a sentence that says what to change.
+ */
+function withKeyNamed(error: unknown, generation: SendRequest['generation']): unknown {
+  if (!(error instanceof AppError) || error.errorName !== 'idempotency_key_reused') return error;
+  const detail =
+    generation === 'v0.1'
+      ? 'this task id was already used with a different message: start a new task with an id of its own'
+      : 'this messageId was already sent with a different message: give each new message a messageId of its own';
+  return new AppError('idempotency_key_reused', detail);
+}
+
+async function answerMessage(engine: Engine, principal: Principal, request: SendRequest): Promise<SendOutcome> {
   const { note, data, parts } = classifyParts(request.message.parts);
   if (data.length > 1) throw invalid(partsPath, 'at most one data part: {capability_id, ...} to buy, or {action} on a delivered task');
   const part = commandOf(data[0], note);

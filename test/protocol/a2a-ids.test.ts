@@ -125,7 +125,9 @@ describe('message ids', () => {
     const changed = await rpc.call(buyer, 'SendMessage', {
       message: { messageId, role: 'ROLE_USER', parts: [{ text: 'now with a note' }, { data: { capability_id: capability.id } }] },
     });
-    expect(changed.error).toMatchObject({ data: { code: 4220 } });
+    // The sentence names what the client sent (messageId), not a header it never sent.
+    expect(changed.error).toMatchObject({ code: -32122, data: { code: 4220, message: 'idempotency_key_reused' } });
+    expect(changed.error?.message).toMatch(/^this messageId was already sent with a different message/);
     const tooLong = await rpc.call(buyer, 'SendMessage', {
       message: { messageId: 'm'.repeat(257), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id } }] },
     });

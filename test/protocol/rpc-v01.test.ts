@@ -128,6 +128,7 @@ describe('A2A v0.1 over plain fetch', () => {
     expect(await balance(test, buyer)).toMatchObject({ available: '75.00', frozen: '0.00' });
     const changed = await rpc(buyer, 'tasks/send', { id: taskId, sessionId, message: buyMessage(capability.id, 'something else') });
     expect(changed.error).toMatchObject({ code: -32122, data: { code: 4220 } });
+    expect(changed.error.message).toMatch(/^this task id was already used with a different message/);
   });
 
   it('streams tasks/sendSubscribe while the seller acts over REST, and resumes with Last-Event-ID', async () => {
