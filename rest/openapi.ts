@@ -75,7 +75,10 @@ function operation(spec: RouteSpec, convert: (schema: z.ZodType, io: 'input' | '
     ...(spec.idempotent ? [idempotencyKeyParameter] : []),
   ];
   const successContent = spec.rawResponse
-    ? { [spec.rawResponse.contentType]: { schema: convert(spec.response, 'output') } }
+    ? {
+        [spec.rawResponse.contentType]: { schema: convert(spec.response, 'output') },
+        ...(spec.rawResponse.or ? { [spec.rawResponse.or.contentType]: { schema: { type: 'string', description: spec.rawResponse.or.description } } } : {}),
+      }
     : { 'application/json': { schema: convert(envelope(spec.response), 'output') } };
   const successStatus = String(spec.successStatus ?? 200);
   const responses: Record<string, unknown> = { [successStatus]: { description: 'success', content: successContent } };

@@ -44,7 +44,11 @@ export interface RouteSpec<B extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * Set when the success response is not the JSON envelope (an SSE stream, a bare document):
    * OpenAPI then documents `response` under this content type as it is.
    */
-  rawResponse?: { contentType: string };
+  rawResponse?: {
+    contentType: string;
+    /** Another content type the success may come as, with what it carries (JSON-RPC's streaming methods answer server-sent events). */
+    or?: { contentType: string; description: string };
+  };
   /**
    * For routes that speak a protocol of their own (JSON-RPC, MCP): the body of a refusal, which is
    * then this schema instead of the REST envelope, for the OpenAPI document.

@@ -7,7 +7,7 @@ import { createDispatcher } from './dispatch.ts';
 import { errorResponse, jsonRpcRefusal, toRpcError } from './errors.ts';
 import { serveHttp } from './http.ts';
 import { requestLogger } from '../rest/request-log.ts';
-import { createRpcServer } from './methods.ts';
+import { createRpcServer, streamingMethods } from './methods.ts';
 import { renderPush } from './push.ts';
 import { attachWebSocket } from './websocket.ts';
 
@@ -52,7 +52,13 @@ export function rpcRoutes(engine: Engine): RouteSpec[] {
       tag: 'a2a',
       auth: 'none',
       documentedAuth: 'user',
-      rawResponse: { contentType: 'application/json' },
+      rawResponse: {
+        contentType: 'application/json',
+        or: {
+          contentType: 'text/event-stream',
+          description: `A streaming method (${[...streamingMethods].join(', ')}): one JSON-RPC response per \`data:\` frame`,
+        },
+      },
       failureBody: jsonRpcRefusal,
       moreAnswers: { '204': { description: 'Only notifications (calls without an id) were sent: nothing to answer' } },
       // Limited in serveHttp, per call, and answered in JSON-RPC's own shape.

@@ -162,6 +162,19 @@ describe('OpenAPI', () => {
     expect(poll({ code: 0, message: 'success', data: null, timestamp: 1 })).toBe(false);
   });
 
+  it('declares what the JSON-RPC and MCP endpoints answer in their own protocols', async () => {
+    const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
+    const rpc = document.paths['/api/v1/rpc'].post.responses;
+    expect(Object.keys(rpc['200'].content)).toEqual(['application/json', 'text/event-stream']);
+    expect(rpc['200'].content['text/event-stream'].schema.description).toContain('SendStreamingMessage');
+    expect(Object.keys(rpc)).toEqual(expect.arrayContaining(['204', '400', '401', '413', '429']));
+    expect(rpc['401'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/JsonRpcRefusal' });
+    const mcp = document.paths['/mcp'].post.responses;
+    expect(Object.keys(mcp)).toEqual(expect.arrayContaining(['202', '400', '401', '403', '406', '413', '415', '429']));
+    expect(mcp['403'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/JsonRpcRefusal' });
+    expect(document.paths['/api/v1/public/openapi.json'].get.responses['304']).toBeDefined();
+  });
+
   it('flags, through the suite-wide check, an answer the document does not declare', async () => {
     const categories = await test.http.get('/api/v1/categories').expect(200);
     const answer = { status: 200, headers: { 'content-type': 'application/json' }, text: categories.text };
