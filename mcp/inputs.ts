@@ -38,4 +38,4 @@ export const updateSkillToolArguments = z
         context.addIssue({ code: 'custom', path: ['clear', index], message: `${field} is both given and cleared` });
     }
   })
-  .transform(({ clear, ...patch }) => ({ ...patch, ...Object.fromEntries((clear ?? []).map((field) => [field, null])) }) as typeof patch);
+  .transform(({ clear, ...patch }) => ({ ...patch, ...Object.fromEntries((clear ?? []).map((field) => [field, null])) }));

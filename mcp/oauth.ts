@@ -11,7 +11,6 @@ import {
   TooManyRequestsError,
 } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
-import type { OAuthClientInformationFull } from '@modelcontextprotocol/sdk/shared/auth.js';
 import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import { clientAddress } from '../rest/route.ts';
 import { requestBaseUrl } from '../src/config.ts';
@@ -57,11 +56,11 @@ const translated = <T>(work: () => Promise<T>) =>
 export function oauthProvider(oauth: OAuthEngine): OAuthServerProvider {
   return {
     clientsStore: {
-      getClient: (clientId) => oauth.clients.find(clientId) as Promise<OAuthClientInformationFull | undefined>,
+      getClient: (clientId) => oauth.clients.find(clientId),
       registerClient: (metadata) =>
         oauth.clients.register(metadata).catch((error: unknown) => {
           throw error instanceof AppError ? new InvalidClientMetadataError(error.message) : error;
-        }) as Promise<OAuthClientInformationFull>,
+        }),
     },
     // The authorization endpoint is mcp/oauth-authorize.ts: the SDK's would redirect to any registered URI.
     authorize: () => Promise.reject(new Error('authorization requests are answered by mcp/oauth-authorize.ts')),
@@ -139,7 +138,7 @@ function metadataHandlers() {
     const found = kept.get(base);
     if (found) return found;
     const metadata = oauthMetadata(base);
-    const made = { resource: metadataHandler(metadata.resource), server: metadataHandler(metadata.server as never) };
+    const made = { resource: metadataHandler(metadata.resource), server: metadataHandler(metadata.server) };
     kept.set(base, made);
     return made;
   };

@@ -11,7 +11,7 @@ import type { Express } from 'express';
  * prototype already in place and changes nothing. `listener` (the app by default) may wrap the
  * app, as the lifecycle bench's profiler does; requests still get the app's prototypes.
  */
-export function createAppServer(app: Express, listener: http.RequestListener = app as unknown as http.RequestListener): http.Server {
+export function createAppServer(app: Express, listener: http.RequestListener = app): http.Server {
   function AppRequest(...args: unknown[]) {
     return Reflect.construct(http.IncomingMessage, args, AppRequest) as http.IncomingMessage;
   }

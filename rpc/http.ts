@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { JSONRPCID, JSONRPCResponse } from 'json-rpc-2.0';
 import type { Engine } from '../src/engine/index.ts';
-import { AppError, toAppError } from '../src/errors.ts';
+import { AppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
 import { type SseStream, openSse, parseLastEventId } from '../src/events/sse.ts';
 import { limits } from '../src/limits.ts';

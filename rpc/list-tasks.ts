@@ -67,7 +67,7 @@ export async function listTasks(engine: Engine, params: unknown, context: RpcCon
   const historyBytesMax = Math.min(limits.a2aHistoryAnswerBytesMax, Math.floor(limits.a2aListHistoryBytesMax / Math.max(1, page.items.length)));
   const tasks = page.items.map(({ id, task }) => {
     const rendered = renderTask(task, 'v1.0', nameFor(task, id), { artifacts: includeArtifacts, historyLength, historyBytesMax });
-    const { artifacts, ...rest } = rendered as typeof rendered & { artifacts?: unknown };
+    const { artifacts, ...rest } = rendered;
     return includeArtifacts ? { ...rest, artifacts } : rest;
   });
   return { tasks, nextPageToken: page.next_cursor ?? '', pageSize: tasks.length, totalSize: page.total };

@@ -40,8 +40,8 @@ async function startServer(): Promise<{ url: string; child: ChildProcess; direct
     stdio: 'pipe',
   });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
   for (let waited = 0; waited < 60_000; waited += 100) {
     const match = /"message":"listening","url":"(http:\/\/[^"]+)"/.exec(output);
     if (match) return { url: match[1]!, child, directory };

@@ -56,7 +56,7 @@ export async function childProcessDriver(): Promise<LoadDriver> {
     if (exited) return Promise.reject(new Error('load client has exited'));
     const id = nextId++;
     return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (result: never) => void, reject, onProgress });
+      pending.set(id, { resolve: resolve, reject, onProgress });
       child.send({ type, id, request });
     });
   }

@@ -51,7 +51,7 @@ async function startServer(mode: Target['server']): Promise<{ url: string; pid: 
   return new Promise((resolve, reject) => {
     let output = '';
     child.once('exit', (code) => reject(new Error(`${mode} server exited with ${code}`)));
-    child.stdout!.on('data', (chunk) => {
+    child.stdout.on('data', (chunk) => {
       output += chunk;
       const match = /listening (http:\/\/\S+)/.exec(output);
       if (!match) return;

@@ -44,7 +44,7 @@ function startServer(): Promise<string> {
   return new Promise((resolve, reject) => {
     let output = '';
     child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
-    child.stdout!.on('data', (chunk) => {
+    child.stdout.on('data', (chunk) => {
       output += chunk;
       const match = /listening (http:\/\/\S+)/.exec(output);
       if (match) resolve(match[1]!);

@@ -66,7 +66,7 @@ export const demandRoutes = (engine: Engine) => [
     params: schemas.demandIdParams,
     body: schemas.evaluateClarityBody.optional(),
     response: schemas.clarityResponse,
-    handler: ({ principal, params, idempotency, response }) => engine.demands.evaluateClarity(principal!, params.demand_id, clientGoneSignal(response)),
+    handler: ({ principal, params, response }) => engine.demands.evaluateClarity(principal!, params.demand_id, clientGoneSignal(response)),
   }),
   route({
     method: 'post',

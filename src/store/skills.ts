@@ -100,7 +100,7 @@ export function hallTextCandidates(db: Knex, filter: HallFilter & { textQuery: s
   return hallQuery(db, filter)
     .select('id', 'term_vector', 'price', 'quality_score')
     .orderByRaw(`ts_rank(search_vector, to_tsquery('english', ?)) DESC, id`, [filter.textQuery])
-    .limit(limit) as unknown as Promise<RankableSkill[]>;
+    .limit(limit);
 }
 
 /**
@@ -134,7 +134,7 @@ export function ownSkillsQuery(db: Knex, ownerId: string, space: string, status?
 export function findSkill(db: Knex, id: string): Promise<SkillRow | undefined> {
   return db<SkillRow>('skills')
     .where({ id })
-    .first(...skillColumns) as Promise<SkillRow | undefined>;
+    .first(...skillColumns);
 }
 
 export async function skillsByIds(db: Knex, ids: string[]): Promise<Map<string, SkillRow>> {

@@ -127,7 +127,7 @@ export function taskTextCandidates(db: Knex, filter: TaskHallFilter & { textQuer
   return taskHallQuery(db, filter)
     .select('id', 'term_vector', 'bounty_amount')
     .orderByRaw(`ts_rank(search_vector, to_tsquery('english', ?)) DESC, id`, [filter.textQuery])
-    .limit(limit) as unknown as Promise<RankableTask[]>;
+    .limit(limit);
 }
 
 /** The keyset of each stored order; tasks without a bounty come last in both bounty orders. */

@@ -62,7 +62,6 @@ function send(method: string, path: string, headers: Record<string, string | str
 }
 
 let owner: Record<string, string>;
-let ownerId: string;
 let ids: Record<string, string>;
 
 beforeAll(async () => {
@@ -81,7 +80,6 @@ beforeAll(async () => {
   };
   const [buyer, seller] = [await agent(), await agent()];
   owner = buyer.headers;
-  ownerId = buyer.id;
   await json('POST', '/api/v1/admin/wallet/credit', admin, { user_id: buyer.id, currency: 'UT', amount: '500.00' });
   const capability = await json('POST', '/api/v1/capabilities', seller.headers, {
     title: 'Translate contracts',

@@ -155,7 +155,7 @@ export function createWorkload(instances: Instance[], market: Market, log: Log) 
       socket.on('message', (data) => {
         clearTimeout(timer);
         const body = JSON.parse(String(data)) as { error?: unknown };
-        done({ status: 200, body: body as Answer['body'], headers: null }, Boolean(body.error));
+        done({ status: 200, body: body, headers: null }, Boolean(body.error));
       });
       socket.on('error', () => {
         clearTimeout(timer);

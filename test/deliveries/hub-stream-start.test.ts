@@ -143,7 +143,7 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it("starts beside an up-to-date stream of the same user at that stream's position, without reading the head", async () => {
-    const { hub, bus, openAtHead, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, openAtHead, headReads, received } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
     const first = await openAtHead();
     await bus.publish(eventsChannel, message(6));
@@ -163,7 +163,7 @@ describe("a user's stream opened without Last-Event-ID", () => {
 
   it('reads the head beside a stream of the same user that waits for a gap to be filled', async () => {
     // Events 6 and 7 are not in the outbox yet: the first stream holds 8 until they are.
-    const { hub, bus, openAtHead, headReads, outboxReads, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, openAtHead, headReads, outboxReads } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
     const first = await openAtHead();
     await bus.publish(eventsChannel, message(8));
@@ -177,7 +177,7 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it('reads the head while the bus is down, and from its return until its second catch-up', async () => {
-    const { hub, bus, committed, connection, openAtHead, reconnect, headReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, committed, connection, openAtHead, reconnect, headReads, received } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
     const first = await openAtHead();
     // The bus goes down, and another instance commits 6 to 8: nobody here hears of them.
@@ -223,7 +223,7 @@ describe("a user's stream opened without Last-Event-ID", () => {
   });
 
   it('reads the head beside a stream still fetching what the bus lost after the catch-ups began', async () => {
-    const { hub, bus, committed, openAtHead, reconnect, headReads, outboxReads, received, listener } = harness(5, [1, 2, 3, 4, 5]);
+    const { hub, bus, committed, openAtHead, reconnect, headReads, outboxReads, received } = harness(5, [1, 2, 3, 4, 5]);
     await hub.start();
     const first = await openAtHead();
     // The outbox answers slowly: the first stream's catch-up outlasts the pause after reconnection.

@@ -82,7 +82,7 @@ export function conformingHttp(app: Parameters<typeof supertest>[0]): ReturnType
           .then((response) => load(response.body as Document)));
   for (const method of methods) {
     const original = agent[method].bind(agent);
-    agent[method] = ((url: string) => {
+    agent[method] = (url: string) => {
       const request = original(url);
       const end = request.end.bind(request);
       request.end = ((callback?: (error: unknown, response: supertest.Response) => void) =>
@@ -96,7 +96,7 @@ export function conformingHttp(app: Parameters<typeof supertest>[0]): ReturnType
             );
         })) as typeof request.end;
       return request;
-    }) as (typeof agent)[typeof method];
+    };
   }
   return agent;
 }

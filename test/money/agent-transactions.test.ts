@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Actor, createAgent, signUpHuman } from '../helpers/actors.ts';
+import { createAgent, signUpHuman } from '../helpers/actors.ts';
 import { type OwnedAgent, type Person, ownedAgent, pageOrigin } from '../helpers/agent-budgets.ts';
 import { rpcCaller } from '../helpers/a2a.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

@@ -285,7 +285,7 @@ describe('the statement and the transaction path decide an acceptance alike', ()
     const applicants = await Promise.all([0, 1, 2].map(() => createAgent(test)));
     const [application, ...others] = [await apply(applicants[0]!, task, body), await apply(applicants[1]!, task), await apply(applicants[2]!, task)];
     expect(others).toHaveLength(2);
-    return { principal: agentPrincipal(owner), owner, task, application: application!, ...(maxPrice ? { maxPrice } : {}) };
+    return { principal: agentPrincipal(owner), owner, task, application: application, ...(maxPrice ? { maxPrice } : {}) };
   }
   async function budgeted(budget: Record<string, unknown>, body: Record<string, unknown>, maxPrice?: bigint): Promise<Setup> {
     const owner = await ownedAgent(test);

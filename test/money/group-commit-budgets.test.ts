@@ -135,7 +135,7 @@ describe('budgeted freezes in known batches', () => {
     );
     expect(answers.filter((answer) => answer.status === 'fulfilled')).toHaveLength(5);
     for (const answer of answers.filter((each) => each.status === 'rejected')) {
-      expect((answer as PromiseRejectedResult).reason).toMatchObject({ code: 4021, data: { budget: 'daily', left_today: '0.00', spent_today: '5.00' } });
+      expect(answer.reason).toMatchObject({ code: 4021, data: { budget: 'daily', left_today: '0.00', spent_today: '5.00' } });
     }
     expect(await budgetOf(test, agent.person, agent.apiKeyId)).toMatchObject({ spent_today: '5.00', left_today: '0.00' });
     expect(await balance(test, agent)).toMatchObject({ available: '95.00', frozen: '5.00' });

@@ -208,7 +208,7 @@ describe('the sweeper expires tasks past their deadline in shared statements', (
     const closed = (closes as Answer[]).filter((answer) => answer.status === 200).length;
     expect((closes as Answer[]).every((answer) => answer.status === 200 || answer.body.code === 4090)).toBe(true);
     // Every due task ended once: expired by one of the sweepers, or closed by its publisher.
-    expect((first as number) + (second as number) + closed).toBe(tasks.length);
+    expect(first + second + closed).toBe(tasks.length);
     const rows = await taskRows([...tasks, later]);
     expect(tasks.map((id) => rows.get(id)!).every((row) => ['expired', 'closed'].includes(row.status) && row.bounty_held === '0')).toBe(true);
     expect(rows.get(later)!.status).toBe('open');

@@ -271,7 +271,7 @@ describe('the statement and the transaction path decide an update alike', () => 
     const submit = async (): Promise<ChangeOutcome> => {
       if (++submitted === limits.compareAndSetAttemptsMax)
         expect((await select(setup.actor, setup.task, { skill_id: skill, price: '25.00' })).status).toBe(201);
-      return { kind: 'stale' } as ChangeOutcome;
+      return { kind: 'stale' };
     };
     const { update } = createTaskUpdate(test.runtime.engine.dependencies, { submit }, test.runtime.engine.tasks.events);
     await expect(update(setup.principal, setup.task, { bounty_amount: 500n })).rejects.toMatchObject({
@@ -284,7 +284,7 @@ describe('the statement and the transaction path decide an update alike', () => 
   it('another space does not find the task, by the same words on both paths', async () => {
     const setup = await plain('50.00', {});
     const person = await signUpHuman(test);
-    const stranger: Principal = { user_id: person.userId, caller_type: 'human', platform: null, api_key_id: null } as Principal;
+    const stranger: Principal = { user_id: person.userId, caller_type: 'human', platform: null, api_key_id: null };
     const { submit } = staleAlways();
     const { update } = createTaskUpdate(test.runtime.engine.dependencies, { submit }, test.runtime.engine.tasks.events);
     for (const run of [() => test.runtime.engine.tasks.update(stranger, setup.task, { title: 'x' }), () => update(stranger, setup.task, { title: 'x' })])

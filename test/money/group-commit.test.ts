@@ -154,7 +154,7 @@ describe('one batch with a change that fails', () => {
     }
     expect(planned[2]).toMatchObject({ result_payload: { summary: 'done' } });
     expect(planned[3]).toMatchObject({ result_payload: { pages: 3 }, status: 'settled' });
-    expect(planned[3]!.accepted_at).not.toBeNull();
+    expect(planned[3].accepted_at).not.toBeNull();
     expect(planned[4]).toMatchObject({ dispute_reason: 'not what was asked', result_payload: { pages: 3 } });
     expect(await balance(test, buyers[0]!)).toMatchObject({ available: '95.00', frozen: '4.00' });
     expect(await checkBooks(test.runtime.database.db)).toEqual([]);

@@ -398,7 +398,7 @@ describe('a request still in flight after a minute', () => {
     } finally {
       await blocker.rollback();
     }
-    const [original, retried] = await Promise.all([first!, retry!]);
+    const [original, retried] = await Promise.all([first, retry]);
     return { buyer, capability, original, retried };
   }
 

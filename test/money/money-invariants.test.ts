@@ -44,10 +44,6 @@ function prng(seed: number) {
   };
 }
 
-const minor = (amount: string) => {
-  const [whole, fraction = ''] = amount.split('.');
-  return BigInt(whole!) * 100n + BigInt(fraction.padEnd(2, '0'));
-};
 const format = (value: bigint) =>
   `${value < 0n ? '-' : ''}${(value < 0n ? -value : value) / 100n}.${String((value < 0n ? -value : value) % 100n).padStart(2, '0')}`;
 const feeOf = (price: bigint) => (price * BigInt(feeBps)) / 10_000n;

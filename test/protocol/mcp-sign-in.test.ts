@@ -175,12 +175,12 @@ describe('signing in from an MCP client', () => {
     await eventually(() => page.locator('.tag', { hasText: 'Revoked' }).count()).toBe(1);
     const refused = await fetch(`${base}/mcp`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${kept.tokens!.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      headers: { Authorization: `Bearer ${kept.tokens.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toContain('error="invalid_token"');
-    const noRefresh = await token(base, { grant_type: 'refresh_token', refresh_token: kept.tokens!.refresh_token!, client_id: kept.client!.client_id });
+    const noRefresh = await token(base, { grant_type: 'refresh_token', refresh_token: kept.tokens.refresh_token!, client_id: kept.client!.client_id });
     expect(noRefresh).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     await page.close();
   });
@@ -383,7 +383,7 @@ describe('Origin and Host on /mcp and JSON-RPC', () => {
       });
       expect(foreign.status, path).toBe(403);
       // Refused in the endpoint's protocol: a JSON-RPC error response, the envelope in its data.
-      expect((await foreign.json()) as unknown, path).toMatchObject({ id: null, error: { code: -32130, data: { code: 4030, message: 'forbidden' } } });
+      expect(await foreign.json(), path).toMatchObject({ id: null, error: { code: -32130, data: { code: 4030, message: 'forbidden' } } });
       const own = await fetch(`${base}${path}`, {
         method: 'POST',
         headers: { ...human.headers, Origin: base, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },

@@ -81,12 +81,12 @@ function completed(view: TransactionEventView | TransactionView | null, current:
   if (view === null) return current;
   const omitted = (view as TransactionEventView).omitted_fields ?? [];
   const { omitted_fields: _omitted, ...rest } = view as TransactionEventView;
-  return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, current?.[field] ?? null])) } as TransactionView;
+  return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, current?.[field] ?? null])) };
 }
 
 /** The rule for every path that sets a config (rpc/push-params.ts says it first, per field): its headers must be sendable. */
 function refuseUnsendableHeaders(input: PushConfigInput) {
-  const unsendable = (['token', 'scheme', 'credentials'] as const).filter((field) => input[field] !== null && !isSendableHeaderValue(input[field]!));
+  const unsendable = (['token', 'scheme', 'credentials'] as const).filter((field) => input[field] !== null && !isSendableHeaderValue(input[field]));
   if (unsendable.length > 0)
     throw new AppError('validation_error', 'request failed validation', {
       errors: unsendable.map((field) => ({ path: `params.${field}`, message: unsendableHeaderMessage })),

@@ -54,7 +54,7 @@ function webhooksOf(trx: Knex, users: string[], candidates: Parties[]): Promise<
       });
       if (transactionIds.length > 0) filter.orWhereIn('transaction_id', transactionIds);
       if (taskIds.length > 0) filter.orWhereIn('task_id', taskIds);
-    }) as unknown as Promise<SubscriptionRow[]>;
+    });
 }
 
 /**
@@ -80,7 +80,7 @@ async function pushConfigsOf(trx: Knex, users: string[], candidates: Parties[]):
     })
     .select('s.*', trx.raw('coalesce(c.transaction_id, s.a2a_task_id) as heard_transaction_id'))) as (SubscriptionRow & { heard_transaction_id: string })[];
   for (const row of rows) a2aTasks.get(row.heard_transaction_id)?.add(row.a2a_task_id!);
-  return { configs: rows.map(({ heard_transaction_id: _heard, ...config }) => config as SubscriptionRow), a2aTasks };
+  return { configs: rows.map(({ heard_transaction_id: _heard, ...config }) => config), a2aTasks };
 }
 
 /** The subscriptions that may hear one event for one recipient: the recipient's webhooks, and the configs of the event's tasks. */

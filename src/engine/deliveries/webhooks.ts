@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { newWebhookSecret } from '../../callbacks/webhook-signing.ts';
 import { webhookPing } from '../../domain/webhooks.ts';
 import { withTransaction } from '../../db/transaction.ts';
-import { AppError, notFound } from '../../errors.ts';
+import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
 import { kickedRunner, periodic } from '../../periodic.ts';
 import type { CreateWebhookInput } from '../../schemas/webhooks.ts';
@@ -21,7 +21,7 @@ import { createA2APush } from './a2a-push.ts';
  * in (4040 for anyone else, as for every resource of another).
  */
 export function createWebhooks(dependencies: EngineDependencies, a2a: A2AEngine) {
-  const { db, now, config, log } = dependencies;
+  const { db, now, log } = dependencies;
   // The same address guard as invoke's callbacks, and the same operator setting for private addresses.
   const network = outboundNetwork(dependencies);
   const dispatcher = createWebhookDispatcher(dependencies);

@@ -70,7 +70,7 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
           ? await insert(
               trx,
               principal,
-              valid.map((entry) => entry.input!),
+              valid.map((entry) => entry.input),
             )
           : [];
       const createdByIndex = new Map(valid.map((entry, position) => [entry.index, created[position]!]));
@@ -84,7 +84,7 @@ export function createCapabilityEngine({ db, now }: EngineDependencies, idempote
   /** Capabilities are visible only within their own space (access/capabilities.ts). */
   async function get(principal: Principal, id: string): Promise<CapabilityView> {
     const row = authorize(seeCapability, principal, await db<CapabilityRow>('capabilities').where({ id }).first(), 'capability');
-    return viewWithSales(db, row as CapabilityRow);
+    return viewWithSales(db, row);
   }
 
   async function viewWithSales(reader: Knex, row: CapabilityRow): Promise<CapabilityView> {

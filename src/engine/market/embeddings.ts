@@ -73,7 +73,7 @@ export function createRowEmbeddings({ db, now, log }: EngineDependencies, ai: Pi
     }
     const ordered = items.map((item) => vectors.get(keyOf(item)));
     // A row gone meanwhile has no words to embed: no candidate is scored on a different scale.
-    return ordered.every((vector) => vector !== undefined) ? (ordered as number[][]) : null;
+    return ordered.every((vector) => vector !== undefined) ? ordered : null;
   }
 
   /**

@@ -31,7 +31,6 @@ import { InsufficientBalance } from '../../store/ledger.ts';
 import { type TransactionRow, findTransaction } from '../../store/transactions.ts';
 import { invokeCapability, authorize } from '../access/index.ts';
 import { outboundNetwork, type EngineDependencies, type Principal } from '../common/index.ts';
-import type { CapabilityRow } from '../../store/capabilities.ts';
 
 /**
  * Invoke (decisions section 7, docs/decisions/money-and-escrow.md "Invoke"): buy and run a per-query capability in

@@ -6,7 +6,7 @@ import type { TransactionEngine } from './transactions.ts';
 import { canSeeEventOf } from '../access/index.ts';
 
 /** One rule for every user stream, asked with each stream's principal: no function per stream. */
-const seenBy = (event: PublishedEvent, principal: Principal) => canSeeEventOf(principal, (event.data.transaction ?? {}) as Record<string, string>);
+const seenBy = (event: PublishedEvent, principal: Principal) => canSeeEventOf(principal, event.data.transaction ?? {});
 
 /**
  * Who may watch what, by the rules of access/transactions.ts. A transaction stream is open only to

@@ -9,7 +9,6 @@ import { type Idempotency, type IdempotencyRequest, type Outcome, fingerprintOf 
 import { type ActionExtra, type Transitions, taskIdTaken } from './transitions.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { jsonBytesOf, transactionView } from './views.ts';
-import type { CapabilityRow } from '../../store/capabilities.ts';
 import { assertBuyerCeiling, purchaseCheckOf, purchaseRead, splitPurchaseRead, withLastPurchase } from './ceilings.ts';
 import { checkPurchase, planFreezeCharge } from './budgets.ts';
 import { limits } from '../../limits.ts';

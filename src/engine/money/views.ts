@@ -1,4 +1,4 @@
-import { currencyOfSpace, formatAmount } from '../../domain/money.ts';
+import { formatAmount } from '../../domain/money.ts';
 import { limits } from '../../limits.ts';
 import type { OmittedField, TransactionEventView, TransactionView } from '../../schemas/transactions.ts';
 import type { TransactionRow } from '../../store/transactions.ts';

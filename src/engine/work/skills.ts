@@ -120,7 +120,7 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
     } else {
       page.offset((query.page - 1) * query.page_size);
     }
-    const listed = pageOf((await page) as RatingRow[], query, skill.ratings_total, (row) => [new Date(row.created_at).toISOString(), row.id]);
+    const listed = pageOf(await page, query, skill.ratings_total, (row) => [new Date(row.created_at).toISOString(), row.id]);
     const view = skillView(skill);
     return {
       ...listed,

@@ -101,7 +101,7 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
     fee_bps: feeBps,
     input: null,
     ...untouchedLifecycle(at),
-  } as TransactionRow;
+  };
 }
 
 /** As for withdraw and reject: an application is known to its applicant and the publisher only; only the publisher accepts. */

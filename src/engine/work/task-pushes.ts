@@ -84,9 +84,7 @@ export function createTaskPushes({ db, now }: EngineDependencies, apply: Apply, 
     if (query === '') return { task_id: taskId, candidates: [] };
     const stored = storedOrComputed({ ...text, term_vector: task.term_vector });
     const bounty = task.bounty_amount === null ? null : BigInt(task.bounty_amount);
-    const rows = (await hallTextCandidates(db, { space: task.owner_type, textQuery: query }, limits.matchCandidatesMax)) as Awaited<
-      ReturnType<typeof hallTextCandidates>
-    >;
+    const rows = await hallTextCandidates(db, { space: task.owner_type, textQuery: query }, limits.matchCandidatesMax);
     const scored = rows
       .map((row) => ({
         row,

@@ -38,7 +38,7 @@ function selectionsWaiting(wanted: bigint, waiting: Awaited<ReturnType<typeof pe
 function rowValuesOf(columns: Record<string, unknown>): Record<string, unknown> {
   const values = { ...columns };
   for (const key of ['tags', 'image_urls', 'contact_info', 'term_vector'])
-    if (typeof values[key] === 'string') values[key] = JSON.parse(values[key] as string) as unknown;
+    if (typeof values[key] === 'string') values[key] = JSON.parse(values[key]) as unknown;
   return values;
 }
 
@@ -63,7 +63,7 @@ export function createTaskUpdate({ db, now }: Pick<EngineDependencies, 'db' | 'n
         columns.bounty_held = String(wanted);
       }
       const set = rowValuesOf({ ...columns, updated_at: at });
-      const updated = { ...row, ...set } as TaskRow;
+      const updated = { ...row, ...set };
       // What the budget allows and per_purchase_max answer 4021 here; the day's bound is the statement's.
       const charge = await planBountyCharge(unit.trx, principal, updated, wanted, at, held);
       const change: StateChange = {

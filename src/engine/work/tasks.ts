@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { formatAmount } from '../../domain/money.ts';
 import { nextTaskState } from '../../domain/tasks.ts';
-import { type UnitOfWork, withTransaction } from '../../db/transaction.ts';
+import type { UnitOfWork } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { type CreateTaskInput, type TaskView, type UpdateTaskInput, taskShapeProblems } from '../../schemas/tasks.ts';
 import { findTask, lockTask, type TaskRow, taskColumns } from '../../store/tasks.ts';
@@ -214,7 +214,7 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
         description: body.description ?? old.description,
         mode: body.mode ?? old.mode,
         city: (body.city === undefined ? old.city : body.city) ?? undefined,
-        category: (body.category ?? old.category ?? undefined) as CreateTaskInput['category'],
+        category: body.category ?? old.category ?? undefined,
         tags: body.tags ?? old.tags,
         image_urls: body.image_urls ?? old.image_urls,
         contact_info: (body.contact_info === undefined ? old.contact_info : body.contact_info) ?? undefined,

@@ -41,12 +41,12 @@ const adapter: CompatClient = {
   conversationContextId: () => `pagination-test-${Date.now()}`,
   clientNamesTasks: false,
   userRole: 'user',
-  send: async (actor, message) => viewOfKindTask(resultOf(await runAs(actor, () => client.sendMessage(kindMessage(message))))!),
+  send: async (actor, message) => viewOfKindTask(resultOf(await runAs(actor, () => client.sendMessage(kindMessage(message))))),
   async *stream(actor, message) {
     for await (const event of streamAs(actor, client.sendMessageStream(kindMessage(message)))) yield viewOfKindEvent(event);
   },
   get: async (actor, id, historyLength) =>
-    viewOfKindTask(resultOf(await runAs(actor, () => client.getTask({ id, ...(historyLength === undefined ? {} : { historyLength }) })))!),
+    viewOfKindTask(resultOf(await runAs(actor, () => client.getTask({ id, ...(historyLength === undefined ? {} : { historyLength }) })))),
 };
 
 describe('@a2a-js/sdk 0.2.5', () => {
