@@ -1,10 +1,7 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { nonConformance } from '../helpers/conformance.ts';
+import { documentAjv, nonConformance, schemaRef } from '../helpers/conformance.ts';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 interface Operation {
   operationId: string;
   security?: unknown[];
@@ -116,9 +113,7 @@ describe('OpenAPI', () => {
 
   it('compiles, every schema of it, under JSON Schema 2020-12 (Ajv), and names every operation and webhook once', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
-    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
-    ajv.addSchema({ ...document, $id: 'openapi.json' });
-    const pointer = (parts: string[]) => parts.map((part) => encodeURIComponent(part.replaceAll('~', '~0').replaceAll('/', '~1'))).join('/');
+    const ajv = documentAjv(document);
     let compiled = 0;
     const operations = Object.entries(document.paths as Record<string, Record<string, Operation>>).flatMap(([path, item]) =>
       Object.entries(item).map(([method, operation]) => ({ at: ['paths', path, method], operation })),
@@ -130,12 +125,12 @@ describe('OpenAPI', () => {
     for (const { at, operation } of [...operations, ...webhooks]) {
       for (const [status, answer] of Object.entries(operation.responses)) {
         for (const type of Object.keys(answer.content ?? {})) {
-          ajv.compile({ $ref: `openapi.json#/${pointer([...at, 'responses', status, 'content', type, 'schema'])}` });
+          ajv.compile(schemaRef([...at, 'responses', status, 'content', type, 'schema']));
           compiled++;
         }
       }
       for (const type of Object.keys(operation.requestBody?.content ?? {})) {
-        ajv.compile({ $ref: `openapi.json#/${pointer([...at, 'requestBody', 'content', type, 'schema'])}` });
+        ajv.compile(schemaRef([...at, 'requestBody', 'content', type, 'schema']));
         compiled++;
       }
     }
@@ -149,9 +144,9 @@ describe('OpenAPI', () => {
 
   it('tells a failure from a success by the schema alone, even under one HTTP status (the device poll)', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
-    const ajv = addFormats(new Ajv2020({ strict: false }));
-    ajv.addSchema({ ...document, $id: 'openapi.json' });
-    const poll = ajv.compile({ $ref: 'openapi.json#/paths/~1api~1v1~1auth~1device-auth~1poll/post/responses/200/content/application~1json/schema' });
+    const poll = documentAjv(document).compile(
+      schemaRef(['paths', '/api/v1/auth/device-auth/poll', 'post', 'responses', '200', 'content', 'application/json', 'schema']),
+    );
     const approved = { status: 'approved', api_key: 'mk_x', user_id: '7f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f', agent_platform_type: 'custom_mcp' };
     const pending = { code: 4801, message: 'authorization_pending', data: null, timestamp: 1 };
     // oneOf: each must match exactly one branch; a success with an error's code matches none.

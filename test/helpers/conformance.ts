@@ -12,8 +12,21 @@ type Document = { paths: Record<string, Record<string, Operation>> };
 type Operation = { responses: Record<string, { content?: Record<string, unknown> }> };
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
-const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
 const documentId = 'openapi.json';
+
+/** An Ajv (JSON Schema 2020-12, formats) holding `served`, whose schemas schemaRef() names. */
+export function documentAjv(served: object) {
+  const validator = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+  validator.addSchema({ ...served, $id: documentId });
+  return validator;
+}
+
+/** `{$ref}` to the schema at `parts` of the document (`['paths', '/api/v1/x', 'get', ...]`). */
+export const schemaRef = (parts: string[]) => ({
+  $ref: `${documentId}#/${parts.map((part) => encodeURIComponent(part.replaceAll('~', '~0').replaceAll('/', '~1'))).join('/')}`,
+});
+
+let ajv: Ajv2020 | undefined;
 let templates: { template: string; pattern: RegExp; parameters: number }[] | undefined;
 let document: Document | undefined;
 const validators = new Map<string, ValidateFunction>();
@@ -22,7 +35,7 @@ const validators = new Map<string, ValidateFunction>();
 export function load(served: Document) {
   if (document) return;
   document = served;
-  ajv.addSchema({ ...served, $id: documentId });
+  ajv = documentAjv(served);
   templates = Object.keys(served.paths)
     .map((template) => ({
       template,
@@ -32,14 +45,12 @@ export function load(served: Document) {
     .sort((a, b) => a.parameters - b.parameters);
 }
 
-const pointerOf = (parts: string[]) => parts.map((part) => encodeURIComponent(part.replaceAll('~', '~0').replaceAll('/', '~1'))).join('/');
-
 function validatorFor(template: string, method: string, status: string) {
-  const key = `${documentId}#/${pointerOf(['paths', template, method, 'responses', status, 'content', 'application/json', 'schema'])}`;
-  let validate = validators.get(key);
+  const reference = schemaRef(['paths', template, method, 'responses', status, 'content', 'application/json', 'schema']);
+  let validate = validators.get(reference.$ref);
   if (!validate) {
-    validate = ajv.compile({ $ref: key });
-    validators.set(key, validate);
+    validate = ajv!.compile(reference);
+    validators.set(reference.$ref, validate);
   }
   return validate;
 }
