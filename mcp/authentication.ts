@@ -24,7 +24,8 @@ import { resourceMetadataUrl } from './oauth.ts';
 export function mcpAuthenticator(engine: Engine) {
   const { config } = engine.dependencies;
   const shared = createAuthenticator(engine, config.ADMIN_TOKEN);
-  const tokenPattern = new RegExp(`^Bearer (${accessTokenPrefix}[A-Za-z0-9_-]{1,100})$`);
+  // The scheme's name is case-insensitive (RFC 9110 section 11.1); the token's prefix is not.
+  const tokenPattern = new RegExp(`^[Bb][Ee][Aa][Rr][Ee][Rr] +(${accessTokenPrefix}[A-Za-z0-9_-]{1,100})$`);
 
   return async (request: Request, response: Response): Promise<Principal> => {
     // The resource is the /mcp of the base URL the request reached (PUBLIC_BASE_URL, or the loopback name used without it).

@@ -106,7 +106,9 @@ export function createRouteLookup({ readsOwnBody, parseBody }: RouteLookupOption
     request.params = found.params;
     (request as { route?: unknown }).route = found.entry.route;
     const handle = found.entry.handle;
-    const run = () => handle(request, response, (error?: unknown) => next(error ?? new Error('a route handler passed control on')));
+    // A handler passes control on without an error only when the path is another route's (a
+    // literal segment where it has a parameter): the router and the 405 answer then decide.
+    const run = () => handle(request, response, (error?: unknown) => (error === undefined || error === null ? next() : next(error)));
     if (!found.entry.parsesBody) return run();
     // A body the parser refuses (bad JSON, too large, …) goes to the error handler, as from the middleware.
     parseBody!(request, response, (error?: unknown) => (error === undefined || error === null ? run() : next(error)));

@@ -8,6 +8,8 @@ import type { RouteLookup } from './route-lookup.ts';
 import { AppError } from '../src/errors.ts';
 import { sendData } from './envelope.ts';
 import { validationError } from '../src/schemas/validation.ts';
+import { assertSafeJson } from '../src/schemas/json-safety.ts';
+import { isShadowed, shadowsOf } from './method-not-allowed.ts';
 
 /**
  * A route is declared once, as data: its schemas validate the request, type the handler and
@@ -119,6 +121,9 @@ function assertJsonContentType(request: Request) {
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'body' | 'query' | 'params') {
   if (!schema) return value;
+  // A body was checked as it was parsed (src/app.ts); free text in a query (`q`) or a path reaches
+  // PostgreSQL too, where a NUL character would be a failed statement rather than the caller's 4000.
+  if (location !== 'body') assertSafeJson(value, location);
   // An endpoint whose body is optional accepts a request with no body at all.
   if (location === 'body' && value === undefined && schema.safeParse(undefined).success) return undefined;
   if (location === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
@@ -134,9 +139,13 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, location: 'bod
  * the hot routes can be found without walking the router (rest/route-lookup.ts).
  */
 export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: Authenticator, limit: RateLimiter, lookup?: RouteLookup) {
+  const allPaths = routes.map((spec) => spec.path);
   for (const spec of routes) {
     const rateLimits = rateLimitsOf(spec);
+    const shadows = shadowsOf(spec.path, allPaths);
     const handler = async (request: Request, response: Response, next: NextFunction) => {
+      // A path that another route names literally is that route's (rest/method-not-allowed.ts).
+      if (isShadowed(request.path, shadows)) return next();
       try {
         // Authentication comes first so an anonymous caller learns nothing from validation errors.
         const principal = await authenticate(request, spec.auth);

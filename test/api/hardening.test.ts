@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, admin, agentMarket, balance, buy } from '../helpers/market.ts';
+import { signUpHuman } from '../helpers/actors.ts';
 
 /** Odd requests a hostile or careless client sends: each gets a 4xx envelope, never a 500. */
 let test: TestApp;
@@ -74,6 +75,27 @@ describe('text and JSON the database cannot store', () => {
       .send({ result_payload: { 'k\u0000': 1 } })
       .expect(400);
     expect(badKey.body.code).toBe(4000);
+  });
+
+  it('refuses the NUL character in a query value with 4000 naming it, on every list that takes free text', async () => {
+    const { buyer } = await agentMarket(test);
+    const human = await signUpHuman(test);
+    const refused: [string, Record<string, string>, string][] = [
+      ['/api/v1/capabilities?q=a%00b', buyer.headers, 'query.q'],
+      ['/api/v1/skills/hall?city=%00', human.headers, 'query.city'],
+      ['/api/v1/tasks/hall?city=a%00', human.headers, 'query.city'],
+      ['/api/v1/tasks/hall?q=%00x', buyer.headers, 'query.q'],
+      ['/api/v1/public/tasks/hall?city=%00', {}, 'query.city'],
+      ['/api/v1/public/skills/hall?city=%00', {}, 'query.city'],
+    ];
+    for (const [path, headers, field] of refused) {
+      const answer = await test.http.get(path).set(headers);
+      expect({ path, status: answer.status, body: answer.body }).toMatchObject({
+        path,
+        status: 400,
+        body: { code: 4000, data: { errors: [{ path: field }] } },
+      });
+    }
   });
 
   it('refuses JSON nested deeper than the limit with 4000, over REST and JSON-RPC', async () => {

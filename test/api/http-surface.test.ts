@@ -53,6 +53,37 @@ describe('a known path with a method it does not have', () => {
     expect(response.body.timestamp).toEqual(expect.any(Number));
   });
 
+  it.each([
+    ['get', '/api/v1/capabilities/batch', 'POST'],
+    ['delete', '/api/v1/capabilities/match', 'POST'],
+    ['options', '/api/v1/capabilities/match', 'POST'],
+    ['get', '/api/v1/skills/extract', 'POST'],
+    ['put', '/api/v1/tasks/hall', 'GET, HEAD'],
+    ['get', '/api/v1/tasks/ai-create', 'POST'],
+  ] as const)('%s %s, which a parameter route would also match, answers 405 with Allow: %s', async (method, path, allow) => {
+    const { buyer } = await agentMarket(test);
+    const response = await test.http[method](path).set(buyer.headers).expect(405);
+    expect(response.headers.allow).toBe(allow);
+    expect(response.body.code).toBe(4050);
+  });
+
+  it('answers 405 with the declared methods for every other method on every fixed path of the OpenAPI document', async () => {
+    const document = (await test.http.get(openApiPath).expect(200)).body as { paths: Record<string, Record<string, unknown>> };
+    const fixedPaths = Object.keys(document.paths).filter((path) => path.startsWith('/api/v1/') && !path.includes('{'));
+    expect(fixedPaths.length).toBeGreaterThan(40);
+    const methods = ['get', 'post', 'put', 'delete', 'patch'] as const;
+    const wrong: string[] = [];
+    for (const path of fixedPaths) {
+      const declared = methods.filter((method) => method in document.paths[path]!).map((method) => method.toUpperCase());
+      const allow = [...declared, ...(declared.includes('GET') ? ['HEAD'] : [])].sort().join(', ');
+      for (const method of methods.filter((method) => !declared.includes(method.toUpperCase()))) {
+        const response = await test.http[method](path);
+        if (response.status !== 405 || response.headers.allow !== allow) wrong.push(`${method} ${path}: ${response.status} ${response.headers.allow}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
   it('leaves an unknown path, in any method, at 404 and 4040', async () => {
     for (const method of ['get', 'delete', 'options'] as const) {
       const response = await test.http[method]('/api/v1/no-such-thing').expect(404);

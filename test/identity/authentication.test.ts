@@ -104,6 +104,15 @@ describe('GET /api/v1/auth/me', () => {
     expect((await me({ Authorization: `Bearer ${otherSecret}` }).expect(401)).body.code).toBe(4010);
   });
 
+  it('reads the scheme name in any letter case, as RFC 9110 has it', async () => {
+    const human = await signUpHuman(test);
+    const token = human.token;
+    for (const scheme of ['bearer', 'BEARER', 'bEaReR']) {
+      expect((await me({ Authorization: `${scheme} ${token}` }).expect(200)).body.data.user_id).toBe(human.userId);
+    }
+    expect((await me({ Authorization: `Bearerx ${token}` }).expect(401)).body.code).toBe(4010);
+  });
+
   it('refuses a malformed Authorization header and a token for an unknown user', async () => {
     expect((await me({ Authorization: 'Basic dXNlcjpwYXNz' }).expect(401)).body.code).toBe(4010);
     const ghost = jwt.sign({ sub: crypto.randomUUID() }, testJwtSecret, { algorithm: 'HS256', expiresIn: 600 });

@@ -286,6 +286,13 @@ describe('the authorization server', () => {
       client_id: granted.client.client_id,
       code_verifier: granted.verifier,
     });
+    // The scheme's name is case-insensitive (RFC 9110 section 11.1): a client sending `bearer` is served.
+    const lowerCase = await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { Authorization: `bearer ${tokens.body.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(lowerCase.status).toBe(200);
     const revoke = (value: string) =>
       fetch(`${base}/oauth/revoke`, {
         method: 'POST',

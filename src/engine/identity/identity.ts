@@ -97,7 +97,8 @@ export function createIdentityEngine(dependencies: EngineDependencies, admission
   }
 
   async function authenticateBearer(header: string): Promise<Principal> {
-    const match = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/.exec(header.trim());
+    // The scheme's name is case-insensitive (RFC 9110 section 11.1): some clients send `bearer`.
+    const match = /^Bearer +([A-Za-z0-9_-]+\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*)$/i.exec(header.trim());
     const verified = match ? jwt.verify(match[1]!) : null;
     if (!verified || !uuidPattern.test(verified.subject)) throw unauthenticated('invalid or expired bearer token');
     const id = verified.subject.toLowerCase();
