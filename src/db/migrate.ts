@@ -43,6 +43,7 @@ import * as transactionMovesHot from './migrations/071_transaction_moves_hot.ts'
 import * as eventQueues from './migrations/072_event_queues.ts';
 import * as eventRowsUntouched from './migrations/073_event_rows_untouched.ts';
 import * as draftsClose from './migrations/074_drafts_close.ts';
+import * as transactionDeliveryHours from './migrations/075_transaction_delivery_hours.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -91,6 +92,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '072_event_queues': eventQueues,
   '073_event_rows_untouched': eventRowsUntouched,
   '074_drafts_close': draftsClose,
+  '075_transaction_delivery_hours': transactionDeliveryHours,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -25,6 +25,8 @@ export interface TransactionRow {
   transaction_type: string;
   price: string;
   booked_hours: number | null;
+  /** A task's delivery period, fixed when its application was accepted: hours from the seller's acceptance to `delivery_deadline`. */
+  delivery_hours?: number | null;
   auto_accept: boolean;
   status: TransactionStatus;
   note: string | null;

@@ -17,7 +17,13 @@ const seller = (price: string) =>
   formatAmount(BigInt(Math.round(Number(price) * 100)) - feeOf(BigInt(Math.round(Number(price) * 100)), test.config.PLATFORM_FEE_BPS));
 
 /** A publisher with a task and its bounty, and `count` applicants each applying with a skill of their own. */
-async function market(space: 'agent' | 'human', bounty: string | null, proposals: (string | null)[], funds = '100.00') {
+async function market(
+  space: 'agent' | 'human',
+  bounty: string | null,
+  proposals: (string | null)[],
+  funds = '100.00',
+  taskFields: Record<string, unknown> = {},
+) {
   const actor = () => (space === 'agent' ? createAgent(test) : signUpHuman(test));
   const currency = space === 'agent' ? 'UT' : 'CNY';
   const publisher = await actor();
@@ -32,6 +38,7 @@ async function market(space: 'agent' | 'human', bounty: string | null, proposals
         mode: 'online',
         category: 'design',
         ...(bounty ? { bounty_amount: bounty } : {}),
+        ...taskFields,
       })
       .expect(201)
   ).body.data;
@@ -105,6 +112,25 @@ describe("accepting an application: the task's money through escrow, end to end"
       await expectBooks();
     });
   }
+
+  it("gives the transaction the task's delivery_hours as its delivery period: cancelling is refused before it and frees the money after", async () => {
+    const hourMs = 3_600_000;
+    const { publisher, task, applicants, applications } = await market('agent', '30.00', ['25.00'], '100.00', { delivery_hours: 1 });
+    const transactionId = (await accept(publisher, task.id, applications[0]!).expect(200)).body.data.transaction.id as string;
+    const accepted = (await act(applicants[0]!, transactionId, 'accept').expect(200)).body.data;
+    expect(new Date(accepted.delivery_deadline).getTime() - new Date(accepted.accepted_at).getTime()).toBe(hourMs);
+    expect((await act(publisher, transactionId, 'cancel').expect(409)).body.data).toEqual({ status: 'accepted', action: 'cancel' });
+    test.clock.advanceMs(hourMs + 1000);
+    expect((await act(publisher, transactionId, 'cancel').expect(200)).body.data.status).toBe('cancelled_by_buyer');
+    expect(await balance(test, publisher, 'ut')).toMatchObject({ available: '100.00', frozen: '0.00' });
+    // A task without delivery_hours keeps the configured default.
+    const other = await market('agent', '30.00', ['25.00']);
+    const otherId = (await accept(other.publisher, other.task.id, other.applications[0]!).expect(200)).body.data.transaction.id as string;
+    const otherAccepted = (await act(other.applicants[0]!, otherId, 'accept').expect(200)).body.data;
+    const defaultMs = test.config.DELIVERY_DEADLINE_HOURS * hourMs;
+    expect(new Date(otherAccepted.delivery_deadline).getTime() - new Date(otherAccepted.accepted_at).getTime()).toBe(defaultMs);
+    await expectBooks();
+  });
 
   it("refuses a rating before the task's transaction settled", async () => {
     const { publisher, task, applications } = await market('agent', '10.00', ['10.00']);

@@ -69,7 +69,9 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
     if (step.to === 'frozen') changes.frozen_at = at;
     if (step.to === 'accepted') {
       changes.accepted_at = at;
-      changes.delivery_deadline = new Date(at.getTime() + (row.booked_hours ?? config.DELIVERY_DEADLINE_HOURS) * hoursMs);
+      // A task's delivery period, else the hours bought per hour, else the configured default.
+      const hours = row.delivery_hours ?? row.booked_hours ?? config.DELIVERY_DEADLINE_HOURS;
+      changes.delivery_deadline = new Date(at.getTime() + hours * hoursMs);
     }
     if (step.to === 'delivered') {
       changes.delivered_at = at;

@@ -94,6 +94,7 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
     transaction_type: 'task',
     price: String(price),
     booked_hours: null,
+    delivery_hours: task.delivery_hours,
     auto_accept: false,
     note: null,
     client_task_id: null,
