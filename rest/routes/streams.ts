@@ -18,6 +18,13 @@ export const streamEvent = z
     id: z.string(),
     transaction_id: z.string(),
     transaction_sequence: z.number().int(),
+    buyer_user_id: z.string(),
+    buyer_sequence: z.string().meta({
+      description:
+        "This event's position in the buyer's stream of all their transactions (GET /api/v1/transactions/events), as a decimal string: it may pass 2^53",
+    }),
+    seller_user_id: z.string(),
+    seller_sequence: z.string().meta({ description: "This event's position in the seller's stream of all their transactions, as a decimal string" }),
     type: z.string(),
     data: z.object({ action: z.string(), previous_status: z.string().nullable(), transaction: transactionEventView }),
     created_at: z.string(),

@@ -163,22 +163,34 @@ describe('events no subscription hears', () => {
       .set(seller.headers)
       .send({ url: receiver.url('/demands'), event_types: ['demand.*'] })
       .expect(201);
-    const insertDemandEvent = async (recipient: string) =>
-      String(
+    // Rows as the matcher writes them (src/engine/market/demand-matches.ts): the delivered body is the DemandMatchedEvent.
+    const insertDemandEvent = async (recipient: string) => {
+      const demandId = randomUUID();
+      const payload = {
+        type: 'demand.matched',
+        demand_id: demandId,
+        capability: { id: capability.id, title: 'Summaries', price: '10.00', currency: 'UT', pricing_model: 'per_use', category: 'data' },
+        score: 0.9,
+        similarity: 0.9,
+        price_alignment: 1,
+        quality_score: 0,
+      };
+      return String(
         (
           (await db()('demand_events')
             .insert({
-              demand_id: randomUUID(),
+              demand_id: demandId,
               capability_id: capability.id,
               recipient_user_id: recipient,
               space: 'agent',
               type: 'demand.matched',
-              payload: {},
+              payload,
               created_at: new Date(),
             })
             .returning('id')) as { id: string }[]
         )[0]!.id,
       );
+    };
     const forBuyer = await insertDemandEvent(buyer.userId);
     const forSeller = await insertDemandEvent(seller.userId);
 

@@ -79,6 +79,42 @@ export function nonConformance(method: string, url: string, answer: Answer, know
   return `${method.toUpperCase()} ${template} ${answer.status}: ${problems}`;
 }
 
+/** Server-sent events that did not match their declared schema, for file-setup.ts to fail the test with. */
+export const eventMismatches: string[] = [];
+
+/** The schema the document declares for an SSE event of this type (`event:` line), if any. */
+const eventSchemaOf = (type: string) =>
+  type === 'too_old' ? 'StreamTooOld' : type.startsWith('transaction.') ? 'TransactionEvent' : /^(task|application)\./.test(type) ? 'TaskEvent' : undefined;
+
+/**
+ * Holds one received SSE event's `data` against the document's schema for its type, as a client
+ * generated from the document would read it; a mismatch is kept for the test to fail on.
+ */
+export function checkEvent(type: string, data: unknown) {
+  const schema = eventSchemaOf(type);
+  if (!ajv || !schema) return;
+  const reference = schemaRef(['components', 'schemas', schema]);
+  let validate = validators.get(reference.$ref);
+  if (!validate) validators.set(reference.$ref, (validate = ajv.compile(reference)));
+  if (validate(data)) return;
+  const problems = (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message} ${JSON.stringify(error.params)}`).join('; ');
+  eventMismatches.push(`an SSE event ${type} is not the ${schema} the OpenAPI document declares: ${problems}`);
+}
+
+/** Holds a signed webhook delivery's body against the document's `webhooks` entry for its type. */
+export function checkWebhook(rawBody: string) {
+  const body = JSON.parse(rawBody) as { type?: string };
+  const entries = (document as { webhooks?: Record<string, unknown> } | undefined)?.webhooks;
+  const type = body.type;
+  if (!ajv || typeof type !== 'string' || !entries?.[type]) return;
+  const reference = schemaRef(['webhooks', type, 'post', 'requestBody', 'content', 'application/json', 'schema']);
+  let validate = validators.get(reference.$ref);
+  if (!validate) validators.set(reference.$ref, (validate = ajv.compile(reference)));
+  if (validate(body)) return;
+  const problems = (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message} ${JSON.stringify(error.params)}`).join('; ');
+  eventMismatches.push(`a webhook ${type} is not the body the OpenAPI document declares: ${problems}`);
+}
+
 const methods = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 /** supertest for `app`, each answer checked against the document the app serves. */

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { checkWebhook } from './conformance.ts';
 
 /** A webhook or push receiver on loopback, for the delivery tests (the app needs CALLBACK_ALLOW_PRIVATE to reach it). */
 export interface Received {
@@ -17,7 +18,10 @@ export async function startReceiver() {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const path = request.url!;
-      received.push({ path, headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const body = Buffer.concat(chunks).toString('utf8');
+      // A signed webhook (not an A2A push) is held against the document's webhooks entry.
+      if (request.headers['webhook-signature'] !== undefined) checkWebhook(body);
+      received.push({ path, headers: request.headers, body });
       const script = scripts.get(path) ?? [200];
       const status = script.length > 1 ? script.shift()! : script[0]!;
       response.writeHead(status, { 'Content-Type': 'text/plain' });

@@ -1,3 +1,4 @@
+import { checkEvent } from './conformance.ts';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventSource } from 'eventsource';
@@ -90,7 +91,11 @@ export function openEventSource(url: string, headers: Record<string, string>, ty
   const source = new EventSource(url, {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
   });
-  const onMessage = (event: MessageEvent) => received.push({ id: event.lastEventId, type: event.type, data: JSON.parse(event.data) });
+  const onMessage = (event: MessageEvent) => {
+    const data = JSON.parse(event.data as string) as ReceivedEvent['data'];
+    checkEvent(event.type, data);
+    received.push({ id: event.lastEventId, type: event.type, data });
+  };
   for (const type of types) {
     source.addEventListener(type, onMessage);
   }
