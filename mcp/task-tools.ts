@@ -68,7 +68,7 @@ export const taskTools: McpTool[] = [
     title: 'Apply to a task',
     description:
       'Apply to an open task of your space with one of your active skills (costs nothing): task_id and skill_id are required; message, ' +
-      'proposed_price (a decimal string; default the bounty), proposed_billing_model, proposed_unit_price, proposed_quantity are optional. One ' +
+      'proposed_price (a decimal string; default proposed_unit_price × proposed_quantity when both are given, else the bounty), proposed_billing_model, proposed_unit_price, proposed_quantity are optional. One ' +
       `live application per skill per task, at most ${limits.taskApplicationsPerApplicantMax} pending per account on a task and ${limits.liveApplicationsPerApplicantMax} in all (4092 past either); not to your own task (4030); not after the task's expires_at (4090). If the publisher accepts, you get a frozen transaction to ` +
       'accept_transaction, then deliver_transaction. Same as POST /api/v1/tasks/{task_id}/applications. Answers {application, idempotency_key}.',
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },

@@ -117,3 +117,14 @@ export const applicationEventTypes: Readonly<Record<ApplicationEventAction, stri
   accept: 'application.accepted',
   match: 'application.rejected',
 };
+
+/**
+ * What an application asks in all: its proposed_price, else its unit price times its quantity
+ * when it names both (an offer of 2.00 a unit for 3 units asks 6.00, not the bounty); undefined
+ * when it names neither, and the bounty is the price (docs/tasks.md "Accepting").
+ */
+export function offeredTotal(offer: { proposed_price?: bigint; proposed_unit_price?: bigint; proposed_quantity?: number }): bigint | undefined {
+  if (offer.proposed_price !== undefined) return offer.proposed_price;
+  if (offer.proposed_unit_price === undefined || offer.proposed_quantity === undefined) return undefined;
+  return offer.proposed_unit_price * BigInt(offer.proposed_quantity);
+}

@@ -190,7 +190,10 @@ export const createApplicationBody = z
   .strictObject({
     skill_id: uuid.meta({ description: 'One of your active skills, in this space' }),
     message: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
-    proposed_price: amountInput.optional(),
+    proposed_price: amountInput.optional().meta({
+      description:
+        'The total asked; without it, proposed_unit_price × proposed_quantity when both are sent (at most the largest amount); else the bounty is the price',
+    }),
     proposed_billing_model: billingModel.optional(),
     proposed_unit_price: amountInput.optional(),
     proposed_quantity: quantity.optional(),

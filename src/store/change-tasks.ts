@@ -97,11 +97,23 @@ export function taskUpdateClauses(numbered: Numbered[], bindings: unknown[]): { 
       WHERE target.id = ANY (ARRAY(SELECT id FROM locked_tasks))
         AND target.id = input.id AND target.status = input.from_status AND target.xmin::text = input.from_version
         ${gate}
-      RETURNING input.ordinal, target.id, input.alone)`,
+      RETURNING input.ordinal, target.id, input.alone, target.status, target.ended_at),
+      ${endedApplications}`,
     // An acceptance's row is its transaction's insert, which its task's write gates (store/change.ts).
     source: 'SELECT ordinal, id FROM task_updated WHERE alone',
   };
 }
+
+/**
+ * A task that ends (closed, cancelled, expired) takes its pending applications with it, rejected
+ * when it ended: left pending they would still count against each applicant's caps (2 per task,
+ * 50 in all; docs/tasks.md) and could still be rejected or accepted on a task that is over. The
+ * task row is held by then, as in the acceptance's rejections (change-acceptances.ts).
+ */
+const endedApplications = `ended_task_applications AS (UPDATE task_applications AS application SET status = 'rejected', decided_at = ended.ended_at
+      FROM task_updated AS ended
+     WHERE ended.status IN ('closed', 'cancelled', 'expired') AND application.task_id = ended.id AND application.status = 'pending'
+    RETURNING application.id)`;
 
 /**
  * The task compare-and-sets of the statement: a task move's own row write (`alone`), or an

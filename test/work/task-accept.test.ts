@@ -132,6 +132,43 @@ describe("accepting an application: the task's money through escrow, end to end"
     await expectBooks();
   });
 
+  it('prices an offer per unit at unit price × quantity, not at the bounty, and refuses a product past the largest amount', async () => {
+    const { publisher, task, applicants } = await market('agent', '10.00', []);
+    const worker = await createAgent(test);
+    applicants.push(worker);
+    const skill = (await test.http.post('/api/v1/skills/').set(worker.headers).send({ name: 'Logos', description: 'Logos', category: 'design' }).expect(201))
+      .body.data;
+    const applied = (
+      await test.http
+        .post(`/api/v1/tasks/${task.id}/applications`)
+        .set(worker.headers)
+        .send({ skill_id: skill.id, proposed_unit_price: '2.00', proposed_quantity: 3 })
+        .expect(201)
+    ).body.data;
+    expect(applied).toMatchObject({ proposed_price: '6.00', proposed_unit_price: '2.00', proposed_quantity: 3 });
+    const accepted = (await accept(publisher, task.id, applied.id).expect(200)).body.data;
+    expect(accepted.transaction.price_ut).toBe('6.00');
+    expect(await balance(test, publisher, 'ut')).toMatchObject({ available: '94.00', frozen: '6.00' });
+    const other = await market('agent', '10.00', []);
+    const huge = await test.http
+      .post(`/api/v1/tasks/${other.task.id}/applications`)
+      .set(worker.headers)
+      .send({ skill_id: skill.id, proposed_unit_price: '9000000000.00', proposed_quantity: 1000000 });
+    expect(huge.status).toBe(400);
+    expect(huge.body.data.errors).toEqual([expect.objectContaining({ path: 'body.proposed_quantity' })]);
+    await expectBooks();
+  });
+
+  it('refuses to accept an application whose skill its owner deleted after applying, and moves no money', async () => {
+    const { publisher, task, applicants, applications } = await market('agent', '30.00', ['25.00']);
+    const application = (await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(publisher.headers).expect(200)).body.data.items[0];
+    await test.http.delete(`/api/v1/skills/${application.skill_id}`).set(applicants[0]!.headers).expect(200);
+    const refused = await accept(publisher, task.id, applications[0]!).expect(409);
+    expect(refused.body).toMatchObject({ code: 4090, data: { status: 'pending', action: 'accept' } });
+    expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data.status).toBe('open');
+    expect(await balance(test, publisher, 'ut')).toMatchObject({ available: '70.00', frozen: '30.00' });
+  });
+
   it("refuses a rating before the task's transaction settled", async () => {
     const { publisher, task, applications } = await market('agent', '10.00', ['10.00']);
     expect((await test.http.post(`/api/v1/tasks/${task.id}/rating`).set(publisher.headers).send({ score: 4 }).expect(409)).body).toMatchObject({

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applicationActions, applicationStatuses, applicationTransitionTable, nextApplicationState } from '../../src/domain/tasks.ts';
 import { type Actor, createAgent, createApiKey, signUpHuman } from '../helpers/actors.ts';
 import { raceTest, startTestApp, type TestApp } from '../helpers/app.ts';
+import { admin } from '../helpers/market.ts';
 import { limits } from '../../src/limits.ts';
 
 let test: TestApp;
@@ -193,6 +194,43 @@ describe('withdrawing and rejecting', () => {
     expect((await test.http.delete(`/api/v1/tasks/${randomUUID()}/applications/${second.id}`).set(applicant.headers).expect(404)).body.code).toBe(4040);
     const filtered = (await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(publisher.headers).query({ status: 'rejected' }).expect(200)).body.data;
     expect(filtered.items.map((item: Application) => item.id)).toEqual([second.id]);
+  });
+
+  it('ends the pending applications of a task that ends (closed, cancelled, expired): rejected, no longer counted against the applicant, not to be decided', async () => {
+    const mine = (actor: Actor, taskId: string) =>
+      test.http
+        .get('/api/v1/tasks/applications/mine')
+        .set(actor.headers)
+        .query({ page_size: 100 })
+        .expect(200)
+        .then((answer) => (answer.body.data.items as Application[]).filter((item) => item.task_id === taskId));
+    const worker = await createAgent(test);
+    const skill = await newSkill(worker);
+    const ends: [string, (taskId: string) => Promise<unknown>][] = [
+      ['closed', (taskId) => test.http.post(`/api/v1/tasks/${taskId}/close`).set(publisher.headers).send({}).expect(200)],
+      ['cancelled', (taskId) => test.http.post(`/api/v1/admin/tasks/${taskId}/cancel`).set(admin).send({}).expect(200)],
+      [
+        'expired',
+        async (taskId) => {
+          await test.runtime.engine.dependencies
+            .db('tasks')
+            .where({ id: taskId })
+            .update({ expires_at: new Date(test.clock.now.getTime() - 1000) });
+          await test.runtime.engine.sweeper.runOnce();
+        },
+      ],
+    ];
+    for (const [status, end] of ends) {
+      const task = await newTask();
+      const application = (await apply(worker, task.id, { skill_id: skill.id }).expect(201)).body.data as Application;
+      await end(task.id);
+      expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data.status).toBe(status);
+      expect(await mine(worker, task.id)).toEqual([expect.objectContaining({ id: application.id, status: 'rejected', decided_at: expect.any(String) })]);
+      const reject = await test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/reject`).set(publisher.headers).send({});
+      expect(reject.status).toBe(409);
+    }
+    // The three ended applications no longer count: the skill applies to a new task at once.
+    await apply(worker, (await newTask()).id, { skill_id: skill.id }).expect(201);
   });
 
   it("shows a task's applications to its publisher only", async () => {

@@ -105,6 +105,19 @@ function taskTransactionRow(task: TaskRow, application: ApplicationRow, price: b
   };
 }
 
+/**
+ * A skill its owner deleted after applying no longer wins the task (applying with a deleted skill
+ * is refused too): the application is refused as one that cannot be accepted.
+ */
+async function assertSkillKept(trx: Knex, application: ApplicationRow) {
+  const skill = (await trx('skills').where({ id: application.skill_id }).first('deleted_at')) as { deleted_at: Date | null } | undefined;
+  if (skill?.deleted_at == null) return;
+  throw new AppError('invalid_state_transition', "the applicant deleted this application's skill: it can no longer be accepted", {
+    status: application.status,
+    action: 'accept',
+  });
+}
+
 /** As for withdraw and reject: an application is known to its applicant and the publisher only; only the publisher accepts. */
 function authorizeAcceptance<T extends TaskRow>(principal: Principal, task: T | undefined, application: ApplicationRow | undefined): [T, ApplicationRow] {
   if (!task || !application || task.owner_type !== principal.caller_type) throw notFound('application');
@@ -143,6 +156,7 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
       const found = (await unit.trx('task_applications').where({ id: applicationId, task_id: taskId }).first()) as ApplicationRow | undefined;
       const [{ version, ...task }, application] = authorizeAcceptance(principal, read, found);
       nextApplicationState(application.status, 'accept');
+      await assertSkillKept(unit.trx, application);
       const at = now();
       nextTaskState(statusAt(task, at), 'match');
       const price = agreedPrice(application, task);
@@ -201,6 +215,7 @@ export function createTaskAcceptance({ db, now, config }: EngineDependencies, id
         (await trx('task_applications').where({ id: applicationId, task_id: taskId }).forNoKeyUpdate().first()) as ApplicationRow | undefined,
       );
       nextApplicationState(application.status, 'accept');
+      await assertSkillKept(trx, application);
       const at = now();
       nextTaskState(statusAt(task, at), 'match');
       const price = agreedPrice(application, task);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { nextApplicationState } from '../../domain/tasks.ts';
+import { nextApplicationState, offeredTotal } from '../../domain/tasks.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../../errors.ts';
 import type { CreateApplicationInput } from '../../schemas/tasks.ts';
@@ -13,6 +13,7 @@ import { type ApplicationRow, applicationView } from './application-rows.ts';
 import type { TaskEvents } from './task-events.ts';
 import { statusAt } from './task-rows.ts';
 import { limits } from '../../limits.ts';
+import { formatAmount } from '../../domain/money.ts';
 import { checkApplicantCaps } from './applicant-caps.ts';
 
 const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
@@ -55,6 +56,13 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
       if (skill.status !== 'active')
         throw new AppError('invalid_state_transition', 'an inactive skill cannot apply to tasks', { status: skill.status, action: 'apply' });
       await checkApplicantCaps(trx, principal, taskId);
+      const offered = offeredTotal(input);
+      if (offered !== undefined && offered > limits.amountMinorUnitsMax) {
+        const most = formatAmount(limits.amountMinorUnitsMax);
+        throw new AppError('validation_error', 'request failed validation', {
+          errors: [{ path: 'body.proposed_quantity', message: `proposed_unit_price × proposed_quantity must be at most ${most}` }],
+        });
+      }
       const row = {
         id: randomUUID(),
         task_id: taskId,
@@ -62,7 +70,7 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
         applicant_id: principal.user_id,
         owner_type: principal.caller_type,
         message: input.message ?? null,
-        proposed_price: input.proposed_price === undefined ? null : String(input.proposed_price),
+        proposed_price: offered?.toString() ?? null,
         proposed_billing_model: input.proposed_billing_model ?? null,
         proposed_unit_price: input.proposed_unit_price === undefined ? null : String(input.proposed_unit_price),
         proposed_quantity: input.proposed_quantity ?? null,

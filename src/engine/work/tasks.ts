@@ -172,7 +172,10 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
       .where({ id: row.id, status: row.status })
       .update({ status: transition.to, bounty_held: '0', ended_at: at, updated_at: at })
       .returning([...taskColumns])) as TaskRow[];
+    // Its pending applicants hear of the end first (read from the pending applications), then
+    // those applications end with it, as in the one-statement path (store/change-tasks.ts).
     await events.taskMoved(unit, ended!, action, row.status);
+    await trx('task_applications').where({ task_id: row.id, status: 'pending' }).update({ status: 'rejected', decided_at: at });
     return taskView(ended!, viewer);
   }
 
