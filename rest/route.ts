@@ -9,7 +9,8 @@ import { AppError } from '../src/errors.ts';
 import { sendData } from './envelope.ts';
 import { validationError } from '../src/schemas/validation.ts';
 import { assertSafeJson } from '../src/schemas/json-safety.ts';
-import { isShadowed, shadowsOf } from './method-not-allowed.ts';
+import { isShadowed, shadowsOf } from './route-paths.ts';
+import { nullMeansAbsent, withoutNulls } from './null-as-absent.ts';
 
 /**
  * A route is declared once, as data: its schemas validate the request, type the handler and
@@ -143,6 +144,8 @@ export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: A
   for (const spec of routes) {
     const rateLimits = rateLimitsOf(spec);
     const shadows = shadowsOf(spec.path, allPaths);
+    // On a POST only: on an update, null for a field that cannot be cleared is refused, not ignored.
+    const absentWhenNull = nullMeansAbsent(spec.method === 'post' && !spec.rawResponse ? spec.body : undefined);
     const handler = async (request: Request, response: Response, next: NextFunction) => {
       // A path that another route names literally is that route's (rest/method-not-allowed.ts).
       if (isShadowed(request.path, shadows)) return next();
@@ -151,7 +154,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: A
         const principal = await authenticate(request, spec.auth);
         // The JSON-RPC and MCP endpoints (raw responses) read their bodies themselves, in their protocols.
         if (spec.body && !spec.rawResponse) assertJsonContentType(request);
-        const body = parsePart(spec.body, request.body, 'body');
+        const body = parsePart(spec.body, withoutNulls(request.body, absentWhenNull), 'body');
         const query = parsePart(spec.query, request.query, 'query');
         const params = parsePart(spec.params, request.params, 'params');
         // After parsing, so a login is counted against the email it names; before the handler, so a

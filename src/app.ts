@@ -211,7 +211,8 @@ function fromHttpError(error: unknown, log: (message: string, cause: unknown) =>
   const { type, status, code } = (error ?? {}) as { type?: string; status?: number; code?: string };
   if (type === 'entity.too.large') return new AppError('payload_too_large', `request body is over ${limits.requestBodyBytesMax} bytes`);
   const clientError = typeof status === 'number' && status >= 400 && status < 500;
-  const unreadableBody = type?.startsWith('entity.') || type?.endsWith('.unsupported') || code?.startsWith('Z_') || status === 415;
+  // zlib's errors (gzip, deflate) are Z_*; brotli's are ERR__ERROR_* (a gzip body sent as br).
+  const unreadableBody = type?.startsWith('entity.') || type?.endsWith('.unsupported') || code?.startsWith('Z_') || code?.startsWith('ERR__') || status === 415;
   if (clientError && unreadableBody) {
     return new AppError('invalid_json', 'request body is not readable JSON');
   }

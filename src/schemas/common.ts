@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { errorTable } from '../errors.ts';
+// The words of validation messages, for every schema (installed on import).
+import './messages.ts';
 
 /** Building blocks shared by every resource schema. */
 // Lower-cased on the way in: ids are compared and hashed as text (account ids, client task ids).

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, admin, agentMarket, balance, buy } from '../helpers/market.ts';
@@ -139,6 +140,13 @@ describe('malformed HTTP', () => {
       .send(Buffer.from('not gzip at all'))
       .expect(400);
     expect(response.body.code).toBe(4001);
+    const brotli = await test.http
+      .post('/api/v1/auth/login')
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'br')
+      .send(gzipSync(Buffer.from('{"email":"a@b.co","password":"x"}')))
+      .expect(400);
+    expect(brotli.body.code).toBe(4001);
   });
 
   it('answers the RPC path in another letter case at once, with 4040', async () => {
@@ -162,5 +170,64 @@ describe('malformed HTTP', () => {
     const { buyer } = await agentMarket(test);
     const cursor = Buffer.from(JSON.stringify(['0000-01-01T00:00:00.000Z', randomUUID()])).toString('base64url');
     expect((await test.http.get(`/api/v1/transactions?cursor=${cursor}`).set(buyer.headers).expect(400)).body.code).toBe(4000);
+  });
+});
+
+describe('null for an optional field', () => {
+  it('is taken as the field left out on a create, as client libraries send it; null for a required field is still 4000', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const bought = await test.http
+      .post('/api/v1/transactions')
+      .set(buyer.headers)
+      .set('Idempotency-Key', randomUUID())
+      .send({ capability_id: capability.id, demand_id: null, context_id: null, booked_hours: null })
+      .expect(201);
+    expect(bought.body.data).toMatchObject({ capability_id: capability.id, demand_id: null, booked_hours: null, price_ut: '10.00' });
+    const publisher = await signUpHuman(test);
+    const task = await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({ title: 'Walk a dog', description: 'Twice a day', mode: 'online', category: 'other', bounty_amount: null, tags: null, city: null })
+      .expect(201);
+    expect(task.body.data).toMatchObject({ bounty_amount: null, status: 'open' });
+    const missing = await test.http.post('/api/v1/transactions').set(buyer.headers).set('Idempotency-Key', randomUUID()).send({ capability_id: null });
+    expect(missing.status).toBe(400);
+    expect(missing.body.data.errors).toEqual([expect.objectContaining({ path: 'body.capability_id' })]);
+  });
+
+  it('keeps its meaning where null means something: an update clearing a skill price', async () => {
+    const owner = await signUpHuman(test);
+    const skill = (
+      await test.http
+        .post('/api/v1/skills/')
+        .set(owner.headers)
+        .send({ name: 'Tutoring', description: 'Maths', category: 'education', ut_price: '20.00' })
+        .expect(201)
+    ).body.data;
+    expect(skill.ut_price).toBe('20.00');
+    const cleared = await test.http.put(`/api/v1/skills/${skill.id}`).set(owner.headers).send({ ut_price: null }).expect(200);
+    expect(cleared.body.data.ut_price).toBeNull();
+  });
+});
+
+describe('the words of a validation error', () => {
+  it('say what to send, not what the validator expected', async () => {
+    const publisher = await signUpHuman(test);
+    const refused = await test.http
+      .post('/api/v1/tasks/')
+      .set(publisher.headers)
+      .send({ title: '', description: 'x'.repeat(20_001), mode: 'underwater', category: 'design', delivery_hours: 1.5, tags: 'one', colour: 'blue' })
+      .expect(400);
+    const byPath = Object.fromEntries((refused.body.data.errors as { path: string; message: string }[]).map((error) => [error.path, error.message]));
+    expect(byPath).toMatchObject({
+      'body.title': 'must not be empty',
+      'body.description': expect.stringMatching(/^must be at most \d+ characters$/),
+      'body.mode': 'must be one of: online, offline',
+      'body.delivery_hours': 'must be a whole number',
+      'body.tags': 'must be a list (a JSON array)',
+      body: 'has a field this request does not take: colour',
+    });
+    const skill = await test.http.post('/api/v1/skills/').set(publisher.headers).send({ name: 'x', description: 'y', category: 'astrology' }).expect(400);
+    expect(skill.body.data.errors).toEqual([{ path: 'body.category', message: expect.stringMatching(/^must be one of: tech_dev, design, .*, other$/) }]);
   });
 });
