@@ -177,4 +177,59 @@ describe('working through the console', () => {
     expect((await page.getByLabel('Description').inputValue()).length).toBeGreaterThan('translate my manual'.length);
     expect(problems).toEqual([]);
   });
+
+  it('2: a deal cancelled before the work is shown as ended, with the task published again from its page; form errors in the page words, the keyboard kept', async () => {
+    // The pages of the journeys before hold their event streams open, and Chromium keeps at most six
+    // connections to one host across its contexts (HTTP/1.1): a seventh request would wait.
+    for (const open of [...publisherContext.pages(), ...workerContext.pages()]) await open.close();
+    const { page, problems } = await openConsole(await world.context(), `${world.base}/`);
+    const publisher = await signUpOnPage(page, `again-${unique()}@example.com`);
+    await credit(world, publisher.user_id, '100.00');
+    const worker = await signUpHuman(world.test);
+    const as = (token: string) => ({ Authorization: `Bearer ${token}` });
+    const task = (
+      await world.test.http
+        .post('/api/v1/tasks/')
+        .set(as(publisher.token))
+        .send({
+          title: 'Proofread a menu',
+          description: 'Two pages, English',
+          mode: 'online',
+          category: 'copywriting',
+          bounty_amount: '40.00',
+          delivery_hours: 24,
+        })
+        .expect(201)
+    ).body.data;
+    const skill = (
+      await world.test.http
+        .post('/api/v1/skills/')
+        .set(worker.headers)
+        .send({ name: 'Proofreading', description: 'English', category: 'copywriting' })
+        .expect(201)
+    ).body.data;
+    const application = (await world.test.http.post(`/api/v1/tasks/${task.id}/applications`).set(worker.headers).send({ skill_id: skill.id }).expect(201)).body
+      .data;
+    const accepted = (
+      await world.test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/accept`).set(as(publisher.token)).send({}).expect(200)
+    ).body.data;
+    await world.test.http.post(`/api/v1/transactions/${accepted.transaction.id}/cancel`).set(as(publisher.token)).send({}).expect(200);
+
+    await page.goto(`${world.base}/#/tasks/${task.id}`);
+    await eventually(() => page.getByRole('heading', { name: 'The deal ended without the work' }).isVisible()).toBe(true);
+    expect(await page.getByText('You can rate once the transaction is settled.').count()).toBe(0);
+    // A delivery time that is not a number: the API's answer in the page's words, next to the field, which gets the keyboard.
+    await page.getByLabel('Delivery time (hours)').fill('soon');
+    await page.getByRole('button', { name: 'Publish it again' }).click();
+    await eventually(() => page.getByText('Enter a number.').isVisible()).toBe(true);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('name'))).toBe('delivery_hours');
+    await page.getByLabel('Delivery time (hours)').fill('48');
+    await page.getByRole('button', { name: 'Publish it again' }).click();
+    await page.getByRole('heading', { name: 'Proofread a menu', level: 1 }).waitFor();
+    await eventually(() => page.url()).toContain('published=1');
+    const again = page.url().match(/#\/tasks\/([0-9a-f-]{36})/)![1]!;
+    expect(again).not.toBe(task.id);
+    expect((await apiGet(world, publisher.token, `/api/v1/tasks/${again}`)).data).toMatchObject({ status: 'open', delivery_hours: 48, bounty_amount: '40.00' });
+    expect(problems).toEqual([]);
+  });
 });

@@ -66,7 +66,11 @@ function navigation(current) {
   return h(
     'nav',
     { 'aria-label': t('nav.label') },
-    h('ul', { class: 'nav' }, links.map(([href, key, here]) => h('li', null, h('a', { href, 'aria-current': here ? 'page' : null }, t(key))))),
+    h(
+      'ul',
+      { class: 'nav' },
+      links.map(([href, key, here]) => h('li', null, h('a', { href, 'aria-current': here ? 'page' : null }, t(key)))),
+    ),
   );
 }
 
@@ -87,9 +91,19 @@ function header(current) {
   );
   const me = session.current();
   const account = session.signedIn()
-    ? h('p', { class: 'account' }, h('span', null, t('account.signed-in-as'), ' ', h('strong', null, me.email || '')), ' ', h('button', { type: 'button', class: 'link', onClick: signOut }, t('account.sign-out')))
+    ? h(
+        'p',
+        { class: 'account' },
+        h('span', null, t('account.signed-in-as'), ' ', h('strong', null, me.email || '')),
+        ' ',
+        h('button', { type: 'button', class: 'link', onClick: signOut }, t('account.sign-out')),
+      )
     : h('p', { class: 'account' }, h('a', { href: '#/sign-in' }, t('account.sign-in')));
-  bar.append(h('p', { class: 'brand' }, h('a', { href: '#/' }, t('brand'))), navigation(current), h('div', { class: 'bar-end' }, liveStatus, account, switcher));
+  bar.append(
+    h('p', { class: 'brand' }, h('a', { href: '#/' }, t('brand'))),
+    navigation(current),
+    h('div', { class: 'bar-end' }, liveStatus, account, switcher),
+  );
   byId('skip').textContent = t('skip');
 }
 
@@ -139,7 +153,9 @@ async function render() {
   let content;
   try {
     const module = route.view === 'not-found' ? null : await import(`./views/${route.view}.js`);
-    content = module ? await module.render(context(route, turn)) : h('section', null, h('h1', { tabindex: '-1' }, t('not-found.title')), h('p', null, h('a', { href: '#/' }, t('not-found.back'))));
+    content = module
+      ? await module.render(context(route, turn))
+      : h('section', null, h('h1', { tabindex: '-1' }, t('not-found.title')), h('p', null, h('a', { href: '#/' }, t('not-found.back'))));
   } catch (error) {
     console.error(error);
     content = h('section', null, h('h1', { tabindex: '-1' }, t('error.page.title')), errorBox({ code: -3, data: null }));
@@ -154,7 +170,33 @@ async function render() {
   window.scrollTo(0, 0);
 }
 
+/**
+ * When the control a person used goes away (an action's answer redraws its section, a list
+ * replaces its rows), the keyboard would start again from the top of the page and a screen reader
+ * would say nothing: it lands instead on the first heading (or alert) of the nearest part of the
+ * page that is still there. A control that is only disabled while its call runs keeps its place
+ * (lib/forms.js gives the focus back to it).
+ */
+function keepFocusWhenControlsGo(view) {
+  let focusPath = [];
+  document.addEventListener('focusin', (event) => {
+    focusPath = [];
+    for (let node = event.target; node && node !== document.body; node = node.parentElement) focusPath.push(node);
+  });
+  new MutationObserver(() => {
+    if (focusPath.length === 0 || focusPath[0].isConnected) return;
+    if (document.activeElement && document.activeElement !== document.body) return;
+    const holder = focusPath.find((node) => node.isConnected);
+    focusPath = [];
+    if (!holder) return;
+    const landing = holder.querySelector('h2, h3, [role="alert"]') || holder;
+    if (!landing.matches('a[href], button, input, select, textarea, [tabindex]')) landing.setAttribute('tabindex', '-1');
+    landing.focus();
+  }).observe(view, { childList: true, subtree: true });
+}
+
 async function start() {
+  keepFocusWhenControlsGo(byId('view'));
   // The skip link moves the focus to the page's content; the hash of the address is the router's.
   byId('skip').addEventListener('click', (event) => {
     event.preventDefault();

@@ -1,5 +1,6 @@
 import { h, uid } from './dom.js';
 import { errorBox } from './explain.js';
+import { fieldWords } from './field-words.js';
 import { t } from './i18n.js';
 
 // Form fields with a visible label, an optional hint and a place for the field's own error, tied
@@ -13,7 +14,11 @@ export function field({ name, label, type = 'text', hint, required, value, optio
   const common = { id, name, required, autocomplete, inputmode, maxlength, placeholder, 'aria-describedby': describedBy };
   let input;
   if (options) {
-    input = h('select', common, options.map(([optionValue, text]) => h('option', { value: optionValue, selected: String(value ?? '') === optionValue }, text)));
+    input = h(
+      'select',
+      common,
+      options.map(([optionValue, text]) => h('option', { value: optionValue, selected: String(value ?? '') === optionValue }, text)),
+    );
   } else if (type === 'textarea') {
     input = h('textarea', { ...common, rows: rows || 4 });
     input.value = value ?? '';
@@ -25,7 +30,9 @@ export function field({ name, label, type = 'text', hint, required, value, optio
   const wrapper = h(
     'div',
     { class: type === 'checkbox' ? 'field field-check' : 'field' },
-    type === 'checkbox' ? [input, h('label', { for: id }, label)] : [h('label', { for: id }, label, required ? h('span', { class: 'required' }, ` (${t('form.required')})`) : null), input],
+    type === 'checkbox'
+      ? [input, h('label', { for: id }, label)]
+      : [h('label', { for: id }, label, required ? h('span', { class: 'required' }, ` (${t('form.required')})`) : null), input],
     hint && h('p', { id: hintId, class: 'hint' }, hint),
     h('p', { id: errorId, class: 'field-error', hidden: true }),
   );
@@ -50,12 +57,18 @@ export function clearErrors(form) {
   if (box) box.replaceChildren();
 }
 
-/** One field's own message (from the page's checks before sending). */
+/**
+ * One field's message (the page's own check, or the API's, in the page's words): a second message
+ * for the same field is added to the first, not put in its place (a password both too short and
+ * without digits says both).
+ */
 export function fieldError(form, name, message) {
   const input = form.elements.namedItem(name);
   if (!input || !input.id) return false;
   const error = document.getElementById(`${input.id}-error`);
-  error.textContent = message;
+  const words = fieldWords(message);
+  if (error.hidden || !error.textContent) error.textContent = words;
+  else if (!error.textContent.includes(words)) error.textContent = `${error.textContent} ${words}`;
   error.hidden = false;
   input.setAttribute('aria-invalid', 'true');
   return true;
@@ -68,15 +81,24 @@ export function showProblem(form, envelope, context) {
   const unplaced = [];
   if (envelope.code === 4000 && envelope.data && Array.isArray(envelope.data.errors)) {
     for (const error of envelope.data.errors) {
-      const name = String(error.path).replace(/^(body|query|params)\./, '').split('.')[0];
+      const name = String(error.path)
+        .replace(/^(body|query|params)\./, '')
+        .split('.')[0];
       if (fieldError(form, name, error.message)) first = first || form.elements.namedItem(name);
-      else unplaced.push(error);
+      else unplaced.push({ ...error, message: fieldWords(error.message) });
     }
     if (first && unplaced.length === 0) return void first.focus();
   }
   const box = form.querySelector('.form-problem');
   box.replaceChildren(errorBox(envelope, context));
-  if (unplaced.length) box.firstChild.append(h('ul', null, unplaced.map((error) => h('li', null, error.message))));
+  if (unplaced.length)
+    box.firstChild.append(
+      h(
+        'ul',
+        null,
+        unplaced.map((error) => h('li', null, error.message)),
+      ),
+    );
   if (first) first.focus();
   else box.focus();
 }
@@ -102,6 +124,9 @@ export function form({ label, fields, submit, onSubmit, extra, submitClass = 'pr
     } finally {
       button.disabled = false;
       button.removeAttribute('aria-busy');
+      // Disabling the button took the keyboard's place away; when nothing else took it (a field
+      // with an error, a new page), it goes back to the button rather than to the top of the page.
+      if (button.isConnected && (document.activeElement === document.body || document.activeElement === null)) button.focus();
     }
   });
   return element;

@@ -12,7 +12,13 @@ export function transactionRow(transaction) {
   return h(
     'li',
     { class: 'row', 'data-id': transaction.id },
-    h('a', { href: `#/transactions/${transaction.id}` }, t(`transaction.kind.${transaction.transaction_type === 'task' ? 'task' : 'other'}`), ' ', money(transaction.price_ut, transaction.currency)),
+    h(
+      'a',
+      { href: `#/transactions/${transaction.id}` },
+      t(`transaction.kind.${transaction.transaction_type === 'task' ? 'task' : 'other'}`),
+      ' ',
+      money(transaction.price_ut, transaction.currency),
+    ),
     ' ',
     h('span', { class: `badge status-${transaction.status}` }, word('status.transaction', transaction.status)),
     ' ',
@@ -51,7 +57,15 @@ export function transactionList(ctx, role, title) {
     empty.hidden = true;
   });
 
-  const section = h('section', { 'aria-labelledby': `transactions-${role}` }, h('h2', { id: `transactions-${role}` }, title), problem, empty, list, h('div', { class: 'actions' }, more));
+  const section = h(
+    'section',
+    { 'aria-labelledby': `transactions-${role}` },
+    h('h2', { id: `transactions-${role}` }, title),
+    problem,
+    empty,
+    list,
+    h('div', { class: 'actions' }, more),
+  );
   section.ready = load(false);
   return section;
 }

@@ -67,7 +67,11 @@ export function skillCard(skill) {
       skill.mode === 'offline' ? t('mode.offline-in', { city: skill.city || '' }) : t('mode.online'),
     ),
     h('p', { class: 'text' }, excerpt(skill.description)),
-    h('p', { class: 'hint' }, skill.rating_count ? t('skill.rated', { score: skill.quality_score.toFixed(1), count: skill.rating_count }) : t('skill.not-rated')),
+    h(
+      'p',
+      { class: 'hint' },
+      skill.rating_count ? t('skill.rated', { score: skill.quality_score.toFixed(1), count: skill.rating_count }) : t('skill.not-rated'),
+    ),
   );
 }
 
@@ -82,7 +86,15 @@ function filters(kind, onSearch) {
         { class: 'grid' },
         field({ name: 'q', label: t('hall.q'), type: 'search', hint: t('hall.q.hint') }),
         field({ name: 'category', label: t('hall.category'), options: categoryOptions(t('hall.any')) }),
-        field({ name: 'mode', label: t('hall.mode'), options: [['', t('hall.any')], ['online', t('mode.online')], ['offline', t('mode.offline')]] }),
+        field({
+          name: 'mode',
+          label: t('hall.mode'),
+          options: [
+            ['', t('hall.any')],
+            ['online', t('mode.online')],
+            ['offline', t('mode.offline')],
+          ],
+        }),
         field({ name: 'city', label: t('hall.city') }),
         field({ name: spec.min, label: t(`hall.${kind}.min`), inputmode: 'decimal' }),
         field({ name: spec.max, label: t(`hall.${kind}.max`), inputmode: 'decimal' }),
@@ -136,11 +148,24 @@ export async function render(ctx) {
     h('p', { class: 'lead' }, t(`hall.${kind}.lead`)),
     !signedIn() && h('p', { class: 'notice' }, t('hall.signed-out'), ' ', h('a', { href: '#/sign-in' }, t('hall.sign-in-link')), '.'),
     signedIn() && kind === 'tasks' && h('p', null, h('a', { class: 'button primary', href: '#/tasks/new' }, t('hire.publish'))),
-    h('section', { class: 'filters', 'aria-labelledby': 'filters-title' }, h('h2', { id: 'filters-title' }, t('hall.filters')), filters(kind, async (next, element) => {
-      query = next;
-      await load(false, element);
-    })),
-    h('section', { 'aria-labelledby': 'results-title' }, h('h2', { id: 'results-title' }, t(`hall.${kind}.results`)), count, problem, list, h('div', { class: 'actions' }, more)),
+    h(
+      'section',
+      { class: 'filters', 'aria-labelledby': 'filters-title' },
+      h('h2', { id: 'filters-title' }, t('hall.filters')),
+      filters(kind, async (next, element) => {
+        query = next;
+        await load(false, element);
+      }),
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'results-title' },
+      h('h2', { id: 'results-title' }, t(`hall.${kind}.results`)),
+      count,
+      problem,
+      list,
+      h('div', { class: 'actions' }, more),
+    ),
     h('p', null, h('a', { href: other[0] }, other[1])),
   );
 }

@@ -13,12 +13,28 @@ import { fromMinor, isAmount, money, toMinor } from '../lib/money.js';
 export function taskFields(values = {}) {
   return [
     field({ name: 'title', label: t('task.field.title'), required: true, value: values.title, maxlength: 200 }),
-    field({ name: 'description', label: t('task.field.description'), type: 'textarea', rows: 6, required: true, value: values.description, hint: t('task.field.description.hint') }),
+    field({
+      name: 'description',
+      label: t('task.field.description'),
+      type: 'textarea',
+      rows: 6,
+      required: true,
+      value: values.description,
+      hint: t('task.field.description.hint'),
+    }),
     h(
       'div',
       { class: 'grid' },
       field({ name: 'category', label: t('task.field.category'), options: categoryOptions(t('task.field.category.none')), value: values.category }),
-      field({ name: 'mode', label: t('task.field.mode'), options: [['online', t('mode.online')], ['offline', t('mode.offline')]], value: values.mode }),
+      field({
+        name: 'mode',
+        label: t('task.field.mode'),
+        options: [
+          ['online', t('mode.online')],
+          ['offline', t('mode.offline')],
+        ],
+        value: values.mode,
+      }),
       field({ name: 'city', label: t('task.field.city'), hint: t('task.field.city.hint'), value: values.city }),
       field({ name: 'delivery_hours', label: t('task.field.delivery-hours'), inputmode: 'numeric', required: true, value: values.delivery_hours ?? 72 }),
       field({ name: 'tags', label: t('task.field.tags'), hint: t('task.field.tags.hint'), value: (values.tags || []).join(', ') }),
@@ -30,7 +46,10 @@ export function taskFields(values = {}) {
 export function taskBody(element) {
   const body = { title: valueOf(element, 'title'), description: valueOf(element, 'description'), mode: valueOf(element, 'mode') || 'online' };
   for (const name of ['category', 'city']) if (valueOf(element, name)) body[name] = valueOf(element, name);
-  const tags = valueOf(element, 'tags').split(/[,，]/).map((tag) => tag.trim()).filter(Boolean);
+  const tags = valueOf(element, 'tags')
+    .split(/[,，]/)
+    .map((tag) => tag.trim())
+    .filter(Boolean);
   if (tags.length) body.tags = tags;
   const hours = valueOf(element, 'delivery_hours');
   let fine = true;
@@ -41,6 +60,7 @@ export function taskBody(element) {
     if (!isAmount(bounty)) fine = !fieldError(element, 'bounty_amount', t('money.invalid'));
     else body.bounty_amount = bounty;
   }
+  if (!fine) element.querySelector('[aria-invalid="true"]')?.focus();
   return fine ? body : null;
 }
 
@@ -52,7 +72,10 @@ export function holdPreview(wallet, bountyText) {
   const now = t('publish.now', { available: money(available, 'CNY'), held: money(frozen, 'CNY') });
   if (bounty === 0n) return [now, t('publish.nothing-held')];
   if (bounty > available) return [now, t('publish.short', { bounty: money(bounty, 'CNY'), short: money(bounty - available, 'CNY') })];
-  return [now, t('publish.after', { bounty: money(bounty, 'CNY'), available: money(fromMinor(available - bounty), 'CNY'), held: money(frozen + bounty, 'CNY') })];
+  return [
+    now,
+    t('publish.after', { bounty: money(bounty, 'CNY'), available: money(fromMinor(available - bounty), 'CNY'), held: money(frozen + bounty, 'CNY') }),
+  ];
 }
 
 /** Fills the publish form from a draft the ai-create stream wrote (the person still checks and sends it). */
@@ -67,7 +90,9 @@ function fill(element, draft) {
 
 /** "Draft it from a sentence": the task ai-create stream, shown as it writes, filling the form. */
 function draftHelper(target) {
-  const log = h('ol', { class: 'history', role: 'log', 'aria-label': t('ai.progress') });
+  // The live region is a wrapper: role=log on the list itself would take away its items' list semantics.
+  const log = h('ol', { class: 'history' });
+  const logRegion = h('div', { role: 'log', 'aria-label': t('ai.progress') }, log);
   const writing = h('pre', { class: 'writing', hidden: true });
   const helper = form({
     label: t('publish.ai'),
@@ -92,7 +117,7 @@ function draftHelper(target) {
       if (answer.code !== 0) showProblem(element, answer);
     },
   });
-  return h('section', { 'aria-labelledby': 'ai-task' }, h('h2', { id: 'ai-task' }, t('publish.ai')), helper, writing, log);
+  return h('section', { 'aria-labelledby': 'ai-task' }, h('h2', { id: 'ai-task' }, t('publish.ai')), helper, writing, logRegion);
 }
 
 /** "Make the description clearer": description-optimize, its changes listed, the text replaced for the person to check. */
@@ -112,7 +137,18 @@ function clearerButton(target) {
         const envelope = await api('POST', '/api/v1/tasks/description-optimize', { body });
         if (envelope.code !== 0) return said.replaceChildren(errorBox(envelope));
         element.elements.namedItem('description').value = envelope.data.optimized_description;
-        said.replaceChildren(h('div', { class: 'notice' }, h('p', null, t('publish.clearer.done')), h('ul', null, envelope.data.changes.map((change) => h('li', null, change)))));
+        said.replaceChildren(
+          h(
+            'div',
+            { class: 'notice' },
+            h('p', null, t('publish.clearer.done')),
+            h(
+              'ul',
+              null,
+              envelope.data.changes.map((change) => h('li', null, change)),
+            ),
+          ),
+        );
       },
     },
     t('publish.clearer'),
@@ -143,7 +179,9 @@ export async function render(ctx) {
       const envelope = await api('POST', '/api/v1/tasks/', { body, retry: key });
       if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
         ctx.announce(t('publish.kept-draft'));
-        return ctx.navigate(`/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`);
+        return ctx.navigate(
+          `/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`,
+        );
       }
       if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
       ctx.announce(t('publish.done'));

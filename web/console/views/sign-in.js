@@ -14,7 +14,11 @@ export async function render(ctx) {
 
   function build() {
     title.textContent = signingUp ? t('sign-in.title.sign-up') : t('sign-in.title');
-    const toggle = h('button', { type: 'button', class: 'link', onClick: () => ((signingUp = !signingUp), build(), title.focus()) }, signingUp ? t('sign-in.to-sign-in') : t('sign-in.to-sign-up'));
+    const toggle = h(
+      'button',
+      { type: 'button', class: 'link', onClick: () => ((signingUp = !signingUp), build(), title.focus()) },
+      signingUp ? t('sign-in.to-sign-in') : t('sign-in.to-sign-up'),
+    );
     const element = form({
       label: title.textContent,
       submit: signingUp ? t('sign-in.submit.sign-up') : t('sign-in.submit'),

@@ -18,25 +18,61 @@ function skillForm(ctx, values = {}) {
     submit: t('skill.create'),
     fields: [
       field({ name: 'name', label: t('skill.field.name'), required: true, value: values.name, maxlength: 100 }),
-      field({ name: 'description', label: t('skill.field.description'), type: 'textarea', rows: 5, required: true, value: values.description, hint: t('skill.field.description.hint') }),
+      field({
+        name: 'description',
+        label: t('skill.field.description'),
+        type: 'textarea',
+        rows: 5,
+        required: true,
+        value: values.description,
+        hint: t('skill.field.description.hint'),
+      }),
       h(
         'div',
         { class: 'grid' },
-        field({ name: 'category', label: t('skill.field.category'), options: categoryOptions(t('skill.field.category.pick')), value: values.category, required: true }),
-        field({ name: 'mode', label: t('task.field.mode'), options: [['online', t('mode.online')], ['offline', t('mode.offline')]], value: values.mode }),
+        field({
+          name: 'category',
+          label: t('skill.field.category'),
+          options: categoryOptions(t('skill.field.category.pick')),
+          value: values.category,
+          required: true,
+        }),
+        field({
+          name: 'mode',
+          label: t('task.field.mode'),
+          options: [
+            ['online', t('mode.online')],
+            ['offline', t('mode.offline')],
+          ],
+          value: values.mode,
+        }),
         field({ name: 'city', label: t('task.field.city'), value: values.city }),
         field({ name: 'ut_price', label: t('skill.field.price'), inputmode: 'decimal', value: values.ut_price, hint: t('skill.field.price.hint') }),
-        field({ name: 'pricing_model', label: t('skill.field.pricing'), options: pricing.map((model) => [model, word('pricing', model)]), value: values.pricing_model }),
+        field({
+          name: 'pricing_model',
+          label: t('skill.field.pricing'),
+          options: pricing.map((model) => [model, word('pricing', model)]),
+          value: values.pricing_model,
+        }),
         field({ name: 'tags', label: t('task.field.tags'), hint: t('task.field.tags.hint'), value: (values.tags || []).join(', ') }),
       ),
     ],
     onSubmit: async (element) => {
-      const body = { name: valueOf(element, 'name'), description: valueOf(element, 'description'), category: valueOf(element, 'category'), mode: valueOf(element, 'mode'), pricing_model: valueOf(element, 'pricing_model') };
+      const body = {
+        name: valueOf(element, 'name'),
+        description: valueOf(element, 'description'),
+        category: valueOf(element, 'category'),
+        mode: valueOf(element, 'mode'),
+        pricing_model: valueOf(element, 'pricing_model'),
+      };
       if (valueOf(element, 'city')) body.city = valueOf(element, 'city');
       const price = valueOf(element, 'ut_price');
       if (price && !isAmount(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'ut_price', message: t('money.invalid') }] } });
       if (price) body.ut_price = price;
-      const tags = valueOf(element, 'tags').split(/[,，]/).map((tag) => tag.trim()).filter(Boolean);
+      const tags = valueOf(element, 'tags')
+        .split(/[,，]/)
+        .map((tag) => tag.trim())
+        .filter(Boolean);
       if (tags.length) body.tags = tags;
       const envelope = await api('POST', '/api/v1/skills/', { body, idempotent: true });
       if (envelope.code !== 0) return showProblem(element, envelope, 'skill');
@@ -84,17 +120,23 @@ function cvPanel(ctx) {
       onSubmit: async (element) => {
         const envelope = await api('POST', '/api/v1/skills/extract', { body: { content: valueOf(element, 'content') }, idempotent: true });
         if (envelope.code !== 0) return showProblem(element, envelope, 'skill');
-        results.replaceChildren(...(envelope.data.candidates.length ? envelope.data.candidates.map((candidate) => candidateCard(ctx, candidate)) : [h('li', { class: 'hint' }, t('cv.none'))]));
+        results.replaceChildren(
+          ...(envelope.data.candidates.length
+            ? envelope.data.candidates.map((candidate) => candidateCard(ctx, candidate))
+            : [h('li', { class: 'hint' }, t('cv.none'))]),
+        );
         ctx.announce(t('cv.found', { count: envelope.data.candidates.length }));
       },
     }),
-    h('h3', null, t('cv.candidates')),
+    h('h2', null, t('cv.candidates')),
     results,
   );
 }
 
 function aiPanel(ctx, useDraft) {
-  const log = h('ol', { class: 'history', role: 'log', 'aria-label': t('ai.progress') });
+  // The live region is a wrapper: role=log on the list itself would take away its items' list semantics.
+  const log = h('ol', { class: 'history' });
+  const logRegion = h('div', { role: 'log', 'aria-label': t('ai.progress') }, log);
   const writing = h('pre', { class: 'writing' });
   return h(
     'div',
@@ -102,7 +144,10 @@ function aiPanel(ctx, useDraft) {
     form({
       label: t('ai.title'),
       submit: t('ai.submit'),
-      fields: [field({ name: 'prompt', label: t('ai.prompt'), type: 'textarea', rows: 3, required: true, hint: t('ai.prompt.hint') }), field({ name: 'category', label: t('skill.field.category'), options: categoryOptions(t('ai.category.any')) })],
+      fields: [
+        field({ name: 'prompt', label: t('ai.prompt'), type: 'textarea', rows: 3, required: true, hint: t('ai.prompt.hint') }),
+        field({ name: 'category', label: t('skill.field.category'), options: categoryOptions(t('ai.category.any')) }),
+      ],
       onSubmit: async (element) => {
         log.replaceChildren();
         writing.textContent = '';
@@ -122,9 +167,9 @@ function aiPanel(ctx, useDraft) {
         if (answer.code !== 0) showProblem(element, answer, 'skill');
       },
     }),
-    h('h3', null, t('ai.writing')),
+    h('h2', null, t('ai.writing')),
     writing,
-    log,
+    logRegion,
   );
 }
 
@@ -148,7 +193,14 @@ export async function render(ctx) {
     'fieldset',
     { class: 'ways' },
     h('legend', null, t('skill.how')),
-    ways.map((way) => h('label', { class: 'way' }, h('input', { type: 'radio', name: 'way', value: way, checked: way === 'manual', onChange: choose(way) }), ` ${t(`skill.way.${way}`)}`)),
+    ways.map((way) =>
+      h(
+        'label',
+        { class: 'way' },
+        h('input', { type: 'radio', name: 'way', value: way, checked: way === 'manual', onChange: choose(way) }),
+        ` ${t(`skill.way.${way}`)}`,
+      ),
+    ),
   );
   choose('manual')();
   return h('div', { class: 'page narrow' }, h('h1', null, t('skill.new')), h('p', { class: 'lead' }, t('skill.new.lead')), h('section', null, chooser, panel));

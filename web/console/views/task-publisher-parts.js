@@ -40,7 +40,12 @@ function pushRow(ctx, task, push, reload) {
 
 function candidateRow(ctx, task, candidate, reload) {
   const problem = h('div');
-  const priceField = field({ name: 'price', label: t('push.price', { name: candidate.name }), inputmode: 'decimal', value: candidate.ut_price ?? task.bounty_amount ?? '' });
+  const priceField = field({
+    name: 'price',
+    label: t('push.price', { name: candidate.name }),
+    inputmode: 'decimal',
+    value: candidate.ut_price ?? task.bounty_amount ?? '',
+  });
   const choose = form({
     label: t('push.select', { name: candidate.name }),
     submit: t('push.select', { name: candidate.name }),
@@ -72,7 +77,13 @@ function candidateRow(ctx, task, candidate, reload) {
     'li',
     { class: 'card' },
     h('h3', null, candidate.name),
-    h('p', { class: 'meta' }, candidate.ut_price === null ? t('skill.price-open') : money(candidate.ut_price, task.bounty_currency), ' · ', t('push.score', { score: Math.round(candidate.score * 100) })),
+    h(
+      'p',
+      { class: 'meta' },
+      candidate.ut_price === null ? t('skill.price-open') : money(candidate.ut_price, task.bounty_currency),
+      ' · ',
+      t('push.score', { score: Math.round(candidate.score * 100) }),
+    ),
     choose,
     problem,
   );
@@ -120,7 +131,11 @@ export async function ratingSection(ctx, task) {
       api('GET', `/api/v1/skills/${task.matched_skill_id}/ratings`, { query: { page_size: 100 } }),
     ]);
     const given = ratings.code === 0 ? ratings.data.items.find((rating) => rating.task_id === task.id) : null;
-    if (given) return holder.replaceChildren(h('p', null, t('rating.given', { score: given.score, date: when(given.created_at) })), given.comment && h('p', { class: 'text' }, given.comment));
+    if (given)
+      return holder.replaceChildren(
+        h('p', null, t('rating.given', { score: given.score, date: when(given.created_at) })),
+        given.comment && h('p', { class: 'text' }, given.comment),
+      );
     if (transaction.code !== 0 || transaction.data.status !== 'settled') return holder.replaceChildren(h('p', { class: 'hint' }, t('rating.after-settled')));
     const element = form({
       label: t('rating.title'),
@@ -130,7 +145,14 @@ export async function ratingSection(ctx, task) {
           'fieldset',
           { class: 'stars' },
           h('legend', null, t('rating.score')),
-          [1, 2, 3, 4, 5].map((score) => h('label', { class: 'star' }, h('input', { type: 'radio', name: 'score', value: String(score), required: true }), ` ${t('rating.stars', { score })}`)),
+          [1, 2, 3, 4, 5].map((score) =>
+            h(
+              'label',
+              { class: 'star' },
+              h('input', { type: 'radio', name: 'score', value: String(score), required: true }),
+              ` ${t('rating.stars', { score })}`,
+            ),
+          ),
         ),
         field({ name: 'comment', label: t('rating.comment'), type: 'textarea', rows: 3 }),
       ],

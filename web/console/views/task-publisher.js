@@ -58,12 +58,24 @@ async function publishDraft(ctx, task, update) {
     form({
       label: t('task.publish-draft'),
       submit: t('task.publish-draft.submit'),
-      fields: [field({ name: 'delivery_hours', label: t('task.field.delivery-hours'), inputmode: 'numeric', required: true, value: task.delivery_hours ?? '', hint: t('task.restate') }), bounty, preview],
+      fields: [
+        field({
+          name: 'delivery_hours',
+          label: t('task.field.delivery-hours'),
+          inputmode: 'numeric',
+          required: true,
+          value: task.delivery_hours ?? '',
+          hint: t('task.restate'),
+        }),
+        bounty,
+        preview,
+      ],
       onSubmit: async (element) => {
         const body = { delivery_hours: Number(valueOf(element, 'delivery_hours')) };
         const amount = valueOf(element, 'bounty_amount');
         body.bounty_amount = amount === '' ? null : amount;
-        if (amount !== '' && !isAmount(amount)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: t('money.invalid') }] } });
+        if (amount !== '' && !isAmount(amount))
+          return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: t('money.invalid') }] } });
         const envelope = await api('POST', `/api/v1/tasks/${task.id}/publish-draft`, { body, retry: key });
         if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
         ctx.announce(t('publish.done'));
@@ -82,7 +94,11 @@ function acceptTerms(task, application) {
   const difference = toMinor(price) - held;
   const currency = task.bounty_currency;
   const source =
-    difference > 0n ? t('accept.more', { amount: money(difference, currency) }) : difference < 0n ? t('accept.back', { amount: money(-difference, currency) }) : t('accept.same');
+    difference > 0n
+      ? t('accept.more', { amount: money(difference, currency) })
+      : difference < 0n
+        ? t('accept.back', { amount: money(-difference, currency) })
+        : t('accept.same');
   return {
     price,
     text: t('accept.terms', { price: money(price, currency), ceiling: money(price, currency), held: money(held, currency), source }),
@@ -110,10 +126,16 @@ function applicationRow(ctx, task, application, name) {
               'aria-describedby': termsId,
               onClick: async (event) => {
                 const button = event.currentTarget;
-        button.disabled = true;
-                const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, { body: { max_price: terms.price }, retry: key });
+                button.disabled = true;
+                const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications/${application.id}/accept`, {
+                  body: { max_price: terms.price },
+                  retry: key,
+                });
                 button.disabled = false;
-                if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope, 'accept'));
+                if (envelope.code !== 0) {
+                  problem.replaceChildren(errorBox(envelope, 'accept'));
+                  return button.focus();
+                }
                 ctx.announce(t('accept.done'));
                 ctx.navigate(`/transactions/${envelope.data.transaction.id}`);
               },
@@ -143,7 +165,9 @@ function applicationRow(ctx, task, application, name) {
     h(
       'p',
       { class: 'meta' },
-      application.proposed_price === null ? t('application.no-price') : t('application.asks', { price: money(application.proposed_price, task.bounty_currency) }),
+      application.proposed_price === null
+        ? t('application.no-price')
+        : t('application.asks', { price: money(application.proposed_price, task.bounty_currency) }),
       ' · ',
       when(application.applied_at),
     ),
@@ -199,15 +223,56 @@ function closeSection(ctx, task) {
   );
 }
 
-async function matchedSection(task) {
+/** A transaction that ended without the work: the money is back, and the task can be published again. */
+const endedWithoutWork = ['cancelled_by_buyer', 'rejected_by_seller', 'refunded', 'failed'];
+
+async function matchedSection(ctx, task) {
   const transaction = await api('GET', `/api/v1/transactions/${task.transaction_id}`);
   const status = transaction.code === 0 ? transaction.data.status : null;
+  const toTransaction = h('a', { href: `#/transactions/${task.transaction_id}` }, t('task.to-transaction'));
+  if (endedWithoutWork.includes(status)) {
+    return h(
+      'section',
+      { 'aria-labelledby': 'matched' },
+      h('h2', { id: 'matched' }, t('task.ended-without-work')),
+      h('p', null, t('task.ended-without-work.status', { status: word('status.transaction', status) }), ' ', toTransaction),
+      reuseForm(ctx, task),
+    );
+  }
   return h(
     'section',
     { 'aria-labelledby': 'matched' },
     h('h2', { id: 'matched' }, t('task.matched')),
-    h('p', null, status ? t('task.matched.status', { status: word('status.transaction', status) }) : null, ' ', h('a', { href: `#/transactions/${task.transaction_id}` }, t('task.to-transaction'))),
+    h('p', null, status ? t('task.matched.status', { status: word('status.transaction', status) }) : null, ' ', toTransaction),
   );
+}
+
+/** Publishing the task again (POST /tasks/{id}/reuse), restating its delivery time and bounty, as the API asks. */
+function reuseForm(ctx, task) {
+  const key = retryKey();
+  return form({
+    label: t('task.reuse'),
+    submit: t('task.reuse.submit'),
+    fields: [
+      field({ name: 'delivery_hours', label: t('task.field.delivery-hours'), inputmode: 'numeric', required: true, value: task.delivery_hours ?? '' }),
+      field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', value: task.bounty_amount ?? '', hint: t('task.field.bounty.hint') }),
+    ],
+    onSubmit: async (element) => {
+      const hours = valueOf(element, 'delivery_hours');
+      const bounty = valueOf(element, 'bounty_amount');
+      const body = { delivery_hours: /^\d{1,4}$/.test(hours) ? Number(hours) : hours, bounty_amount: bounty === '' ? null : bounty };
+      const envelope = await api('POST', `/api/v1/tasks/${task.id}/reuse`, { body, retry: key });
+      if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
+        ctx.announce(t('publish.kept-draft'));
+        return ctx.navigate(
+          `/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`,
+        );
+      }
+      if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
+      ctx.announce(t('publish.done'));
+      ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
+    },
+  });
 }
 
 export async function build(ctx, first) {
@@ -225,7 +290,11 @@ export async function build(ctx, first) {
       applications = task.status === 'draft' ? null : applicationsSection(ctx, task);
       const parts = [];
       if (task.status === 'draft') parts.push(await publishDraft(ctx, task, update));
-      if (task.status === 'matched') parts.push(await matchedSection(task), await ratingSection(ctx, task));
+      if (task.status === 'matched') {
+        const matched = await matchedSection(ctx, task);
+        // Nothing to rate when the work was never done.
+        parts.push(matched, matched.querySelector('form') ? null : await ratingSection(ctx, task));
+      }
       if (applications) parts.push(applications);
       if (task.status === 'open') parts.push(await pushesSection(ctx, task), closeSection(ctx, task));
       element.replaceChildren(...parts.filter(Boolean));

@@ -25,10 +25,26 @@ function applicationRow(ctx, task, application, skills, reload) {
   return h(
     'li',
     { class: 'card' },
-    h('h3', null, skill ? skill.name : t('application.yours'), ' ', h('span', { class: `badge status-${application.status}` }, word('status.application', application.status))),
-    h('p', { class: 'meta' }, application.proposed_price === null ? t('application.no-price') : t('application.asks', { price: money(application.proposed_price, task.bounty_currency) }), ' · ', when(application.applied_at)),
+    h(
+      'h3',
+      null,
+      skill ? skill.name : t('application.yours'),
+      ' ',
+      h('span', { class: `badge status-${application.status}` }, word('status.application', application.status)),
+    ),
+    h(
+      'p',
+      { class: 'meta' },
+      application.proposed_price === null
+        ? t('application.no-price')
+        : t('application.asks', { price: money(application.proposed_price, task.bounty_currency) }),
+      ' · ',
+      when(application.applied_at),
+    ),
     application.message && h('p', { class: 'text' }, application.message),
-    application.status === 'accepted' && task.transaction_id && h('p', null, h('a', { class: 'button primary', href: `#/transactions/${task.transaction_id}` }, t('application.to-transaction'))),
+    application.status === 'accepted' &&
+      task.transaction_id &&
+      h('p', null, h('a', { class: 'button primary', href: `#/transactions/${task.transaction_id}` }, t('application.to-transaction'))),
     application.status === 'pending' &&
       h(
         'button',
@@ -55,7 +71,12 @@ function applyForm(ctx, task, skills, reload) {
     submit: t('apply.submit'),
     fields: [
       field({ name: 'skill_id', label: t('apply.skill'), options: skills.map((skill) => [skill.id, skill.name]) }),
-      field({ name: 'proposed_price', label: t('apply.price'), inputmode: 'decimal', hint: t('apply.price.hint', { bounty: task.bounty_amount === null ? t('task.no-bounty') : money(task.bounty_amount, task.bounty_currency) }) }),
+      field({
+        name: 'proposed_price',
+        label: t('apply.price'),
+        inputmode: 'decimal',
+        hint: t('apply.price.hint', { bounty: task.bounty_amount === null ? t('task.no-bounty') : money(task.bounty_amount, task.bounty_currency) }),
+      }),
       field({ name: 'message', label: t('apply.message'), type: 'textarea', rows: 3 }),
     ],
     onSubmit: async (element) => {
@@ -83,11 +104,22 @@ export async function build(ctx, first) {
     const parts = [];
     if (applications.length) {
       parts.push(
-        h('section', { 'aria-labelledby': 'my-application' }, h('h2', { id: 'my-application' }, t('application.mine')), h('ul', { class: 'cards' }, applications.map((application) => applicationRow(ctx, task, application, skills, reload)))),
+        h(
+          'section',
+          { 'aria-labelledby': 'my-application' },
+          h('h2', { id: 'my-application' }, t('application.mine')),
+          h(
+            'ul',
+            { class: 'cards' },
+            applications.map((application) => applicationRow(ctx, task, application, skills, reload)),
+          ),
+        ),
       );
     }
-    if (task.status === 'open' && !live) parts.push(h('section', { 'aria-labelledby': 'apply' }, h('h2', { id: 'apply' }, t('apply.title')), applyForm(ctx, task, skills, reload)));
-    if (task.status !== 'open' && !applications.length) parts.push(h('p', { class: 'notice' }, t('task.not-open', { status: word('status.task', task.status) })));
+    if (task.status === 'open' && !live)
+      parts.push(h('section', { 'aria-labelledby': 'apply' }, h('h2', { id: 'apply' }, t('apply.title')), applyForm(ctx, task, skills, reload)));
+    if (task.status !== 'open' && !applications.length)
+      parts.push(h('p', { class: 'notice' }, t('task.not-open', { status: word('status.task', task.status) })));
     element.replaceChildren(...parts);
   }
 

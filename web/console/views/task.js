@@ -25,7 +25,11 @@ export function details(task) {
     'section',
     { 'aria-labelledby': 'task-details', id: 'details' },
     h('h2', { id: 'task-details' }, t('task.details')),
-    h('dl', { class: 'details' }, rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)])),
+    h(
+      'dl',
+      { class: 'details' },
+      rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)]),
+    ),
     h('h3', null, t('task.field.description')),
     h('p', { class: 'text' }, task.description),
   );

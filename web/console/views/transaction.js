@@ -21,7 +21,12 @@ function delivered(payload) {
     { class: 'delivery' },
     text && h('p', { class: 'text' }, text),
     link && h('p', null, t('deliver.link-label'), ' ', h('span', { class: 'url' }, link)),
-    rest.length > 0 && h('dl', { class: 'details' }, rest.map(([name, value]) => [h('dt', null, name), h('dd', null, typeof value === 'string' ? value : JSON.stringify(value))])),
+    rest.length > 0 &&
+      h(
+        'dl',
+        { class: 'details' },
+        rest.map(([name, value]) => [h('dt', null, name), h('dd', null, typeof value === 'string' ? value : JSON.stringify(value))]),
+      ),
   );
 }
 
@@ -41,10 +46,18 @@ function details(transaction) {
     'section',
     { 'aria-labelledby': 'transaction-details' },
     h('h2', { id: 'transaction-details' }, t('transaction.details')),
-    h('dl', { class: 'details' }, rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)])),
+    h(
+      'dl',
+      { class: 'details' },
+      rows.map(([term, value]) => [h('dt', null, term), h('dd', null, value)]),
+    ),
     transaction.result_payload && [h('h3', null, t('transaction.delivery')), delivered(transaction.result_payload)],
   );
 }
+
+// Set by the person's own move: its answer redraws the page, and the keyboard goes on from the next
+// step (a move of the other party, heard on the stream, moves nobody's focus).
+let ownMove = false;
 
 function actionButton(ctx, transaction, action, label, problem, className = 'primary') {
   // One key per button: a retry after a lost answer replays the move instead of failing on the new state.
@@ -60,9 +73,12 @@ function actionButton(ctx, transaction, action, label, problem, className = 'pri
         const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/${action}`, { retry: key });
         if (envelope.code !== 0) {
           button.disabled = false;
-          return problem.replaceChildren(errorBox(envelope, 'transaction'));
+          problem.replaceChildren(errorBox(envelope, 'transaction'));
+          // The keyboard goes back to the button it pressed (disabling it had taken the focus away).
+          return button.focus();
         }
         ctx.announce(t(`transaction.done.${action}`));
+        ownMove = true;
         ctx.showTransaction(envelope.data);
       },
     },
@@ -70,19 +86,34 @@ function actionButton(ctx, transaction, action, label, problem, className = 'pri
   );
 }
 
+/** A link the other party can open: an http or https address (the form sends no browser check: novalidate). */
+function isWebAddress(text) {
+  try {
+    return ['http:', 'https:'].includes(new URL(text).protocol);
+  } catch {
+    return false;
+  }
+}
+
 function deliverForm(ctx, transaction) {
   const key = retryKey();
   return form({
     label: t('deliver.title'),
     submit: t('deliver.submit'),
-    fields: [field({ name: 'text', label: t('deliver.text'), type: 'textarea', rows: 5, required: true, hint: t('deliver.text.hint') }), field({ name: 'link', label: t('deliver.link'), type: 'url' })],
+    fields: [
+      field({ name: 'text', label: t('deliver.text'), type: 'textarea', rows: 5, required: true, hint: t('deliver.text.hint') }),
+      field({ name: 'link', label: t('deliver.link'), type: 'url' }),
+    ],
     onSubmit: async (element) => {
       const payload = { text: valueOf(element, 'text') };
       if (!payload.text) return showProblem(element, { code: 4000, data: { errors: [{ path: 'text', message: t('deliver.text.missing') }] } });
-      if (valueOf(element, 'link')) payload.link = valueOf(element, 'link');
+      const link = valueOf(element, 'link');
+      if (link && !isWebAddress(link)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'link', message: t('deliver.link.invalid') }] } });
+      if (link) payload.link = link;
       const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/deliver`, { body: { result_payload: payload }, retry: key });
       if (envelope.code !== 0) return showProblem(element, envelope, 'transaction');
       ctx.announce(t('transaction.done.deliver'));
+      ownMove = true;
       ctx.showTransaction(envelope.data);
     },
   });
@@ -99,6 +130,7 @@ function disputeForm(ctx, transaction) {
       const envelope = await api('POST', `/api/v1/transactions/${transaction.id}/dispute`, { body, idempotent: true });
       if (envelope.code !== 0) return showProblem(element, envelope, 'transaction');
       ctx.announce(t('transaction.done.dispute'));
+      ownMove = true;
       ctx.showTransaction(envelope.data);
     },
   });
@@ -110,16 +142,44 @@ function actions(ctx, transaction, role) {
   const parts = [];
   const status = transaction.status;
   if (role === 'seller' && status === 'frozen') {
-    parts.push(h('p', null, t('transaction.seller.frozen', { price })), h('div', { class: 'actions' }, actionButton(ctx, transaction, 'accept', t('transaction.accept'), problem), actionButton(ctx, transaction, 'reject', t('transaction.reject'), problem, 'secondary')));
+    parts.push(
+      h('p', null, t('transaction.seller.frozen', { price })),
+      h(
+        'div',
+        { class: 'actions' },
+        actionButton(ctx, transaction, 'accept', t('transaction.accept'), problem),
+        actionButton(ctx, transaction, 'reject', t('transaction.reject'), problem, 'secondary'),
+      ),
+    );
   }
-  if (role === 'seller' && status === 'accepted') parts.push(h('p', null, t('transaction.seller.accepted')), deliverForm(ctx, transaction), h('div', { class: 'actions' }, actionButton(ctx, transaction, 'reject', t('transaction.reject'), problem, 'secondary')));
+  if (role === 'seller' && status === 'accepted')
+    parts.push(
+      h('p', null, t('transaction.seller.accepted')),
+      deliverForm(ctx, transaction),
+      h('div', { class: 'actions' }, actionButton(ctx, transaction, 'reject', t('transaction.reject'), problem, 'secondary')),
+    );
   if (role === 'buyer' && status === 'delivered') {
-    parts.push(h('p', { id: 'confirm-terms' }, t('transaction.buyer.delivered', { price })), h('div', { class: 'actions' }, actionButton(ctx, transaction, 'confirm', t('transaction.confirm', { price }), problem)), h('h3', null, t('dispute.title')), disputeForm(ctx, transaction));
+    parts.push(
+      h('p', { id: 'confirm-terms' }, t('transaction.buyer.delivered', { price })),
+      h('div', { class: 'actions' }, actionButton(ctx, transaction, 'confirm', t('transaction.confirm', { price }), problem)),
+      h('h3', null, t('dispute.title')),
+      disputeForm(ctx, transaction),
+    );
   }
-  if (role === 'buyer' && ['pending_freeze', 'frozen'].includes(status)) parts.push(h('p', null, t('transaction.buyer.waiting')), h('div', { class: 'actions' }, actionButton(ctx, transaction, 'cancel', t('transaction.cancel'), problem, 'secondary')));
+  if (role === 'buyer' && ['pending_freeze', 'frozen'].includes(status))
+    parts.push(
+      h('p', null, t('transaction.buyer.waiting')),
+      h('div', { class: 'actions' }, actionButton(ctx, transaction, 'cancel', t('transaction.cancel'), problem, 'secondary')),
+    );
   if (role === 'buyer' && status === 'accepted') parts.push(h('p', null, t('transaction.buyer.accepted')));
   if (role === 'seller' && status === 'delivered') parts.push(h('p', null, t('transaction.seller.delivered')));
-  if (status === 'settled') parts.push(h('p', null, t(`transaction.${role}.settled`, { price })), role === 'buyer' && transaction.task_id && h('p', null, h('a', { class: 'button primary', href: `#/tasks/${transaction.task_id}` }, t('transaction.rate'))));
+  if (status === 'settled')
+    parts.push(
+      h('p', null, t(`transaction.${role}.settled`, { price })),
+      role === 'buyer' &&
+        transaction.task_id &&
+        h('p', null, h('a', { class: 'button primary', href: `#/tasks/${transaction.task_id}` }, t('transaction.rate'))),
+    );
   if (status === 'disputed') parts.push(h('p', null, t('transaction.disputed')));
   if (parts.length === 0) return null;
   return h('section', { 'aria-labelledby': 'next-step' }, h('h2', { id: 'next-step' }, t('transaction.next')), parts, problem);
@@ -134,7 +194,9 @@ export async function render(ctx) {
   const top = h('div');
   const history = h('ol', { class: 'history', 'aria-live': 'polite', 'aria-relevant': 'additions' });
   const draw = () => {
-    const hadFocus = top.contains(document.activeElement);
+    // The pressed button was disabled while its call ran, which already took the focus from it.
+    const hadFocus = top.contains(document.activeElement) || ownMove;
+    ownMove = false;
     top.replaceChildren(details(transaction), actions(ctx, transaction, role) || '');
     // A keyboard user whose button just went away continues from the next step (or the details).
     const landing = top.querySelector('#next-step') || top.querySelector('#transaction-details');
@@ -155,7 +217,9 @@ export async function render(ctx) {
       if (fresh.code === 0) transaction = fresh.data;
       return draw();
     }
-    history.append(h('li', null, h('time', { datetime: event.created_at }, when(event.created_at)), ' ', word('status.transaction', event.data.transaction.status)));
+    history.append(
+      h('li', null, h('time', { datetime: event.created_at }, when(event.created_at)), ' ', word('status.transaction', event.data.transaction.status)),
+    );
     if (event.data.transaction.updated_at > transaction.updated_at || event.data.transaction.status !== transaction.status) {
       const omitted = event.data.transaction.omitted_fields && event.data.transaction.omitted_fields.length;
       const fresh = omitted ? (await api('GET', `/api/v1/transactions/${id}`)).data : { ...transaction, ...event.data.transaction };

@@ -28,7 +28,13 @@ function balances(overview) {
         h('dd', null, money(balance.total, balance.currency)),
       ),
     );
-  return h('section', { 'aria-labelledby': 'balances' }, h('h2', { id: 'balances' }, t('wallet.balances')), h('div', { class: 'two' }, card('cash', overview.cash), card('ut', overview.ut)), h('p', { class: 'hint' }, t('wallet.top-up')));
+  return h(
+    'section',
+    { 'aria-labelledby': 'balances' },
+    h('h2', { id: 'balances' }, t('wallet.balances')),
+    h('div', { class: 'two' }, card('cash', overview.cash), card('ut', overview.ut)),
+    h('p', { class: 'hint' }, t('wallet.top-up')),
+  );
 }
 
 /** Bars for income, expense, deposits and frozen of one currency; the table beside says the same. */
@@ -44,7 +50,12 @@ function chart(stats) {
       { class: 'chart' },
       svg(
         'svg',
-        { viewBox: `0 0 ${width} ${measures.length * rowHeight}`, role: 'img', 'aria-label': t('wallet.chart.label', { currency: stats[key].currency }), class: 'bars' },
+        {
+          viewBox: `0 0 ${width} ${measures.length * rowHeight}`,
+          role: 'img',
+          'aria-label': t('wallet.chart.label', { currency: stats[key].currency }),
+          class: 'bars',
+        },
         measures.map((measure, index) => {
           const length = Number((numbers[index] * 200n) / largest);
           return svg(
@@ -60,7 +71,13 @@ function chart(stats) {
         'table',
         { class: 'numbers' },
         h('thead', null, h('tr', null, h('th', { scope: 'col' }, t('wallet.stats.measure')), h('th', { scope: 'col' }, t('wallet.stats.amount')))),
-        h('tbody', null, measures.map((measure) => h('tr', null, h('th', { scope: 'row' }, t(`wallet.stats.${measure}`)), h('td', null, money(stats[key][measure], stats[key].currency))))),
+        h(
+          'tbody',
+          null,
+          measures.map((measure) =>
+            h('tr', null, h('th', { scope: 'row' }, t(`wallet.stats.${measure}`)), h('td', null, money(stats[key][measure], stats[key].currency))),
+          ),
+        ),
       ),
     );
   };
@@ -134,16 +151,33 @@ function history() {
   });
   const table = h(
     'div',
-    { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-labelledby': 'history-title' },
+    { class: 'table-scroll', tabindex: '0', role: 'region', 'aria-label': t('wallet.history.table') },
     h(
       'table',
       null,
       h('caption', { class: 'visually-hidden' }, t('wallet.history')),
-      h('thead', null, h('tr', null, ['when', 'type', 'amount', 'balance', 'description'].map((column) => h('th', { scope: 'col' }, t(`wallet.history.${column}`))))),
+      h(
+        'thead',
+        null,
+        h(
+          'tr',
+          null,
+          ['when', 'type', 'amount', 'balance', 'description'].map((column) => h('th', { scope: 'col' }, t(`wallet.history.${column}`))),
+        ),
+      ),
       body,
     ),
   );
-  const section = h('section', { 'aria-labelledby': 'history-title' }, h('h2', { id: 'history-title' }, t('wallet.history')), h('p', { class: 'hint' }, t('wallet.history.lead')), filters, empty, table, h('div', { class: 'actions' }, more));
+  const section = h(
+    'section',
+    { 'aria-labelledby': 'history-title' },
+    h('h2', { id: 'history-title' }, t('wallet.history')),
+    h('p', { class: 'hint' }, t('wallet.history.lead')),
+    filters,
+    empty,
+    table,
+    h('div', { class: 'actions' }, more),
+  );
   section.ready = load(false);
   return section;
 }

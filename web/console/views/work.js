@@ -23,7 +23,13 @@ function skillsSection(skills) {
     'section',
     { 'aria-labelledby': 'my-skills' },
     h('h2', { id: 'my-skills' }, t('work.skills')),
-    h('p', null, h('a', { class: 'button primary', href: '#/skills/new' }, t('work.new-skill')), ' ', h('a', { class: 'button secondary', href: '#/' }, t('work.find-tasks'))),
+    h(
+      'p',
+      null,
+      h('a', { class: 'button primary', href: '#/skills/new' }, t('work.new-skill')),
+      ' ',
+      h('a', { class: 'button secondary', href: '#/' }, t('work.find-tasks')),
+    ),
     skills.length === 0
       ? h('p', { class: 'hint' }, t('work.no-skills'))
       : h(
@@ -36,7 +42,11 @@ function skillsSection(skills) {
               h('strong', null, skill.name),
               ' ',
               h('span', { class: `badge status-${skill.status}` }, word('status.skill', skill.status)),
-              h('span', { class: 'hint' }, ` · ${categoryLabel(skill.category)} · ${skill.ut_price === null ? t('skill.price-open') : money(skill.ut_price, skill.currency)} · ${word('source', skill.source)}`),
+              h(
+                'span',
+                { class: 'hint' },
+                ` · ${categoryLabel(skill.category)} · ${skill.ut_price === null ? t('skill.price-open') : money(skill.ut_price, skill.currency)} · ${word('source', skill.source)}`,
+              ),
             ),
           ),
         ),
@@ -61,14 +71,30 @@ async function pushRow(ctx, push, reload) {
   return h(
     'li',
     { class: 'card' },
-    h('h3', null, h('a', { href: `#/tasks/${push.task_id}` }, title), ' ', h('span', { class: `badge status-${push.status}` }, word('status.push', push.status))),
-    h('p', { id: termsId, class: 'meta' }, push.kind === 'selection' ? t('push.you-were-selected', { price: money(push.price, 'CNY') }) : t('push.you-were-invited'), ' · ', when(push.created_at)),
+    h(
+      'h3',
+      null,
+      h('a', { href: `#/tasks/${push.task_id}` }, title),
+      ' ',
+      h('span', { class: `badge status-${push.status}` }, word('status.push', push.status)),
+    ),
+    h(
+      'p',
+      { id: termsId, class: 'meta' },
+      push.kind === 'selection' ? t('push.you-were-selected', { price: money(push.price, 'CNY') }) : t('push.you-were-invited'),
+      ' · ',
+      when(push.created_at),
+    ),
     push.message && h('p', { class: 'text' }, push.message),
     push.status === 'pending' &&
       h(
         'div',
         { class: 'actions' },
-        h('button', { type: 'button', class: 'primary', 'aria-describedby': termsId, onClick: answer('accept') }, push.kind === 'selection' ? t('push.accept-selection', { title }) : t('push.accept-invitation', { title })),
+        h(
+          'button',
+          { type: 'button', class: 'primary', 'aria-describedby': termsId, onClick: answer('accept') },
+          push.kind === 'selection' ? t('push.accept-selection', { title }) : t('push.accept-invitation', { title }),
+        ),
         h('button', { type: 'button', class: 'secondary', onClick: answer('decline') }, t('push.decline', { title })),
       ),
     problem,
@@ -107,7 +133,11 @@ export async function render(ctx) {
           h('a', { href: `#/tasks/${application.task_id}` }, await taskTitle(application.task_id)),
           ' ',
           h('span', { class: `badge status-${application.status}` }, word('status.application', application.status)),
-          h('span', { class: 'hint' }, ` · ${application.proposed_price === null ? t('application.no-price') : t('application.asks', { price: money(application.proposed_price, 'CNY') })} · ${when(application.applied_at)}`),
+          h(
+            'span',
+            { class: 'hint' },
+            ` · ${application.proposed_price === null ? t('application.no-price') : t('application.asks', { price: money(application.proposed_price, 'CNY') })} · ${when(application.applied_at)}`,
+          ),
         ),
       ),
     );
