@@ -232,4 +232,59 @@ describe('working through the console', () => {
     expect((await apiGet(world, publisher.token, `/api/v1/tasks/${again}`)).data).toMatchObject({ status: 'open', delivery_hours: 48, bounty_amount: '40.00' });
     expect(problems).toEqual([]);
   });
+
+  it(
+    '6: four tabs of one person share one connection per stream; each hears every move, and when the leading tab closes another takes over',
+    { timeout: 90_000 },
+    async () => {
+      for (const open of [...publisherContext.pages(), ...workerContext.pages()]) await open.close();
+      const context = await world.context();
+      const first = await openConsole(context, `${world.base}/`);
+      const publisher = await signUpOnPage(first.page, `tabs-${unique()}@example.com`);
+      const worker = await signUpHuman(world.test);
+      const task = (
+        await world.test.http
+          .post('/api/v1/tasks/')
+          .set('Authorization', `Bearer ${publisher.token}`)
+          .send({ title: 'Label a photo set', description: 'Two hundred photos', mode: 'online', category: 'data' })
+          .expect(201)
+      ).body.data;
+      // Each tab keeps its own session: the other three sign in as the same person, with tokens of their own.
+      const tabs = [first];
+      for (let count = 0; count < 3; count++) {
+        const tab = await openConsole(context, `${world.base}/#/sign-in`);
+        await tab.page.getByLabel('Email').fill(publisher.email);
+        await tab.page.getByLabel('Password').fill('a-good-password-42');
+        await tab.page.getByRole('button', { name: 'Sign in', exact: true }).click();
+        await eventually(() => tab.page.evaluate<string | null>("sessionStorage.getItem('agent-marketplace.device-page')")).not.toBeNull();
+        tabs.push(tab);
+      }
+      // Which tabs asked the server for the task stream.
+      const streaming = new Set<number>();
+      tabs.forEach(({ page }, index) => page.on('request', (request) => request.url().endsWith('/api/v1/tasks/events') && streaming.add(index)));
+      for (const { page } of tabs) {
+        await page.goto(`${world.base}/#/tasks/${task.id}`);
+        await page.getByRole('heading', { name: 'Label a photo set', level: 1 }).waitFor();
+      }
+      const apply = async (name: string) => {
+        const skill = (await world.test.http.post('/api/v1/skills/').set(worker.headers).send({ name, description: 'Photos', category: 'data' }).expect(201))
+          .body.data;
+        await world.test.http.post(`/api/v1/tasks/${task.id}/applications`).set(worker.headers).send({ skill_id: skill.id }).expect(201);
+      };
+      await apply('Photo labelling by tab test');
+      for (const { page } of tabs) await eventually(() => page.getByRole('heading', { name: /Photo labelling by tab test/ }).isVisible()).toBe(true);
+      expect(streaming.size).toBe(1);
+      // A request from any tab is answered at once: the streams do not use up the browser's connections.
+      const publish = await tabs[3]!.page.evaluate(() => fetch('/healthz').then((answer) => answer.status));
+      expect(publish).toBe(200);
+
+      const leader = [...streaming][0]!;
+      await tabs[leader]!.page.close();
+      const rest = tabs.filter((_, index) => index !== leader);
+      await apply('Second labeller by tab test');
+      for (const { page } of rest) await eventually(() => page.getByRole('heading', { name: /Second labeller by tab test/ }).isVisible()).toBe(true);
+      expect(streaming.size).toBe(2);
+      for (const { problems } of tabs) expect(problems).toEqual([]);
+    },
+  );
 });

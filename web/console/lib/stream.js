@@ -9,13 +9,21 @@ const states = new Map();
 
 /** Everything open reports 'live' or 'reconnecting'; the header shows the worst. */
 export const onStreamState = (listener) => listeners.add(listener);
+
+/** The state of the streams another tab holds for this one (lib/live.js), or null when there are none. */
+export const reportShared = (state) => report('shared', state ?? 'closed');
+
 function report(stream, state) {
   if (state === 'closed') states.delete(stream);
   else states.set(stream, state);
   const all = [...states.values()];
-  const summary = all.length === 0 ? 'idle' : all.includes('reconnecting') ? 'reconnecting' : all.includes('connecting') ? 'connecting' : 'live';
-  for (const listener of listeners) listener(summary);
+  for (const listener of listeners) listener(summaryOf(all));
 }
+
+const summaryOf = (all) => (all.length === 0 ? 'idle' : all.includes('reconnecting') ? 'reconnecting' : all.includes('connecting') ? 'connecting' : 'live');
+
+/** The worst state of this tab's own streams, for the tabs that share them (lib/live.js). */
+export const ownState = () => summaryOf([...states.entries()].filter(([stream]) => stream !== 'shared').map(([, state]) => state));
 
 /** Splits SSE text into frames; returns the unfinished tail. */
 export function parseFrames(buffer, onFrame) {
