@@ -21,6 +21,8 @@ export function nullMeansAbsent(schema: z.ZodType | undefined): ReadonlySet<stri
 function shapeOf(schema: z.ZodType | undefined): Record<string, z.ZodType> | undefined {
   if (schema instanceof z.ZodObject) return schema.shape as Record<string, z.ZodType>;
   if (schema instanceof z.ZodPipe) return shapeOf(schema.in as z.ZodType);
+  // An optional body (`{}` or nothing) has the same fields.
+  if (schema instanceof z.ZodOptional) return shapeOf(schema.unwrap() as z.ZodType);
   return undefined;
 }
 

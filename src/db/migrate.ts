@@ -44,6 +44,7 @@ import * as eventQueues from './migrations/072_event_queues.ts';
 import * as eventRowsUntouched from './migrations/073_event_rows_untouched.ts';
 import * as draftsClose from './migrations/074_drafts_close.ts';
 import * as transactionDeliveryHours from './migrations/075_transaction_delivery_hours.ts';
+import * as endedTaskApplications from './migrations/076_ended_task_applications.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -93,6 +94,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '073_event_rows_untouched': eventRowsUntouched,
   '074_drafts_close': draftsClose,
   '075_transaction_delivery_hours': transactionDeliveryHours,
+  '076_ended_task_applications': endedTaskApplications,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

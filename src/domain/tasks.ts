@@ -97,7 +97,8 @@ export function nextApplicationState(from: ApplicationStatus, action: Applicatio
  * called, and who hears it. A task's moves go to its publisher and to every applicant whose
  * application is pending at the time; an application's moves go to the publisher and that
  * applicant. Storing a draft (create with `draft: true`, or a publish short of money) is the
- * task's first event. `match` is the accept seen from a pending application that lost: rejected.
+ * task's first event. `match` is the accept seen from a pending application that lost: rejected;
+ * `close`, `cancel` and `expire` are the end of its task seen from a pending application: rejected too.
  */
 export type TaskEventAction = TaskAction | 'draft';
 export const taskEventTypes: Readonly<Record<TaskEventAction, string>> = {
@@ -109,13 +110,17 @@ export const taskEventTypes: Readonly<Record<TaskEventAction, string>> = {
   expire: 'task.expired',
   match: 'task.matched',
 };
-export type ApplicationEventAction = ApplicationAction | 'apply' | 'match';
+// close, cancel and expire: the task ended, and its pending applications with it (rejected).
+export type ApplicationEventAction = ApplicationAction | 'apply' | 'match' | 'close' | 'cancel' | 'expire';
 export const applicationEventTypes: Readonly<Record<ApplicationEventAction, string>> = {
   apply: 'application.submitted',
   withdraw: 'application.withdrawn',
   reject: 'application.rejected',
   accept: 'application.accepted',
   match: 'application.rejected',
+  close: 'application.rejected',
+  cancel: 'application.rejected',
+  expire: 'application.rejected',
 };
 
 /**

@@ -32,45 +32,32 @@ const formatNames: Record<string, string> = {
 
 function sizeMessage(issue: RawIssue & { origin?: string; inclusive?: boolean }, bound: number | bigint, most: boolean): string | undefined {
   const exact = issue.inclusive !== false;
-  switch (issue.origin) {
-    case 'string':
-      if (!most && Number(bound) === 1) return 'must not be empty';
-      return `must be ${most ? 'at most' : 'at least'} ${bound} characters`;
-    case 'array':
-    case 'set':
-      if (!most && Number(bound) === 1) return 'must not be empty';
-      return `must have ${most ? 'at most' : 'at least'} ${bound} items`;
-    case 'number':
-    case 'int':
-    case 'bigint':
-      return `must be ${most ? (exact ? 'at most' : 'less than') : exact ? 'at least' : 'more than'} ${bound}`;
-    default:
-      return undefined;
-  }
+  const origin = issue.origin ?? '';
+  if (!most && Number(bound) === 1 && ['string', 'array', 'set'].includes(origin)) return 'must not be empty';
+  if (origin === 'string') return `must be ${most ? 'at most' : 'at least'} ${bound} characters`;
+  if (origin === 'array' || origin === 'set') return `must have ${most ? 'at most' : 'at least'} ${bound} items`;
+  if (['number', 'int', 'bigint'].includes(origin)) return `must be ${most ? (exact ? 'at most' : 'less than') : exact ? 'at least' : 'more than'} ${bound}`;
+  return undefined;
 }
 
 export function messageFor(issue: RawIssue): string | undefined {
-  switch (issue.code) {
-    case 'too_small':
-      return sizeMessage(issue, issue.minimum, false);
-    case 'too_big':
-      return sizeMessage(issue, issue.maximum, true);
-    case 'invalid_type': {
-      const name = typeNames[issue.expected];
-      return name ? `must be ${name}` : undefined;
-    }
-    case 'invalid_value':
-      if (issue.values.length === 1) return `must be ${JSON.stringify(issue.values[0])}`;
-      return `must be one of: ${issue.values.map((value) => String(value)).join(', ')}`;
-    case 'invalid_format': {
-      const name = formatNames[issue.format];
-      return name ? `must be ${name}` : 'is not in the expected format';
-    }
-    case 'unrecognized_keys':
-      return `has ${issue.keys.length === 1 ? 'a field' : 'fields'} this request does not take: ${issue.keys.join(', ')}`;
-    default:
-      return undefined;
+  if (issue.code === 'too_small') return sizeMessage(issue, issue.minimum, false);
+  if (issue.code === 'too_big') return sizeMessage(issue, issue.maximum, true);
+  if (issue.code === 'invalid_type') {
+    const name = typeNames[issue.expected];
+    return name ? `must be ${name}` : undefined;
   }
+  if (issue.code === 'invalid_value') {
+    if (issue.values.length === 1) return `must be ${JSON.stringify(issue.values[0])}`;
+    return `must be one of: ${issue.values.map((value) => String(value)).join(', ')}`;
+  }
+  if (issue.code === 'invalid_format') {
+    const name = formatNames[issue.format];
+    return name ? `must be ${name}` : 'is not in the expected format';
+  }
+  if (issue.code === 'unrecognized_keys') return `has ${issue.keys.length === 1 ? 'a field' : 'fields'} this request does not take: ${issue.keys.join(', ')}`;
+  // Anything else (a refinement's own message, a union) keeps zod's words.
+  return undefined;
 }
 
 z.config({ customError: messageFor });

@@ -303,10 +303,12 @@ export const recommendationResponse = z
         user_id: uuid,
         ut_price: amountOutput.nullable(),
         category: z.string(),
-        score: z.number(),
-        similarity: z.number(),
-        price_alignment: z.number(),
-        quality_score: z.number(),
+        score: z.number().meta({ description: 'The ranking, 0 to 1: similarity, price_alignment and quality_score weighted (docs/matching.md)' }),
+        similarity: z.number().meta({ description: 'How well the skill fits the task text, 0 to 1' }),
+        price_alignment: z.number().meta({ description: "How well the skill's price fits the bounty, 0 to 1" }),
+        quality_score: z.number().meta({
+          description: "The quality part of the ranking, 0 to 1: the skill's own quality_score (0 to 5) divided by 5, as in the capability match",
+        }),
       }),
     ),
   })

@@ -119,7 +119,7 @@ describe('hiring and working through the console, to a rated, settled task', () 
     // With the keyboard: the button goes away with the answer, and the keyboard goes on from the next step, not the top of the page.
     await page.getByRole('button', { name: 'Accept the work' }).focus();
     await page.keyboard.press('Enter');
-    await eventually(() => page.evaluate(() => document.activeElement?.id)).toBe('next-step');
+    await eventually(() => page.evaluate<string | undefined>('document.activeElement && document.activeElement.id')).toBe('next-step');
     await page.getByLabel('What you deliver').fill('The manual in Chinese: https://files.example.com/manual-zh.docx');
     await page.getByRole('button', { name: 'Deliver', exact: true }).click();
     await eventually(() => page.getByText('Delivered. Waiting for the buyer to confirm').isVisible()).toBe(true);

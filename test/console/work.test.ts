@@ -222,11 +222,11 @@ describe('working through the console', () => {
     await page.getByLabel('Delivery time (hours)').fill('soon');
     await page.getByRole('button', { name: 'Publish it again' }).click();
     await eventually(() => page.getByText('Enter a number.').isVisible()).toBe(true);
-    expect(await page.evaluate(() => document.activeElement?.getAttribute('name'))).toBe('delivery_hours');
+    expect(await page.evaluate<string | null>("document.activeElement && document.activeElement.getAttribute('name')")).toBe('delivery_hours');
     await page.getByLabel('Delivery time (hours)').fill('48');
     await page.getByRole('button', { name: 'Publish it again' }).click();
     await page.getByRole('heading', { name: 'Proofread a menu', level: 1 }).waitFor();
-    await eventually(() => page.url()).toContain('published=1');
+    await eventually(async () => page.url()).toContain('published=1');
     const again = page.url().match(/#\/tasks\/([0-9a-f-]{36})/)![1]!;
     expect(again).not.toBe(task.id);
     expect((await apiGet(world, publisher.token, `/api/v1/tasks/${again}`)).data).toMatchObject({ status: 'open', delivery_hours: 48, bounty_amount: '40.00' });

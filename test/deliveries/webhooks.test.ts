@@ -203,6 +203,7 @@ describe('what a subscription hears', () => {
       ['task.published', task.id],
       ['application.submitted', task.id],
       ['task.closed', task.id],
+      ['application.rejected', task.id],
     ]);
     for (const body of bodies('/market')) expect(() => taskStreamEvent.parse(body.data)).not.toThrow();
   });

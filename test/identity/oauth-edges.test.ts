@@ -160,6 +160,17 @@ describe('where the browser may be sent', () => {
     }
   });
 
+  it("answers a NUL in a client id or in client metadata as the client's error, never a 500", async () => {
+    const named = await register({ client_name: 'a\u0000b', redirect_uris: ['https://client.example/callback'] });
+    expect(named.status).toBe(400);
+    expect(((await named.json()) as { error: string }).error).toBe('invalid_client_metadata');
+    const page = await fetch(`${base}/oauth/authorize?client_id=%00&response_type=code`);
+    expect(page.status).toBe(400);
+    const exchanged = await token(base, { grant_type: 'authorization_code', code: 'x', client_id: '\u0000', code_verifier: 'v'.repeat(43) });
+    expect(exchanged.status).toBeGreaterThanOrEqual(400);
+    expect(exchanged.status).toBeLessThan(500);
+  });
+
   it('shows an error page, never a redirect, for an unknown client, a redirect_uri it did not register, or one no longer allowed', async () => {
     const client = await registerClient(base);
     // A client stored before the scheme rule: its redirect is not followed either.

@@ -5,6 +5,7 @@ import { applicationActions, applicationStatuses, applicationTransitionTable, ne
 import { type Actor, createAgent, createApiKey, signUpHuman } from '../helpers/actors.ts';
 import { raceTest, startTestApp, type TestApp } from '../helpers/app.ts';
 import { admin } from '../helpers/market.ts';
+import * as endedTaskApplications from '../../src/db/migrations/076_ended_task_applications.ts';
 import { limits } from '../../src/limits.ts';
 
 let test: TestApp;
@@ -229,8 +230,30 @@ describe('withdrawing and rejecting', () => {
       const reject = await test.http.post(`/api/v1/tasks/${task.id}/applications/${application.id}/reject`).set(publisher.headers).send({});
       expect(reject.status).toBe(409);
     }
-    // The three ended applications no longer count: the skill applies to a new task at once.
-    await apply(worker, (await newTask()).id, { skill_id: skill.id }).expect(201);
+    // None of them is pending any more: nothing of the worker's counts against the caps.
+    const pending = (await test.http.get('/api/v1/tasks/applications/mine').set(worker.headers).query({ status: 'pending' }).expect(200)).body.data.items;
+    expect(pending).toEqual([]);
+  });
+
+  it('migration 076 rejects the pending applications that tasks ended before the rule left behind, as of when each task ended', async () => {
+    const worker = await createAgent(test);
+    const skill = await newSkill(worker);
+    const [ended, open] = [await newTask(), await newTask()];
+    const stale = (await apply(worker, ended.id, { skill_id: skill.id }).expect(201)).body.data as Application;
+    const live = (await apply(worker, open.id, { skill_id: skill.id }).expect(201)).body.data as Application;
+    const db = test.runtime.engine.dependencies.db;
+    // A task closed by an earlier version: its application was left pending.
+    const endedAt = new Date('2026-11-01T10:00:00Z');
+    await db('tasks').where({ id: ended.id }).update({ status: 'closed', bounty_held: '0', ended_at: endedAt });
+    await endedTaskApplications.up(db);
+    const rows = (await db('task_applications').whereIn('id', [stale.id, live.id]).select('id', 'status', 'decided_at')) as {
+      id: string;
+      status: string;
+      decided_at: Date | null;
+    }[];
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(stale.id)).toMatchObject({ status: 'rejected', decided_at: endedAt });
+    expect(byId.get(live.id)).toMatchObject({ status: 'pending', decided_at: null });
   });
 
   it("shows a task's applications to its publisher only", async () => {

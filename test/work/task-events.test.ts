@@ -159,11 +159,23 @@ describe('GET /api/v1/tasks/events', () => {
     await test.http.post(`/api/v1/admin/tasks/${cancelling.id}/cancel`).set(admin).send({}).expect(200);
     test.clock.advanceMs(3_600_001);
     await test.runtime.engine.sweeper.runOnce();
-    await expect.poll(() => types(stream)).toEqual(['task.closed', 'task.cancelled', 'task.expired']);
+    // Each end, then the applicant's pending application ending with it (rejected, the end as its action).
+    await expect
+      .poll(() => types(stream))
+      .toEqual(['task.closed', 'application.rejected', 'task.cancelled', 'application.rejected', 'task.expired', 'application.rejected']);
     expect(stream.received.map((event) => [event.data.task_id, event.data.data.previous_status, event.data.data.task.status])).toEqual([
       [closing.id, 'open', 'closed'],
+      [closing.id, 'pending', 'closed'],
       [cancelling.id, 'open', 'cancelled'],
+      [cancelling.id, 'pending', 'cancelled'],
       [expiring.id, 'open', 'expired'],
+      [expiring.id, 'pending', 'expired'],
+    ]);
+    const ended = stream.received.filter((event) => event.type === 'application.rejected');
+    expect(ended.map((event) => [event.data.data.action, event.data.data.application?.status])).toEqual([
+      ['close', 'rejected'],
+      ['cancel', 'rejected'],
+      ['expire', 'rejected'],
     ]);
     stream.close();
   });
@@ -223,7 +235,7 @@ describe('GET /api/v1/tasks/events', () => {
     expect((await test.http.put(`/api/v1/tasks/${task.id}`).set(publisher.headers).send({ bounty_amount: '99.00' }).expect(402)).body.code).toBe(4020);
     // A move that did happen afterwards is the first thing the stream carries.
     await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200);
-    await expect.poll(() => types(stream)).toEqual(['task.closed']);
+    await expect.poll(() => types(stream)).toEqual(['task.closed', 'application.rejected']);
     expect(await balance(test, publisher)).toMatchObject({ available: '10.00', frozen: '0.00' });
     stream.close();
   });
@@ -239,12 +251,12 @@ describe('GET /api/v1/tasks/events', () => {
     await expect.poll(() => stream.received.length).toBe(24);
     expect(ids(stream)).toEqual(ascending(24, 2));
     expect(new Set(stream.received.map((event) => event.data.application_id))).toEqual(new Set(applied.map((application) => application.id)));
-    // Both tasks close at once: each applicant hears each close once, in its own numbering.
+    // Both tasks close at once: each applicant hears each close and its application's end once, in its own numbering.
     const watched = applicants.slice(0, 3).map((applicant) => watch(applicant, '2'));
     await Promise.all(watched.map((client) => client.opened));
     await Promise.all(tasks.map((task) => test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200)));
     for (const client of watched) {
-      await expect.poll(() => ids(client)).toEqual(['3', '4']);
+      await expect.poll(() => ids(client)).toEqual(['3', '4', '5', '6']);
       expect(new Set(client.received.map((event) => event.data.task_id))).toEqual(new Set(tasks.map((task) => task.id)));
       client.close();
     }
@@ -260,11 +272,11 @@ describe('GET /api/v1/tasks/events', () => {
     const resumed = watch(publisher, '1');
     await resumed.opened;
     await test.http.post(`/api/v1/tasks/${task.id}/close`).set(publisher.headers).send({}).expect(200);
-    await expect.poll(() => ids(resumed)).toEqual(['2', '3', '4']);
-    expect(types(resumed)).toEqual(['application.submitted', 'application.submitted', 'task.closed']);
+    await expect.poll(() => ids(resumed)).toEqual(['2', '3', '4', '5', '6']);
+    expect(types(resumed)).toEqual(['application.submitted', 'application.submitted', 'task.closed', 'application.rejected', 'application.rejected']);
     resumed.close();
     const byQuery = openEventSource(`${server.url}/api/v1/tasks/events?last_event_id=3`, publisher.headers, taskEventTypes);
-    await expect.poll(() => byQuery.received.map((event) => event.id)).toEqual(['4']);
+    await expect.poll(() => byQuery.received.map((event) => event.id)).toEqual(['4', '5', '6']);
     byQuery.close();
   });
 

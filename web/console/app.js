@@ -179,12 +179,17 @@ async function render() {
  */
 function keepFocusWhenControlsGo(view) {
   let focusPath = [];
+  // Only a change that follows the person's own key or click (an answer to it) moves the focus; a
+  // redraw from the stream while they read does not.
+  let lastInputAt = 0;
+  const recentMs = 10_000;
+  for (const type of ['keydown', 'pointerdown']) document.addEventListener(type, () => (lastInputAt = Date.now()), true);
   document.addEventListener('focusin', (event) => {
     focusPath = [];
     for (let node = event.target; node && node !== document.body; node = node.parentElement) focusPath.push(node);
   });
   new MutationObserver(() => {
-    if (focusPath.length === 0 || focusPath[0].isConnected) return;
+    if (focusPath.length === 0 || focusPath[0].isConnected || Date.now() - lastInputAt > recentMs) return;
     if (document.activeElement && document.activeElement !== document.body) return;
     const holder = focusPath.find((node) => node.isConnected);
     focusPath = [];

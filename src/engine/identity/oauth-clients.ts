@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { type CallbackNetwork, getGuarded } from '../../callbacks/client.ts';
 import { AppError } from '../../errors.ts';
 import { limits } from '../../limits.ts';
+import { assertSafeJson } from '../../schemas/json-safety.ts';
 import { type EngineDependencies, TtlCache } from '../common/index.ts';
 
 /**
@@ -110,6 +111,12 @@ export function createOAuthClients({ db, now, log }: EngineDependencies, network
 
   /** RFC 7591: the metadata is checked (4000 names the field), the client is public, its id is new. */
   async function register(input: unknown): Promise<OAuthClient> {
+    // Text PostgreSQL cannot store (the metadata is kept as jsonb) is the client's error, not a 500.
+    try {
+      assertSafeJson(input, 'metadata');
+    } catch {
+      throw new AppError('validation_error', 'the client metadata must not contain the NUL character, invalid Unicode or prototype keys');
+    }
     const parsed = clientMetadata.safeParse(input);
     if (!parsed.success) throw new AppError('validation_error', parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '));
     const at = now();
@@ -120,7 +127,8 @@ export function createOAuthClients({ db, now, log }: EngineDependencies, network
 
   /** A registered client, or a metadata document's (fetched when unknown or older than a day); undefined when neither. */
   async function find(clientId: string): Promise<OAuthClient | undefined> {
-    if (clientId.length > limits.oauthUriLengthMax) return undefined;
+    // A NUL cannot be in any stored id, and PostgreSQL would refuse the statement that looked.
+    if (clientId.length > limits.oauthUriLengthMax || clientId.includes('\u0000')) return undefined;
     const row = (await db('oauth_clients').where({ client_id: clientId }).first()) as
       { source: string; metadata: OAuthClient; fetched_at: Date | null } | undefined;
     const fresh =

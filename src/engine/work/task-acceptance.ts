@@ -39,6 +39,9 @@ import { DecideInTransaction, readVersioned } from './task-statement.ts';
 /** The agreed price: what the application proposed, else the task's bounty; neither is 4090. */
 function agreedPrice(application: ApplicationRow, task: TaskRow): bigint {
   if (application.proposed_price !== null) return BigInt(application.proposed_price);
+  // An application stored before its unit offer was totalled when it was made (task-applications.ts).
+  if (application.proposed_unit_price !== null && application.proposed_quantity !== null)
+    return BigInt(application.proposed_unit_price) * BigInt(application.proposed_quantity);
   if (task.bounty_amount !== null) return BigInt(task.bounty_amount);
   throw new AppError('invalid_state_transition', 'nothing to agree on: the application proposes no price and the task has no bounty', {
     status: 'pending',

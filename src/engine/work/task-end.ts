@@ -8,7 +8,8 @@ import type { TaskRow } from '../../store/tasks.ts';
 import { authorize, manageTask } from '../access/index.ts';
 import type { Principal } from '../common/index.ts';
 import { bountyHoldLegs, giveBackAgentBudget, type Transitions } from '../money/index.ts';
-import { pendingApplicants, type TaskEvents, taskMovedEvents } from './task-events.ts';
+import { applicationMovedEvents, type TaskEvents, taskMovedEvents } from './task-events.ts';
+import type { ApplicationRow } from './application-rows.ts';
 import { statusAt } from './task-rows.ts';
 import { DecideInTransaction, readVersioned, submitTaskChange } from './task-statement.ts';
 
@@ -50,9 +51,16 @@ export function createTaskEnd(transitions: Pick<Transitions, 'submit'>, events: 
       // The sweeper expires only a task past its deadline as the row has it now.
       if (action === 'expire' && statusAt(row, at) !== 'expired')
         throw new AppError('invalid_state_transition', 'the task is not past its deadline', { status: row.status, action });
-      const applicants = await pendingApplicants(unit.trx, id);
+      const pending = (await unit.trx('task_applications').where({ task_id: id, status: 'pending' })) as ApplicationRow[];
+      const applicants = [...new Set(pending.map((application) => application.applicant_id))];
       const set = { status: transition.to, bounty_held: '0', ended_at: at, updated_at: at };
       const ended = { ...row, ...set } as TaskRow;
+      // Its pending applications end with it in the same statement (store/change-tasks.ts), each told.
+      const rejected = pending.map((application) => ({
+        application: { ...application, status: 'rejected' as const, decided_at: at },
+        action,
+        previousStatus: 'pending',
+      }));
       const response = answer(ended);
       const held = BigInt(row.bounty_held);
       const change: StateChange = {
@@ -63,7 +71,7 @@ export function createTaskEnd(transitions: Pick<Transitions, 'submit'>, events: 
         // The same movement a release in a transaction of its own writes (money/task-money.ts).
         legs: held === 0n ? [] : bountyHoldLegs({ ownerId: row.owner_user_id, currency: row.bounty_currency, taskId: row.id, held, wanted: 0n }),
         events: [],
-        taskEvents: taskMovedEvents(ended, action, row.status, applicants),
+        taskEvents: [...taskMovedEvents(ended, action, row.status, applicants), ...applicationMovedEvents(ended, rejected)],
         at,
         ...(unit.claim ? { claim: { ...unit.claim, responseBody: response } } : {}),
       };

@@ -11,6 +11,7 @@ import { type Idempotency, type IdempotencyRequest, type Outcome, type Transitio
 import { InsufficientBalance } from '../../store/ledger.ts';
 import { deadlineOf, newTaskRow, taskView } from './task-rows.ts';
 import type { TaskEvents } from './task-events.ts';
+import type { ApplicationRow } from './application-rows.ts';
 import { createTaskPublish, DecideInTransaction, type DraftRestated, type TaskOutcome } from './task-publish.ts';
 import { createTaskEnd } from './task-end.ts';
 import { createTaskUpdate } from './task-update.ts';
@@ -175,7 +176,15 @@ export function createTaskEngine({ db, now }: EngineDependencies, idempotency: I
     // Its pending applicants hear of the end first (read from the pending applications), then
     // those applications end with it, as in the one-statement path (store/change-tasks.ts).
     await events.taskMoved(unit, ended!, action, row.status);
-    await trx('task_applications').where({ task_id: row.id, status: 'pending' }).update({ status: 'rejected', decided_at: at });
+    const rejected = (await trx('task_applications')
+      .where({ task_id: row.id, status: 'pending' })
+      .update({ status: 'rejected', decided_at: at })
+      .returning('*')) as ApplicationRow[];
+    await events.applicationsMoved(
+      unit,
+      ended!,
+      rejected.map((application) => ({ application, action, previousStatus: 'pending' })),
+    );
     return taskView(ended!, viewer);
   }
 

@@ -8,13 +8,15 @@ import { onStreamState, openStream, ownState, reportShared } from './stream.js';
 // of the console would leave every later request waiting. The tabs find each other on a
 // BroadcastChannel: each says every few seconds that it is there, since when, and which streams it
 // wants. The oldest tab leads: it opens the streams all of them want and passes each event on;
-// the others read them from the channel. When the leader closes (or is not heard for a while), the
+// the others read them from the channel. When the leader closes (or is not heard for 90 s), the
 // next oldest opens the streams again after the last event it saw (Last-Event-ID). Only tabs
 // signed in as the same person work together (a stream is opened with the leader's credentials).
 // A browser without BroadcastChannel opens each tab's own.
 const channelName = 'agent-marketplace.console-streams';
 const helloEveryMs = 2_000;
-const goneAfterMs = 6_000;
+// Longer than the minute a browser may hold the timers of a tab hidden for a while: a leading tab
+// in the background is not taken for gone. A tab that closes says so at once (pagehide).
+const goneAfterMs = 90_000;
 const settleAfterStartMs = 300;
 const self = { tab: randomKey(), startedAt: Date.now() };
 const local = new Map();
@@ -28,7 +30,15 @@ let heldFor = null;
 let ready = !channel;
 let leading = !channel;
 
+/** Whether `id` is past the position reached on `path`: an event two leaders both passed on (for a moment) is shown once. */
+function isNew(path, id) {
+  const reached = positions.get(path);
+  if (id === null || reached === undefined || !/^\d+$/.test(id) || !/^\d+$/.test(reached)) return true;
+  return BigInt(id) > BigInt(reached);
+}
+
 function deliver(path, type, data, id) {
+  if (!isNew(path, id)) return;
   if (id !== null) positions.set(path, id);
   for (const handler of local.get(path) || []) handler(type, data);
 }
@@ -108,8 +118,8 @@ if (channel) {
     } else if (message.group !== group()) {
       // Another session's event or state: not for this tab.
     } else if (message.kind === 'event') {
-      if (message.id !== null) positions.set(message.path, message.id);
       if (!leading) deliver(message.path, message.type, message.data, message.id);
+      else if (message.id !== null && isNew(message.path, message.id)) positions.set(message.path, message.id);
     } else if (message.kind === 'state' && !leading) {
       reportShared(local.size > 0 ? message.state : null);
     }

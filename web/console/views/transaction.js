@@ -205,7 +205,12 @@ export async function render(ctx) {
   };
   // The answer of the person's own move shows at once; the stream brings the other party's.
   ctx.showTransaction = (fresh) => {
-    if (fresh.updated_at < transaction.updated_at) return;
+    if (fresh.updated_at < transaction.updated_at) {
+      // The stream brought a newer state first: it was drawn, and the focus goes there now.
+      if (ownMove) top.querySelector('#next-step, #transaction-details')?.focus();
+      ownMove = false;
+      return;
+    }
     transaction = fresh;
     draw();
   };
