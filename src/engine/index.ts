@@ -83,14 +83,14 @@ export async function createEngine(dependencies: EngineDependencies) {
   await hub.start();
   const invoke = createInvokeEngine(dependencies, idempotency, transitions, hub);
   const a2a = createA2AEngine(dependencies, idempotency, { matching, demands, transactions, invoke });
-  const skillCore = createSkillEngine(dependencies, idempotency);
+  const taskEvents = createTaskEvents(dependencies, hub);
+  const skillCore = createSkillEngine(dependencies, idempotency, taskEvents);
   const skills = {
     ...skillCore,
     ...createSkillHall(dependencies),
     candidates: createSkillCandidates(dependencies, ai, idempotency, skillCore),
     drafts: createSkillDrafts(ai),
   };
-  const taskEvents = createTaskEvents(dependencies, hub);
   const applications = {
     ...createTaskApplications(dependencies, idempotency, taskEvents),
     ...createTaskAcceptance(dependencies, idempotency, transitions, taskEvents),

@@ -142,7 +142,7 @@ describe('the task stream on two instances', () => {
       { 'X-Admin-Token': adminToken },
       { user_id: publisher.userId, currency: 'UT', amount: '100.00' },
     );
-    const types = ['task.published', 'task.updated', 'task.closed', 'task.matched', 'application.submitted', 'application.accepted'];
+    const types = ['task.published', 'task.updated', 'task.closed', 'task.matched', 'application.submitted', 'application.accepted', 'application.rejected'];
     const [publisherStream, applicantStream] = [
       openEventSource(`${instanceA.url}/api/v1/tasks/events`, publisher.headers, types),
       openEventSource(`${instanceA.url}/api/v1/tasks/events`, applicant.headers, types),
@@ -167,7 +167,8 @@ describe('the task stream on two instances', () => {
       else await call(instanceB.url, 'POST', `/api/v1/tasks/${task.id}/close`, publisher.headers, {});
       tasks.push(task.id);
     }
-    const expected = { publisher: 13, applicant: 10 };
+    // Each close also ends the pending application, told to both (application.rejected).
+    const expected = { publisher: 15, applicant: 12 };
     await expect
       .poll(() => [publisherStream.received.length, applicantStream.received.length], { timeout: 30_000 })
       .toEqual([expected.publisher, expected.applicant]);
@@ -181,9 +182,11 @@ describe('the task stream on two instances', () => {
       'application.submitted',
       'task.updated',
       'task.closed',
+      'application.rejected',
       'application.submitted',
       'task.updated',
       'task.closed',
+      'application.rejected',
     ]);
     for (const stream of [publisherStream, applicantStream]) stream.close();
   }, 120_000);

@@ -159,12 +159,33 @@ describe("accepting an application: the task's money through escrow, end to end"
     await expectBooks();
   });
 
-  it('refuses to accept an application whose skill its owner deleted after applying, and moves no money', async () => {
+  it('withdraws the pending applications of a deleted skill: they cannot be accepted, no money moves, and they stop counting against the caps', async () => {
     const { publisher, task, applicants, applications } = await market('agent', '30.00', ['25.00']);
+    const worker = applicants[0]!;
     const application = (await test.http.get(`/api/v1/tasks/${task.id}/applications`).set(publisher.headers).expect(200)).body.data.items[0];
-    await test.http.delete(`/api/v1/skills/${application.skill_id}`).set(applicants[0]!.headers).expect(200);
+    const newSkill = async (name: string) =>
+      (await test.http.post('/api/v1/skills/').set(worker.headers).send({ name, description: 'Logos', category: 'design' }).expect(201)).body.data.id as string;
+    // A second skill fills the worker's two places on this task.
+    await test.http
+      .post(`/api/v1/tasks/${task.id}/applications`)
+      .set(worker.headers)
+      .send({ skill_id: await newSkill('Icons') })
+      .expect(201);
+    await test.http
+      .post(`/api/v1/tasks/${task.id}/applications`)
+      .set(worker.headers)
+      .send({ skill_id: await newSkill('Badges') })
+      .expect(409);
+    await test.http.delete(`/api/v1/skills/${application.skill_id}`).set(worker.headers).expect(200);
+    const mine = (await test.http.get('/api/v1/tasks/applications/mine').set(worker.headers).query({ page_size: 100 }).expect(200)).body.data.items;
+    expect(mine.find((item: { id: string }) => item.id === applications[0])).toMatchObject({ status: 'withdrawn' });
     const refused = await accept(publisher, task.id, applications[0]!).expect(409);
-    expect(refused.body).toMatchObject({ code: 4090, data: { status: 'pending', action: 'accept' } });
+    expect(refused.body).toMatchObject({ code: 4090, data: { status: 'withdrawn', action: 'accept' } });
+    await test.http
+      .post(`/api/v1/tasks/${task.id}/applications`)
+      .set(worker.headers)
+      .send({ skill_id: await newSkill('Posters') })
+      .expect(201);
     expect((await test.http.get(`/api/v1/tasks/${task.id}`).set(publisher.headers).expect(200)).body.data.status).toBe('open');
     expect(await balance(test, publisher, 'ut')).toMatchObject({ available: '70.00', frozen: '30.00' });
   });

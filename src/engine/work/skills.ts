@@ -20,6 +20,9 @@ import {
 } from '../common/index.ts';
 import type { Idempotency, IdempotencyRequest, Outcome } from '../money/index.ts';
 import { changedSkillColumns, newSkillRow, type RatingRow, ratingView, skillView } from './skill-rows.ts';
+import type { ApplicationRow } from './application-rows.ts';
+import type { TaskEvents } from './task-events.ts';
+import { lockTaskRenewingVersion } from '../../store/tasks.ts';
 
 /** A rating as the tasks issue writes it: once per rater and task. */
 export interface RatingInput {
@@ -33,7 +36,7 @@ export interface RatingInput {
 }
 
 /** Skills (docs/skills.md): create, read, list one's own, change, delete, and the ratings. */
-export function createSkillEngine({ db, now }: EngineDependencies, idempotency: Idempotency) {
+export function createSkillEngine({ db, now }: EngineDependencies, idempotency: Idempotency, taskEvents: Pick<TaskEvents, 'applicationsMoved'>) {
   /** Creating is keyed like every state-changing POST: a retried request creates one skill. */
   function create(principal: Principal, input: CreateSkillInput, request: IdempotencyRequest | null): Promise<Outcome<SkillView>> {
     return idempotency.run(principal, request, 201, async ({ trx }) => skillView(await insert(trx, principal, input, 'manual')));
@@ -88,12 +91,39 @@ export function createSkillEngine({ db, now }: EngineDependencies, idempotency: 
     });
   }
 
-  /** Soft delete by the owner: the row stays for the tasks and ratings that name it; a second delete is 4040. */
+  /**
+   * Soft delete by the owner: the row stays for the tasks and ratings that name it; a second delete
+   * is 4040. Its pending applications are withdrawn with it (each told, as a withdrawal is): left
+   * pending they would count against the owner's caps and could never be accepted. Their tasks are
+   * locked first, in id order, then the skill: the order every task path takes (task, then what
+   * hangs off it), and each task's version renewed so that a close or an accept decided meanwhile
+   * is decided again.
+   */
   function remove(principal: Principal, id: string) {
-    return withTransaction(db, async ({ trx }) => {
+    return withTransaction(db, async (unit) => {
+      const { trx } = unit;
+      const taskIds = ((await trx('task_applications').where({ skill_id: id, status: 'pending' }).distinct('task_id')) as { task_id: string }[])
+        .map((row) => row.task_id)
+        .sort();
+      const tasks = [];
+      for (const taskId of taskIds) tasks.push(await lockTaskRenewingVersion(trx, taskId));
       authorize(manageSkill, principal, await lockSkill(trx, id), 'skill');
       const at = now();
       await trx('skills').where({ id }).update({ deleted_at: at, updated_at: at });
+      const withdrawn = (await trx('task_applications')
+        .where({ skill_id: id, status: 'pending' })
+        .whereIn('task_id', taskIds)
+        .update({ status: 'withdrawn', decided_at: at })
+        .returning('*')) as ApplicationRow[];
+      for (const task of tasks) {
+        const moves = withdrawn.filter((application) => task && application.task_id === task.id);
+        if (task && moves.length > 0)
+          await taskEvents.applicationsMoved(
+            unit,
+            task,
+            moves.map((application) => ({ application, action: 'withdraw', previousStatus: 'pending' })),
+          );
+      }
       return { id, deleted: true as const, deleted_at: at.toISOString() };
     });
   }
