@@ -32,7 +32,13 @@ export function optimizeDescription(text: string): { language: 'en' | 'zh'; opti
     .trim();
   const { language, names } = unmetCriteria(tidy);
   if (tidy !== text) changes.push(language === 'zh' ? '整理了多余的空格和空行' : 'tidied extra spaces and blank lines');
-  const added = names.filter((name) => name in sections).map((name) => sections[name]![language]);
+  // A part whose labelled line is already there (added by an earlier run, still a blank to fill in)
+  // is not added again: optimising twice adds nothing the second time.
+  const labelled = (line: string) => tidy.split('\n').some((existing) => existing.startsWith(line.slice(0, line.search(/[:：]/) + 1)));
+  const added = names
+    .filter((name) => name in sections)
+    .map((name) => sections[name]![language])
+    .filter(([line]) => !labelled(line));
   for (const [, change] of added) changes.push(change);
   const optimized = added.length === 0 ? tidy : `${tidy}\n\n${added.map(([line]) => line).join('\n')}`;
   return { language, optimized_description: optimized, changes };

@@ -79,6 +79,14 @@ describe('hiring and working through the console, to a rated, settled task', () 
     expect(await page.getByText('English to Chinese translation', { exact: true }).isVisible()).toBe(true);
 
     await page.getByRole('link', { name: 'Task hall' }).click();
+    // Filters the API refuses: the error, and no list left standing for them.
+    await page.getByLabel('Lowest bounty (CNY)').fill('100');
+    await page.getByLabel('Highest bounty (CNY)').fill('10');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await eventually(() => page.locator('[aria-invalid="true"]').count()).toBeGreaterThan(0);
+    expect(await page.locator('ul.cards > li').count()).toBe(0);
+    await page.getByLabel('Lowest bounty (CNY)').fill('');
+    await page.getByLabel('Highest bounty (CNY)').fill('');
     await page.getByLabel('Search', { exact: true }).fill('product manual');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByRole('link', { name: title }).click();

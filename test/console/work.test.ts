@@ -174,7 +174,12 @@ describe('working through the console', () => {
     await page.getByLabel('Description').fill('translate my manual');
     await page.getByRole('button', { name: 'Make the description clearer' }).click();
     await eventually(() => page.getByText('The description was rewritten. What changed:').isVisible()).toBe(true);
-    expect((await page.getByLabel('Description').inputValue()).length).toBeGreaterThan('translate my manual'.length);
+    const rewritten = await page.getByLabel('Description').inputValue();
+    expect(rewritten.length).toBeGreaterThan('translate my manual'.length);
+    // Asked again, nothing is added twice, and the page says so.
+    await page.getByRole('button', { name: 'Make the description clearer' }).click();
+    await eventually(() => page.getByText('Nothing to add: the description already has a line for each part.', { exact: false }).isVisible()).toBe(true);
+    expect(await page.getByLabel('Description').inputValue()).toBe(rewritten);
     expect(problems).toEqual([]);
   });
 

@@ -97,6 +97,10 @@ describe('POST /api/v1/tasks/description-optimize', () => {
       expect.arrayContaining(['tidied extra spaces and blank lines', 'added a line for the deadline', 'added a line for the budget']),
     );
     expect(result.optimized_description).not.toMatch(/\d+ days|\$\d/);
+    // Run again on its own answer: the blanks are already there, so nothing is added twice.
+    const again = (await optimize({ description: result.optimized_description }).expect(200)).body.data;
+    expect(again.optimized_description).toBe(result.optimized_description);
+    expect(again.changes).toEqual([]);
   });
 
   it('works in Chinese, and leaves a complete description as it is', async () => {

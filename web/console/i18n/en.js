@@ -35,6 +35,7 @@ export default {
   'field.email': 'Enter an email address.',
   'wallet.history.table': 'History table',
   'deliver.link.invalid': 'Enter a web address that starts with http or https.',
+  'publish.clearer.unchanged': 'Nothing to add: the description already has a line for each part. Fill in any [blanks].',
   'form.required': 'required',
   'not-found.title': 'Page not found',
   'not-found.back': 'Back to the task hall',

@@ -35,6 +35,7 @@ export default {
   'field.email': '请输入电子邮箱地址。',
   'wallet.history.table': '明细表格',
   'deliver.link.invalid': '请输入以 http 或 https 开头的网址。',
+  'publish.clearer.unchanged': '没有需要补充的：描述中已有每一项。请填写【】中的空白。',
   'form.required': '必填',
   'not-found.title': '页面不存在',
   'not-found.back': '返回任务大厅',

@@ -123,6 +123,12 @@ export async function render(ctx) {
   async function load(append, element) {
     const envelope = await api('GET', spec.path(), { query: { ...query, cursor: append ? cursor : undefined, page_size: 20 } });
     if (envelope.code !== 0) {
+      // The list below no longer answers the filters shown: it goes, rather than stand for them.
+      if (!append) {
+        list.replaceChildren();
+        count.textContent = '';
+        more.hidden = true;
+      }
       if (element) return showProblem(element, envelope, 'hall');
       return problem.replaceChildren(errorBox(envelope, 'hall'));
     }

@@ -136,6 +136,10 @@ function clearerButton(target) {
         if (valueOf(element, 'title')) body.title = valueOf(element, 'title');
         const envelope = await api('POST', '/api/v1/tasks/description-optimize', { body });
         if (envelope.code !== 0) return said.replaceChildren(errorBox(envelope));
+        // Nothing to change is said as such, not as a rewrite with an empty list of changes.
+        if (envelope.data.optimized_description === description || envelope.data.changes.length === 0) {
+          return said.replaceChildren(h('div', { class: 'notice' }, h('p', null, t('publish.clearer.unchanged'))));
+        }
         element.elements.namedItem('description').value = envelope.data.optimized_description;
         said.replaceChildren(
           h(
