@@ -42,6 +42,20 @@ export function taskFields(values = {}) {
   ];
 }
 
+/**
+ * The answer of a publish (a new task, or one published again): the new task's page; short of
+ * money, the draft kept, with the numbers; any other refusal on the form.
+ */
+export function showPublished(ctx, element, envelope) {
+  if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
+    ctx.announce(t('publish.kept-draft'));
+    return ctx.navigate(`/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`);
+  }
+  if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
+  ctx.announce(t('publish.done'));
+  ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
+}
+
 /** The body the task fields give; null after marking what is wrong. */
 export function taskBody(element) {
   const body = { title: valueOf(element, 'title'), description: valueOf(element, 'description'), mode: valueOf(element, 'mode') || 'online' };
@@ -180,16 +194,7 @@ export async function render(ctx) {
     onSubmit: async (element) => {
       const body = taskBody(element);
       if (!body) return;
-      const envelope = await api('POST', '/api/v1/tasks/', { body, retry: key });
-      if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
-        ctx.announce(t('publish.kept-draft'));
-        return ctx.navigate(
-          `/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`,
-        );
-      }
-      if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
-      ctx.announce(t('publish.done'));
-      ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
+      showPublished(ctx, element, await api('POST', '/api/v1/tasks/', { body, retry: key }));
     },
   });
   return h(

@@ -5,7 +5,7 @@ import { errorBox } from '../lib/explain.js';
 import { field, form, showProblem, valueOf } from '../lib/forms.js';
 import { t, when } from '../lib/i18n.js';
 import { isAmount, money, toMinor } from '../lib/money.js';
-import { holdPreview } from './publish.js';
+import { holdPreview, showPublished } from './publish.js';
 import { pushesSection, ratingSection } from './task-publisher-parts.js';
 
 // The publisher's side of a task: what publishing held (or why it stayed a draft), the draft's
@@ -261,16 +261,7 @@ function reuseForm(ctx, task) {
       const hours = valueOf(element, 'delivery_hours');
       const bounty = valueOf(element, 'bounty_amount');
       const body = { delivery_hours: /^\d{1,4}$/.test(hours) ? Number(hours) : hours, bounty_amount: bounty === '' ? null : bounty };
-      const envelope = await api('POST', `/api/v1/tasks/${task.id}/reuse`, { body, retry: key });
-      if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
-        ctx.announce(t('publish.kept-draft'));
-        return ctx.navigate(
-          `/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`,
-        );
-      }
-      if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
-      ctx.announce(t('publish.done'));
-      ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
+      showPublished(ctx, element, await api('POST', `/api/v1/tasks/${task.id}/reuse`, { body, retry: key }));
     },
   });
 }
