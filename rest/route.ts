@@ -147,7 +147,7 @@ export function mountRoutes(router: Router, routes: RouteSpec[], authenticate: A
     // On a POST only: on an update, null for a field that cannot be cleared is refused, not ignored.
     const absentWhenNull = nullMeansAbsent(spec.method === 'post' && !spec.rawResponse ? spec.body : undefined);
     const handler = async (request: Request, response: Response, next: NextFunction) => {
-      // A path that another route names literally is that route's (rest/method-not-allowed.ts).
+      // A path that another route names literally is that route's (rest/route-paths.ts).
       if (isShadowed(request.path, shadows)) return next();
       try {
         // Authentication comes first so an anonymous caller learns nothing from validation errors.
