@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { Principal } from '../../src/engine/common/index.ts';
 import type { Engine } from '../../src/engine/index.ts';
 import { AppError } from '../../src/errors.ts';
-import { eventJson } from '../../src/events/publisher.ts';
+import { type PublishedEvent, eventJson } from '../../src/events/publisher.ts';
+import type { PublishedTaskEvent } from '../../src/events/task-feed.ts';
 import { SseStream, frame, parseLastEventId } from '../../src/events/sse.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../../src/events/stream-types.ts';
 import type { ServerResponse } from 'node:http';
@@ -19,12 +20,7 @@ export const streamEvent = z
     transaction_id: z.string(),
     transaction_sequence: z.number().int(),
     buyer_user_id: z.string(),
-    buyer_sequence: z.string().meta({
-      description:
-        "This event's position in the buyer's stream of all their transactions (GET /api/v1/transactions/events), as a decimal string: it may pass 2^53",
-    }),
     seller_user_id: z.string(),
-    seller_sequence: z.string().meta({ description: "This event's position in the seller's stream of all their transactions, as a decimal string" }),
     type: z.string(),
     data: z.object({ action: z.string(), previous_status: z.string().nullable(), transaction: transactionEventView }),
     created_at: z.string(),
@@ -54,7 +50,10 @@ const streamItem = z.union([streamEvent, tooOldEvent]);
 
 export const lastEventQuery = z.object({ last_event_id: z.string().optional().meta({ description: 'Alternative to the Last-Event-ID header' }) });
 
-type Opener<E extends { type: string }> = (principal: Principal, afterSequence: string | undefined, listener: StreamListener<E>) => Promise<Subscription>;
+/** What an event stream sends: a transaction's events or a recipient's task events. */
+type StreamedEvent = PublishedEvent | PublishedTaskEvent;
+
+type Opener<E extends StreamedEvent> = (principal: Principal, afterSequence: string | undefined, listener: StreamListener<E>) => Promise<Subscription>;
 
 function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, retentionHours: number, currentState: string): string {
   const data: z.infer<typeof tooOldEvent> = {
@@ -73,7 +72,7 @@ function tooOldFrame(gap: { requestedAfter: string; resumedAfter: string }, rete
  * with no closure of its own. Events that arrive while the stream is being set up (the
  * subscription comes first, so that a 4040 is still an envelope) wait in `early`.
  */
-class EventStream<E extends { type: string }> extends SseStream implements StreamListener<E> {
+class EventStream<E extends StreamedEvent> extends SseStream implements StreamListener<E> {
   private early: string[] | null = [];
   private endWhenOpen = false;
   private opened: Promise<void> | null = null;
@@ -142,7 +141,7 @@ class EventStream<E extends { type: string }> extends SseStream implements Strea
  * Serves one event stream over SSE, with the caps, Last-Event-ID and too_old rules every stream of
  * the product shares: the transactions' here, the tasks' in rest/routes/tasks.ts.
  */
-export async function serveEventStream<E extends { type: string }>(
+export async function serveEventStream<E extends StreamedEvent>(
   input: RouteInput<unknown, { last_event_id?: string }, unknown>,
   engine: Engine,
   currentState: string,

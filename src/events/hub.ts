@@ -67,9 +67,7 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
 
   function parse<E>(message: string, what: string): E | null {
     try {
-      const event = JSON.parse(message) as E & object;
-      rememberJson(event, message);
-      return event;
+      return JSON.parse(message) as E;
     } catch (error) {
       log.warn(`unreadable ${what} on the bus`, { error });
       return null;
@@ -90,7 +88,9 @@ export function createEventHub(bus: EventBus, db: Database, log: Logger) {
   function onTaskMessage(message: string) {
     if (tasks.index.size === 0) return;
     const event = parse<PublishedTaskEvent>(message, 'task event');
-    if (event !== null) deliver(tasks.index, event.recipient_user_id, event, event.sequence);
+    if (event === null) return;
+    rememberJson(event, message);
+    deliver(tasks.index, event.recipient_user_id, event, event.sequence);
   }
 
   /**

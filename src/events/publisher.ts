@@ -3,6 +3,7 @@ import type { Logger } from '../logger.ts';
 import type { OutboxRow } from '../store/outbox.ts';
 import type { EventBus } from './bus.ts';
 import { limits } from '../limits.ts';
+import type { PublishedTaskEvent } from './task-feed.ts';
 
 /**
  * Publishes committed outbox rows on the bus and takes them off the `unpublished_events` queue
@@ -24,23 +25,37 @@ export interface PublishedEvent {
   created_at: string;
 }
 
+/**
+ * What a party (or their webhook) is shown of a transaction event: everything but the two
+ * parties' positions in their own streams of all their transactions. Those route the event
+ * inside the server, and the other party's would tell a buyer how many events a seller's
+ * business has had between two of theirs. The stream's own position is the SSE `id`.
+ */
+export type TransactionEventView = Omit<PublishedEvent, 'buyer_sequence' | 'seller_sequence'>;
+
+export function transactionEventView(event: PublishedEvent): TransactionEventView {
+  const { buyer_sequence: _buyerSequence, seller_sequence: _sellerSequence, ...view } = event;
+  return view;
+}
+
 const serialized = new WeakMap<object, string>();
 
 /**
- * The JSON of an event, computed once however many subscribers receive the same event object:
- * fan-out to N streams costs one stringify, not N.
+ * The JSON a stream sends for an event, computed once however many subscribers receive the same
+ * event object: fan-out to N streams costs one stringify, not N. A transaction event is sent as
+ * its view (transactionEventView); a task event, one recipient's, as it is.
  */
-export function eventJson(event: object): string {
+export function eventJson(event: PublishedEvent | PublishedTaskEvent): string {
   let json = serialized.get(event);
   if (json === undefined) {
-    json = JSON.stringify(event);
+    json = JSON.stringify('buyer_sequence' in event ? transactionEventView(event) : event);
     serialized.set(event, json);
   }
   return json;
 }
 
-/** The bus message is already the event's JSON: keep it instead of serializing again. */
-export function rememberJson(event: object, json: string) {
+/** A task event's bus message is already the JSON its stream sends: keep it instead of serializing again. */
+export function rememberJson(event: PublishedTaskEvent, json: string) {
   serialized.set(event, json);
 }
 

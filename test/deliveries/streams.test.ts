@@ -178,4 +178,28 @@ describe('GET /api/v1/transactions/events', () => {
     expect(agentStream.received.map((event) => event.data.transaction_id)).toEqual([deal.id, deal.id]);
     expect(humanStream.received.map((event) => event.data.transaction_id)).toEqual([humanDeal.id, humanDeal.id]);
   });
+
+  it("shows a party no count of the other party's business: live or replayed, an event holds only the transaction's own position", async () => {
+    const { buyer, capability } = await agentMarket(test, '100.00');
+    const otherBuyer = await createAgent(test);
+    await credit(test, otherBuyer.userId, '100.00');
+    // The seller's other business: each purchase is an event in the seller's stream of all their transactions.
+    for (let index = 0; index < 3; index++) await buy(test, otherBuyer, capability.id);
+    const live = openEventSource(`${server.url}/api/v1/transactions/events`, buyer.headers);
+    await live.opened;
+    const deal = await buy(test, buyer, capability.id);
+    await act(test, buyer, deal.id, 'freeze').expect(200);
+    await expect.poll(() => live.received.length).toBe(2);
+    live.close();
+    const replayed = openEventSource(`${server.url}/api/v1/transactions/events`, { ...buyer.headers, 'Last-Event-ID': '0' });
+    await expect.poll(() => replayed.received.length).toBe(2);
+    replayed.close();
+    for (const event of [...live.received, ...replayed.received]) {
+      expect(Object.keys(event.data).sort()).toEqual(
+        ['buyer_user_id', 'created_at', 'data', 'id', 'seller_user_id', 'transaction_id', 'transaction_sequence', 'type'].sort(),
+      );
+    }
+    expect(live.received.map((event) => event.id)).toEqual(['1', '2']);
+    expect(replayed.received.map((event) => event.id)).toEqual(['1', '2']);
+  });
 });

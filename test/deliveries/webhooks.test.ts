@@ -88,6 +88,11 @@ describe("a transaction's life at a webhook", () => {
       'transaction.disputed',
     ]);
     expect(bodies('/disputes').map((body) => body.type)).toEqual(['transaction.disputed']);
+    // Neither party's webhook learns the other's position in their stream of all their transactions.
+    for (const body of [...bodies('/seller'), ...bodies('/disputes')]) {
+      expect(body.data).not.toHaveProperty('buyer_sequence');
+      expect(body.data).not.toHaveProperty('seller_sequence');
+    }
   });
 });
 
