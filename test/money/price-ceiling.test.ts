@@ -149,6 +149,42 @@ describe('REST', () => {
     expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 48, max_price: '24.00' })).body).toMatchObject({ data: { price_ut: '24.00' } });
   });
 
+  it('a pricing model changed since the last purchase is no kept price: 10.00 a day turned 10.00 an hour is refused on REST, MCP and A2A', async () => {
+    const daily = await market({ pricing_model: 'per_day', price_ut: '10.00' });
+    expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 24 })).body).toMatchObject({ data: { price_ut: '10.00' } });
+    await test.http.put(`/api/v1/capabilities/${daily.capability.id}`).set(daily.seller.headers).send({ pricing_model: 'per_hour' }).expect(200);
+    const before = await balance(test, daily.buyer);
+    const byHour = { code: 4093, message: 'price_above_ceiling', data: { currency: 'UT', price: '240.00', max_price: '10.00' } };
+    const refused = (await purchase(daily.buyer, daily.capability.id, { booked_hours: 24 })).body;
+    expect(refused).toMatchObject(byHour);
+    expect(refused.data.detail).toContain('now priced per_hour, not per_day');
+    const client = await connectMcp(baseUrl, daily.buyer.headers);
+    try {
+      expect(await callTool(client, 'buy_capability', { capability_id: daily.capability.id, booked_hours: 24 })).toMatchObject({ isError: true, data: byHour });
+    } finally {
+      await client.close();
+    }
+    const part = { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: daily.capability.id, booked_hours: 24 } }] } };
+    expect((await rpc.call(daily.buyer, 'SendMessage', part)).error).toMatchObject({ code: -32193, data: byHour });
+    await expectUntouched(daily.buyer, before, 1);
+    // Sent as max_price, the new price is bought.
+    expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 24, max_price: '240.00' })).body).toMatchObject({ data: { price_ut: '240.00' } });
+
+    // Terms the old model cannot price (per use then, by the hour now): what the buyer last paid in all is the ceiling.
+    const perUse = await market({ pricing_model: 'per_use', price_ut: '5.00' });
+    expect((await purchase(perUse.buyer, perUse.capability.id)).body).toMatchObject({ data: { price_ut: '5.00' } });
+    await test.http
+      .put(`/api/v1/capabilities/${perUse.capability.id}`)
+      .set(perUse.seller.headers)
+      .send({ pricing_model: 'per_hour', price_ut: '1.00' })
+      .expect(200);
+    expect((await purchase(perUse.buyer, perUse.capability.id, { booked_hours: 6 })).body).toMatchObject({
+      code: 4093,
+      data: { price: '6.00', max_price: '5.00' },
+    });
+    expect((await purchase(perUse.buyer, perUse.capability.id, { booked_hours: 5 })).body).toMatchObject({ data: { price_ut: '5.00' } });
+  });
+
   it('the OpenAPI document declares max_price and 4093 on invoke and purchase, and a required invoke body', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
     const invokeOperation = document.paths['/api/v1/capabilities/{cap_id}/invoke'].post;

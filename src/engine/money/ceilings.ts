@@ -1,5 +1,6 @@
 import { currencyOfSpace } from '../../domain/money.ts';
-import { type PricingModel, assertWithinCeiling, transactionPrice } from '../../domain/pricing.ts';
+import { type PricingModel, assertWithinCeiling, pricingModels, transactionPrice } from '../../domain/pricing.ts';
+import { unitPriceOf } from '../../domain/pricing-suggestion.ts';
 import type { Principal } from '../common/index.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
 import type { PurchaseCheck } from '../../store/change.ts';
@@ -76,12 +77,17 @@ export function withLastPurchase(row: Record<string, unknown>, bought: Transacti
   };
 }
 
-/** The unit price a past purchase was made at (its price divided by the units it booked). */
-function unitPriceOf(past: PastPurchase): bigint {
-  const price = BigInt(past.price);
-  if (past.booked_hours === null) return price;
-  const units = past.transaction_type === 'per_hour' ? past.booked_hours : past.transaction_type === 'per_day' ? Math.ceil(past.booked_hours / 24) : 1;
-  return units > 0 ? price / BigInt(units) : price;
+/**
+ * What the buyer's last purchase's terms would charge for this request: its unit price under the
+ * pricing model it was bought on, not the capability's model now. A seller who turns 10.00 a day
+ * into 10.00 an hour has not kept the price the buyer agreed to. Null when those terms cannot
+ * price this request (a model by the hour then, none now, or the other way round).
+ */
+function agreedPrice(past: PastPurchase, bookedHours: number | undefined): bigint | null {
+  if (!(pricingModels as readonly string[]).includes(past.transaction_type)) return null;
+  const model = past.transaction_type as PricingModel;
+  if ((model === 'per_hour' || model === 'per_day') !== (bookedHours !== undefined)) return null;
+  return transactionPrice(model, unitPriceOf(BigInt(past.price), model, past.booked_hours), bookedHours);
 }
 
 export function assertBuyerCeiling(
@@ -94,6 +100,11 @@ export function assertBuyerCeiling(
   const currency = currencyOfSpace(principal.caller_type);
   if (purchase.max_price !== undefined) return assertWithinCeiling(price, purchase.max_price, currency);
   if (!past) return;
-  const agreed = transactionPrice(capability.pricing_model as PricingModel, unitPriceOf(past), purchase.booked_hours);
-  assertWithinCeiling(price, agreed, currency, 'the price rose since your last purchase of this capability; send max_price to accept the new price');
+  const changedModel = past.transaction_type !== capability.pricing_model;
+  const agreed = agreedPrice(past, purchase.booked_hours);
+  const why = changedModel
+    ? `the capability is now priced ${capability.pricing_model}, not ${past.transaction_type} as when you last bought it; send max_price to accept the new price`
+    : 'the price rose since your last purchase of this capability; send max_price to accept the new price';
+  // Where the old terms cannot price this request, what the buyer last paid in all is what it agreed to.
+  assertWithinCeiling(price, agreed ?? BigInt(past.price), currency, why);
 }
