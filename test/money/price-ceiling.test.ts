@@ -251,6 +251,27 @@ describe('A2A', () => {
     return { ...parties, started, candidate };
   }
 
+  it('a pick of a candidate shown by the hour agrees to the hourly price shown times the hours booked', async () => {
+    const topic = `topic${randomBytes(3).toString('hex')}`;
+    const parties = await market({
+      title: `Translate ${topic} manuals into French`,
+      description: `French translations of ${topic} manuals`,
+      pricing_model: 'per_hour',
+      price_ut: '4.00',
+    });
+    const started = (await rpc.ok(parties.buyer, 'SendMessage', v10Text(`Translate my ${topic} manual into French`))).task;
+    const candidate = candidatesOf(started).candidates.find((entry: Json) => entry.capability_id === parties.capability.id)!;
+    expect(candidate).toMatchObject({ price: '4.00', pricing_model: 'per_hour' });
+    const pick = () => dataMessage({ capability_id: candidate.capability_id, booked_hours: 5 }, { taskId: started.id });
+    await raisePrice(parties.seller, parties.capability.id, '4.50');
+    const refused = (await rpc.call(parties.buyer, 'SendMessage', pick())).error;
+    expect(refused).toMatchObject({ code: -32193, data: { code: 4093, data: { price: '22.50', max_price: '20.00' } } });
+    expect(refused?.data?.data.detail).toContain('above the one you were shown');
+    await expectUntouched(parties.buyer, await balance(test, parties.buyer), 0);
+    await raisePrice(parties.seller, parties.capability.id, '4.00');
+    expect((await rpc.ok(parties.buyer, 'SendMessage', pick())).task.metadata.marketplace).toMatchObject({ status: 'frozen', price: '20.00' });
+  });
+
   it('a conversation pick by number, by id and by data part is refused above the price shown; nothing is charged', async () => {
     const picks = [
       (candidate: Json, taskId: string) => v10Text(String(candidate.number), { taskId }),

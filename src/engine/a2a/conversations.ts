@@ -9,6 +9,7 @@ import { type A2ATaskRow, type Candidate, insertMessages } from '../../store/a2a
 import type { DemandRow } from '../../store/demands.ts';
 import type { DemandEngine, MatchingEngine } from '../market/index.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
+import { priceUnder } from '../money/ceilings.ts';
 import { type Idempotency, fingerprintOf, type TransactionEngine } from '../money/index.ts';
 import type { Buying, BuyOutcome } from './buying.ts';
 import type { IncomingMessage, SendMode } from './types.ts';
@@ -40,6 +41,16 @@ export interface Selection {
 
 const notChoosing = (status: string) => new AppError('invalid_state_transition', `the conversation is ${status}`, { status, action: 'message' });
 
+/**
+ * What a candidate shown at a unit price comes to for the hours the pick books: 4.00 an hour shown,
+ * five hours picked, 20.00 agreed. Where the shown model cannot price the pick, the unit price
+ * shown is the ceiling (the purchase's own check then names what is missing).
+ */
+function shownPriceOf(shown: Candidate, bookedHours: number | undefined): bigint | undefined {
+  const unitPrice = parseAmount(shown.price);
+  if (unitPrice === null) return undefined;
+  return priceUnder(shown.pricing_model, unitPrice, bookedHours) ?? unitPrice;
+}
 export function createConversations(
   { db, now }: EngineDependencies,
   idempotency: Idempotency,
@@ -152,7 +163,8 @@ export function createConversations(
    * different candidate picked meanwhile is refused (4092). Once that key has expired, the
    * transaction's unique conversation_id still finds it: a pick then re-freezes the conversation's
    * own transaction (after a failed freeze) instead of buying again. The ceiling is the price the
-   * candidate was shown at, unless the buyer's data part sent its own max_price.
+   * candidate was shown at, for the hours booked (shownPriceOf), unless the buyer's data part sent
+   * its own max_price.
    */
   async function pick(principal: Principal, conversation: A2ATaskRow, selection: Selection, message: IncomingMessage, mode: SendMode): Promise<BuyOutcome> {
     const arrivedAt = now();
@@ -177,10 +189,10 @@ export function createConversations(
   async function buyFirst(buyer: Principal, conversation: A2ATaskRow, selection: Selection, mode: SendMode): Promise<BuyOutcome> {
     const demand = (await db<DemandRow>('demands').where({ id: conversation.demand_id! }).first('description'))!;
     const shown = (conversation.candidates ?? []).find((candidate) => candidate.capability_id === selection.capability_id);
-    const ceiling = selection.max_price ?? (shown ? (parseAmount(shown.price) ?? undefined) : undefined);
+    const shownPrice = shown && selection.max_price === undefined ? shownPriceOf(shown, selection.booked_hours) : undefined;
     const command = {
       ...selection,
-      ...(ceiling === undefined ? {} : { max_price: ceiling }),
+      ...(shownPrice === undefined ? {} : { shown_price: shownPrice }),
       demand_id: conversation.demand_id!,
       context_id: conversation.context_id,
       conversation_id: conversation.id,

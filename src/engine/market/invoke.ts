@@ -56,6 +56,8 @@ export interface InvokeCommand {
   conversation_id?: string;
   /** The most the buyer will pay, checked on the price the hold read and writes (4093 above it). */
   max_price?: bigint;
+  /** The price an A2A conversation showed for this pick: the ceiling when no max_price was sent. */
+  shown_price?: bigint;
 }
 
 /** Told the transaction's id once its hold committed (or was found by a retry), before the callback's outcome. */

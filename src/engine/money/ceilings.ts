@@ -78,27 +78,37 @@ export function withLastPurchase(row: Record<string, unknown>, bought: Transacti
 }
 
 /**
+ * What a unit price under `model` comes to for this request: null when the model cannot price it
+ * (by the hour without hours, or hours on a model that has none).
+ */
+export function priceUnder(model: string, unitPrice: bigint, bookedHours: number | undefined): bigint | null {
+  if (!(pricingModels as readonly string[]).includes(model)) return null;
+  if ((model === 'per_hour' || model === 'per_day') !== (bookedHours !== undefined)) return null;
+  return transactionPrice(model as PricingModel, unitPrice, bookedHours);
+}
+
+/**
  * What the buyer's last purchase's terms would charge for this request: its unit price under the
  * pricing model it was bought on, not the capability's model now. A seller who turns 10.00 a day
  * into 10.00 an hour has not kept the price the buyer agreed to. Null when those terms cannot
  * price this request (a model by the hour then, none now, or the other way round).
  */
 function agreedPrice(past: PastPurchase, bookedHours: number | undefined): bigint | null {
-  if (!(pricingModels as readonly string[]).includes(past.transaction_type)) return null;
-  const model = past.transaction_type as PricingModel;
-  if ((model === 'per_hour' || model === 'per_day') !== (bookedHours !== undefined)) return null;
-  return transactionPrice(model, unitPriceOf(BigInt(past.price), model, past.booked_hours), bookedHours);
+  return priceUnder(past.transaction_type, unitPriceOf(BigInt(past.price), past.transaction_type, past.booked_hours), bookedHours);
 }
 
 export function assertBuyerCeiling(
   principal: Principal,
   capability: CapabilityRow,
   price: bigint,
-  purchase: { booked_hours?: number; max_price?: bigint },
+  purchase: { booked_hours?: number; max_price?: bigint; shown_price?: bigint },
   past: PastPurchase | null,
 ): void {
   const currency = currencyOfSpace(principal.caller_type);
   if (purchase.max_price !== undefined) return assertWithinCeiling(price, purchase.max_price, currency);
+  if (purchase.shown_price !== undefined) {
+    return assertWithinCeiling(price, purchase.shown_price, currency, 'the price is above the one you were shown; send max_price to accept the new price');
+  }
   if (!past) return;
   const changedModel = past.transaction_type !== capability.pricing_model;
   const agreed = agreedPrice(past, purchase.booked_hours);

@@ -29,6 +29,11 @@ export interface CreateTransactionCommand {
    * refused (4093, price_above_ceiling) with nothing written, instead of freezing more than the budget.
    */
   max_price?: bigint;
+  /**
+   * What the buyer was shown this purchase would cost (an A2A conversation's candidate, priced for
+   * the booked hours): the ceiling when no max_price was sent, refused with 4093 saying so.
+   */
+  shown_price?: bigint;
   /** The A2A conversation buying: unique among transactions, so a conversation buys at most once. */
   conversation_id?: string;
 }
