@@ -128,6 +128,30 @@ export const applicationEventTypes: Readonly<Record<ApplicationEventAction, stri
  * when it names both (an offer of 2.00 a unit for 3 units asks 6.00, not the bounty); undefined
  * when it names neither, and the bounty is the price (docs/tasks.md "Accepting").
  */
+/**
+ * Terms an application may not name together, as a field error: a unit price with neither a
+ * quantity nor a total (what would it ask in all?), or a total that is not the unit price times
+ * the quantity it names beside them (which of the two would the publisher be charged?). A unit
+ * price beside a total alone is the applicant's rate, shown as such.
+ */
+export function offerTermsProblem(offer: {
+  proposed_price?: bigint;
+  proposed_unit_price?: bigint;
+  proposed_quantity?: number;
+}): { path: string; message: string } | null {
+  const { proposed_price: total, proposed_unit_price: unitPrice, proposed_quantity: quantity } = offer;
+  if (unitPrice !== undefined && quantity === undefined && total === undefined) {
+    return {
+      path: 'body.proposed_quantity',
+      message: 'send proposed_quantity with proposed_unit_price (the total asked is their product), or a proposed_price',
+    };
+  }
+  if (total !== undefined && unitPrice !== undefined && quantity !== undefined && total !== unitPrice * BigInt(quantity)) {
+    return { path: 'body.proposed_price', message: 'must be proposed_unit_price × proposed_quantity, or be left out' };
+  }
+  return null;
+}
+
 export function offeredTotal(offer: { proposed_price?: bigint; proposed_unit_price?: bigint; proposed_quantity?: number }): bigint | undefined {
   if (offer.proposed_price !== undefined) return offer.proposed_price;
   if (offer.proposed_unit_price === undefined || offer.proposed_quantity === undefined) return undefined;

@@ -192,7 +192,7 @@ export const createApplicationBody = z
     message: z.string().trim().min(1).max(limits.noteLengthMax).optional(),
     proposed_price: amountInput.optional().meta({
       description:
-        'The total asked; without it, proposed_unit_price × proposed_quantity when both are sent (at most the largest amount); else the bounty is the price',
+        'The total asked; without it, proposed_unit_price × proposed_quantity when both are sent (at most the largest amount); else the bounty is the price. With both of those, it must be their product; a proposed_unit_price alone needs a proposed_quantity or a proposed_price (4000)',
     }),
     proposed_billing_model: billingModel.optional(),
     proposed_unit_price: amountInput.optional(),

@@ -104,6 +104,23 @@ describe('applying to a task', () => {
     ]) {
       expect((await apply(applicant, task.id, body).expect(400)).body.code).toBe(4000);
     }
+    // Terms that do not say what the publisher would be charged: a unit price alone, or a total
+    // that is not the unit price times the quantity named beside it.
+    for (const [body, field] of [
+      [{ skill_id: skill.id, proposed_unit_price: '5.00' }, 'body.proposed_quantity'],
+      [{ skill_id: skill.id, proposed_price: '1.00', proposed_unit_price: '5.00', proposed_quantity: 10 }, 'body.proposed_price'],
+    ] as const) {
+      const refused = (await apply(applicant, task.id, body).expect(400)).body;
+      expect(refused).toMatchObject({ code: 4000, data: { errors: [{ path: field }] } });
+    }
+    // A rate beside the total it comes to, or beside a total alone, is clear.
+    const rated = await newSkill();
+    expect(
+      (await apply(applicant, task.id, { skill_id: rated.id, proposed_price: '50.00', proposed_unit_price: '5.00', proposed_quantity: 10 }).expect(201)).body
+        .data,
+    ).toMatchObject({
+      proposed_price: '50.00',
+    });
     expect((await test.http.post(`/api/v1/tasks/${task.id}/applications`).send({ skill_id: skill.id }).expect(401)).body.code).toBe(4010);
   });
 

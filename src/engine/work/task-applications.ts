@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { nextApplicationState, offeredTotal } from '../../domain/tasks.ts';
+import { nextApplicationState, offerTermsProblem, offeredTotal } from '../../domain/tasks.ts';
 import { withTransaction } from '../../db/transaction.ts';
 import { AppError, forbidden, notFound } from '../../errors.ts';
 import type { CreateApplicationInput } from '../../schemas/tasks.ts';
@@ -36,6 +36,8 @@ export function createTaskApplications({ db, now }: EngineDependencies, idempote
   const lockTask = lockTaskRenewingVersion;
 
   function apply(principal: Principal, taskId: string, input: CreateApplicationInput, request: IdempotencyRequest | null) {
+    const termsProblem = offerTermsProblem(input);
+    if (termsProblem) return Promise.reject(new AppError('validation_error', 'request failed validation', { errors: [termsProblem] }));
     return idempotency.run(principal, request, 201, async (unit) => {
       const { trx } = unit;
       const task = authorize(seeTask, principal, await lockTask(trx, taskId), 'task');
