@@ -49,7 +49,8 @@ export function messageFor(issue: RawIssue): string | undefined {
   }
   if (issue.code === 'invalid_value') {
     if (issue.values.length === 1) return `must be ${JSON.stringify(issue.values[0])}`;
-    return `must be one of: ${issue.values.map((value) => String(value)).join(', ')}`;
+    // An empty value a query allows (role=, meaning either) is named as "" rather than as nothing.
+    return `must be one of: ${issue.values.map((value) => (value === '' ? '""' : String(value))).join(', ')}`;
   }
   if (issue.code === 'invalid_format') {
     const name = formatNames[issue.format];

@@ -229,5 +229,8 @@ describe('the words of a validation error', () => {
     });
     const skill = await test.http.post('/api/v1/skills/').set(publisher.headers).send({ name: 'x', description: 'y', category: 'astrology' }).expect(400);
     expect(skill.body.data.errors).toEqual([{ path: 'body.category', message: expect.stringMatching(/^must be one of: tech_dev, design, .*, other$/) }]);
+    // A query's empty choice (role= means either) is named, not left blank after a comma.
+    const role = await test.http.get('/api/v1/transactions?role=owner').set(publisher.headers).expect(400);
+    expect(role.body.data.errors).toEqual([{ path: 'query.role', message: 'must be one of: buyer, seller, ""' }]);
   });
 });
