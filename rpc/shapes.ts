@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { limits } from '../src/limits.ts';
 import { type TransactionStatus, transitionTable } from '../src/domain/escrow.ts';
+import { withLargeFieldsLeftOut } from '../src/engine/money/index.ts';
 import type { TransactionView } from '../src/schemas/transactions.ts';
 
 /**
@@ -115,8 +116,14 @@ export const contextOf = (view: TransactionView, name: TaskName) => name.context
 export const nameOf = (view: TransactionView, requestedId: string): TaskName =>
   requestedId === view.id ? { taskId: view.id } : { taskId: requestedId, clientTaskId: requestedId };
 
+/**
+ * The transaction in a task's metadata. Its result is the task's artifact, not repeated here; a
+ * large input is left out and named in `omitted_fields` (GET /api/v1/transactions/{id} has it),
+ * so a task's answer, a batch of them and every status update of a stream stay as small as the
+ * limits say, whatever the buyer sent.
+ */
 function marketplaceMetadata(view: TransactionView, name: TaskName) {
-  const { id, status, price_ut, currency, result_payload: _payload, ...rest } = view;
+  const { id, status, price_ut, currency, result_payload: _payload, ...rest } = withLargeFieldsLeftOut(view, ['input']);
   return {
     marketplace: {
       transaction_id: id,

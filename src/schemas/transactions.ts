@@ -92,7 +92,7 @@ export const transactionEventView = transactionResponse
       .array(omittedField)
       .optional()
       .meta({
-        description: `Present when a field was left out of this event because its JSON exceeds ${limits.eventFieldInlineBytesMax} bytes: that field is null here; read it with GET /api/v1/transactions/{id}`,
+        description: `Present when a field was left out of this event or list because its JSON exceeds ${limits.eventFieldInlineBytesMax} bytes: that field is null here; read it with GET /api/v1/transactions/{id}`,
       }),
   })
   .meta({ id: 'TransactionEventView' });
@@ -106,7 +106,8 @@ export const listTransactionsQuery = z.object({
   ...pageQuery,
 });
 
-export const transactionList = pagedList(transactionResponse).meta({ id: 'TransactionList' });
+/** A page of transactions: each as events show it, a large input or result_payload left out (`omitted_fields`). */
+export const transactionList = pagedList(transactionEventView).meta({ id: 'TransactionList' });
 
 /** The person's agent-space transactions (the console's My agents), optionally of one of their keys. */
 export const agentTransactionsQuery = listTransactionsQuery.extend({
@@ -116,7 +117,7 @@ export const agentTransactionsQuery = listTransactionsQuery.extend({
 });
 
 export const agentTransactionList = pagedList(
-  transactionResponse.extend({
+  transactionEventView.extend({
     api_key_id: uuid.nullable().meta({
       description: "The caller's key that made the transaction (as its buyer); null when their own session made it, or when the caller is its seller",
     }),

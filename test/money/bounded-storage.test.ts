@@ -77,6 +77,24 @@ describe('a transaction with a large input', () => {
     const read = await test.http.get(`/api/v1/transactions/${id}`).set(buyer.headers).expect(200);
     expect(read.body.data.input).toEqual(input);
   });
+
+  it('is left out of lists and of A2A task reads, so an answer of many is bounded by the limits: named in omitted_fields, whole on GET', async () => {
+    const { buyer, capability } = await agentMarket(test);
+    const input = largeInput();
+    const bytes = JSON.stringify(input).length;
+    const id = (await post(buyer, '/api/v1/transactions').send({ capability_id: capability.id, input }).expect(201)).body.data.id as string;
+    const listed = (await test.http.get('/api/v1/transactions').set(buyer.headers).expect(200)).body.data.items as Record<string, unknown>[];
+    expect(listed.find((item) => item.id === id)).toMatchObject({ input: null, omitted_fields: [{ field: 'input', bytes }] });
+    // Fifty reads of the task in one JSON-RPC batch: each names the input instead of carrying it.
+    const batch = Array.from({ length: 50 }, (_, index) => ({ jsonrpc: '2.0', id: index, method: 'tasks/get', params: { id } }));
+    const answered = await test.http.post('/api/v1/rpc').set(buyer.headers).send(batch).expect(200);
+    expect(answered.text.length).toBeLessThan(bytes);
+    for (const entry of answered.body as { result: { metadata: { marketplace: Record<string, unknown> } } }[]) {
+      expect(entry.result.metadata.marketplace).toMatchObject({ input: null, omitted_fields: [{ field: 'input', bytes }] });
+    }
+    const read = await test.http.get(`/api/v1/transactions/${id}`).set(buyer.headers).expect(200);
+    expect(read.body.data.input).toEqual(input);
+  });
 });
 
 describe('a large delivered result', () => {

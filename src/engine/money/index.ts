@@ -29,7 +29,7 @@ export { balanceRefusal, checkDemandLink, newTransactionRow, untouchedLifecycle,
 export { overdueInvoke } from './transaction-sweeps.ts';
 export { createTransactionEngine, type PartyAction, type TransactionEngine } from './transactions.ts';
 export { createTransitions, type ActionExtra, type Transitions } from './transitions.ts';
-export { transactionView } from './views.ts';
+export { transactionView, withLargeFieldsLeftOut } from './views.ts';
 export { createWalletEngine } from './wallet.ts';
 export { type BatcherOptions, createBatcher, isChangesOwnFailure, splitBatch } from './batcher.ts';
 export { type WaitTrialOptions, createWaitTrials } from './wait-trials.ts';

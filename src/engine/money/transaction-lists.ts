@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
-import type { AgentTransactionList, AgentTransactionsInput, ListTransactionsInput, TransactionView } from '../../schemas/transactions.ts';
+import type { AgentTransactionList, AgentTransactionsInput, ListTransactionsInput, TransactionEventView } from '../../schemas/transactions.ts';
 import { findApiKeyById } from '../../store/identity.ts';
 import { type TransactionRow, listQuery } from '../../store/transactions.ts';
 import { authorize, listKeyTransactions, visibleScope } from '../access/index.ts';
 import { newestFirstPage, type Principal } from '../common/index.ts';
-import { transactionView } from './views.ts';
+import { transactionView, withLargeFieldsLeftOut } from './views.ts';
 
 interface ListOptions<Item> {
   /** Only the transactions this key made. */
@@ -25,7 +25,8 @@ async function listRows<Item>(db: Knex, principal: Principal, query: ListTransac
  * docs/decisions/money-and-escrow.md "Agent budgets").
  */
 export function createTransactionLists(db: Knex) {
-  const list = (principal: Principal, query: ListTransactionsInput) => listRows<TransactionView>(db, principal, query, { view: transactionView });
+  const list = (principal: Principal, query: ListTransactionsInput) =>
+    listRows<TransactionEventView>(db, principal, query, { view: (row) => withLargeFieldsLeftOut(transactionView(row)) });
 
   /**
    * The key is shown to the buyer only: a seller must not learn which of the buyer's keys bought,
@@ -37,7 +38,10 @@ export function createTransactionLists(db: Knex) {
     const asAgent: Principal = { ...person, caller_type: 'agent', api_key_id: null };
     return listRows(db, asAgent, query, {
       apiKeyId: query.api_key_id,
-      view: (row) => ({ ...transactionView(row), api_key_id: row.buyer_user_id === person.user_id ? (row.api_key_id ?? null) : null }),
+      view: (row) => ({
+        ...withLargeFieldsLeftOut(transactionView(row)),
+        api_key_id: row.buyer_user_id === person.user_id ? (row.api_key_id ?? null) : null,
+      }),
     });
   }
 

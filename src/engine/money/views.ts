@@ -54,27 +54,40 @@ export function jsonBytesOf(value: Record<string, unknown> | null): number {
 }
 
 const largeFields = ['input', 'result_payload'] as const;
+type LargeField = (typeof largeFields)[number];
 
 /**
- * The view an event (and the stored idempotency response, which is the last event's view)
- * carries: the transaction as GET shows it, except that an `input` or `result_payload` larger
- * than `limits.eventFieldInlineBytesMax` is null and named in `omitted_fields`. Both fields never
- * change once set (input at create, result_payload at deliver), so the row can always supply
- * them later; the events and stored responses then cost a few hundred bytes each instead of a
- * copy of the largest fields each.
+ * A view as answers that carry many transactions (events, stored responses, lists, A2A task
+ * metadata) show it: an `input` or `result_payload` larger than `limits.eventFieldInlineBytesMax`
+ * is null and named in `omitted_fields`, so the answer's size is bounded by the limits, not by
+ * what buyers and sellers wrote (a batch of 50 reads of one task with a 900 KB input answered
+ * 45 MB). Both fields never change once set (input at create, result_payload at deliver), so
+ * GET /api/v1/transactions/{id} supplies them whenever they are wanted.
  */
-export function transactionEventView(row: TransactionRow): TransactionEventView {
-  const view: TransactionEventView = transactionView(row);
+export function withLargeFieldsLeftOut<V extends TransactionView>(
+  view: V,
+  fields: readonly LargeField[] = largeFields,
+): V & Pick<TransactionEventView, 'omitted_fields'> {
   const omitted: OmittedField[] = [];
-  for (const field of largeFields) {
-    const bytes = jsonBytesOf(row[field]);
+  const shown: V & Pick<TransactionEventView, 'omitted_fields'> = { ...view };
+  for (const field of fields) {
+    const bytes = jsonBytesOf(view[field]);
     if (bytes > limits.eventFieldInlineBytesMax) {
-      view[field] = null;
+      shown[field] = null;
       omitted.push({ field, bytes });
     }
   }
-  if (omitted.length > 0) view.omitted_fields = omitted;
-  return view;
+  if (omitted.length > 0) shown.omitted_fields = omitted;
+  return shown;
+}
+
+/**
+ * The view an event (and the stored idempotency response, which is the last event's view)
+ * carries: the transaction as GET shows it, with its large fields left out; the events and stored
+ * responses then cost a few hundred bytes each instead of a copy of the largest fields each.
+ */
+export function transactionEventView(row: TransactionRow): TransactionEventView {
+  return withLargeFieldsLeftOut(transactionView(row));
 }
 
 /** The full view again: the fields an event view left out, taken from the transaction's row. */
