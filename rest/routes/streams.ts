@@ -4,7 +4,7 @@ import type { Engine } from '../../src/engine/index.ts';
 import { AppError } from '../../src/errors.ts';
 import { type PublishedEvent, eventJson } from '../../src/events/publisher.ts';
 import type { PublishedTaskEvent } from '../../src/events/task-feed.ts';
-import { SseStream, frame, parseLastEventId } from '../../src/events/sse.ts';
+import { SseStream, answerStreamHead, frame, parseLastEventId } from '../../src/events/sse.ts';
 import type { StreamEvent, StreamListener, Subscription } from '../../src/events/stream-types.ts';
 import type { ServerResponse } from 'node:http';
 import { transactionEventView, transactionIdParams } from '../../src/schemas/transactions.ts';
@@ -147,9 +147,11 @@ export async function serveEventStream<E extends StreamedEvent>(
   currentState: string,
   open: Opener<E>,
 ) {
-  const afterSequence = parseLastEventId(input.request.get('last-event-id') ?? input.query.last_event_id);
+  const header = input.request.get('last-event-id');
+  const afterSequence = parseLastEventId(header ?? input.query.last_event_id);
   if (afterSequence === null) {
-    throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }] });
+    const path = header === undefined ? 'query.last_event_id' : 'header.Last-Event-ID';
+    throw new AppError('validation_error', 'invalid Last-Event-ID', { errors: [{ path, message: 'must be a sequence number' }] });
   }
   const principal = input.principal!;
   const stream = new EventStream<E>(input.response, currentState, engine.dependencies.config.OUTBOX_RETENTION_HOURS);
@@ -163,6 +165,13 @@ export async function serveEventStream<E extends StreamedEvent>(
   } catch (error) {
     release();
     throw error;
+  }
+  if (input.request.method === 'HEAD') {
+    // Asked and checked as GET is (credentials, caps, who may see it), answered without the stream.
+    stream.subscription.close();
+    release();
+    answerStreamHead(input.response);
+    return handled;
   }
   stream.release = release;
   // The request's routing is over: the router's continuation need not live as long as the stream.

@@ -74,6 +74,25 @@ export function frame(data: string, id?: string, event?: string): string {
 
 type TaggedResponse = ServerResponse & { [streamOfResponse]?: SseStream };
 
+/** The head of every event stream: no caching, no compression, no buffering by a proxy. */
+const streamHeaders = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+  'Content-Encoding': 'identity',
+};
+
+/**
+ * HEAD of a stream: the head GET would answer, and no body, so no stream is held open (a HEAD that
+ * subscribed would never end, hold one of the credential's stream places, and stall the requests
+ * queued behind it on its keep-alive connection).
+ */
+export function answerStreamHead(response: ServerResponse) {
+  response.writeHead(200, streamHeaders);
+  response.end();
+}
+
 /** The one 'close' listener of every stream's response (called with the response as `this`). */
 function onResponseClose(this: TaggedResponse) {
   this[streamOfResponse]?.finish();
@@ -95,13 +114,7 @@ export class SseStream {
     if (this.state !== 'new') return;
     this.state = 'open';
     const { response } = this;
-    response.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-      'Content-Encoding': 'identity',
-    });
+    response.writeHead(200, streamHeaders);
     response.flushHeaders();
     response.write(': connected\n\n');
     this.lastWriteTick = heartbeatTick;

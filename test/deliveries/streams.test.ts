@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { limits } from '../../src/limits.ts';
 import { createAgent, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp, withBrokenBus } from '../helpers/app.ts';
 import { act, agentMarket, buy, credit, humanMarket } from '../helpers/market.ts';
@@ -201,5 +202,30 @@ describe('GET /api/v1/transactions/events', () => {
     }
     expect(live.received.map((event) => event.id)).toEqual(['1', '2']);
     expect(replayed.received.map((event) => event.id)).toEqual(['1', '2']);
+  });
+
+  it('answers HEAD as GET would, without a stream: it ends, holds no stream place, and refuses whom GET refuses', async () => {
+    const { buyer, capability } = await agentMarket(test, '100.00');
+    const stranger = await createAgent(test);
+    const deal = await buy(test, buyer, capability.id);
+    for (let index = 0; index < limits.sseStreamsPerCredentialMax + 5; index++) {
+      const head = await test.http.head('/api/v1/transactions/events').set(buyer.headers).expect(200);
+      expect(head.headers['content-type']).toMatch(/^text\/event-stream/);
+    }
+    await test.http.head(`/api/v1/transactions/${deal.id}/events`).set(buyer.headers).expect(200);
+    await test.http.head(`/api/v1/transactions/${deal.id}/events`).set(stranger.headers).expect(404);
+    await test.http.head('/api/v1/transactions/events').expect(401);
+    // Every place is still free: a real stream opens after more HEADs than the cap.
+    const client = openEventSource(`${server.url}/api/v1/transactions/events`, buyer.headers);
+    await client.opened;
+    client.close();
+    // A bad position is named where it was sent.
+    const byQuery = await test.http.get('/api/v1/transactions/events?last_event_id=abc').set(buyer.headers).expect(400);
+    expect(byQuery.body.data.errors).toEqual([{ path: 'query.last_event_id', message: 'must be a sequence number' }]);
+    const byHeader = await test.http
+      .get('/api/v1/transactions/events')
+      .set({ ...buyer.headers, 'Last-Event-ID': 'abc' })
+      .expect(400);
+    expect(byHeader.body.data.errors).toEqual([{ path: 'header.Last-Event-ID', message: 'must be a sequence number' }]);
   });
 });
