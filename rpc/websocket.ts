@@ -171,12 +171,18 @@ class RpcSockets {
       .then(() => authenticateHeaders(this.engine, request.headers, address))
       .then((principal) => {
         // Over the caps the upgrade is refused with 429 and Retry-After, before any socket exists.
-        // A revocation of the API key closes the connection (and the socket's close releases it).
-        const release = this.engine.admission.webSockets.open(principal, () => socket.destroy());
+        // A revocation of the API key closes the connection (and the socket's close releases it):
+        // once it is a WebSocket, as an expired token does, with -32110 and 1008, so that its
+        // client tells a revoked credential from a network drop and does not just reconnect.
+        let endRevoked = (): void => void socket.destroy();
+        const release = this.engine.admission.webSockets.open(principal, () => endRevoked());
         // A client that left during authentication has already emitted 'close'.
         if (socket.destroyed) return release();
         socket.once('close', release);
-        this.wss.handleUpgrade(request, socket, head, (ws) => this.onConnection(ws, principal, request, address));
+        this.wss.handleUpgrade(request, socket, head, (ws) => {
+          const connection = this.onConnection(ws, principal, request, address);
+          endRevoked = () => this.closeForCredentials(connection, new AppError('unauthenticated', 'the API key was revoked'));
+        });
       })
       .catch((error: unknown) => {
         const status = error instanceof AppError ? error.httpStatus : 500;
@@ -213,6 +219,7 @@ class RpcSockets {
       connection.subscriptions.clear();
     });
     socket.on('error', () => socket.terminate());
+    return connection;
   }
 
   private contextOf(connection: Connection): RpcContext {
@@ -297,10 +304,17 @@ class RpcSockets {
       return true;
     } catch (error) {
       const id = payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? ((payload as { id?: string | number }).id ?? null) : null;
-      send(connection, errorResponse(id, toRpcError(error, this.log)));
-      connection.socket.close(1008, 'credentials are no longer valid');
+      this.closeForCredentials(connection, error, id);
       return false;
     }
+  }
+
+  /** The socket's credentials no longer hold: the error first, then a close its client understands (1008). */
+  private closeForCredentials(connection: Connection, error: unknown, id: string | number | null = null) {
+    send(connection, errorResponse(id, toRpcError(error, this.log)));
+    connection.socket.close(1008, 'credentials are no longer valid');
+    // A peer that does not answer the close keeps nothing of a credential that no longer holds.
+    setTimeout(() => connection.socket.terminate(), limits.webSocketCloseGraceMs).unref();
   }
 
   /** Every call counts against the credential's JSON-RPC bucket, a batch as its length (as over HTTP). */

@@ -262,6 +262,8 @@ export const limits = {
   webSocketsPerCredentialMax: 20,
   webSocketsPerApiKeyMax: 200,
   webSocketsPerInstanceMax: 20_000,
+  /** A socket closed for its credentials (1008) that has not finished the closing handshake by then is cut. */
+  webSocketCloseGraceMs: 2_000,
   /** Password hashes (scrypt) running at once per process, and waiting for a turn; more are refused (4290). */
   passwordHashesConcurrentMax: 2,
   passwordHashesQueuedMax: 32,

@@ -8,6 +8,7 @@ import { type Actor, signUpHuman } from '../helpers/actors.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { act, agentMarket } from '../helpers/market.ts';
 import { v10Details } from '../helpers/a2a.ts';
+import { ownedAgent } from '../helpers/agent-budgets.ts';
 
 let test: TestApp;
 let server: Server;
@@ -218,5 +219,15 @@ describe('credentials on an open socket', () => {
     const refused = await peer.call('ListTasks', {});
     expect(refused.error).toMatchObject({ code: -32110, data: { code: 4010 } });
     expect(await closed).toBe(1008);
+  });
+
+  it('are ended by a revocation of the API key with the same error and close, not a dropped connection a client would redial', async () => {
+    const agent = await ownedAgent(test);
+    const peer = await Peer.connect(agent);
+    expect((await peer.call('ListTasks', {})).result).toMatchObject({ totalSize: 0 });
+    const closed = new Promise<number>((resolve) => peer.socket.once('close', (code) => resolve(code)));
+    await test.http.delete(`/api/v1/auth/api-keys/${agent.apiKeyId}`).set(agent.person.headers).expect(200);
+    expect(await closed).toBe(1008);
+    expect(peer.received.at(-1)).toMatchObject({ id: null, error: { code: -32110, data: { code: 4010 } } });
   });
 });
