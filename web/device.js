@@ -6,6 +6,13 @@
   const shared = window.MarketplaceSession;
   const { $, call, show, setText } = shared;
   let currentCode = null;
+  // The ids of the keys listed, to tell when the key an approval issued has arrived.
+  let listedKeys = new Set();
+  let waitTimer = null;
+  let waiting = null;
+
+  /** A date as the console writes it (12 Mar 2026, 14:05). */
+  const dateText = (iso) => new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' });
 
   function announce(text) {
     setText('status', text);
@@ -75,7 +82,7 @@
 
   function showTime(id, iso) {
     $(id).dateTime = iso;
-    $(id).textContent = new Date(iso).toLocaleString();
+    $(id).textContent = dateText(iso);
   }
 
   async function decide(decision) {
@@ -99,10 +106,38 @@
     $('outcome-title').textContent = approved ? 'Approved' : 'Denied';
     const bounded = budget ? ' It may spend ' + shared.budgetSentence({ ...budget, currency: 'UT' }) + '.' : '';
     $('outcome-text').textContent = approved
-      ? envelope.data.agent_platform_name + ' is connected.' + bounded + ' Return to the application: it receives its key within a few seconds, and the key then appears in your list below.'
+      ? envelope.data.agent_platform_name +
+        ' is connected.' +
+        bounded +
+        ' Return to the application: it receives its key within a few seconds, and the key then appears in your list below.'
       : 'The request was denied. ' + envelope.data.agent_platform_name + ' gets no key.';
     show('outcome', true);
     $('outcome-title').focus();
+    if (approved) waitForKey(envelope.data.agent_platform_name);
+  }
+
+  /**
+   * The key exists once the application collects it (its next poll of the token endpoint, within a
+   * few seconds): the list is read again every few seconds until a new key is in it (for at most two
+   * minutes), and the page says so, instead of a list that still says "No keys yet".
+   */
+  function waitForKey(platform) {
+    clearTimeout(waitTimer);
+    waiting = { before: new Set(listedKeys), platform };
+    const until = Date.now() + 120_000;
+    const tick = async () => {
+      await loadKeys();
+      if (waiting && Date.now() < until && shared.current) waitTimer = setTimeout(tick, 2_000);
+    };
+    waitTimer = setTimeout(tick, 1_000);
+  }
+
+  /** Said once, by whichever reading of the list (the wait's, a refresh, coming back to the tab) first shows the new key. */
+  function noticeNewKey() {
+    if (!waiting || ![...listedKeys].some((id) => !waiting.before.has(id))) return;
+    announce('The key of ' + waiting.platform + ' is now in your list.');
+    waiting = null;
+    clearTimeout(waitTimer);
   }
 
   async function loadKeys() {
@@ -115,9 +150,11 @@
     }
     setText('keys-error', '');
     const list = $('keys-list');
+    listedKeys = new Set(envelope.data.items.map((key) => key.id));
     list.replaceChildren(...envelope.data.items.map(keyItem));
     show('keys-empty', envelope.data.items.length === 0);
     show('keys', true);
+    noticeNewKey();
   }
 
   function keyItem(key) {
@@ -128,7 +165,7 @@
     name.textContent = key.name || key.agent_platform_type;
     const detail = document.createElement('span');
     detail.className = 'hint';
-    detail.textContent = 'mk_' + key.key_prefix + '… · created ' + new Date(key.created_at).toLocaleString();
+    detail.textContent = 'mk_' + key.key_prefix + '… · created ' + dateText(key.created_at);
     const budget = document.createElement('span');
     budget.className = 'hint';
     budget.textContent = key.budget ? 'Budget: ' + shared.budgetSentence(key.budget) : 'No budget';

@@ -46,7 +46,7 @@
       : 'Registered directly with this server: no address vouches for the name';
     $('request-redirect').textContent = request.redirect_uri;
     $('request-expiry').dateTime = request.expires_at;
-    $('request-expiry').textContent = new Date(request.expires_at).toLocaleString();
+    $('request-expiry').textContent = new Date(request.expires_at).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short' });
     setText('request-error', '');
     shared.attachBudget();
     show('request', true);
@@ -63,9 +63,12 @@
     if (envelope.code === 4010) return signedOut(explain(envelope));
     if (envelope.code === 4000) return shared.showErrors(envelope, shared.budgetFields, 'request-error', 'request', explain);
     if (envelope.code !== 0) return setText('request-error', explain(envelope));
-    finish(decision === 'approve' ? 'Allowed' : 'Denied', decision === 'approve'
-      ? 'Returning you to the application. You can close this page once it says it is connected.'
-      : 'The application gets no access. Returning you to it.');
+    finish(
+      decision === 'approve' ? 'Allowed' : 'Denied',
+      decision === 'approve'
+        ? 'Returning you to the application. You can close this page once it says it is connected.'
+        : 'The application gets no access. Returning you to it.',
+    );
     location.assign(envelope.data.redirect_to);
   }
 

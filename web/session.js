@@ -30,7 +30,13 @@ window.MarketplaceSession = (function () {
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (session) headers.Authorization = 'Bearer ' + session.token;
     try {
-      const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+      const response = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: 'omit',
+        cache: 'no-store',
+      });
       return await response.json();
     } catch {
       return { code: -1, data: null };
@@ -54,12 +60,18 @@ window.MarketplaceSession = (function () {
       const mine = own(envelope, context);
       if (mine) return mine;
       switch (envelope.code) {
-        case -1: return 'The server could not be reached. Check your connection and try again.';
-        case 4010: return context === 'sign-in' ? 'Wrong email or password.' : 'Your session has ended. Please sign in again.';
-        case 4092: return 'An account with this email already exists. Sign in instead.';
-        case 4000: return 'Some of what you entered is not valid: ' + ((data.errors || [])[0] || {}).message + '.';
-        case 4290: return 'Too many attempts. Please wait ' + (data.retry_after_seconds || 60) + ' seconds and try again.';
-        default: return data.detail || 'Something went wrong (code ' + envelope.code + '). Please try again.';
+        case -1:
+          return 'The server could not be reached. Check your connection and try again.';
+        case 4010:
+          return context === 'sign-in' ? 'Wrong email or password.' : 'Your session has ended. Please sign in again.';
+        case 4092:
+          return 'An account with this email already exists. Sign in instead.';
+        case 4000:
+          return 'Some of what you entered is not valid: ' + ((data.errors || [])[0] || {}).message + '.';
+        case 4290:
+          return 'Too many attempts. Please wait ' + (data.retry_after_seconds || 60) + ' seconds and try again.';
+        default:
+          return data.detail || 'Something went wrong (code ' + envelope.code + '). Please try again.';
       }
     };
   }
@@ -124,15 +136,17 @@ window.MarketplaceSession = (function () {
       show('budget-categories-box', false);
       return;
     }
-    box.replaceChildren(...envelope.data.map((category) => {
-      const label = document.createElement('label');
-      const input = document.createElement('input');
-      input.type = 'checkbox';
-      input.name = 'categories';
-      input.value = category.code;
-      label.append(input, document.createTextNode(category.label_en + ' · ' + category.label));
-      return label;
-    }));
+    box.replaceChildren(
+      ...envelope.data.map((category) => {
+        const label = document.createElement('label');
+        const input = document.createElement('input');
+        input.type = 'checkbox';
+        input.name = 'categories';
+        input.value = category.code;
+        label.append(input, document.createTextNode(category.label_en + ' · ' + category.label));
+        return label;
+      }),
+    );
   }
 
   /** The budget the person chose: null when they left every box empty (the key then has none). */
@@ -186,6 +200,8 @@ window.MarketplaceSession = (function () {
     clearBudget,
     budgetFields,
     budgetSentence,
-    get current() { return session; },
+    get current() {
+      return session;
+    },
   };
 })();

@@ -23,7 +23,9 @@ export function explain(envelope, context) {
   return {
     what: t(key, values),
     todo: has(todoKey) ? t(todoKey, values) : '',
-    detail: typeof data.detail === 'string' ? data.detail : '',
+    // A refusal this page has its own sentence for (an email already taken on sign-up) is said once,
+    // in the page's language: the server's English sentence would only repeat it.
+    detail: typeof data.detail === 'string' && !scoped ? data.detail : '',
   };
 }
 

@@ -6,12 +6,13 @@ import { t } from './i18n.js';
 // Form fields with a visible label, an optional hint and a place for the field's own error, tied
 // together with for/aria-describedby; errors from the API (4000 lists each field) go next to
 // their field and mark it invalid, everything else to the form's alert.
-export function field({ name, label, type = 'text', hint, required, value, options, rows, autocomplete, inputmode, maxlength, placeholder }) {
+export function field({ name, label, type = 'text', hint, required, value, options, rows, autocomplete, inputmode, maxlength, placeholder, currency }) {
   const id = uid(name);
   const hintId = hint ? `${id}-hint` : null;
   const errorId = `${id}-error`;
   const describedBy = [hintId, errorId].filter(Boolean).join(' ');
-  const common = { id, name, required, autocomplete, inputmode, maxlength, placeholder, 'aria-describedby': describedBy };
+  // An amount field names its currency, so that a bound the API states is shown as money (¥10,000.00).
+  const common = { id, name, required, autocomplete, inputmode, maxlength, placeholder, 'aria-describedby': describedBy, 'data-currency': currency };
   let input;
   if (options) {
     input = h(
@@ -32,7 +33,7 @@ export function field({ name, label, type = 'text', hint, required, value, optio
     { class: type === 'checkbox' ? 'field field-check' : 'field' },
     type === 'checkbox'
       ? [input, h('label', { for: id }, label)]
-      : [h('label', { for: id }, label, required ? h('span', { class: 'required' }, ` (${t('form.required')})`) : null), input],
+      : [h('label', { for: id }, label, required ? h('span', { class: 'required' }, t('form.required-mark')) : null), input],
     hint && h('p', { id: hintId, class: 'hint' }, hint),
     h('p', { id: errorId, class: 'field-error', hidden: true }),
   );
@@ -62,16 +63,27 @@ export function clearErrors(form) {
  * for the same field is added to the first, not put in its place (a password both too short and
  * without digits says both).
  */
-export function fieldError(form, name, message) {
+export function fieldError(form, name, message, item) {
   const input = form.elements.namedItem(name);
   if (!input || !input.id) return false;
   const error = document.getElementById(`${input.id}-error`);
-  const words = fieldWords(message);
+  const said = fieldWords(message, { currency: input.dataset ? input.dataset.currency : undefined, labelOf: (other) => labelOf(form, other) });
+  // A message about one item of a list field (one line of the capability ids) says which.
+  const words = item === undefined ? said : t('field.item', { number: item + 1, message: said });
   if (error.hidden || !error.textContent) error.textContent = words;
   else if (!error.textContent.includes(words)) error.textContent = `${error.textContent} ${words}`;
   error.hidden = false;
   input.setAttribute('aria-invalid', 'true');
   return true;
+}
+
+/** The visible label of a form's field (without its "required" mark), for a message that names another field. */
+function labelOf(form, name) {
+  const input = form.elements.namedItem(name);
+  const label = input && input.id ? form.querySelector(`label[for="${input.id}"]`) : null;
+  if (!label) return null;
+  const mark = label.querySelector('.required');
+  return (mark ? label.textContent.slice(0, label.textContent.length - mark.textContent.length) : label.textContent).trim();
 }
 
 /** Shows an API refusal on the form; focuses the first field named, else the alert. */
@@ -81,11 +93,12 @@ export function showProblem(form, envelope, context) {
   const unplaced = [];
   if (envelope.code === 4000 && envelope.data && Array.isArray(envelope.data.errors)) {
     for (const error of envelope.data.errors) {
-      const name = String(error.path)
+      const [name, index] = String(error.path)
         .replace(/^(body|query|params)\./, '')
-        .split('.')[0];
-      if (fieldError(form, name, error.message)) first = first || form.elements.namedItem(name);
-      else unplaced.push({ ...error, message: fieldWords(error.message) });
+        .split('.');
+      const item = /^\d+$/.test(index ?? '') ? Number(index) : undefined;
+      if (fieldError(form, name, error.message, item)) first = first || form.elements.namedItem(name);
+      else unplaced.push({ ...error, message: fieldWords(error.message, { labelOf: (other) => labelOf(form, other) }) });
     }
     if (first && unplaced.length === 0) return void first.focus();
   }

@@ -1,3 +1,5 @@
+import { t } from './i18n.js';
+
 // Amounts are decimal strings with two fraction digits ("12.50"); they are added and compared as
 // whole minor units (BigInt), never as floating-point numbers, and shown with their currency.
 export function toMinor(amount) {
@@ -29,5 +31,31 @@ export function money(amount, currency) {
   return currency === 'CNY' ? `${sign}¥${number}` : `${sign}${number} ${currency || 'UT'}`;
 }
 
-/** Whether what a person typed is an amount the API takes (at least 0, at most two decimals). */
-export const isAmount = (text) => /^\d{1,13}(\.\d{1,2})?$/.test(String(text).trim());
+/** The largest amount the API takes (src/domain/money.ts, limits.amountMinorUnitsMax): 10,000,000,000,000.00. */
+export const largestMinor = 1_000_000_000_000_000n;
+
+/** What a person typed, trimmed, with full-width digits and point (a Chinese keyboard) read as ordinary ones. */
+export const normalAmount = (text) =>
+  String(text ?? '')
+    .trim()
+    .replace(/[\uff10-\uff19]/g, (digit) => String.fromCharCode(digit.charCodeAt(0) - 0xfee0))
+    .replace(/\uff0e/g, '.');
+
+/** Whether what a person typed is an amount the API takes (at least 0, at most two decimals, at most the largest). */
+export function isAmount(text) {
+  const value = normalAmount(text);
+  return /^\d+(\.\d{1,2})?$/.test(value) && toMinor(value) <= largestMinor;
+}
+
+/**
+ * Why what a person typed is not an amount, in the page's words (null when it is one): too large
+ * says the largest, a minus sign, a third decimal or a comma say what to change.
+ */
+export function amountProblem(text, currency = 'CNY') {
+  const value = normalAmount(text);
+  if (/^\d+(\.\d{1,2})?$/.test(value)) return toMinor(value) > largestMinor ? t('money.too-large', { largest: money(largestMinor, currency) }) : null;
+  if (/^[-\u2212]/.test(value)) return t('money.negative');
+  if (/^\d+\.\d{3,}$/.test(value)) return t('money.decimals');
+  if (/^[\d.]+([,\uff0c\s'][\d.]+)+$/.test(value)) return t('money.comma');
+  return t('money.invalid');
+}

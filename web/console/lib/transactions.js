@@ -6,6 +6,16 @@ import { listen } from './live.js';
 import { money } from './money.js';
 import { word } from './catalog.js';
 
+/** The statuses of a deal that ended without the work: the money held for it went back to the buyer. */
+export const endedWithoutWork = ['cancelled_by_buyer', 'rejected_by_seller', 'refunded', 'failed'];
+
+/** An application's status; an accepted one whose deal ended without the work says so. */
+export function applicationBadge(application, deal) {
+  if (application.status === 'accepted' && deal && endedWithoutWork.includes(deal.status))
+    return h('span', { class: 'badge status-ended' }, t('status.application.deal-ended'));
+  return h('span', { class: `badge status-${application.status}` }, word('status.application', application.status));
+}
+
 // The person's transactions as buyer or seller, newest first, changed in place as their events
 // arrive on the stream (and a new one added at the top).
 export function transactionRow(transaction) {

@@ -4,7 +4,7 @@ import { errorBox } from '../lib/explain.js';
 import { field, fieldError, form, showProblem, valueOf } from '../lib/forms.js';
 import { categoryLabel } from '../lib/catalog.js';
 import { t, when } from '../lib/i18n.js';
-import { isAmount, money } from '../lib/money.js';
+import { amountProblem, money, normalAmount } from '../lib/money.js';
 
 // One key's agent budget on My agents (docs/decisions/money-and-escrow.md "Agent budgets"): its
 // bounds and what is left today as the key list tells them, a form that sets or changes it (PUT,
@@ -85,7 +85,7 @@ function budgetForm(key, budget, categories, done) {
         ['per_purchase_max', perPurchase],
         ['daily_max', daily],
       ]) {
-        if (text !== '' && !isAmount(text)) wrong = fieldError(element, fieldName, t('budget.form.not-amount')) || wrong;
+        if (text !== '' && amountProblem(text, 'UT')) wrong = fieldError(element, fieldName, amountProblem(text, 'UT')) || wrong;
       }
       if (wrong) return element.querySelector('[aria-invalid]').focus();
       const categories = [...element.querySelectorAll('input[name="categories"]:checked')].map((box) => box.value);
@@ -94,8 +94,8 @@ function budgetForm(key, budget, categories, done) {
         .filter(Boolean);
       const envelope = await api('PUT', `/api/v1/auth/api-keys/${key.id}/budget`, {
         body: {
-          per_purchase_max: amountOrNull(perPurchase),
-          daily_max: amountOrNull(daily),
+          per_purchase_max: amountOrNull(normalAmount(perPurchase)),
+          daily_max: amountOrNull(normalAmount(daily)),
           categories: categories.length ? categories : null,
           capability_ids: capabilities.length ? capabilities : null,
         },

@@ -96,8 +96,8 @@ function filters(kind, onSearch) {
           ],
         }),
         field({ name: 'city', label: t('hall.city') }),
-        field({ name: spec.min, label: t(`hall.${kind}.min`), inputmode: 'decimal' }),
-        field({ name: spec.max, label: t(`hall.${kind}.max`), inputmode: 'decimal' }),
+        field({ name: spec.min, label: t(`hall.${kind}.min`), inputmode: 'decimal', currency: 'CNY' }),
+        field({ name: spec.max, label: t(`hall.${kind}.max`), inputmode: 'decimal', currency: 'CNY' }),
         field({ name: 'sort', label: t('hall.sort'), options: [['', t('hall.sort.default')], ...spec.sorts.map((sort) => [sort, t(`hall.sort.${sort}`)])] }),
       ),
     ],
@@ -151,8 +151,9 @@ export async function render(ctx) {
     'div',
     { class: 'page' },
     h('h1', null, t(`hall.${kind}.title`)),
-    h('p', { class: 'lead' }, t(`hall.${kind}.lead`)),
-    !signedIn() && h('p', { class: 'notice' }, t('hall.signed-out'), ' ', h('a', { href: '#/sign-in' }, t('hall.sign-in-link')), '.'),
+    // Signed in, the lead says how to apply from here, not to sign in.
+    h('p', { class: 'lead' }, t(signedIn() ? `hall.${kind}.lead.signed-in` : `hall.${kind}.lead`)),
+    !signedIn() && h('p', { class: 'notice' }, t('hall.signed-out'), h('a', { href: '#/sign-in' }, t('hall.sign-in-link')), t('hall.signed-out.end')),
     signedIn() && kind === 'tasks' && h('p', null, h('a', { class: 'button primary', href: '#/tasks/new' }, t('hire.publish'))),
     h(
       'section',

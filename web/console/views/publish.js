@@ -5,7 +5,8 @@ import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
 import { field, fieldError, form, showProblem, valueOf } from '../lib/forms.js';
 import { t } from '../lib/i18n.js';
-import { fromMinor, isAmount, money, toMinor } from '../lib/money.js';
+import { amountProblem, fromMinor, money, normalAmount, toMinor } from '../lib/money.js';
+import * as session from '../lib/session.js';
 
 // Publishing a task: the bounty is held from the wallet's available CNY. The page shows, before
 // the click, what is available and held now and what will be after; if the balance is short the
@@ -48,13 +49,45 @@ export function taskFields(values = {}) {
  */
 export function showPublished(ctx, element, envelope) {
   if (envelope.code === 4020 && envelope.data && envelope.data.task_id) {
+    forgetDraft();
     ctx.announce(t('publish.kept-draft'));
-    return ctx.navigate(`/tasks/${envelope.data.task_id}?short=${encodeURIComponent(envelope.data.available)}:${encodeURIComponent(envelope.data.required)}`);
+    // The task page says how short the balance is from the wallet as it is then, not from this answer.
+    return ctx.navigate(`/tasks/${envelope.data.task_id}?kept=1`);
   }
   if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
+  forgetDraft();
   ctx.announce(t('publish.done'));
   ctx.navigate(`/tasks/${envelope.data.id}?published=1`);
 }
+
+// What a person typed in the publish form, kept in this tab (sessionStorage) as they type: a session
+// that ends before they send it (4010, sign in again, back to the form) or a reload does not lose it.
+const draftKey = 'agent-marketplace.console-publish-draft';
+const draftFields = ['title', 'description', 'category', 'mode', 'city', 'delivery_hours', 'tags', 'bounty_amount'];
+
+function keepDraft(element) {
+  const values = {};
+  for (const name of draftFields) values[name] = element.elements.namedItem(name)?.value ?? '';
+  const who = session.current() && session.current().user_id;
+  try {
+    sessionStorage.setItem(draftKey, JSON.stringify({ user_id: who, values }));
+  } catch {
+    // A full or disabled storage only loses the convenience.
+  }
+}
+
+function keptDraft() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(draftKey) || 'null');
+    const who = session.current() && session.current().user_id;
+    if (!kept || !kept.values || (kept.user_id && who && kept.user_id !== who)) return null;
+    return Object.values(kept.values).some((value) => value !== '') ? kept.values : null;
+  } catch {
+    return null;
+  }
+}
+
+const forgetDraft = () => sessionStorage.removeItem(draftKey);
 
 /** The body the task fields give; null after marking what is wrong. */
 export function taskBody(element) {
@@ -71,8 +104,9 @@ export function taskBody(element) {
   else body.delivery_hours = Number(hours);
   const bounty = valueOf(element, 'bounty_amount');
   if (bounty !== undefined && bounty !== '') {
-    if (!isAmount(bounty)) fine = !fieldError(element, 'bounty_amount', t('money.invalid'));
-    else body.bounty_amount = bounty;
+    const problem = amountProblem(bounty);
+    if (problem) fine = !fieldError(element, 'bounty_amount', problem);
+    else body.bounty_amount = normalAmount(bounty);
   }
   if (!fine) element.querySelector('[aria-invalid="true"]')?.focus();
   return fine ? body : null;
@@ -82,9 +116,14 @@ export function taskBody(element) {
 export function holdPreview(wallet, bountyText) {
   const available = toMinor(wallet.available);
   const frozen = toMinor(wallet.frozen);
-  const bounty = isAmount(bountyText) ? toMinor(bountyText) : 0n;
   const now = t('publish.now', { available: money(available, 'CNY'), held: money(frozen, 'CNY') });
-  if (bounty === 0n) return [now, t('publish.nothing-held')];
+  const text = normalAmount(bountyText);
+  if (text === '') return [now, t('publish.nothing-held')];
+  // A bounty that is typed but is no amount (1e5, -5, 12.345, 100,50, too large) is said as such, not as "no bounty".
+  const problem = amountProblem(text);
+  if (problem) return [now, t('publish.unreadable', { problem })];
+  const bounty = toMinor(text);
+  if (bounty === 0n) return [now, t('publish.zero-held')];
   if (bounty > available) return [now, t('publish.short', { bounty: money(bounty, 'CNY'), short: money(bounty - available, 'CNY') })];
   return [
     now,
@@ -98,7 +137,7 @@ function fill(element, draft) {
     const input = element.elements.namedItem(name);
     if (!input || value === null || value === undefined) continue;
     input.value = Array.isArray(value) ? value.join(', ') : String(value);
-    input.dispatchEvent(new Event('input'));
+    input.dispatchEvent(new Event('input', { bubbles: true }));
   }
 }
 
@@ -181,27 +220,40 @@ export async function render(ctx) {
   const wallet = walletEnvelope.data.cash;
   const preview = h('div', { class: 'notice', id: 'hold-preview', 'aria-live': 'polite' });
   const showPreview = (text) => preview.replaceChildren(...holdPreview(wallet, text).map((line) => h('p', null, line)));
-  showPreview('');
-  const bountyField = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', hint: t('task.field.bounty.hint') });
+  const kept = keptDraft();
+  const bountyField = field({
+    name: 'bounty_amount',
+    label: t('task.field.bounty'),
+    inputmode: 'decimal',
+    hint: t('task.field.bounty.hint'),
+    currency: 'CNY',
+    value: kept ? kept.bounty_amount : '',
+  });
+  showPreview(bountyField.input.value);
   bountyField.input.addEventListener('input', () => showPreview(bountyField.input.value));
   // One key for this form: a retry after a lost answer replays the publish instead of making a second task.
   const key = retryKey();
-  const fields = taskFields();
+  const fields = taskFields(kept ? { ...kept, tags: kept.tags ? [kept.tags] : [] } : {});
   const element = form({
     label: t('publish.title'),
     submit: t('publish.submit'),
     fields: [...fields.slice(0, 2), clearerButton(() => element), ...fields.slice(2), bountyField, preview],
     onSubmit: async (element) => {
+      keepDraft(element);
       const body = taskBody(element);
       if (!body) return;
       showPublished(ctx, element, await api('POST', '/api/v1/tasks/', { body, retry: key }));
     },
   });
+  element.addEventListener('input', () => keepDraft(element));
+  element.addEventListener('change', () => keepDraft(element));
+  const restored = kept && h('p', { class: 'notice', role: 'status' }, t('publish.restored'));
   return h(
     'div',
     { class: 'page narrow' },
     h('h1', null, t('publish.title')),
     h('p', { class: 'lead' }, t('publish.lead')),
+    restored,
     draftHelper(() => element),
     h('section', { 'aria-labelledby': 'task-form' }, h('h2', { id: 'task-form' }, t('publish.form')), element),
   );

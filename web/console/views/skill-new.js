@@ -4,7 +4,7 @@ import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
 import { field, form, showProblem, valueOf } from '../lib/forms.js';
 import { t } from '../lib/i18n.js';
-import { isAmount } from '../lib/money.js';
+import { amountProblem, normalAmount } from '../lib/money.js';
 import { postStream } from '../lib/stream.js';
 
 // Creating a skill three ways: by hand; from a pasted CV (the extraction's candidates, each
@@ -67,8 +67,8 @@ function skillForm(ctx, values = {}) {
       };
       if (valueOf(element, 'city')) body.city = valueOf(element, 'city');
       const price = valueOf(element, 'ut_price');
-      if (price && !isAmount(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'ut_price', message: t('money.invalid') }] } });
-      if (price) body.ut_price = price;
+      if (price && amountProblem(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'ut_price', message: amountProblem(price) }] } });
+      if (price) body.ut_price = normalAmount(price);
       const tags = valueOf(element, 'tags')
         .split(/[,，]/)
         .map((tag) => tag.trim())
@@ -97,8 +97,8 @@ function candidateCard(ctx, candidate) {
       fields: [field({ name: 'ut_price', label: t('skill.field.price'), inputmode: 'decimal' })],
       onSubmit: async (element) => {
         const price = valueOf(element, 'ut_price');
-        if (price && !isAmount(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'ut_price', message: t('money.invalid') }] } });
-        const envelope = await api('POST', `/api/v1/skills/candidates/${candidate.id}/confirm`, { body: price ? { ut_price: price } : {} });
+        if (price && amountProblem(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'ut_price', message: amountProblem(price) }] } });
+        const envelope = await api('POST', `/api/v1/skills/candidates/${candidate.id}/confirm`, { body: price ? { ut_price: normalAmount(price) } : {} });
         if (envelope.code !== 0) return showProblem(element, envelope, 'skill');
         ctx.announce(t('skill.created', { name: envelope.data.name }));
         element.replaceWith(h('p', { class: 'notice' }, t('cv.confirmed')));

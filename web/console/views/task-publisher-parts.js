@@ -5,7 +5,7 @@ import { errorBox } from '../lib/explain.js';
 import { field, form, showProblem, valueOf } from '../lib/forms.js';
 import { t, when } from '../lib/i18n.js';
 import { listen } from '../lib/live.js';
-import { isAmount, money } from '../lib/money.js';
+import { amountProblem, money, normalAmount } from '../lib/money.js';
 
 // The publisher's pushes (recommended skills to invite or select at a price, and the pushes sent)
 // and the rating of the matched skill once its transaction has settled.
@@ -66,8 +66,9 @@ function candidateRow(ctx, task, candidate, reload) {
     ),
     onSubmit: async (element) => {
       const price = valueOf(element, 'price');
-      if (!isAmount(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'price', message: t('money.invalid') }] } });
-      const envelope = await api('POST', `/api/v1/tasks/${task.id}/select-skill`, { body: { skill_id: candidate.skill_id, price } });
+      const problem = amountProblem(price, task.bounty_currency);
+      if (problem) return showProblem(element, { code: 4000, data: { errors: [{ path: 'price', message: problem }] } });
+      const envelope = await api('POST', `/api/v1/tasks/${task.id}/select-skill`, { body: { skill_id: candidate.skill_id, price: normalAmount(price) } });
       if (envelope.code !== 0) return showProblem(element, envelope, 'push');
       ctx.announce(t('push.selected'));
       await reload();

@@ -4,7 +4,8 @@ import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
 import { field, form, showProblem, valueOf } from '../lib/forms.js';
 import { t, when } from '../lib/i18n.js';
-import { isAmount, money, toMinor } from '../lib/money.js';
+import { amountProblem, money, normalAmount, toMinor } from '../lib/money.js';
+import { applicationBadge, endedWithoutWork } from '../lib/transactions.js';
 import { holdPreview, showPublished } from './publish.js';
 import { pushesSection, ratingSection } from './task-publisher-parts.js';
 
@@ -33,23 +34,52 @@ async function walletNotice(task, ctx) {
   );
 }
 
-function draftNotice(ctx) {
-  const short = (ctx.query.get('short') || '').split(':');
+/**
+ * What a draft's notice says, from the wallet as it is now (read with the publish form's preview,
+ * and again when the person comes back to the tab): short by how much, or that the balance now
+ * covers the bounty. Never from the address, which would keep the balance of the moment it was kept.
+ */
+function draftNotice(ctx, task, cash) {
+  const bounty = task.bounty_amount === null ? null : toMinor(task.bounty_amount);
+  const available = cash ? toMinor(cash.available) : null;
+  const kept = ctx.query.get('kept') ? 'task.draft-short' : 'task.draft-short-now';
+  let lines = [t('task.draft')];
+  if (bounty !== null && available !== null && bounty > available)
+    lines = [t(kept, { available: money(available, 'CNY'), required: money(bounty, 'CNY') }), t('task.draft-todo')];
+  else if (bounty !== null && available !== null && bounty > 0n)
+    lines = [t('task.draft-covered', { available: money(available, 'CNY'), required: money(bounty, 'CNY') })];
   return h(
     'div',
-    { class: 'notice warning', role: 'status' },
-    h('p', null, short.length === 2 ? t('task.draft-short', { available: money(short[0], 'CNY'), required: money(short[1], 'CNY') }) : t('task.draft')),
-    h('p', null, t('task.draft-todo')),
+    { class: 'notice warning', role: 'status', id: 'draft-notice' },
+    lines.map((line) => h('p', null, line)),
   );
 }
 
-async function publishDraft(ctx, task, update) {
-  const wallet = await api('GET', '/api/v1/wallet/');
+async function publishDraft(ctx, task, update, notices) {
+  let wallet = await api('GET', '/api/v1/wallet/');
   const preview = h('div', { class: 'notice', 'aria-live': 'polite' });
-  const show = (text) => wallet.code === 0 && preview.replaceChildren(...holdPreview(wallet.data.cash, text).map((line) => h('p', null, line)));
-  const bounty = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', value: task.bounty_amount ?? '' });
-  bounty.input.addEventListener('input', () => show(bounty.input.value));
-  show(task.bounty_amount ?? '');
+  const bounty = field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', value: task.bounty_amount ?? '', currency: 'CNY' });
+  const show = () => {
+    if (wallet.code !== 0) return;
+    preview.replaceChildren(...holdPreview(wallet.data.cash, bounty.input.value).map((line) => h('p', null, line)));
+    notices.replaceChildren(draftNotice(ctx, task, wallet.data.cash));
+  };
+  bounty.input.addEventListener('input', show);
+  show();
+  // Money added meanwhile (in another tab, by the operator) shows when the person comes back to this one.
+  const again = async () => {
+    if (document.visibilityState !== 'visible') return;
+    const fresh = await api('GET', '/api/v1/wallet/');
+    if (fresh.code !== 0) return;
+    wallet = fresh;
+    show();
+  };
+  document.addEventListener('visibilitychange', again);
+  window.addEventListener('focus', again);
+  ctx.onLeave(() => {
+    document.removeEventListener('visibilitychange', again);
+    window.removeEventListener('focus', again);
+  });
   const key = retryKey();
   return h(
     'section',
@@ -73,9 +103,9 @@ async function publishDraft(ctx, task, update) {
       onSubmit: async (element) => {
         const body = { delivery_hours: Number(valueOf(element, 'delivery_hours')) };
         const amount = valueOf(element, 'bounty_amount');
-        body.bounty_amount = amount === '' ? null : amount;
-        if (amount !== '' && !isAmount(amount))
-          return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: t('money.invalid') }] } });
+        body.bounty_amount = amount === '' ? null : normalAmount(amount);
+        const problem = amount === '' ? null : amountProblem(amount);
+        if (problem) return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: problem }] } });
         const envelope = await api('POST', `/api/v1/tasks/${task.id}/publish-draft`, { body, retry: key });
         if (envelope.code !== 0) return showProblem(element, envelope, 'publish');
         ctx.announce(t('publish.done'));
@@ -105,7 +135,7 @@ function acceptTerms(task, application) {
   };
 }
 
-function applicationRow(ctx, task, application, name) {
+function applicationRow(ctx, task, application, name, deal) {
   const problem = h('div');
   const terms = acceptTerms(task, application);
   const key = retryKey();
@@ -161,7 +191,7 @@ function applicationRow(ctx, task, application, name) {
   return h(
     'li',
     { class: 'card', 'data-id': application.id, 'data-status': application.status },
-    h('h3', null, name, ' ', h('span', { class: `badge status-${application.status}` }, word('status.application', application.status))),
+    h('h3', null, name, ' ', applicationBadge(application, deal)),
     h(
       'p',
       { class: 'meta' },
@@ -182,7 +212,7 @@ function applicationsSection(ctx, task) {
   const empty = h('p', { class: 'hint' }, t('applications.empty'));
   const problem = h('div');
   const section = h('section', { 'aria-labelledby': 'applications' }, h('h2', { id: 'applications' }, t('applications.title')), problem, empty, list);
-  section.load = async (current) => {
+  section.load = async (current, deal) => {
     const envelope = await api('GET', `/api/v1/tasks/${current.id}/applications`, { query: { page_size: 50 } });
     if (envelope.code !== 0) return problem.replaceChildren(errorBox(envelope));
     const seen = new Set();
@@ -190,7 +220,7 @@ function applicationsSection(ctx, task) {
       seen.add(application.id);
       const old = list.querySelector(`[data-id="${application.id}"]`);
       if (old && old.dataset.status === application.status && current.status === 'open') continue;
-      const row = applicationRow(ctx, current, application, await skillName(application.skill_id));
+      const row = applicationRow(ctx, current, application, await skillName(application.skill_id), deal);
       if (old) old.replaceWith(row);
       else list.append(row);
     }
@@ -224,18 +254,16 @@ function closeSection(ctx, task) {
 }
 
 /** A transaction that ended without the work: the money is back, and the task can be published again. */
-const endedWithoutWork = ['cancelled_by_buyer', 'rejected_by_seller', 'refunded', 'failed'];
-
-async function matchedSection(ctx, task) {
-  const transaction = await api('GET', `/api/v1/transactions/${task.transaction_id}`);
-  const status = transaction.code === 0 ? transaction.data.status : null;
+function matchedSection(ctx, task, deal) {
+  const status = deal ? deal.status : null;
   const toTransaction = h('a', { href: `#/transactions/${task.transaction_id}` }, t('task.to-transaction'));
   if (endedWithoutWork.includes(status)) {
+    // One sentence per way of ending: who ended it and where the money went.
     return h(
       'section',
       { 'aria-labelledby': 'matched' },
       h('h2', { id: 'matched' }, t('task.ended-without-work')),
-      h('p', null, t('task.ended-without-work.status', { status: word('status.transaction', status) }), ' ', toTransaction),
+      h('p', null, t(`task.ended.${status}`, { price: money(deal.price_ut, deal.currency) }), ' ', toTransaction),
       reuseForm(ctx, task),
     );
   }
@@ -255,34 +283,44 @@ function reuseForm(ctx, task) {
     submit: t('task.reuse.submit'),
     fields: [
       field({ name: 'delivery_hours', label: t('task.field.delivery-hours'), inputmode: 'numeric', required: true, value: task.delivery_hours ?? '' }),
-      field({ name: 'bounty_amount', label: t('task.field.bounty'), inputmode: 'decimal', value: task.bounty_amount ?? '', hint: t('task.field.bounty.hint') }),
+      field({
+        name: 'bounty_amount',
+        label: t('task.field.bounty'),
+        inputmode: 'decimal',
+        value: task.bounty_amount ?? '',
+        hint: t('task.field.bounty.hint'),
+        currency: 'CNY',
+      }),
     ],
     onSubmit: async (element) => {
       const hours = valueOf(element, 'delivery_hours');
       const bounty = valueOf(element, 'bounty_amount');
-      const body = { delivery_hours: /^\d{1,4}$/.test(hours) ? Number(hours) : hours, bounty_amount: bounty === '' ? null : bounty };
+      const problem = bounty === '' ? null : amountProblem(bounty);
+      if (problem) return showProblem(element, { code: 4000, data: { errors: [{ path: 'bounty_amount', message: problem }] } });
+      const body = { delivery_hours: /^\d{1,4}$/.test(hours) ? Number(hours) : hours, bounty_amount: bounty === '' ? null : normalAmount(bounty) };
       showPublished(ctx, element, await api('POST', `/api/v1/tasks/${task.id}/reuse`, { body, retry: key }));
     },
   });
 }
 
-export async function build(ctx, first) {
+export async function build(ctx, first, firstDeal) {
   const notices = h('div');
   const element = h('div');
-  let shownStatus = null;
+  let shown = null;
   let applications = null;
 
-  async function update(task) {
-    if (task.status === 'open' && (ctx.query.get('published') || shownStatus === 'draft')) notices.replaceChildren(await walletNotice(task, ctx));
-    else if (task.status === 'draft') notices.replaceChildren(draftNotice(ctx));
-    else if (task.status !== 'open') notices.replaceChildren();
-    if (task.status !== shownStatus) {
-      shownStatus = task.status;
+  async function update(task, deal = null) {
+    // A draft's notice is drawn with its publish form, from the same reading of the wallet.
+    if (task.status === 'open' && (ctx.query.get('published') || (shown || '').startsWith('draft'))) notices.replaceChildren(await walletNotice(task, ctx));
+    else if (task.status !== 'open' && task.status !== 'draft') notices.replaceChildren();
+    const now = `${task.status}:${deal ? deal.status : ''}`;
+    if (now !== shown) {
+      shown = now;
       applications = task.status === 'draft' ? null : applicationsSection(ctx, task);
       const parts = [];
-      if (task.status === 'draft') parts.push(await publishDraft(ctx, task, update));
+      if (task.status === 'draft') parts.push(await publishDraft(ctx, task, update, notices));
       if (task.status === 'matched') {
-        const matched = await matchedSection(ctx, task);
+        const matched = matchedSection(ctx, task, deal);
         // Nothing to rate when the work was never done.
         parts.push(matched, matched.querySelector('form') ? null : await ratingSection(ctx, task));
       }
@@ -290,8 +328,8 @@ export async function build(ctx, first) {
       if (task.status === 'open') parts.push(await pushesSection(ctx, task), closeSection(ctx, task));
       element.replaceChildren(...parts.filter(Boolean));
     }
-    if (applications) await applications.load(task);
+    if (applications) await applications.load(task, deal);
   }
-  await update(first);
+  await update(first, firstDeal);
   return { notices, element, update };
 }

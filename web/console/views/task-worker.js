@@ -1,10 +1,11 @@
 import { api } from '../lib/api.js';
-import { word } from '../lib/catalog.js';
 import { h } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
 import { field, form, showProblem, valueOf } from '../lib/forms.js';
 import { t, when } from '../lib/i18n.js';
-import { isAmount, money } from '../lib/money.js';
+import { amountProblem, money, normalAmount } from '../lib/money.js';
+import { applicationBadge, endedWithoutWork } from '../lib/transactions.js';
+import { word } from '../lib/catalog.js';
 
 // A worker's side of someone else's task: apply with one of their active skills (a message and a
 // price of their own), see their application move, withdraw it, and once accepted go to the
@@ -19,19 +20,14 @@ async function myApplications(taskId) {
   return envelope.code === 0 ? envelope.data.items.filter((application) => application.task_id === taskId) : [];
 }
 
-function applicationRow(ctx, task, application, skills, reload) {
+function applicationRow(ctx, task, application, skills, reload, deal) {
+  const ended = Boolean(deal && endedWithoutWork.includes(deal.status));
   const problem = h('div');
   const skill = skills.find((each) => each.id === application.skill_id);
   return h(
     'li',
     { class: 'card' },
-    h(
-      'h3',
-      null,
-      skill ? skill.name : t('application.yours'),
-      ' ',
-      h('span', { class: `badge status-${application.status}` }, word('status.application', application.status)),
-    ),
+    h('h3', null, skill ? skill.name : t('application.yours'), ' ', applicationBadge(application, deal)),
     h(
       'p',
       { class: 'meta' },
@@ -44,7 +40,9 @@ function applicationRow(ctx, task, application, skills, reload) {
     application.message && h('p', { class: 'text' }, application.message),
     application.status === 'accepted' &&
       task.transaction_id &&
-      h('p', null, h('a', { class: 'button primary', href: `#/transactions/${task.transaction_id}` }, t('application.to-transaction'))),
+      (ended
+        ? h('p', null, t(`application.ended.${deal.status}`), ' ', h('a', { href: `#/transactions/${task.transaction_id}` }, t('task.to-transaction')))
+        : h('p', null, h('a', { class: 'button primary', href: `#/transactions/${task.transaction_id}` }, t('application.to-transaction')))),
     application.status === 'pending' &&
       h(
         'button',
@@ -82,8 +80,9 @@ function applyForm(ctx, task, skills, reload) {
     onSubmit: async (element) => {
       const body = { skill_id: valueOf(element, 'skill_id') };
       const price = valueOf(element, 'proposed_price');
-      if (price && !isAmount(price)) return showProblem(element, { code: 4000, data: { errors: [{ path: 'proposed_price', message: t('money.invalid') }] } });
-      if (price) body.proposed_price = price;
+      if (price && amountProblem(price, task.bounty_currency))
+        return showProblem(element, { code: 4000, data: { errors: [{ path: 'proposed_price', message: amountProblem(price, task.bounty_currency) }] } });
+      if (price) body.proposed_price = normalAmount(price);
       if (valueOf(element, 'message')) body.message = valueOf(element, 'message');
       const envelope = await api('POST', `/api/v1/tasks/${task.id}/applications`, { body, idempotent: true });
       if (envelope.code !== 0) return showProblem(element, envelope, 'apply');
@@ -93,10 +92,11 @@ function applyForm(ctx, task, skills, reload) {
   });
 }
 
-export async function build(ctx, first) {
+export async function build(ctx, first, firstDeal) {
   const skills = await mySkills();
   const element = h('div');
   let task = first;
+  let deal = firstDeal;
 
   async function reload() {
     const applications = await myApplications(task.id);
@@ -111,7 +111,7 @@ export async function build(ctx, first) {
           h(
             'ul',
             { class: 'cards' },
-            applications.map((application) => applicationRow(ctx, task, application, skills, reload)),
+            applications.map((application) => applicationRow(ctx, task, application, skills, reload, deal)),
           ),
         ),
       );
@@ -127,8 +127,9 @@ export async function build(ctx, first) {
   return {
     notices: h('div'),
     element,
-    update: async (fresh) => {
+    update: async (fresh, freshDeal) => {
       task = fresh;
+      deal = freshDeal;
       await reload();
     },
   };

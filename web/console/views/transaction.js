@@ -181,8 +181,15 @@ function actions(ctx, transaction, role) {
         h('p', null, h('a', { class: 'button primary', href: `#/tasks/${transaction.task_id}` }, t('transaction.rate'))),
     );
   if (status === 'disputed') parts.push(h('p', null, t('transaction.disputed')));
+  // A deal that ended without the work: who ended it and where the money went (back to the buyer),
+  // or that none had been held yet.
+  if (['cancelled_by_buyer', 'rejected_by_seller', 'failed', 'refunded'].includes(status)) {
+    const ended = transaction.frozen_at ? `transaction.${role}.${status}` : 'transaction.ended-unheld';
+    parts.push(h('p', { class: 'outcome' }, t(ended, { price })));
+  }
   if (parts.length === 0) return null;
-  return h('section', { 'aria-labelledby': 'next-step' }, h('h2', { id: 'next-step' }, t('transaction.next')), parts, problem);
+  const over = ['cancelled_by_buyer', 'rejected_by_seller', 'failed', 'refunded'].includes(status);
+  return h('section', { 'aria-labelledby': 'next-step' }, h('h2', { id: 'next-step' }, t(over ? 'transaction.outcome' : 'transaction.next')), parts, problem);
 }
 
 export async function render(ctx) {
@@ -222,8 +229,17 @@ export async function render(ctx) {
       if (fresh.code === 0) transaction = fresh.data;
       return draw();
     }
+    // Each move in words (who did what), then the status it led to.
+    const action = event.data.action;
     history.append(
-      h('li', null, h('time', { datetime: event.created_at }, when(event.created_at)), ' ', word('status.transaction', event.data.transaction.status)),
+      h(
+        'li',
+        null,
+        h('time', { datetime: event.created_at }, when(event.created_at)),
+        ' ',
+        action ? [word('event.transaction', action), ' · '] : null,
+        h('span', { class: `badge status-${event.data.transaction.status}` }, word('status.transaction', event.data.transaction.status)),
+      ),
     );
     if (event.data.transaction.updated_at > transaction.updated_at || event.data.transaction.status !== transaction.status) {
       const omitted = event.data.transaction.omitted_fields && event.data.transaction.omitted_fields.length;

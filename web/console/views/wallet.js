@@ -4,6 +4,7 @@ import { h, svg } from '../lib/dom.js';
 import { errorBox } from '../lib/explain.js';
 import { field, form, showProblem, valueOf } from '../lib/forms.js';
 import { t, when } from '../lib/i18n.js';
+import { listen } from '../lib/live.js';
 import { money, toMinor } from '../lib/money.js';
 
 // Money: both spaces' balances (the human space's CNY, the agent space's UT), the history with the
@@ -66,6 +67,7 @@ function chart(stats) {
           );
         }),
       ),
+      // settled_count counts the person's sales only (src/engine/money/wallet.ts): the caption says so.
       h('figcaption', null, t('wallet.chart.caption', { currency: stats[key].currency, count: stats[key].settled_count })),
       h(
         'table',
@@ -104,19 +106,124 @@ function rates(data) {
   );
 }
 
-function historyRow(item) {
-  const amount = toMinor(item.amount);
+/**
+ * What one ledger entry (or the two legs of one move between the person's own buckets) was for, in
+ * the page's words: read from the entry's type and bucket, never shown as the server's description,
+ * which is a developer's note in English ("bounty of task … released", "Funds released (refunded)").
+ * The description says only whether a hold was a task's bounty or a deal's escrow, and why escrow was
+ * released: the API has no field for these (see docs/decisions/web-console.md), so the page reads them
+ * from its fixed shapes, and an entry it does not recognise gets the words of its type alone.
+ */
+function purposeOf(item) {
+  const description = String(item.description || '');
+  const task = /^bounty of task /.test(description);
+  const released = /^Funds released \(([a-z_]+)\)$/.exec(description);
+  switch (item.type) {
+    case 'freeze':
+      return { key: task ? 'history.about.task-hold' : 'history.about.deal-hold', link: task ? 'task' : 'transaction' };
+    case 'unfreeze':
+      if (task) return { key: 'history.about.task-release', link: 'task' };
+      return {
+        key: released ? `history.about.deal-release.${released[1]}` : 'history.about.deal-release',
+        link: 'transaction',
+        fallback: 'history.about.deal-release',
+      };
+    case 'refund':
+      return { key: 'history.about.refund', link: 'transaction' };
+    case 'expense':
+      return { key: 'history.about.expense', link: 'transaction' };
+    case 'income':
+      return { key: 'history.about.income', link: 'transaction' };
+    case 'deposit':
+      // The operator's own note is shown as they wrote it; the default note is the page's words.
+      return description && description !== 'Credit by the operator' ? { text: description } : { key: 'history.about.deposit' };
+    default:
+      return { key: `history.about.${item.type}`, fallback: 'history.about.other' };
+  }
+}
+
+function purposeText(purpose) {
+  if (purpose.text) return purpose.text;
+  const text = t(purpose.key);
+  return text === purpose.key ? t(purpose.fallback || 'history.about.other') : text;
+}
+
+/** The two legs of one move between the person's own buckets (a hold, its release, a refund): one row, not two. */
+const bucketMoves = ['freeze', 'unfreeze', 'refund'];
+const legsOfOneMove = (a, b) =>
+  Boolean(a && b) &&
+  bucketMoves.includes(a.type) &&
+  a.type === b.type &&
+  a.bucket !== b.bucket &&
+  a.currency === b.currency &&
+  a.biz_ref_id === b.biz_ref_id &&
+  a.created_at === b.created_at &&
+  toMinor(a.amount) === -toMinor(b.amount);
+
+const isUuid = (text) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(String(text || ''));
+
+function historyRow(item, partner) {
   // Each cell names its column, so that on a phone a row reads as a small card (console.css).
   const cell = (column, props, ...children) => h('td', { 'data-label': t(`wallet.history.${column}`), ...props }, ...children);
-  return h(
+  const purpose = purposeOf(item);
+  const link =
+    purpose.link && isUuid(item.biz_ref_id)
+      ? h('a', { href: `#/${purpose.link === 'task' ? 'tasks' : 'transactions'}/${item.biz_ref_id}` }, t(`history.open.${purpose.link}`))
+      : null;
+  const legs = partner ? [item, partner] : [item];
+  const available = legs.find((leg) => leg.bucket === 'available');
+  const frozen = legs.find((leg) => leg.bucket === 'frozen');
+  let amount;
+  let amountClass = 'amount';
+  if (partner) {
+    // Money moved between the person's own buckets: nothing was gained or lost, so no sign and no red.
+    const toHeld = toMinor(frozen.amount) > 0n;
+    amount = [money(frozen.amount.replace('-', ''), item.currency), ' ', h('span', { class: 'hint' }, t(toHeld ? 'history.to-held' : 'history.to-available'))];
+    amountClass = 'amount moved';
+  } else {
+    const minor = toMinor(item.amount);
+    const bucket = item.bucket === 'frozen' ? 'history.leg.frozen' : 'history.leg.available';
+    amount = [minor > 0n ? `+${money(item.amount, item.currency)}` : money(item.amount, item.currency), ' ', h('span', { class: 'hint' }, t(bucket))];
+    // Red only for money that left the wallet (a payment, a withdrawal), not for a release of a hold.
+    if (minor < 0n && !bucketMoves.includes(item.type)) amountClass = 'amount negative';
+  }
+  const balance = [
+    available && t('history.balance.available', { amount: money(available.balance_after, item.currency) }),
+    frozen && t('history.balance.held', { amount: money(frozen.balance_after, item.currency) }),
+  ]
+    .filter(Boolean)
+    .join(t('history.balance.separator'));
+  const row = h(
     'tr',
-    null,
+    { 'data-ids': legs.map((leg) => leg.id).join(' ') },
     cell('when', null, when(item.created_at)),
     cell('type', null, word('history', item.type)),
-    cell('amount', { class: amount < 0n ? 'amount negative' : 'amount' }, money(item.amount, item.currency)),
-    cell('balance', null, money(item.balance_after, item.currency), ' ', h('span', { class: 'hint' }, word('bucket', item.bucket))),
-    cell('description', null, item.description),
+    cell('amount', { class: amountClass }, amount),
+    cell('balance', null, balance),
+    cell('description', null, purposeText(purpose), link ? [' ', link] : null),
   );
+  row.entry = item;
+  row.paired = Boolean(partner);
+  return row;
+}
+
+/** Rows for a page of entries; a first entry that completes the last row shown (split by the page's end) joins it. */
+function historyRows(items, body) {
+  const rows = [];
+  let index = 0;
+  const last = body.lastElementChild;
+  if (last && last.entry && !last.paired && legsOfOneMove(last.entry, items[0])) {
+    last.replaceWith(historyRow(last.entry, items[0]));
+    index = 1;
+  }
+  for (; index < items.length; index += 1) {
+    const item = items[index];
+    if (legsOfOneMove(item, items[index + 1])) {
+      rows.push(historyRow(item, items[index + 1]));
+      index += 1;
+    } else rows.push(historyRow(item));
+  }
+  return rows;
 }
 
 function history() {
@@ -125,11 +232,13 @@ function history() {
   const more = h('button', { type: 'button', class: 'secondary', hidden: true }, t('list.more'));
   let query = {};
   let cursor = null;
+  let pages = 0;
   async function load(append, element) {
     const envelope = await api('GET', '/api/v1/wallet/transactions', { query: { ...query, page_size: 20, cursor: append ? cursor : undefined } });
     if (envelope.code !== 0) return element ? showProblem(element, envelope) : body.replaceChildren(h('tr', null, h('td', { colspan: 5 }, errorBox(envelope))));
     if (!append) body.replaceChildren();
-    body.append(...envelope.data.items.map(historyRow));
+    pages = append ? pages + 1 : 1;
+    body.append(...historyRows(envelope.data.items, body));
     empty.hidden = body.children.length > 0;
     cursor = envelope.data.next_cursor;
     more.hidden = !envelope.data.has_more;
@@ -179,20 +288,44 @@ function history() {
     h('div', { class: 'actions' }, more),
   );
   section.ready = load(false);
+  // A move heard on the stream reads the first page again, unless the person has paged further (their place is kept).
+  section.refresh = () => (pages <= 1 ? load(false) : null);
   return section;
 }
 
-export async function render() {
+export async function render(ctx) {
   const [overview, stats, rate] = await Promise.all([api('GET', '/api/v1/wallet/'), api('GET', '/api/v1/wallet/stats'), api('GET', '/api/v1/wallet/rates')]);
   const list = history();
   await list.ready;
-  return h(
-    'div',
-    { class: 'page' },
-    h('h1', null, t('wallet.title')),
-    overview.code === 0 ? balances(overview.data) : errorBox(overview),
-    list,
-    stats.code === 0 ? chart(stats.data) : errorBox(stats),
-    rate.code === 0 ? rates(rate.data) : errorBox(rate),
-  );
+  let balancesPart = overview.code === 0 ? balances(overview.data) : errorBox(overview);
+  let statsPart = stats.code === 0 ? chart(stats.data) : errorBox(stats);
+
+  // The wallet follows the person's money as it moves, also when they pay, publish or are paid in
+  // another tab: every move of their deals and tasks (the two streams, shared with their other tabs)
+  // reads the balances, the statistics and the history again, once for a burst of events.
+  let timer = null;
+  const refresh = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const [fresh, freshStats] = await Promise.all([api('GET', '/api/v1/wallet/'), api('GET', '/api/v1/wallet/stats'), list.refresh()]);
+      if (fresh.code === 0) {
+        const next = balances(fresh.data);
+        balancesPart.replaceWith(next);
+        balancesPart = next;
+      }
+      if (freshStats.code === 0) {
+        const next = chart(freshStats.data);
+        statsPart.replaceWith(next);
+        statsPart = next;
+      }
+    }, 250);
+  };
+  ctx.onLeave(() => clearTimeout(timer));
+  listen(ctx, '/api/v1/transactions/events', (type, event) => {
+    if (type === 'too_old' || (event && event.data && event.data.transaction)) refresh();
+  });
+  listen(ctx, '/api/v1/tasks/events', (type, event) => {
+    if (type === 'too_old' || event) refresh();
+  });
+  return h('div', { class: 'page' }, h('h1', null, t('wallet.title')), balancesPart, list, statsPart, rate.code === 0 ? rates(rate.data) : errorBox(rate));
 }
