@@ -25,6 +25,7 @@ import { mcpPrompts, promptArgumentLengthMax } from './prompts.ts';
 import { mcpResources } from './resources.ts';
 import { inputJsonSchema, outputJsonSchema } from './schema.ts';
 import type { McpTool } from './tools.ts';
+import { withNullsLeftOut } from '../src/schemas/null-as-absent.ts';
 
 export const serverInfo = { name: 'agent-marketplace', title: 'Agent Marketplace', version: '0.1.0' };
 
@@ -220,7 +221,7 @@ export function listingOf(tools: readonly McpTool[]): Tool[] {
 async function callTool(engine: Engine, principal: Principal, tool: McpTool, args: unknown, request: Request): Promise<CallToolResult> {
   try {
     assertSafeJson(args, 'arguments');
-    const parsed = tool.input.safeParse(args);
+    const parsed = tool.input.safeParse(withNullsLeftOut(tool.input, args));
     if (!parsed.success) throw validationError(parsed.error, 'arguments', args);
     const data = (await tool.handler(engine, principal, parsed.data)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };

@@ -10,7 +10,7 @@ import { sendData } from './envelope.ts';
 import { validationError } from '../src/schemas/validation.ts';
 import { assertSafeJson } from '../src/schemas/json-safety.ts';
 import { isShadowed, shadowsOf } from './route-paths.ts';
-import { nullMeansAbsent, withoutNulls } from './null-as-absent.ts';
+import { nullMeansAbsent, withoutNulls } from '../src/schemas/null-as-absent.ts';
 
 /**
  * A route is declared once, as data: its schemas validate the request, type the handler and

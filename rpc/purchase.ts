@@ -11,6 +11,7 @@ import { DecoratedError, contentTypeNotSupported } from './errors.ts';
 import { type MessageParams, actionPart, noteLengthMax, purchasePart } from './params.ts';
 import type { TaskName } from './shapes.ts';
 import { nameFor } from './tasks.ts';
+import { withNullsLeftOut } from '../src/schemas/null-as-absent.ts';
 
 /**
  * A message to the marketplace agent, translated into engine calls (engine/a2a decides; no
@@ -56,7 +57,8 @@ const partsPath = 'params.message.parts';
 const invalid = (path: string, message: string) => new AppError('validation_error', 'request failed validation', { errors: [{ path, message }] });
 
 function parseAt<T extends z.ZodType>(schema: T, value: unknown, path: string): z.output<T> {
-  const result = schema.safeParse(value);
+  // A data part's null for an optional field is the field left out, as in a REST body.
+  const result = schema.safeParse(withNullsLeftOut(schema, value));
   if (!result.success) throw validationError(result.error, path, value);
   return result.data;
 }

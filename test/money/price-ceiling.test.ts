@@ -185,6 +185,22 @@ describe('REST', () => {
     expect((await purchase(perUse.buyer, perUse.capability.id, { booked_hours: 5 })).body).toMatchObject({ data: { price_ut: '5.00' } });
   });
 
+  it('reads max_price: null as no ceiling sent on every facade: REST, an MCP tool and an A2A data part buy alike', async () => {
+    const { buyer, capability } = await market();
+    expect((await purchase(buyer, capability.id, { max_price: null })).body).toMatchObject({ code: 0, data: { price_ut: '0.10' } });
+    const client = await connectMcp(baseUrl, buyer.headers);
+    try {
+      expect(await callTool(client, 'buy_capability', { capability_id: capability.id, max_price: null })).toMatchObject({
+        isError: false,
+        data: { transaction: { price_ut: '0.10', status: 'frozen' } },
+      });
+    } finally {
+      await client.close();
+    }
+    const part = { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { capability_id: capability.id, max_price: null } }] } };
+    expect((await rpc.ok(buyer, 'SendMessage', part)).task.metadata.marketplace).toMatchObject({ status: 'frozen', price: '0.10' });
+  });
+
   it('the OpenAPI document declares max_price and 4093 on invoke and purchase, and a required invoke body', async () => {
     const document = (await test.http.get('/api/v1/public/openapi.json').expect(200)).body;
     const invokeOperation = document.paths['/api/v1/capabilities/{cap_id}/invoke'].post;

@@ -2,8 +2,9 @@ import { z } from 'zod';
 
 /**
  * Many client libraries send an optional field they have no value for as `null` (Jackson and
- * Gson by default, pydantic's `model_dump()`, hand-written JSON), and the specification shows most
- * such fields as "or null" in the answers. In a POST body, `null` for an optional field whose
+ * Gson by default, pydantic's `model_dump()`, hand-written JSON, and language models filling a
+ * tool's arguments), and the specification shows most such fields as "or null" in the answers.
+ * In a REST POST body, an MCP tool's arguments and an A2A data part, `null` for an optional field whose
  * schema has no meaning for `null` is taken as the field left out (docs/decisions/api-surface.md
  * "null for a field left out"). Where `null` does mean something (clearing `ut_price` on an
  * update, a reuse restating "no bounty") the field's schema accepts it and it is kept; `null` for
@@ -36,4 +37,16 @@ export function withoutNulls(body: unknown, keys: ReadonlySet<string>): unknown 
     delete copy[key];
   }
   return copy ?? body;
+}
+
+const keysBySchema = new WeakMap<z.ZodType, ReadonlySet<string>>();
+
+/** `value` as `schema` reads it with `null` for a field left out (nullMeansAbsent, worked out once per schema). */
+export function withNullsLeftOut(schema: z.ZodType, value: unknown): unknown {
+  let keys = keysBySchema.get(schema);
+  if (keys === undefined) {
+    keys = nullMeansAbsent(schema);
+    keysBySchema.set(schema, keys);
+  }
+  return withoutNulls(value, keys);
 }
