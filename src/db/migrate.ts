@@ -45,6 +45,7 @@ import * as eventRowsUntouched from './migrations/073_event_rows_untouched.ts';
 import * as draftsClose from './migrations/074_drafts_close.ts';
 import * as transactionDeliveryHours from './migrations/075_transaction_delivery_hours.ts';
 import * as endedTaskApplications from './migrations/076_ended_task_applications.ts';
+import * as transactionCountedDay from './migrations/077_transaction_counted_day.ts';
 
 /**
  * Migrations are listed here explicitly instead of being discovered on disk, so they load the
@@ -95,6 +96,7 @@ const migrations: Record<string, { up(knex: Knex): Promise<void>; down(knex: Kne
   '074_drafts_close': draftsClose,
   '075_transaction_delivery_hours': transactionDeliveryHours,
   '076_ended_task_applications': endedTaskApplications,
+  '077_transaction_counted_day': transactionCountedDay,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

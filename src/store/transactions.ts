@@ -27,6 +27,8 @@ export interface TransactionRow {
   booked_hours: number | null;
   /** A task's delivery period, fixed when its application was accepted: hours from the seller's acceptance to `delivery_deadline`. */
   delivery_hours?: number | null;
+  /** The UTC day whose unit of the capability's daily_limit this purchase took when created (null: none). */
+  counted_day_start?: Date | string | null;
   auto_accept: boolean;
   status: TransactionStatus;
   note: string | null;

@@ -104,4 +104,26 @@ describe('capability limits across two instances', () => {
     expect((await invokeOn(1, buyer, capability.id)).body).toMatchObject({ code: 4291 });
     expect(await balance(test, buyer)).toMatchObject({ available: '4.00', frozen: '0.00' });
   });
+
+  it('a purchase given up before it was paid gives its unit of the day back, on either instance; a paid one, or one the limit never counted, gives back nothing', async () => {
+    const { buyer, seller, capability } = await agentMarket(test, '100.00');
+    const cancelOn = (instance: number, id: string) =>
+      instances[instance % 2]!.post(`/api/v1/transactions/${id}/cancel`).set(buyer.headers).set('Idempotency-Key', randomUUID()).send({});
+    // Bought before the seller set a daily limit: the limit never counted it.
+    const uncounted = (await buyOn(0, buyer, capability.id).expect(201)).body.data.id as string;
+    await test.http.put(`/api/v1/capabilities/${capability.id}`).set(seller.headers).send({ daily_limit: 2 }).expect(200);
+    const first = (await buyOn(0, buyer, capability.id).expect(201)).body.data.id as string;
+    await buyOn(1, buyer, capability.id).expect(201);
+    expect((await buyOn(0, buyer, capability.id)).body.code).toBe(4291);
+    await cancelOn(0, uncounted).expect(200);
+    expect((await buyOn(1, buyer, capability.id)).body.code).toBe(4291);
+    // Given up unpaid, on the other instance: its unit is free again, for this buyer or anyone.
+    await cancelOn(1, first).expect(200);
+    const again = (await buyOn(0, buyer, capability.id).expect(201)).body.data.id as string;
+    expect((await buyOn(1, buyer, capability.id)).body.code).toBe(4291);
+    // Paid, then cancelled: the unit stays used.
+    await instances[1]!.post(`/api/v1/transactions/${again}/freeze`).set(buyer.headers).set('Idempotency-Key', randomUUID()).send({}).expect(200);
+    await cancelOn(0, again).expect(200);
+    expect((await buyOn(0, buyer, capability.id)).body.code).toBe(4291);
+  });
 });

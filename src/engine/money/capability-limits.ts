@@ -4,6 +4,7 @@ import { FreshClaimNotWritten } from '../../db/transaction.ts';
 import { AppError } from '../../errors.ts';
 import { giveBackUsage, takeUsage } from '../../store/capability-usage.ts';
 import type { CapabilityRow } from '../../store/capabilities.ts';
+import type { TransactionRow } from '../../store/transactions.ts';
 import { InsufficientBalance } from '../../store/ledger.ts';
 import type { Logger } from '../../logger.ts';
 
@@ -52,6 +53,27 @@ export async function takeCapabilityUsage(executor: Knex, capability: Limited, a
     taken.windows.push(check.window);
   }
   return taken;
+}
+
+/** The start of the UTC day whose unit a purchase took, kept on its row (null: it took none). */
+export function countedDayOf(taken: TakenUsage): Date | null {
+  return taken.windows.find((window) => window.kind === 'day')?.start ?? null;
+}
+
+/**
+ * A purchase cancelled before it was ever frozen was never paid for: the unit of its day that it
+ * took goes back, so that purchases a buyer gave up do not hold the seller's day from everyone
+ * else. Only the day it counted in (the minute's window has long ended or soon will), and only if
+ * it took one. Run after the cancel committed; a give-back that fails is logged, and the limit
+ * then errs on the side of refusing, as everywhere.
+ */
+export async function giveBackUnpaidDay(executor: Knex, row: Pick<TransactionRow, 'capability_id' | 'counted_day_start'>, log: Logger): Promise<void> {
+  if (!row.capability_id || !row.counted_day_start) return;
+  try {
+    await giveBackUsage(executor, row.capability_id, usageWindow('day', new Date(row.counted_day_start)));
+  } catch (error) {
+    log.warn('capability usage of an unpaid purchase could not be given back', { capability_id: row.capability_id, error });
+  }
 }
 
 export async function giveBackCapabilityUsage(executor: Knex, taken: TakenUsage): Promise<void> {

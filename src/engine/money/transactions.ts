@@ -12,7 +12,7 @@ import { jsonBytesOf, transactionView } from './views.ts';
 import { assertBuyerCeiling, purchaseCheckOf, purchaseRead, splitPurchaseRead, withLastPurchase } from './ceilings.ts';
 import { checkPurchase, planFreezeCharge } from './budgets.ts';
 import { limits } from '../../limits.ts';
-import { giveBackUnlessWritten, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
+import { countedDayOf, giveBackUnlessWritten, type TakenUsage, takeCapabilityUsage } from './capability-limits.ts';
 import { balanceRefusal, checkDemandLink, type CreateTransactionCommand, newTransactionRow } from './new-transactions.ts';
 import { createTransactionReads } from './transaction-reads.ts';
 import { createTransactionSweeps } from './transaction-sweeps.ts';
@@ -71,7 +71,10 @@ export function createTransactionEngine(dependencies: EngineDependencies, idempo
           // Taken before the write; given back if the write certainly wrote nothing (a retry takes again).
           taken ??= await takeCapabilityUsage(db, capability, at);
           try {
-            const row = newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS);
+            const row = {
+              ...newTransactionRow(principal, command, capability, price, at, dependencies.config.PLATFORM_FEE_BPS),
+              counted_day_start: countedDayOf(taken),
+            };
             const created = await transitions.insert(unit, row, unit.prefetched?.cached ? purchaseCheckOf(readRow!, principal.user_id) : undefined);
             if (jsonBytesOf(readRow!) <= limits.purchaseReadCacheRowBytesMax)
               unit.afterCommit(() => purchaseReads.set(readKey, withLastPurchase(readRow!, created)));

@@ -13,6 +13,7 @@ import { type TransactionRow, findTransaction } from '../../store/transactions.t
 import { type EngineDependencies, type Principal, TtlCache } from '../common/index.ts';
 import { jsonBytesOf, transactionEventView } from './views.ts';
 import { type FreezeCharge, giveBackAgentBudget } from './budgets.ts';
+import { giveBackUnpaidDay } from './capability-limits.ts';
 import { limits } from '../../limits.ts';
 import { authorizeAction, partyOf } from '../access/index.ts';
 
@@ -43,7 +44,7 @@ const hoursMs = 60 * 60 * 1000;
  * (store/change.ts), and publish the events only after it committed. Every caller (REST,
  * JSON-RPC, sweeper, admin) goes through here.
  */
-export function createTransitions({ config, db, now }: EngineDependencies, publisher: Publisher) {
+export function createTransitions({ config, db, log, now }: EngineDependencies, publisher: Publisher) {
   /** Changes written outside a database transaction share statements with concurrent ones (batcher.ts). */
   const batcher = createBatcher(db);
 
@@ -253,6 +254,8 @@ export function createTransitions({ config, db, now }: EngineDependencies, publi
         remember(unit, after);
         // A release gives back to an agent budget what the purchase was charged (budgets.ts), once committed.
         if (step.money === 'release') unit.afterCommit(() => giveBackAgentBudget(db, id));
+        // A purchase given up before it was paid gives back its unit of the capability's day (capability-limits.ts).
+        if (step.from === 'pending_freeze' && step.action === 'cancel') unit.afterCommit(() => giveBackUnpaidDay(db, after, log));
         return after;
       }
       // Another request moved the transaction first, or the cached row was stale: read it again
