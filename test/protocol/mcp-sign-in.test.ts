@@ -33,7 +33,9 @@ let callback: { url: string; codes: URLSearchParams[]; close(): Promise<void> };
 async function startCallback() {
   const codes: URLSearchParams[] = [];
   const listener = createServer((request, response) => {
-    codes.push(new URL(request.url!, 'http://127.0.0.1').searchParams);
+    // Only the redirect counts: a browser also asks the page's origin for /favicon.ico after it lands.
+    const url = new URL(request.url!, 'http://127.0.0.1');
+    if (url.pathname === '/callback') codes.push(url.searchParams);
     response.writeHead(200, { 'Content-Type': 'text/plain' }).end('You can close this window.');
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
