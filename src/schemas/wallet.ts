@@ -13,6 +13,10 @@ export const walletOverview = z.object({ ut: balance, cash: balance }).meta({ id
 export const historyItem = z
   .object({
     id: z.string(),
+    movement_id: uuid.meta({
+      description:
+        'The money movement this entry is a leg of: the entries of one movement sum to zero across its accounts (a freeze is two legs of yours, available and frozen)',
+    }),
     type: z.enum(historyTypes),
     amount: amountOutput,
     currency,

@@ -13,6 +13,7 @@ afterAll(() => test.close());
 type Headers = Record<string, string>;
 interface HistoryItem {
   id: string;
+  movement_id: string;
   type: string;
   amount: string;
   currency: string;
@@ -126,6 +127,13 @@ describe('GET /api/v1/wallet/transactions', () => {
       { type: 'unfreeze', amount: '10.00', bucket: 'available', balance_after: '60.00', biz_ref_id: cancelled.id, currency: 'UT' },
     ]);
     expect(response.body.data).toMatchObject({ total: 8, page: 1, page_size: 100, has_more: false, next_cursor: null });
+    // The two legs of each of the buyer's own moves (a freeze, an unfreeze) name one movement; moves differ.
+    const byMovement = new Map<string, HistoryItem[]>();
+    for (const item of items) byMovement.set(item.movement_id, [...(byMovement.get(item.movement_id) ?? []), item]);
+    expect([...byMovement.values()].map((legs) => legs.map((leg) => leg.type).sort())).toEqual(
+      expect.arrayContaining([['freeze', 'freeze'], ['unfreeze', 'unfreeze'], ['deposit'], ['expense']]),
+    );
+    expect(byMovement.size).toBe(5);
     for (const item of items) {
       expect(item.description).toEqual(expect.any(String));
       expect(new Date(item.created_at).toISOString()).toBe(item.created_at);

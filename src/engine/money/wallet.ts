@@ -52,6 +52,7 @@ export function createWalletEngine({ db, config, now }: EngineDependencies, idem
     return {
       items: items.map((row) => ({
         id: String(row.id),
+        movement_id: row.movement_id,
         type: row.type,
         amount: formatAmount(row.amount),
         currency: row.currency,
