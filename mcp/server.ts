@@ -221,7 +221,7 @@ export function listingOf(tools: readonly McpTool[]): Tool[] {
 async function callTool(engine: Engine, principal: Principal, tool: McpTool, args: unknown, request: Request): Promise<CallToolResult> {
   try {
     assertSafeJson(args, 'arguments');
-    const parsed = tool.input.safeParse(withNullsLeftOut(tool.input, args));
+    const parsed = tool.input.safeParse(tool.updates ? args : withNullsLeftOut(tool.input, args));
     if (!parsed.success) throw validationError(parsed.error, 'arguments', args);
     const data = (await tool.handler(engine, principal, parsed.data)) as Record<string, unknown>;
     return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };

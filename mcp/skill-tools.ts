@@ -87,6 +87,7 @@ export const skillTools: McpTool[] = [
     input: updateSkillToolArguments,
     output: outputs.skill,
     writes: true,
+    updates: true,
     handler: (engine, principal, input) => {
       const { skill_id: id, ...patch } = input;
       return engine.skills.update(principal, id, patch);

@@ -39,6 +39,11 @@ export interface McpTool<I extends z.ZodType = z.ZodType, O extends z.ZodType = 
   output: O;
   /** A call that changes state counts against the write buckets, like a REST POST; others against the reads. */
   writes: boolean;
+  /**
+   * An update, as a REST PUT is: `null` for a field that cannot be cleared is refused (4000), not
+   * read as the field left out as it is for every other tool (docs/decisions/api-surface.md).
+   */
+  updates?: true;
   handler(engine: Engine, principal: Principal, input: z.output<I>): Promise<z.input<O>>;
 }
 

@@ -90,6 +90,14 @@ describe('MCP skill tools', () => {
         () => test.http.post('/api/v1/skills/').set(owner.headers).send({ name: 'x', description: 'y', category: 'other', mode: 'offline' }),
       ],
       [owner, 'update_skill', { skill_id: skill.id }, 4000, () => test.http.put(`/api/v1/skills/${skill.id}`).set(owner.headers).send({})],
+      // In an update, null for a field that cannot be cleared is refused, not read as left out.
+      [
+        owner,
+        'update_skill',
+        { skill_id: skill.id, name: null, status: 'inactive' },
+        4000,
+        () => test.http.put(`/api/v1/skills/${skill.id}`).set(owner.headers).send({ name: null, status: 'inactive' }),
+      ],
       [
         other,
         'update_skill',
