@@ -170,7 +170,8 @@ describe('REST', () => {
     // Sent as max_price, the new price is bought.
     expect((await purchase(daily.buyer, daily.capability.id, { booked_hours: 24, max_price: '240.00' })).body).toMatchObject({ data: { price_ut: '240.00' } });
 
-    // Terms the old model cannot price (per use then, by the hour now): what the buyer last paid in all is the ceiling.
+    // Terms the old model cannot price (per use then, by the hour now; by the hour then, per use now):
+    // the unit price the buyer last paid is the ceiling.
     const perUse = await market({ pricing_model: 'per_use', price_ut: '5.00' });
     expect((await purchase(perUse.buyer, perUse.capability.id)).body).toMatchObject({ data: { price_ut: '5.00' } });
     await test.http
@@ -183,6 +184,14 @@ describe('REST', () => {
       data: { price: '6.00', max_price: '5.00' },
     });
     expect((await purchase(perUse.buyer, perUse.capability.id, { booked_hours: 5 })).body).toMatchObject({ data: { price_ut: '5.00' } });
+    const hourly = await market({ pricing_model: 'per_hour', price_ut: '1.00' });
+    expect((await purchase(hourly.buyer, hourly.capability.id, { booked_hours: 24 })).body).toMatchObject({ data: { price_ut: '24.00' } });
+    await test.http
+      .put(`/api/v1/capabilities/${hourly.capability.id}`)
+      .set(hourly.seller.headers)
+      .send({ pricing_model: 'per_use', price_ut: '24.00' })
+      .expect(200);
+    expect((await purchase(hourly.buyer, hourly.capability.id)).body).toMatchObject({ code: 4093, data: { price: '24.00', max_price: '1.00' } });
   });
 
   it('reads max_price: null as no ceiling sent on every facade: REST, an MCP tool and an A2A data part buy alike', async () => {

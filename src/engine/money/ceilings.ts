@@ -115,6 +115,7 @@ export function assertBuyerCeiling(
   const why = changedModel
     ? `the capability is now priced ${capability.pricing_model}, not ${past.transaction_type} as when you last bought it; send max_price to accept the new price`
     : 'the price rose since your last purchase of this capability; send max_price to accept the new price';
-  // Where the old terms cannot price this request, what the buyer last paid in all is what it agreed to.
-  assertWithinCeiling(price, agreed ?? BigInt(past.price), currency, why);
+  // Where the old terms cannot price this request, the unit price the buyer last paid is the most
+  // it agreed to: a whole day booked at 1.00 an hour is no agreement to 24.00 a use.
+  assertWithinCeiling(price, agreed ?? unitPriceOf(BigInt(past.price), past.transaction_type, past.booked_hours), currency, why);
 }
