@@ -116,18 +116,19 @@ class TaskStream implements StreamListener {
   }
 
   /**
-   * An event leaves a large input or result_payload out; the stream reads it from the transaction
-   * once, so the client still gets the whole task and the delivered artifact.
+   * An event leaves a large result_payload out; the stream reads it from the transaction once, so
+   * the client still gets the delivered artifact. A large input stays left out, named in
+   * omitted_fields: the task's metadata would leave it out anyway (rpc/shapes.ts).
    */
   private async complete(view: TransactionEventView): Promise<TransactionView> {
     const omitted = view.omitted_fields ?? [];
+    const result = omitted.find(({ field }) => field === 'result_payload');
+    if (!result) return view;
     const filled = (this.filled ??= new Map());
-    if (omitted.some(({ field }) => !filled.has(field))) {
-      const full = await this.engine.transactions.completeView(this.principal, view);
-      for (const { field } of omitted) filled.set(field, full[field]);
-    }
+    if (!filled.has('result_payload')) filled.set('result_payload', (await this.engine.transactions.completeView(this.principal, view)).result_payload);
+    const stillOmitted = omitted.filter((entry) => entry !== result);
     const { omitted_fields: _omitted, ...rest } = view;
-    return { ...rest, ...Object.fromEntries(omitted.map(({ field }) => [field, filled.get(field)])) };
+    return { ...rest, result_payload: filled.get('result_payload'), ...(stillOmitted.length > 0 ? { omitted_fields: stillOmitted } : {}) };
   }
 
   private handle(view: TransactionView, sequence: string) {
@@ -175,7 +176,8 @@ class TaskStream implements StreamListener {
   onEvent({ sequence, event }: StreamEvent): boolean {
     const view = event.data.transaction as TransactionEventView | undefined;
     if (this.finished || !view) return true;
-    if (view.omitted_fields) this.inOrder(() => this.complete(view).then((full) => this.handle(full, sequence)));
+    if (view.omitted_fields?.some(({ field }) => field === 'result_payload'))
+      this.inOrder(() => this.complete(view).then((full) => this.handle(full, sequence)));
     else this.inOrder(() => this.handle(view, sequence));
     return true;
   }

@@ -124,11 +124,6 @@ export const applicationEventTypes: Readonly<Record<ApplicationEventAction, stri
 };
 
 /**
- * What an application asks in all: its proposed_price, else its unit price times its quantity
- * when it names both (an offer of 2.00 a unit for 3 units asks 6.00, not the bounty); undefined
- * when it names neither, and the bounty is the price (docs/tasks.md "Accepting").
- */
-/**
  * Terms an application may not name together, as a field error: a unit price with neither a
  * quantity nor a total (what would it ask in all?), or a total that is not the unit price times
  * the quantity it names beside them (which of the two would the publisher be charged?). A unit
@@ -152,6 +147,11 @@ export function offerTermsProblem(offer: {
   return null;
 }
 
+/**
+ * What an application asks in all: its proposed_price, else its unit price times its quantity
+ * when it names both (an offer of 2.00 a unit for 3 units asks 6.00, not the bounty); undefined
+ * when it names neither, and the bounty is the price (docs/tasks.md "Accepting").
+ */
 export function offeredTotal(offer: { proposed_price?: bigint; proposed_unit_price?: bigint; proposed_quantity?: number }): bigint | undefined {
   if (offer.proposed_price !== undefined) return offer.proposed_price;
   if (offer.proposed_unit_price === undefined || offer.proposed_quantity === undefined) return undefined;

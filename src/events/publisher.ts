@@ -31,24 +31,27 @@ export interface PublishedEvent {
  * inside the server, and the other party's would tell a buyer how many events a seller's
  * business has had between two of theirs. The stream's own position is the SSE `id`.
  */
-export type TransactionEventView = Omit<PublishedEvent, 'buyer_sequence' | 'seller_sequence'>;
+export type PartyEvent = Omit<PublishedEvent, 'buyer_sequence' | 'seller_sequence'>;
 
-export function transactionEventView(event: PublishedEvent): TransactionEventView {
+export function partyEventView(event: PublishedEvent): PartyEvent {
   const { buyer_sequence: _buyerSequence, seller_sequence: _sellerSequence, ...view } = event;
   return view;
 }
+
+/** A transaction's event, told from a task event by the field only a transaction event routes by. */
+const isTransactionEvent = (event: PublishedEvent | PublishedTaskEvent): event is PublishedEvent => 'buyer_sequence' in event;
 
 const serialized = new WeakMap<object, string>();
 
 /**
  * The JSON a stream sends for an event, computed once however many subscribers receive the same
  * event object: fan-out to N streams costs one stringify, not N. A transaction event is sent as
- * its view (transactionEventView); a task event, one recipient's, as it is.
+ * its view (partyEventView); a task event, one recipient's, as it is.
  */
 export function eventJson(event: PublishedEvent | PublishedTaskEvent): string {
   let json = serialized.get(event);
   if (json === undefined) {
-    json = JSON.stringify('buyer_sequence' in event ? transactionEventView(event) : event);
+    json = JSON.stringify(isTransactionEvent(event) ? partyEventView(event) : event);
     serialized.set(event, json);
   }
   return json;

@@ -1,5 +1,5 @@
 import { currencyOfSpace } from '../../domain/money.ts';
-import { toPublishedEvent, transactionEventView } from '../../events/publisher.ts';
+import { partyEventView, toPublishedEvent } from '../../events/publisher.ts';
 import { toPublishedTaskEvent } from '../../events/task-feed.ts';
 import type { OutboxRow } from '../../store/outbox.ts';
 import type { TaskEventRow } from '../../store/task-events.ts';
@@ -38,7 +38,7 @@ function transactionCandidate(row: OutboxRow): Candidate {
     transactionId: row.transaction_id,
     taskId: transaction.task_id ?? null,
     type: event.type,
-    body: { type: event.type, timestamp: event.created_at, data: transactionEventView(event) },
+    body: { type: event.type, timestamp: event.created_at, data: partyEventView(event) },
   };
 }
 
