@@ -245,4 +245,52 @@ describe('a deal that ends, and the wallet that follows it', () => {
     await wallet.close();
     await page.close();
   }, 120_000);
+
+  it("1: the wallet joins a hold's two legs by their movement, also when the page of history ends between them", async () => {
+    const { page, problems } = await openConsole(await world.context(), `${world.base}/`);
+    const person = await signUpOnPage(page, `break-${unique()}@example.com`);
+    await credit(world, person.user_id, '100.00');
+    await world.test.http
+      .post('/api/v1/tasks/')
+      .set(as(person))
+      .send({
+        title: 'A poster for a bakery',
+        description: 'A poster, in detail.',
+        mode: 'online',
+        category: 'design',
+        bounty_amount: '40.00',
+        delivery_hours: 24,
+      })
+      .expect(201);
+    // 19 newer entries: the page's 20 end with the hold's first leg (newest first), its other leg opens the next page.
+    for (let index = 0; index < 19; index += 1) await credit(world, person.user_id, '1.00');
+    const entries = (await world.test.http.get('/api/v1/wallet/transactions?page_size=100').set(as(person)).expect(200)).body.data.items as {
+      movement_id: string;
+      type: string;
+    }[];
+    expect(entries).toHaveLength(22);
+    expect(entries[19]!.type).toBe('freeze');
+    expect(entries[20]!.movement_id).toBe(entries[19]!.movement_id);
+
+    await page.goto(`${world.base}/#/wallet`);
+    await page.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
+    const rows = page.locator('.table-scroll tbody tr');
+    await eventually(() => rows.count()).toBe(20);
+    // Until the other leg is read, the page shows the one it has: held, not a gain.
+    expect(await rows.nth(19).innerText()).toContain('Bounty held for your task');
+    await page.getByRole('button', { name: 'Show more' }).click();
+    // The other leg joins that row where it stands: one row for the hold, then the first deposit.
+    await eventually(() => rows.count()).toBe(21);
+    expect(await page.getByRole('button', { name: 'Show more' }).isVisible()).toBe(false);
+    const hold = await rows.nth(19).innerText();
+    expect(hold).toContain('¥40.00 available → held');
+    expect(hold).toContain('¥60.00 available · ¥40.00 held');
+    expect(hold).toContain('Bounty held for your task');
+    expect(await rows.filter({ hasText: 'Bounty held for your task' }).count()).toBe(1);
+    expect(await rows.nth(20).innerText()).toContain('Added by the operator');
+    expect(await rows.nth(20).innerText()).toContain('+¥100.00');
+    expect(await page.locator('td.negative').count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 120_000);
 });

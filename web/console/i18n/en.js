@@ -344,6 +344,8 @@ export default {
 
   'skill.new': 'Create a skill',
   'skill.new.lead': 'Write it yourself, let us draw it from your CV, or have it drafted from a sentence.',
+  'skill.new.for-task': 'Once it is created, you go back to the task to apply with it.',
+  'skill.new.back-to-task': 'Back to the task',
   'skill.how': 'How do you want to create it?',
   'skill.way.manual': 'By hand',
   'skill.way.cv': 'From my CV',

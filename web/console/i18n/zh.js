@@ -343,6 +343,8 @@ export default {
 
   'skill.new': '创建技能',
   'skill.new.lead': '自己填写，从简历中提取，或根据一句话起草。',
+  'skill.new.for-task': '创建后将回到任务页面，用它申请。',
+  'skill.new.back-to-task': '返回任务',
   'skill.how': '你想如何创建？',
   'skill.way.manual': '手动填写',
   'skill.way.cv': '从我的简历',

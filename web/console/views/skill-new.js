@@ -12,6 +12,12 @@ import { postStream } from '../lib/stream.js';
 // draft fills the form for the person to check and create.
 const pricing = ['fixed', 'per_hour', 'per_day', 'per_use', 'negotiable'];
 
+/** The task whose Apply box sent the person here (`?next=/tasks/<id>`), to go back to; only a task's address is taken. */
+function taskToReturnTo(ctx) {
+  const match = /^\/tasks\/([0-9a-f-]{36})$/.exec(ctx.query.get('next') || '');
+  return match ? match[1] : null;
+}
+
 function skillForm(ctx, values = {}) {
   return form({
     label: t('skill.form'),
@@ -77,7 +83,9 @@ function skillForm(ctx, values = {}) {
       const envelope = await api('POST', '/api/v1/skills/', { body, idempotent: true });
       if (envelope.code !== 0) return showProblem(element, envelope, 'skill');
       ctx.announce(t('skill.created', { name: envelope.data.name }));
-      ctx.navigate('/work');
+      // Come from a task's Apply box: back to that task, the new skill chosen there; else to Work.
+      const task = taskToReturnTo(ctx);
+      ctx.navigate(task ? `/tasks/${task}?skill=${envelope.data.id}` : '/work');
     },
   });
 }
@@ -203,5 +211,13 @@ export async function render(ctx) {
     ),
   );
   choose('manual')();
-  return h('div', { class: 'page narrow' }, h('h1', null, t('skill.new')), h('p', { class: 'lead' }, t('skill.new.lead')), h('section', null, chooser, panel));
+  const task = taskToReturnTo(ctx);
+  return h(
+    'div',
+    { class: 'page narrow' },
+    h('h1', null, t('skill.new')),
+    h('p', { class: 'lead' }, t('skill.new.lead')),
+    task && h('p', null, t('skill.new.for-task'), ' ', h('a', { href: `#/tasks/${task}` }, t('skill.new.back-to-task'))),
+    h('section', null, chooser, panel),
+  );
 }

@@ -95,22 +95,45 @@ export async function pushesSection(ctx, task) {
   const candidates = h('ul', { class: 'cards' });
   const problem = h('div');
   const names = new Map();
+  let shownPushes = null;
+  let shownCandidates = null;
   async function reload() {
-    const [pushes, recommended] = await Promise.all([
+    const [pushes, recommended, applications] = await Promise.all([
       api('GET', `/api/v1/tasks/${task.id}/pushes`, { query: { page_size: 50 } }),
-      api('GET', `/api/v1/tasks/${task.id}/recommendations`, { query: { top_k: 5 } }),
+      // More than are shown: those pushed or applied already are left out, and up to five remain.
+      api('GET', `/api/v1/tasks/${task.id}/recommendations`, { query: { top_k: 15 } }),
+      api('GET', `/api/v1/tasks/${task.id}/applications`, { query: { page_size: 100 } }),
     ]);
     if (pushes.code !== 0) return problem.replaceChildren(errorBox(pushes));
+    problem.replaceChildren();
     if (recommended.code === 0) for (const candidate of recommended.data.candidates) names.set(candidate.skill_id, candidate.name);
-    sent.replaceChildren(...pushes.data.items.map((push) => pushRow(ctx, task, { ...push, skill_name: names.get(push.skill_id) }, reload)));
-    if (pushes.data.items.length === 0) sent.append(h('li', { class: 'hint' }, t('push.none')));
+    // Drawn again only when something changed: a redraw would take away a price being typed, and the focus.
+    const pushesNow = JSON.stringify(pushes.data.items.map((push) => [push.id, push.status, names.get(push.skill_id)]));
+    if (pushesNow !== shownPushes) {
+      shownPushes = pushesNow;
+      sent.replaceChildren(...pushes.data.items.map((push) => pushRow(ctx, task, { ...push, skill_name: names.get(push.skill_id) }, reload)));
+      if (pushes.data.items.length === 0) sent.append(h('li', { class: 'hint' }, t('push.none')));
+    }
     const pushed = new Set(pushes.data.items.filter((push) => push.status !== 'withdrawn').map((push) => push.skill_id));
-    const open = recommended.code === 0 ? recommended.data.candidates.filter((candidate) => !pushed.has(candidate.skill_id)) : [];
+    // A skill that has applied to the task (an application not withdrawn) is answered under
+    // Applications, not suggested again here.
+    const applied = new Set(
+      applications.code === 0
+        ? applications.data.items.filter((application) => application.status !== 'withdrawn').map((application) => application.skill_id)
+        : [],
+    );
+    const open =
+      recommended.code === 0
+        ? recommended.data.candidates.filter((candidate) => !pushed.has(candidate.skill_id) && !applied.has(candidate.skill_id)).slice(0, 5)
+        : [];
+    const candidatesNow = open.map((candidate) => candidate.skill_id).join(' ');
+    if (candidatesNow === shownCandidates) return;
+    shownCandidates = candidatesNow;
     candidates.replaceChildren(...open.map((candidate) => candidateRow(ctx, task, candidate, reload)));
     if (open.length === 0) candidates.append(h('li', { class: 'hint' }, t('push.no-candidates')));
   }
   await reload();
-  return h(
+  const section = h(
     'section',
     { 'aria-labelledby': 'pushes' },
     h('h2', { id: 'pushes' }, t('push.title')),
@@ -121,6 +144,9 @@ export async function pushesSection(ctx, task) {
     h('h3', null, t('push.recommended')),
     candidates,
   );
+  // The task page reads the lists again when the task moves (an application arrives, on the stream).
+  section.reload = reload;
+  return section;
 }
 
 export async function ratingSection(ctx, task) {

@@ -308,6 +308,7 @@ export async function build(ctx, first, firstDeal) {
   const element = h('div');
   let shown = null;
   let applications = null;
+  let pushes = null;
 
   async function update(task, deal = null) {
     // A draft's notice is drawn with its publish form, from the same reading of the wallet.
@@ -316,6 +317,7 @@ export async function build(ctx, first, firstDeal) {
     const now = `${task.status}:${deal ? deal.status : ''}`;
     if (now !== shown) {
       shown = now;
+      pushes = task.status === 'open' ? await pushesSection(ctx, task) : null;
       applications = task.status === 'draft' ? null : applicationsSection(ctx, task);
       const parts = [];
       if (task.status === 'draft') parts.push(await publishDraft(ctx, task, update, notices));
@@ -325,9 +327,9 @@ export async function build(ctx, first, firstDeal) {
         parts.push(matched, matched.querySelector('form') ? null : await ratingSection(ctx, task));
       }
       if (applications) parts.push(applications);
-      if (task.status === 'open') parts.push(await pushesSection(ctx, task), closeSection(ctx, task));
+      if (task.status === 'open') parts.push(pushes, closeSection(ctx, task));
       element.replaceChildren(...parts.filter(Boolean));
-    }
+    } else if (pushes) await pushes.reload();
     if (applications) await applications.load(task, deal);
   }
   await update(first, firstDeal);

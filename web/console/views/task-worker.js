@@ -63,12 +63,14 @@ function applicationRow(ctx, task, application, skills, reload, deal) {
 }
 
 function applyForm(ctx, task, skills, reload) {
-  if (skills.length === 0) return h('p', null, t('apply.no-skills'), ' ', h('a', { href: '#/skills/new' }, t('apply.create-skill')));
+  // Creating a skill brings the person back here, with it chosen (skill-new.js).
+  if (skills.length === 0)
+    return h('p', null, t('apply.no-skills'), ' ', h('a', { href: `#/skills/new?next=${encodeURIComponent(`/tasks/${task.id}`)}` }, t('apply.create-skill')));
   return form({
     label: t('apply.title'),
     submit: t('apply.submit'),
     fields: [
-      field({ name: 'skill_id', label: t('apply.skill'), options: skills.map((skill) => [skill.id, skill.name]) }),
+      field({ name: 'skill_id', label: t('apply.skill'), options: skills.map((skill) => [skill.id, skill.name]), value: ctx.query.get('skill') }),
       field({
         name: 'proposed_price',
         label: t('apply.price'),

@@ -148,16 +148,19 @@ function purposeText(purpose) {
   return text === purpose.key ? t(purpose.fallback || 'history.about.other') : text;
 }
 
-/** The two legs of one move between the person's own buckets (a hold, its release, a refund): one row, not two. */
+/**
+ * The two legs of one move between the person's own buckets (a hold, its release, a refund): one
+ * row, not two. The API names each entry's movement (`movement_id`, shared by the legs of one
+ * move), so the legs are joined by it, not by what they look like or where they stand in the list.
+ */
 const bucketMoves = ['freeze', 'unfreeze', 'refund'];
 const legsOfOneMove = (a, b) =>
-  Boolean(a && b) &&
+  Boolean(a && b && a.movement_id) &&
+  a.movement_id === b.movement_id &&
   bucketMoves.includes(a.type) &&
   a.type === b.type &&
   a.bucket !== b.bucket &&
   a.currency === b.currency &&
-  a.biz_ref_id === b.biz_ref_id &&
-  a.created_at === b.created_at &&
   toMinor(a.amount) === -toMinor(b.amount);
 
 const isUuid = (text) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(String(text || ''));
@@ -203,25 +206,29 @@ function historyRow(item, partner) {
     cell('description', null, purposeText(purpose), link ? [' ', link] : null),
   );
   row.entry = item;
-  row.paired = Boolean(partner);
   return row;
 }
 
-/** Rows for a page of entries; a first entry that completes the last row shown (split by the page's end) joins it. */
-function historyRows(items, body) {
+/**
+ * Rows for a page of entries. `lone` holds the rows shown so far with one leg of a move between
+ * the person's own buckets, by movement: the other leg joins that row where it stands, also when
+ * it comes on a later page (a page break between the legs), instead of showing the move twice.
+ */
+function historyRows(items, lone) {
   const rows = [];
-  let index = 0;
-  const last = body.lastElementChild;
-  if (last && last.entry && !last.paired && legsOfOneMove(last.entry, items[0])) {
-    last.replaceWith(historyRow(last.entry, items[0]));
-    index = 1;
-  }
-  for (; index < items.length; index += 1) {
-    const item = items[index];
-    if (legsOfOneMove(item, items[index + 1])) {
-      rows.push(historyRow(item, items[index + 1]));
-      index += 1;
-    } else rows.push(historyRow(item));
+  for (const item of items) {
+    const shown = lone.get(item.movement_id);
+    if (shown && legsOfOneMove(shown.entry, item)) {
+      lone.delete(item.movement_id);
+      const joined = historyRow(shown.entry, item);
+      const index = rows.indexOf(shown);
+      if (index >= 0) rows[index] = joined;
+      else shown.replaceWith(joined);
+      continue;
+    }
+    const row = historyRow(item);
+    if (item.movement_id && bucketMoves.includes(item.type)) lone.set(item.movement_id, row);
+    rows.push(row);
   }
   return rows;
 }
@@ -233,12 +240,20 @@ function history() {
   let query = {};
   let cursor = null;
   let pages = 0;
+  let lone = new Map();
   async function load(append, element) {
     const envelope = await api('GET', '/api/v1/wallet/transactions', { query: { ...query, page_size: 20, cursor: append ? cursor : undefined } });
-    if (envelope.code !== 0) return element ? showProblem(element, envelope) : body.replaceChildren(h('tr', null, h('td', { colspan: 5 }, errorBox(envelope))));
-    if (!append) body.replaceChildren();
+    if (envelope.code !== 0) {
+      if (element) return showProblem(element, envelope);
+      lone = new Map();
+      return body.replaceChildren(h('tr', null, h('td', { colspan: 5 }, errorBox(envelope))));
+    }
+    if (!append) {
+      body.replaceChildren();
+      lone = new Map();
+    }
     pages = append ? pages + 1 : 1;
-    body.append(...historyRows(envelope.data.items, body));
+    body.append(...historyRows(envelope.data.items, lone));
     empty.hidden = body.children.length > 0;
     cursor = envelope.data.next_cursor;
     more.hidden = !envelope.data.has_more;
