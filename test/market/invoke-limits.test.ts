@@ -126,4 +126,23 @@ describe('capability limits across two instances', () => {
     await cancelOn(0, again).expect(200);
     expect((await buyOn(0, buyer, capability.id)).body.code).toBe(4291);
   });
+
+  it("gives an unpaid purchase's unit back once, however often its cancel is replayed or raced", async () => {
+    const { buyer, capability } = await agentMarket(test, '100.00', { daily_limit: 2 });
+    const bought = (await buyOn(0, buyer, capability.id).expect(201)).body.data.id as string;
+    await buyOn(1, buyer, capability.id).expect(201);
+    const key = randomUUID();
+    const cancels = await Promise.all(
+      [0, 1, 0, 1].map((instance, index) =>
+        instances[instance]!.post(`/api/v1/transactions/${bought}/cancel`)
+          .set(buyer.headers)
+          .set('Idempotency-Key', index < 2 ? key : randomUUID())
+          .send({}),
+      ),
+    );
+    expect(cancels.filter((answer) => answer.status === 200).length).toBeGreaterThanOrEqual(1);
+    // One unit came back: one more purchase fits the day, the next does not.
+    await buyOn(0, buyer, capability.id).expect(201);
+    expect((await buyOn(1, buyer, capability.id)).body.code).toBe(4291);
+  });
 });
