@@ -9,8 +9,7 @@ import { type A2ATaskRow, type Candidate, insertMessages } from '../../store/a2a
 import type { DemandRow } from '../../store/demands.ts';
 import type { DemandEngine, MatchingEngine } from '../market/index.ts';
 import type { EngineDependencies, Principal } from '../common/index.ts';
-import { priceUnder } from '../money/ceilings.ts';
-import { type Idempotency, fingerprintOf, type TransactionEngine } from '../money/index.ts';
+import { type Idempotency, fingerprintOf, priceUnder, type TransactionEngine } from '../money/index.ts';
 import type { Buying, BuyOutcome } from './buying.ts';
 import type { IncomingMessage, SendMode } from './types.ts';
 import { cancelledParts, candidatesParts } from './wording.ts';

@@ -1,5 +1,6 @@
 import { currencyOfSpace } from '../../domain/money.ts';
-import { partyEventView, toPublishedEvent } from '../../events/publisher.ts';
+import { partyEventView } from '../../events/event-json.ts';
+import { toPublishedEvent } from '../../events/publisher.ts';
 import { toPublishedTaskEvent } from '../../events/task-feed.ts';
 import type { OutboxRow } from '../../store/outbox.ts';
 import type { TaskEventRow } from '../../store/task-events.ts';

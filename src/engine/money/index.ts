@@ -20,7 +20,7 @@ export {
 export { type BudgetCharge } from './budget-bounds.ts';
 export { agentBudgetView, createAgentBudgets, type AgentBudgets } from './budget-settings.ts';
 export { giveBackUnlessWritten, takeCapabilityUsage, type TakenUsage, wroteNothing } from './capability-limits.ts';
-export { assertBuyerCeiling, purchaseRead, splitPurchaseRead } from './ceilings.ts';
+export { assertBuyerCeiling, priceUnder, purchaseRead, splitPurchaseRead } from './ceilings.ts';
 export { createIdempotency, fingerprintOf, type Idempotency, type IdempotencyRequest, type Outcome } from './idempotency.ts';
 export { createStreams } from './streams.ts';
 export { createSweeper } from './sweeper.ts';
