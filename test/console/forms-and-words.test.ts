@@ -70,9 +70,10 @@ describe('the API’s sentences in the page’s words', () => {
     await page.getByRole('button', { name: '注册', exact: true }).click();
     await page.waitForURL(/#\/$/);
     await page.goto(`${world.base}/#/agents`);
-    await page.getByRole('heading', { level: 1 }).waitFor();
-    await page.locator('form').first().locator('input').first().fill('Budget bot');
-    await page.locator('form').first().locator('button[type="submit"]').click();
+    // The agents page's own heading: the page left behind has an h1 too until the new view is drawn.
+    await page.getByRole('heading', { level: 1, name: '我的智能体' }).waitFor();
+    await page.getByLabel('智能体名称').fill('Budget bot');
+    await page.getByRole('button', { name: '创建密钥' }).click();
     const summary = page.locator('details.budget-edit summary').first();
     await eventually(() => summary.isVisible()).toBe(true);
     await summary.click();
