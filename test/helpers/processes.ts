@@ -74,15 +74,22 @@ export async function startServer(environment: Record<string, string>, startTime
     spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...environment, PORT: '0', HOST: '127.0.0.1' }, stdio: 'pipe' }),
   );
   let url = '';
-  await waitFor(
-    () => {
-      const match = /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/.exec(server.output());
-      if (match) url = match[1]!;
-      if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
-      return url !== '';
-    },
-    'the server to listen',
-    startTimeoutMs,
-  );
+  try {
+    await waitFor(
+      () => {
+        const match = /"message":"listening",(?:"worker":\d+,)?"url":"(http:\/\/[^"]+)"/.exec(server.output());
+        if (match) url = match[1]!;
+        if (server.child.exitCode !== null) throw new Error(`server exited: ${server.output()}`);
+        return url !== '';
+      },
+      'the server to listen',
+      startTimeoutMs,
+    );
+  } catch (error) {
+    // A server that did not start in time is stopped, not left running after the test (one was
+    // found hours later, still holding its data directory and a core's share).
+    await server.stop();
+    throw error;
+  }
   return { ...server, url };
 }
